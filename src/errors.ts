@@ -1,0 +1,129 @@
+/**
+ * Typed errors. Every error this library throws or rejects with is a {@link GlobalLockError}
+ * (except an abort, which rejects with the caller's own `signal.reason`, as `fetch` does).
+ * Each has a stable `code` so callers can branch without `instanceof` across module copies.
+ */
+
+/** Stable machine-readable codes carried by every {@link GlobalLockError}. */
+export type GlobalLockErrorCode =
+  | "ERR_GLOBALLOCK_INVALID_ARGUMENT"
+  | "ERR_GLOBALLOCK_CLOSED"
+  | "ERR_GLOBALLOCK_STORE_UNAVAILABLE"
+  | "ERR_GLOBALLOCK_LOCK_LOST"
+  | "ERR_GLOBALLOCK_UNSUPPORTED";
+
+/** Base class of every error raised by globallock. */
+export class GlobalLockError extends Error {
+  /** Stable code; see {@link GlobalLockErrorCode}. */
+  readonly code: GlobalLockErrorCode;
+
+  constructor(code: GlobalLockErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/**
+ * A caller passed a value the library cannot use (bad key, expiry, signal, callback, clients…).
+ * Thrown before anything is sent to a store; nothing is left half-acquired.
+ * `argument` names the parameter and `received` holds the offending value.
+ */
+export class InvalidArgumentError extends GlobalLockError {
+  /** Name of the offending parameter or option, e.g. `"key"` or `"options.expiry"`. */
+  readonly argument: string;
+  /** The value that was received. */
+  readonly received: unknown;
+
+  constructor(argument: string, expected: string, received: unknown) {
+    super(
+      "ERR_GLOBALLOCK_INVALID_ARGUMENT",
+      `Invalid ${argument}: expected ${expected}, received ${describeValue(received)}`,
+    );
+    this.argument = argument;
+    this.received = received;
+  }
+}
+
+/** The locker was closed: new calls are refused and pending waits are rejected with this. */
+export class LockerClosedError extends GlobalLockError {
+  constructor(message = "The locker is closed") {
+    super("ERR_GLOBALLOCK_CLOSED", message);
+  }
+}
+
+/**
+ * The lock store could not be reached or did not answer in time (for several Redis nodes:
+ * fewer than a quorum answered). Never means "someone else holds the lock". `cause` holds the
+ * underlying error (an `AggregateError` of per-node errors when several nodes failed).
+ */
+export class StoreUnavailableError extends GlobalLockError {
+  /** The Redis key (prefix included) the failed operation was about. */
+  readonly key: string;
+
+  constructor(key: string, message: string, options?: { cause?: unknown }) {
+    super("ERR_GLOBALLOCK_STORE_UNAVAILABLE", message, options);
+    this.key = key;
+  }
+}
+
+/** Why a held lock was lost. */
+export type LockLostReason =
+  /** An extension found the key gone or owned by another token. */
+  | "taken"
+  /** The lease's local deadline passed without a successful extension. */
+  | "expired";
+
+/**
+ * A held lock is no longer safely held. Delivered through the locker's `onLockLost` hook (and a
+ * lease's `lost` signal); the holder is never cancelled.
+ */
+export class LockLostError extends GlobalLockError {
+  /** The key (without prefix) of the lost lock. */
+  readonly key: string;
+  /** What the locker observed. */
+  readonly reason: LockLostReason;
+
+  constructor(key: string, reason: LockLostReason, options?: { cause?: unknown }) {
+    super(
+      "ERR_GLOBALLOCK_LOCK_LOST",
+      reason === "taken"
+        ? `Lock "${key}" was lost: its key is gone or now belongs to another holder`
+        : `Lock "${key}" was lost: its lease ran out before it could be extended`,
+      options,
+    );
+    this.key = key;
+    this.reason = reason;
+  }
+}
+
+/** The requested feature is not available with this locker's configuration. */
+export class UnsupportedError extends GlobalLockError {
+  constructor(message: string) {
+    super("ERR_GLOBALLOCK_UNSUPPORTED", message);
+  }
+}
+
+/** Renders a received value for an error message: type plus a short, safe preview. */
+export function describeValue(value: unknown): string {
+  if (value === null) return "null";
+  if (value === undefined) return "undefined";
+  switch (typeof value) {
+    case "string": {
+      const preview = value.length > 40 ? `${value.slice(0, 40)}…` : value;
+      return `string ${JSON.stringify(preview)} (length ${value.length})`;
+    }
+    case "number":
+    case "bigint":
+    case "boolean":
+      return `${typeof value} ${String(value)}`;
+    case "function":
+      return "function";
+    case "symbol":
+      return String(value);
+    default: {
+      const name = (value as object).constructor?.name;
+      return Array.isArray(value) ? `array of length ${value.length}` : `object ${name ?? "Object"}`;
+    }
+  }
+}

@@ -1,0 +1,17 @@
+export {
+  describeValue,
+  GlobalLockError,
+  type GlobalLockErrorCode,
+  InvalidArgumentError,
+  LockerClosedError,
+  LockLostError,
+  type LockLostReason,
+  StoreUnavailableError,
+  UnsupportedError,
+} from "./errors.js";
+export { MAX_KEY_BYTES } from "./internal/validate.js";
+export { type Locker, lockAndDo, type ReleaseFunc, tryLockAndDo } from "./locker.js";
+export { MemoryLocker, type MemoryLockerOptions } from "./memory/memory-locker.js";
+export { MIN_EXPIRY_MS, type RedisLockerOptions } from "./redis/options.js";
+export { RedisLocker } from "./redis/redis-locker.js";
+export type { RedisClient } from "./redis/types.js";

@@ -1,0 +1,125 @@
+/** How a {@link Waiter.wait} ended when it did not reject. */
+export type WaitOutcome = "notified" | "timeout";
+
+/**
+ * One caller waiting for a key. A notification that arrives while the caller is busy (say, in the
+ * middle of an attempt) is remembered, so the next `wait` returns at once: no wake-up is lost.
+ */
+export class Waiter {
+  #pending = false;
+  #wake: (() => void) | undefined;
+
+  /** Ends the current wait, or the next one if the caller is not waiting right now. */
+  notify(): void {
+    this.#pending = true;
+    this.#wake?.();
+  }
+
+  /**
+   * Waits for a notification, `timeoutMs` (if given), or the abort of any of `signals`, whichever
+   * comes first; an abort rejects with that signal's reason. Leaves no timer or listener behind.
+   */
+  wait(timeoutMs: number | undefined, signals: ReadonlyArray<AbortSignal | undefined>): Promise<WaitOutcome> {
+    for (const signal of signals) {
+      if (signal?.aborted) return Promise.reject(signal.reason);
+    }
+    if (this.#pending) {
+      this.#pending = false;
+      return Promise.resolve("notified");
+    }
+    return new Promise<WaitOutcome>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const listeners: Array<[AbortSignal, () => void]> = [];
+      const finish = (): void => {
+        this.#wake = undefined;
+        if (timer !== undefined) clearTimeout(timer);
+        for (const [signal, listener] of listeners) signal.removeEventListener("abort", listener);
+      };
+      this.#wake = () => {
+        finish();
+        this.#pending = false;
+        resolve("notified");
+      };
+      if (timeoutMs !== undefined) {
+        timer = setTimeout(() => {
+          finish();
+          resolve("timeout");
+        }, timeoutMs);
+        timer.unref();
+      }
+      for (const signal of signals) {
+        if (signal === undefined) continue;
+        const listener = (): void => {
+          finish();
+          reject(signal.reason);
+        };
+        listeners.push([signal, listener]);
+        signal.addEventListener("abort", listener, { once: true });
+      }
+    });
+  }
+}
+
+/**
+ * First-in, first-out queues of {@link Waiter}s per key. Only the head of a key's queue is woken
+ * by a release, so waiters in one process are served in arrival order and one release costs one
+ * retry, not a thundering herd. Empty queues are deleted, so the map does not grow.
+ */
+export class WaitQueues {
+  readonly #queues = new Map<string, Set<Waiter>>();
+
+  /** Appends `waiter` to `key`'s queue. */
+  enqueue(key: string, waiter: Waiter): void {
+    let queue = this.#queues.get(key);
+    if (queue === undefined) {
+      queue = new Set();
+      this.#queues.set(key, queue);
+    }
+    queue.add(waiter);
+  }
+
+  /**
+   * Removes `waiter` from `key`'s queue. When it was the head, the new head is notified so that a
+   * wake-up meant for the leaver is not lost.
+   */
+  remove(key: string, waiter: Waiter): void {
+    const queue = this.#queues.get(key);
+    if (queue === undefined) return;
+    const wasHead = firstOf(queue) === waiter;
+    if (!queue.delete(waiter)) return;
+    if (queue.size === 0) this.#queues.delete(key);
+    else if (wasHead) firstOf(queue)?.notify();
+  }
+
+  /** True when `waiter` is first in `key`'s queue. */
+  isHead(key: string, waiter: Waiter): boolean {
+    const queue = this.#queues.get(key);
+    return queue !== undefined && firstOf(queue) === waiter;
+  }
+
+  /** Number of waiters queued for `key`. */
+  size(key: string): number {
+    return this.#queues.get(key)?.size ?? 0;
+  }
+
+  /** Wakes the head of `key`'s queue, if any. */
+  notifyHead(key: string): void {
+    const queue = this.#queues.get(key);
+    if (queue !== undefined) firstOf(queue)?.notify();
+  }
+
+  /** Wakes the head of every queue (after notifications may have been lost). */
+  notifyAllHeads(): void {
+    for (const queue of this.#queues.values()) firstOf(queue)?.notify();
+  }
+
+  /** Keys that have waiters. */
+  keys(): IterableIterator<string> {
+    return this.#queues.keys();
+  }
+}
+
+function firstOf<T>(set: Set<T>): T | undefined {
+  for (const item of set) return item;
+  return undefined;
+}

@@ -1,0 +1,119 @@
+import { LockerClosedError } from "../errors.js";
+import { createReleaseFunc, noopRelease } from "../internal/release-func.js";
+import { validateKey, validateOptionsObject, validateSignal } from "../internal/validate.js";
+import type { Locker, ReleaseFunc } from "../locker.js";
+
+/** Options of {@link MemoryLocker}. There are none yet; the bag is reserved for the future. */
+export type MemoryLockerOptions = Record<string, never>;
+
+/** One caller queued for a held key; `grant` hands it the key. */
+interface QueuedCaller {
+  grant(token: symbol): void;
+}
+
+/** A held key: who holds it now (by acquisition token) and who waits, in arrival order. */
+interface HeldKey {
+  token: symbol;
+  readonly queue: Set<QueuedCaller>;
+}
+
+/**
+ * An in-process {@link Locker}: mutual exclusion between callers of one Node.js process.
+ *
+ * Waiting keeps the shape of Gitea's memory locker (a wait that can be given up at any time) but
+ * not its 100 ms polling: a release hands the key straight to the longest-waiting caller (FIFO),
+ * with no timer on the path. An aborted waiter leaves the queue at once and leaves nothing behind;
+ * a key's entry is deleted as soon as nobody holds or waits for it.
+ */
+export class MemoryLocker implements Locker {
+  readonly #held = new Map<string, HeldKey>();
+  readonly #closing = new AbortController();
+
+  /** Creates an empty locker. `options` is reserved and must be an object or undefined. */
+  constructor(options?: MemoryLockerOptions) {
+    validateOptionsObject("options", options);
+  }
+
+  /** {@inheritDoc Locker.lock} */
+  async lock(signal: AbortSignal | undefined, key: string): Promise<ReleaseFunc> {
+    this.#checkCall(signal, key);
+    const entry = this.#held.get(key);
+    if (entry === undefined) return this.#take(key);
+    return this.#waitForHandOff(signal, key, entry);
+  }
+
+  /** {@inheritDoc Locker.tryLock} */
+  async tryLock(signal: AbortSignal | undefined, key: string): Promise<[acquired: boolean, release: ReleaseFunc]> {
+    this.#checkCall(signal, key);
+    if (this.#held.has(key)) return [false, noopRelease()];
+    return [true, this.#take(key)];
+  }
+
+  /** {@inheritDoc Locker.close} */
+  async close(): Promise<void> {
+    if (this.#closing.signal.aborted) return;
+    this.#closing.abort(new LockerClosedError());
+  }
+
+  #checkCall(signal: unknown, key: unknown): asserts signal is AbortSignal | undefined {
+    validateSignal(signal);
+    validateKey(key);
+    if (this.#closing.signal.aborted) throw this.#closing.signal.reason;
+    signal?.throwIfAborted();
+  }
+
+  #take(key: string): ReleaseFunc {
+    const token = Symbol(key);
+    this.#held.set(key, { token, queue: new Set() });
+    return this.#releaseFor(key, token);
+  }
+
+  #releaseFor(key: string, token: symbol): ReleaseFunc {
+    return createReleaseFunc(() => this.#release(key, token));
+  }
+
+  /** Frees `key` if `token` still holds it, handing it to the next queued caller if there is one. */
+  #release(key: string, token: symbol): void {
+    const entry = this.#held.get(key);
+    if (entry === undefined || entry.token !== token) return;
+    const next = firstOf(entry.queue);
+    if (next === undefined) {
+      this.#held.delete(key);
+      return;
+    }
+    entry.queue.delete(next);
+    entry.token = Symbol(key);
+    next.grant(entry.token);
+  }
+
+  #waitForHandOff(signal: AbortSignal | undefined, key: string, entry: HeldKey): Promise<ReleaseFunc> {
+    return new Promise<ReleaseFunc>((resolve, reject) => {
+      const closing = this.#closing.signal;
+      const leave = (reason: unknown): void => {
+        entry.queue.delete(caller);
+        unlisten();
+        reject(reason);
+      };
+      const onAbort = (): void => leave(signal?.reason);
+      const onClose = (): void => leave(closing.reason);
+      const unlisten = (): void => {
+        signal?.removeEventListener("abort", onAbort);
+        closing.removeEventListener("abort", onClose);
+      };
+      const caller: QueuedCaller = {
+        grant: (token) => {
+          unlisten();
+          resolve(this.#releaseFor(key, token));
+        },
+      };
+      entry.queue.add(caller);
+      signal?.addEventListener("abort", onAbort, { once: true });
+      closing.addEventListener("abort", onClose, { once: true });
+    });
+  }
+}
+
+function firstOf<T>(set: Set<T>): T | undefined {
+  for (const item of set) return item;
+  return undefined;
+}

@@ -1,0 +1,35 @@
+import type { ReleaseFunc } from "../locker.js";
+import type { LockHandle } from "./redlock-adapter.js";
+
+/** Lifecycle of one acquisition: held until released, or lost on the way. */
+export type AcquisitionState = "held" | "lost" | "released";
+
+/**
+ * One successful acquisition of a key: the unit the locker tracks (per token, never per key),
+ * extends, reports as lost, and releases.
+ */
+export class Acquisition {
+  state: AcquisitionState = "held";
+  /** Aborted with a LockLostError when the lock is found lost. */
+  readonly lost = new AbortController();
+  /** Fires when the validity runs out without a successful extension. */
+  deadlineTimer: NodeJS.Timeout | undefined;
+  /** Pending retry of a failed extension. */
+  retryTimer: NodeJS.Timeout | undefined;
+  /** Set once by the locker right after construction. */
+  release!: ReleaseFunc;
+
+  constructor(
+    /** The caller's key (no prefix). */
+    readonly key: string,
+    readonly handle: LockHandle,
+  ) {}
+
+  /** Clears both timers. */
+  clearTimers(): void {
+    clearTimeout(this.deadlineTimer);
+    clearTimeout(this.retryTimer);
+    this.deadlineTimer = undefined;
+    this.retryTimer = undefined;
+  }
+}

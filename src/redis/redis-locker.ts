@@ -1,0 +1,252 @@
+import { performance } from "node:perf_hooks";
+import { LockerClosedError, LockLostError, type LockLostReason } from "../errors.js";
+import { abortable } from "../internal/abortable.js";
+import { Backoff } from "../internal/backoff.js";
+import { createReleaseFunc, noopRelease } from "../internal/release-func.js";
+import { validateKey, validateSignal } from "../internal/validate.js";
+import { Waiter, WaitQueues } from "../internal/waiter.js";
+import type { Locker, ReleaseFunc } from "../locker.js";
+import { Acquisition } from "./acquisition.js";
+import { type RedisLockerOptions, type ResolvedRedisLockerOptions, resolveClients, resolveOptions } from "./options.js";
+import { type LockHandle, RedlockAdapter, type ReleaseOutcome } from "./redlock-adapter.js";
+import { ReleaseNotifier } from "./release-notifier.js";
+import { Sweeper } from "./sweeper.js";
+import type { RedisClient } from "./types.js";
+
+/**
+ * A {@link Locker} over one Redis node or several (Redlock quorum), for exclusion across processes.
+ *
+ * - Each acquisition sets `prefix + key` to a random 16-byte token with a TTL of `expiry`; release
+ *   is an atomic compare-and-delete that also publishes on the key's channel.
+ * - Waiters wake on that publication (one subscriber connection per node, duplicated from the
+ *   caller's client), with a jittered backoff as the safety net; in one process they queue FIFO per
+ *   key and only the head retries.
+ * - One sweeper extends every held lock every `expiry / 2`. A lock found lost is reported through
+ *   `onLockLost`; its holder keeps running.
+ * - The caller owns the clients: `close()` never closes them.
+ */
+export class RedisLocker implements Locker {
+  readonly #options: ResolvedRedisLockerOptions;
+  readonly #adapter: RedlockAdapter;
+  readonly #notifier: ReleaseNotifier;
+  readonly #sweeper: Sweeper;
+  readonly #queues = new WaitQueues();
+  /** Live (held, not lost) acquisitions per key in this locker. */
+  readonly #heldCounts = new Map<string, number>();
+  readonly #held = new Set<Acquisition>();
+  readonly #inFlight = new Set<Promise<unknown>>();
+  readonly #closing = new AbortController();
+  #closed: Promise<void> | undefined;
+
+  /**
+   * @param clients one ioredis client (single node or Cluster), or one client per independent
+   *   Redis node for a Redlock quorum. The caller creates, owns and closes them.
+   * @param options see {@link RedisLockerOptions}.
+   */
+  constructor(clients: RedisClient | RedisClient[], options?: RedisLockerOptions) {
+    const list = resolveClients(clients);
+    this.#options = resolveOptions(options);
+    const { operationTimeout, driftFactor, expiry, sweepConcurrency } = this.#options;
+    this.#adapter = new RedlockAdapter(list, { commandTimeout: operationTimeout, driftFactor });
+    this.#notifier = new ReleaseNotifier(
+      list,
+      operationTimeout,
+      (channel) => this.#onReleaseMessage(channel),
+      () => this.#queues.notifyAllHeads(),
+    );
+    this.#sweeper = new Sweeper(Math.floor(expiry / 2), sweepConcurrency, (acquisition) => this.#extend(acquisition));
+  }
+
+  /** The resolved options (defaults filled in). */
+  get options(): Readonly<Omit<ResolvedRedisLockerOptions, "onLockLost">> {
+    const { onLockLost: _hook, ...rest } = this.#options;
+    return rest;
+  }
+
+  /** Number of locks this locker currently holds and extends. */
+  get heldCount(): number {
+    return this.#held.size;
+  }
+
+  /** {@inheritDoc Locker.lock} */
+  async lock(signal: AbortSignal | undefined, key: string): Promise<ReleaseFunc> {
+    this.#checkCall(signal, key);
+    // Join the local queue instead of barging when this process already holds or waits for key.
+    if (!this.#heldCounts.has(key) && this.#queues.size(key) === 0) {
+      const acquisition = await this.#attempt(signal, key);
+      if (acquisition !== undefined) return acquisition.release;
+    }
+    return this.#waitFor(signal, key);
+  }
+
+  /** {@inheritDoc Locker.tryLock} */
+  async tryLock(signal: AbortSignal | undefined, key: string): Promise<[acquired: boolean, release: ReleaseFunc]> {
+    this.#checkCall(signal, key);
+    if (this.#heldCounts.has(key)) return [false, noopRelease()];
+    const acquisition = await this.#attempt(signal, key);
+    return acquisition === undefined ? [false, noopRelease()] : [true, acquisition.release];
+  }
+
+  /**
+   * {@inheritDoc Locker.close}
+   *
+   * Held locks are neither deleted nor extended any more: they expire within `expiry`. Their
+   * releases still work (and still delete the key while its token matches).
+   */
+  close(): Promise<void> {
+    this.#closed ??= this.#shutDown();
+    return this.#closed;
+  }
+
+  async #shutDown(): Promise<void> {
+    this.#closing.abort(new LockerClosedError());
+    await this.#sweeper.stop();
+    for (const acquisition of this.#held) clearTimeout(acquisition.retryTimer);
+    await Promise.allSettled([...this.#inFlight]);
+    await this.#notifier.close();
+  }
+
+  #checkCall(signal: unknown, key: unknown): asserts signal is AbortSignal | undefined {
+    validateSignal(signal);
+    validateKey(key);
+    if (this.#closing.signal.aborted) throw this.#closing.signal.reason;
+    signal?.throwIfAborted();
+  }
+
+  /** Blocks in the key's FIFO queue until an attempt succeeds, the signal aborts, or close. */
+  async #waitFor(signal: AbortSignal | undefined, key: string): Promise<ReleaseFunc> {
+    const resource = this.#options.prefix + key;
+    const signals = [signal, this.#closing.signal];
+    const waiter = new Waiter();
+    const backoff = new Backoff(this.#options.backoffMin, this.#options.backoffMax);
+    this.#queues.enqueue(key, waiter);
+    const subscribed = this.#notifier.subscribe(resource);
+    try {
+      // Once subscribed, a release cannot slip by unnoticed: the next attempt happens after it.
+      await abortable(subscribed, signals);
+      for (;;) {
+        const mayTry = this.#queues.isHead(key, waiter) && !this.#heldCounts.has(key);
+        if (mayTry) {
+          const acquisition = await this.#attempt(signal, key);
+          if (acquisition !== undefined) return acquisition.release;
+        }
+        // Only the head of the queue polls (as a safety net); the others wait for their turn.
+        await waiter.wait(mayTry ? backoff.next() : undefined, signals);
+      }
+    } finally {
+      this.#queues.remove(key, waiter);
+      this.#notifier.unsubscribe(resource);
+    }
+  }
+
+  /**
+   * One acquisition attempt, abortable: if `signal` aborts or the locker closes while it is in
+   * flight, it rejects at once and a grant that arrives later is released, never leaked.
+   */
+  async #attempt(signal: AbortSignal | undefined, key: string): Promise<Acquisition | undefined> {
+    const attempt = this.#track(this.#adapter.acquire(this.#options.prefix + key, this.#options.expiry));
+    let outcome: Awaited<typeof attempt>;
+    try {
+      outcome = await abortable(attempt, [signal, this.#closing.signal]);
+    } catch (error) {
+      attempt
+        .then((late) => (late.kind === "acquired" ? this.#adapter.release(late.handle) : undefined))
+        .catch(() => undefined);
+      throw error;
+    }
+    return outcome.kind === "acquired" ? this.#register(key, outcome.handle) : undefined;
+  }
+
+  /** Starts tracking a fresh grant: extension, deadline, local bookkeeping and its release. */
+  #register(key: string, handle: LockHandle): Acquisition {
+    const acquisition = new Acquisition(key, handle);
+    acquisition.release = createReleaseFunc(() => this.#release(acquisition).then(() => undefined));
+    this.#held.add(acquisition);
+    this.#heldCounts.set(key, (this.#heldCounts.get(key) ?? 0) + 1);
+    this.#armDeadline(acquisition);
+    this.#sweeper.add(acquisition);
+    return acquisition;
+  }
+
+  /** Stops tracking `acquisition` (released or lost); returns true if it was held. */
+  #untrack(acquisition: Acquisition): boolean {
+    if (acquisition.state !== "held") return false;
+    acquisition.clearTimers();
+    this.#sweeper.delete(acquisition);
+    this.#held.delete(acquisition);
+    const count = (this.#heldCounts.get(acquisition.key) ?? 1) - 1;
+    if (count > 0) this.#heldCounts.set(acquisition.key, count);
+    else this.#heldCounts.delete(acquisition.key);
+    return true;
+  }
+
+  async #release(acquisition: Acquisition): Promise<ReleaseOutcome> {
+    this.#untrack(acquisition);
+    acquisition.state = "released";
+    const outcome = await this.#track(this.#adapter.release(acquisition.handle));
+    // Hand over to this process's next waiter without waiting for our own pub/sub message.
+    this.#queues.notifyHead(acquisition.key);
+    return outcome;
+  }
+
+  /** Extends one lock (called by the sweeper and by retries); never rejects. */
+  async #extend(acquisition: Acquisition): Promise<void> {
+    if (acquisition.state !== "held") return;
+    const { expiry, operationTimeout } = this.#options;
+    let outcome: "extended" | "lost";
+    try {
+      outcome = await this.#track(this.#adapter.extend(acquisition.handle, expiry));
+    } catch (error) {
+      // Transient: retry while the lease still has time left; the deadline timer decides loss.
+      if (acquisition.state !== "held" || this.#closing.signal.aborted) return;
+      const timeLeft = acquisition.handle.validUntil - performance.now();
+      const delay = Math.max(1, Math.min(Math.floor(expiry / 8), Math.floor(timeLeft - operationTimeout)));
+      clearTimeout(acquisition.retryTimer);
+      acquisition.retryTimer = setTimeout(() => void this.#extend(acquisition), delay);
+      acquisition.retryTimer.unref();
+      void error;
+      return;
+    }
+    if (acquisition.state !== "held") return;
+    if (outcome === "lost") this.#markLost(acquisition, "taken");
+    else this.#armDeadline(acquisition);
+  }
+
+  /** (Re)starts the timer that declares the lock lost when its validity runs out. */
+  #armDeadline(acquisition: Acquisition): void {
+    clearTimeout(acquisition.deadlineTimer);
+    const remaining = Math.max(0, acquisition.handle.validUntil - performance.now());
+    acquisition.deadlineTimer = setTimeout(() => this.#markLost(acquisition, "expired"), remaining);
+    acquisition.deadlineTimer.unref();
+  }
+
+  #markLost(acquisition: Acquisition, reason: LockLostReason): void {
+    if (!this.#untrack(acquisition)) return;
+    acquisition.state = "lost";
+    const error = new LockLostError(acquisition.key, reason);
+    acquisition.lost.abort(error);
+    try {
+      this.#options.onLockLost?.(error);
+    } catch {
+      // A throwing hook must not break the sweeper or surface as an unhandled rejection.
+    }
+    this.#queues.notifyHead(acquisition.key);
+  }
+
+  #onReleaseMessage(channel: string): void {
+    const { prefix } = this.#options;
+    if (!channel.startsWith(prefix)) return;
+    const key = channel.slice(prefix.length);
+    // While this locker holds the key, a release message is stale (or our own): ignore it.
+    if (!this.#heldCounts.has(key)) this.#queues.notifyHead(key);
+  }
+
+  #track<T>(promise: Promise<T>): Promise<T> {
+    this.#inFlight.add(promise);
+    const forget = (): void => {
+      this.#inFlight.delete(promise);
+    };
+    promise.then(forget, forget);
+    return promise;
+  }
+}

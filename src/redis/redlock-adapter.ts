@@ -1,0 +1,179 @@
+/**
+ * The only file that imports redlock. It makes redlock do single attempts (our own wait loop does
+ * the waiting), bounds every Redis command with a timeout, tells "held by someone else" apart from
+ * "Redis failed" by inspecting the votes, checks the validity of every grant, and keeps redlock's
+ * types out of the public declarations.
+ */
+import { performance } from "node:perf_hooks";
+import Redlock, { ExecutionError, type Lock, ResourceLockedError } from "redlock";
+import { StoreUnavailableError } from "../errors.js";
+import { withTimeout } from "../internal/sleep.js";
+import { RELEASE_AND_PUBLISH_SCRIPT } from "./scripts.js";
+import type { RedisClient } from "./types.js";
+
+/** A lock held on a quorum of nodes: its token and local validity deadline (monotonic ms). */
+export class LockHandle {
+  /** Random ownership token (32 hex characters = 16 bytes), the same on every node. */
+  readonly token: string;
+  /** The full Redis key. */
+  readonly resource: string;
+  /** `performance.now()` past which the lock may have expired on a quorum of nodes. */
+  validUntil: number;
+  /** redlock's lock object; replaced by every extension, as redlock requires. */
+  current: Lock;
+
+  constructor(lock: Lock, resource: string, validUntil: number) {
+    this.token = lock.value;
+    this.resource = resource;
+    this.validUntil = validUntil;
+    this.current = lock;
+  }
+}
+
+/** Result of one acquisition attempt. */
+export type AttemptOutcome =
+  | { readonly kind: "acquired"; readonly handle: LockHandle }
+  /** A quorum of nodes answered and the key is held by another token. */
+  | { readonly kind: "held" }
+  /** A quorum granted it, but too late: its validity ran out before the reply arrived. */
+  | { readonly kind: "expired-on-arrival" };
+
+/** Result of one extension attempt; transient failures throw {@link StoreUnavailableError}. */
+export type ExtendOutcome = "extended" | "lost";
+
+/** What a release found. `unknown` means the store could not be asked (the lock will expire). */
+export type ReleaseOutcome = "released" | "not-held" | "unknown";
+
+/** Settings of {@link RedlockAdapter}. */
+export interface RedlockAdapterSettings {
+  readonly driftFactor: number;
+  readonly commandTimeout: number;
+}
+
+/** Client shape redlock actually uses: only `evalsha` and `eval`. */
+type ScriptRunner = Pick<RedisClient, "evalsha" | "eval">;
+
+export class RedlockAdapter {
+  readonly #redlock: Redlock;
+  readonly #driftFactor: number;
+
+  constructor(clients: readonly RedisClient[], settings: RedlockAdapterSettings) {
+    this.#driftFactor = settings.driftFactor;
+    const runners = clients.map((client, index) => timedRunner(client, index, settings.commandTimeout));
+    // redlock is typed against ioredis clients but only calls evalsha/eval on them.
+    this.#redlock = new Redlock(
+      runners as unknown as RedisClient[],
+      {
+        retryCount: 0,
+        driftFactor: settings.driftFactor,
+      },
+      { releaseScript: RELEASE_AND_PUBLISH_SCRIPT },
+    );
+  }
+
+  /** One attempt to take `resource` for `duration` ms on a quorum of nodes. */
+  async acquire(resource: string, duration: number): Promise<AttemptOutcome> {
+    const start = performance.now();
+    let lock: Lock;
+    try {
+      lock = await this.#redlock.acquire([resource], duration);
+    } catch (error) {
+      const verdict = await classify(error);
+      if (verdict.held) return { kind: "held" };
+      throw unavailable(resource, "acquire", verdict.causes);
+    }
+    const handle = new LockHandle(lock, resource, start + duration - this.#drift(duration));
+    if (performance.now() >= handle.validUntil) {
+      void this.release(handle);
+      return { kind: "expired-on-arrival" };
+    }
+    return { kind: "acquired", handle };
+  }
+
+  /**
+   * Extends `handle` to `duration` ms from now on a quorum, only where its token still matches
+   * (an expired key is never re-created). `lost` means a quorum answered that the key is gone or
+   * belongs to another token; a store failure throws {@link StoreUnavailableError}.
+   */
+  async extend(handle: LockHandle, duration: number): Promise<ExtendOutcome> {
+    const start = performance.now();
+    try {
+      handle.current = await this.#redlock.extend(handle.current, duration);
+    } catch (error) {
+      if (error instanceof ExecutionError && error.attempts.length === 0) return "lost"; // expired locally
+      const verdict = await classify(error);
+      if (verdict.held) return "lost";
+      throw unavailable(handle.resource, "extend", verdict.causes);
+    }
+    handle.validUntil = start + duration - this.#drift(duration);
+    return "extended";
+  }
+
+  /** Compare-and-delete on every node, publishing the release. Never rejects. */
+  async release(handle: LockHandle): Promise<ReleaseOutcome> {
+    try {
+      await this.#redlock.release(handle.current);
+      return "released";
+    } catch (error) {
+      const verdict = await classify(error).catch(() => ({ held: false }));
+      return verdict.held ? "not-held" : "unknown";
+    }
+  }
+
+  #drift(duration: number): number {
+    // Redis expires keys with 1 ms precision; redlock adds the same 2 ms.
+    return Math.round(this.#driftFactor * duration) + 2;
+  }
+}
+
+/** What a failed quorum operation means, and the per-node errors behind it. */
+interface Verdict {
+  /** The key is held by another token on enough nodes that the answer is trustworthy. */
+  readonly held: boolean;
+  /** Errors of the nodes that failed (not counting "held by another token" votes). */
+  readonly causes: unknown[];
+}
+
+/**
+ * Inspects the votes of a failed redlock operation. "Held" needs at least one node to say the key
+ * belongs to another token and the nodes that answered at all to form a quorum; anything else is
+ * a store failure. Every vote arrives within the command timeout, so waiting for all is bounded.
+ */
+async function classify(error: unknown): Promise<Verdict> {
+  const attempt = error instanceof ExecutionError ? error.attempts[0] : undefined;
+  if (attempt === undefined) return { held: false, causes: [error] };
+  const stats = await attempt;
+  let locked = 0;
+  const causes: unknown[] = [];
+  for (const vote of stats.votesAgainst.values()) {
+    if (vote instanceof ResourceLockedError) locked += 1;
+    else causes.push(vote);
+  }
+  return { held: locked > 0 && stats.votesFor.size + locked >= stats.quorumSize, causes };
+}
+
+/** Wraps a client so that every script call settles within `timeoutMs`. */
+function timedRunner(client: RedisClient, index: number, timeoutMs: number): ScriptRunner {
+  const timeout = (): Error => new Error(`Redis node #${index} did not answer within ${timeoutMs} ms`);
+  const runner = {
+    evalsha: (...args: unknown[]) => withTimeout(callScript(client, "evalsha", args), timeoutMs, timeout),
+    eval: (...args: unknown[]) => withTimeout(callScript(client, "eval", args), timeoutMs, timeout),
+  };
+  return runner as unknown as ScriptRunner;
+}
+
+function callScript(client: RedisClient, command: "evalsha" | "eval", args: unknown[]): Promise<unknown> {
+  const method = client[command] as (...a: unknown[]) => Promise<unknown>;
+  return method.apply(client, args);
+}
+
+/** Builds the typed error for a quorum operation that failed for reasons other than contention. */
+function unavailable(resource: string, operation: string, causes: unknown[]): StoreUnavailableError {
+  const cause = causes.length === 1 ? causes[0] : new AggregateError(causes, `Redis ${operation} failed`);
+  const detail = causes.map((c) => (c instanceof Error ? c.message : String(c))).join("; ");
+  return new StoreUnavailableError(
+    resource,
+    `Redis ${operation} of "${resource}" did not reach a quorum: ${detail || "no node answered"}`,
+    { cause },
+  );
+}

@@ -1,0 +1,340 @@
+/**
+ * The Locker contract (DESIGN.md rules 1-8) as one vitest suite, run against every implementation.
+ * A harness creates lockers; for Redis, each locker gets its own connections, so two lockers of one
+ * harness behave like two processes sharing a Redis.
+ */
+import { getEventListeners } from "node:events";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import {
+  InvalidArgumentError,
+  type Locker,
+  LockerClosedError,
+  lockAndDo,
+  MAX_KEY_BYTES,
+  tryLockAndDo,
+} from "../src/index.js";
+
+export interface LockerHarness {
+  /** A new locker (closed by `cleanup`). `wakeOnly` asks for a locker whose safety-net polling is
+   *  so slow that only a release notification can wake a waiter in time. */
+  create(options?: { wakeOnly?: boolean }): Promise<Locker>;
+  /** A second locker sharing `locker`'s store (for Redis: new connections, like another process;
+   *  for memory: the same instance, since its store is the instance). */
+  peer(locker: Locker): Promise<Locker>;
+  /** Closes every locker and connection the harness made. */
+  cleanup(): Promise<void>;
+}
+
+let keyCounter = 0;
+/** A key no other test uses. */
+export function uniqueKey(label = "key"): string {
+  keyCounter += 1;
+  return `${label}-${process.pid}-${Date.now()}-${keyCounter}`;
+}
+
+/** Asserts that `promise` rejects with exactly `signal.reason` (read after the rejection). */
+async function expectAbortReason(promise: Promise<unknown>, signal: AbortSignal): Promise<void> {
+  const error = await promise.then(
+    () => new Error("expected a rejection"),
+    (e: unknown) => e,
+  );
+  expect(signal.aborted).toBe(true);
+  expect(error).toBe(signal.reason);
+}
+
+const tick = (ms = 0): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Registers the contract suite for one Locker implementation. */
+export function lockerContract(name: string, setup: () => Promise<LockerHarness>): void {
+  describe(`Locker contract: ${name}`, () => {
+    let harness: LockerHarness;
+    let locker: Locker;
+
+    beforeAll(async () => {
+      harness = await setup();
+    });
+    afterAll(async () => {
+      await harness?.cleanup();
+    });
+    afterEach(() => undefined);
+
+    const fresh = async (options?: { wakeOnly?: boolean }): Promise<Locker> => {
+      locker = await harness.create(options);
+      return locker;
+    };
+
+    it("locks, times out a second lock, releases, locks again; the old release is then a no-op", async () => {
+      const l = await fresh();
+      const key = uniqueKey();
+      const release1 = await l.lock(undefined, key);
+      const timeout = AbortSignal.timeout(100);
+      await expectAbortReason(l.lock(timeout, key), timeout);
+      await release1();
+      const release2 = await l.lock(undefined, key);
+      await release1(); // no-op: must not free the second acquisition
+      expect((await l.tryLock(undefined, key))[0]).toBe(false);
+      await release2();
+      expect((await l.tryLock(undefined, key))[0]).toBe(true);
+    });
+
+    it("tryLock: true, then false while held, then true after release", async () => {
+      const l = await fresh();
+      const key = uniqueKey();
+      const [ok1, release1] = await l.tryLock(undefined, key);
+      expect(ok1).toBe(true);
+      const [ok2, release2] = await l.tryLock(undefined, key);
+      expect(ok2).toBe(false);
+      await release2(); // release of a failed tryLock: a no-op
+      expect((await l.tryLock(undefined, key))[0]).toBe(false);
+      await release1();
+      const [ok3, release3] = await l.tryLock(undefined, key);
+      expect(ok3).toBe(true);
+      await release3();
+    });
+
+    it("a waiter acquires after the holder releases", async () => {
+      const l = await fresh();
+      const key = uniqueKey();
+      const release = await l.lock(undefined, key);
+      let acquired = false;
+      const waiting = l.lock(undefined, key).then((r) => {
+        acquired = true;
+        return r;
+      });
+      await tick(50);
+      expect(acquired).toBe(false);
+      await release();
+      const release2 = await waiting;
+      expect(acquired).toBe(true);
+      await release2();
+    });
+
+    it("wakes a waiter on release, not on a polling interval", async () => {
+      const l = await fresh({ wakeOnly: true });
+      const key = uniqueKey();
+      const release = await l.lock(undefined, key);
+      const waiting = l.lock(AbortSignal.timeout(5000), key);
+      await tick(100); // the waiter has tried, failed and is now parked on its (very long) backoff
+      await release();
+      const release2 = await waiting; // with only polling, this would take longer than 5 s
+      await release2();
+    });
+
+    it("a stale release after re-acquisition does not free the new holder", async () => {
+      const l = await fresh();
+      const key = uniqueKey();
+      const stale = await l.lock(undefined, key);
+      await stale();
+      const current = await l.lock(undefined, key);
+      await stale();
+      await Promise.all([stale(), stale()]);
+      expect((await l.tryLock(undefined, key))[0]).toBe(false);
+      await current();
+    });
+
+    it("50 concurrent lockAndDo keep a non-atomic counter exact; tryLockAndDo inside never runs", async () => {
+      const l = await fresh();
+      const key = uniqueKey();
+      let counter = 0;
+      let innerRuns = 0;
+      const innerResults: unknown[] = [];
+      await Promise.all(
+        Array.from({ length: 50 }, () =>
+          lockAndDo(l, undefined, key, async () => {
+            const read = counter;
+            await tick(0);
+            innerResults.push(
+              await tryLockAndDo(l, undefined, key, () => {
+                innerRuns += 1;
+                return "ran";
+              }),
+            );
+            counter = read + 1;
+          }),
+        ),
+      );
+      expect(counter).toBe(50);
+      expect(innerRuns).toBe(0);
+      expect(innerResults).toEqual(Array.from({ length: 50 }, () => [false, undefined]));
+    });
+
+    it("is exclusive across lockers (for Redis: across connections)", async () => {
+      const a = await fresh();
+      const b = await harness.peer(a);
+      const key = uniqueKey();
+      const release = await a.lock(undefined, key);
+      expect((await b.tryLock(undefined, key))[0]).toBe(false);
+      const waiting = b.lock(AbortSignal.timeout(10_000), key);
+      await tick(30);
+      await release();
+      const releaseB = await waiting;
+      expect((await a.tryLock(undefined, key))[0]).toBe(false);
+      await releaseB();
+    });
+
+    it("is not re-entrant: a second lock from the same caller waits", async () => {
+      const l = await fresh();
+      const key = uniqueKey();
+      const release = await l.lock(undefined, key);
+      const signal = AbortSignal.timeout(80);
+      await expectAbortReason(l.lock(signal, key), signal);
+      await release();
+    });
+
+    it("rejects at once on an already-aborted signal, with the signal's reason", async () => {
+      const l = await fresh();
+      const key = uniqueKey();
+      const controller = new AbortController();
+      const reason = new Error("caller gave up");
+      controller.abort(reason);
+      await expect(l.lock(controller.signal, key)).rejects.toBe(reason);
+      await expect(l.tryLock(controller.signal, key)).rejects.toBe(reason);
+      await expect(lockAndDo(l, controller.signal, key, () => 1)).rejects.toBe(reason);
+      expect((await l.tryLock(undefined, key))[0]).toBe(true);
+    });
+
+    it("abort while waiting rejects, leaves no listener, and leaks no lock", async () => {
+      const l = await fresh();
+      const key = uniqueKey();
+      const release = await l.lock(undefined, key);
+      const controller = new AbortController();
+      const waiting = l.lock(controller.signal, key);
+      await tick(30);
+      controller.abort();
+      await expectAbortReason(waiting, controller.signal);
+      expect(getEventListeners(controller.signal, "abort")).toHaveLength(0);
+      await release();
+      const [ok, release2] = await l.tryLock(undefined, key);
+      expect(ok).toBe(true);
+      await release2();
+    });
+
+    it("many aborted waiters leave nothing behind and do not block the next waiter", async () => {
+      const l = await fresh();
+      const key = uniqueKey();
+      const release = await l.lock(undefined, key);
+      const controllers = Array.from({ length: 20 }, () => new AbortController());
+      const waits = controllers.map((c) => l.lock(c.signal, key).catch((e: unknown) => e));
+      const survivor = l.lock(AbortSignal.timeout(10_000), key);
+      await tick(30);
+      for (const c of controllers) c.abort();
+      for (const result of await Promise.all(waits)) expect(result).toBeInstanceOf(DOMException);
+      await release();
+      const release2 = await survivor;
+      await release2();
+      expect((await l.tryLock(undefined, key))[0]).toBe(true);
+    });
+
+    it("serves waiters of one locker in arrival order", async () => {
+      const l = await fresh();
+      const key = uniqueKey();
+      const release = await l.lock(undefined, key);
+      const order: number[] = [];
+      const waits = [0, 1, 2, 3, 4].map(async (i) => {
+        await tick(i * 15);
+        const r = await l.lock(AbortSignal.timeout(10_000), key);
+        order.push(i);
+        await r();
+      });
+      await tick(120);
+      await release();
+      await Promise.all(waits);
+      expect(order).toEqual([0, 1, 2, 3, 4]);
+    });
+
+    it("release is idempotent under concurrent calls and never rejects", async () => {
+      const l = await fresh();
+      const key = uniqueKey();
+      const release = await l.lock(undefined, key);
+      const results = await Promise.allSettled([release(), release(), release()]);
+      expect(results.every((r) => r.status === "fulfilled")).toBe(true);
+      expect((await l.tryLock(undefined, key))[0]).toBe(true);
+    });
+
+    it("supports `await using`", async () => {
+      const l = await fresh();
+      const key = uniqueKey();
+      {
+        await using _held = await l.lock(undefined, key);
+        expect((await l.tryLock(undefined, key))[0]).toBe(false);
+      }
+      const [ok, release] = await l.tryLock(undefined, key);
+      expect(ok).toBe(true);
+      await release();
+    });
+
+    it("lockAndDo releases when the callback throws and passes its result through", async () => {
+      const l = await fresh();
+      const key = uniqueKey();
+      await expect(
+        lockAndDo(l, undefined, key, () => {
+          throw new Error("boom");
+        }),
+      ).rejects.toThrow("boom");
+      expect(await lockAndDo(l, undefined, key, async () => 42)).toBe(42);
+      expect(await tryLockAndDo(l, undefined, key, () => "x")).toEqual([true, "x"]);
+    });
+
+    it("close: refuses new calls, rejects waiters, is idempotent; releases still work", async () => {
+      const l = await fresh();
+      const key = uniqueKey();
+      const release = await l.lock(undefined, key);
+      const waiting = l.lock(undefined, key);
+      await tick(20);
+      await l.close();
+      await expect(waiting).rejects.toBeInstanceOf(LockerClosedError);
+      await expect(l.lock(undefined, key)).rejects.toBeInstanceOf(LockerClosedError);
+      await expect(l.tryLock(undefined, uniqueKey())).rejects.toBeInstanceOf(LockerClosedError);
+      await l.close();
+      await expect(release()).resolves.toBeUndefined();
+      const other = await harness.create();
+      const [ok, release2] = await other.tryLock(undefined, key);
+      expect(ok).toBe(true);
+      await release2();
+    });
+
+    describe("rejects bad input with a typed error naming the value", () => {
+      const badKeys: Array<[string, unknown, RegExp]> = [
+        ["an empty key", "", /key.*string "" \(length 0\)/],
+        ["a number key", 42, /key.*number 42/],
+        ["an undefined key", undefined, /key.*undefined/],
+        ["an oversized key", "k".repeat(MAX_KEY_BYTES + 1), new RegExp(`key.*length ${MAX_KEY_BYTES + 1}`)],
+        ["an oversized multibyte key", "é".repeat(MAX_KEY_BYTES / 2 + 1), /key.*UTF-8 bytes/],
+      ];
+      for (const [label, key, message] of badKeys) {
+        it(label, async () => {
+          const l = await fresh();
+          for (const call of [
+            () => l.lock(undefined, key as string),
+            () => l.tryLock(undefined, key as string),
+            () => lockAndDo(l, undefined, key as string, () => 1),
+            () => tryLockAndDo(l, undefined, key as string, () => 1),
+          ]) {
+            const error = await call().catch((e: unknown) => e);
+            expect(error).toBeInstanceOf(InvalidArgumentError);
+            expect((error as Error).message).toMatch(message);
+            expect((error as InvalidArgumentError).received).toBe(key);
+          }
+        });
+      }
+
+      it("a signal that is not an AbortSignal", async () => {
+        const l = await fresh();
+        const key = uniqueKey();
+        for (const bad of [{ aborted: false }, "signal", null]) {
+          await expect(l.lock(bad as AbortSignal, key)).rejects.toThrow(/signal.*AbortSignal/);
+          await expect(l.tryLock(bad as AbortSignal, key)).rejects.toBeInstanceOf(InvalidArgumentError);
+        }
+        expect((await l.tryLock(undefined, key))[0]).toBe(true);
+      });
+
+      it("a callback that is not a function, before anything is locked", async () => {
+        const l = await fresh();
+        const key = uniqueKey();
+        await expect(lockAndDo(l, undefined, key, "nope" as never)).rejects.toThrow(/fn.*function.*string "nope"/);
+        await expect(tryLockAndDo(l, undefined, key, 7 as never)).rejects.toBeInstanceOf(InvalidArgumentError);
+        expect((await l.tryLock(undefined, key))[0]).toBe(true);
+      });
+    });
+  });
+}

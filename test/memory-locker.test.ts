@@ -1,0 +1,43 @@
+import { describe, expect, it } from "vitest";
+import { InvalidArgumentError, type Locker, MemoryLocker } from "../src/index.js";
+import { lockerContract, uniqueKey } from "./contract.js";
+
+lockerContract("MemoryLocker", async () => {
+  const lockers: Locker[] = [];
+  return {
+    async create() {
+      const locker = new MemoryLocker();
+      lockers.push(locker);
+      return locker;
+    },
+    async peer(locker) {
+      return locker;
+    },
+    async cleanup() {
+      await Promise.all(lockers.map((l) => l.close()));
+    },
+  };
+});
+
+describe("MemoryLocker specifics", () => {
+  it("hands the key to the next waiter with no timer on the path", async () => {
+    const locker = new MemoryLocker();
+    const key = uniqueKey();
+    const release = await locker.lock(undefined, key);
+    const waiting = locker.lock(undefined, key);
+    await release();
+    // The hand-off settles within microtasks: no macrotask (timer) runs in between.
+    let viaTimer = false;
+    setImmediate(() => {
+      viaTimer = true;
+    });
+    const release2 = await waiting;
+    expect(viaTimer).toBe(false);
+    await release2();
+    await locker.close();
+  });
+
+  it("rejects options that are not an object", () => {
+    expect(() => new MemoryLocker("x" as never)).toThrow(InvalidArgumentError);
+  });
+});
