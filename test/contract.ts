@@ -20,7 +20,7 @@ export interface LockerHarness {
   create(options?: { wakeOnly?: boolean }): Promise<Locker>;
   /** A second locker sharing `locker`'s store (for Redis: new connections, like another process;
    *  for memory: the same instance, since its store is the instance). */
-  peer(locker: Locker): Promise<Locker>;
+  peer(locker: Locker, options?: { wakeOnly?: boolean }): Promise<Locker>;
   /** Closes every locker and connection the harness made. */
   cleanup(): Promise<void>;
 }
@@ -117,6 +117,18 @@ export function lockerContract(name: string, setup: () => Promise<LockerHarness>
       await tick(100); // the waiter has tried, failed and is now parked on its (very long) backoff
       await release();
       const release2 = await waiting; // with only polling, this would take longer than 5 s
+      await release2();
+    });
+
+    it("wakes a waiter of another locker (for Redis: another connection) on release", async () => {
+      const holder = await fresh({ wakeOnly: true });
+      const waiter = await harness.peer(holder, { wakeOnly: true });
+      const key = uniqueKey();
+      const release = await holder.lock(undefined, key);
+      const waiting = waiter.lock(AbortSignal.timeout(5000), key);
+      await tick(100);
+      await release();
+      const release2 = await waiting;
       await release2();
     });
 

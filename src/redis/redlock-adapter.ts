@@ -67,7 +67,9 @@ export class RedlockAdapter {
         retryCount: 0,
         driftFactor: settings.driftFactor,
       },
-      { releaseScript: RELEASE_AND_PUBLISH_SCRIPT },
+
+      // redlock ignores script strings; only a function (a modifier of its own script) is used.
+      { releaseScript: () => RELEASE_AND_PUBLISH_SCRIPT },
     );
   }
 

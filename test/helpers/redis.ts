@@ -77,13 +77,14 @@ export class RedisServer {
 
   /** A new ioredis client for this server, failing fast while the server is down. */
   client(options: RedisOptions = {}): Redis {
-    const client = new Redis({
+    const settings: RedisOptions = {
       host: "127.0.0.1",
       port: this.port,
       maxRetriesPerRequest: 1,
       retryStrategy: () => 50,
       ...options,
-    });
+    };
+    const client = new Redis(settings as never); // ioredis 6 option types predate exactOptionalPropertyTypes
     client.on("error", () => undefined);
     return client;
   }

@@ -1,0 +1,5 @@
+import { lockerContract } from "./contract.js";
+import { RedisFixture } from "./helpers/redis-harness.js";
+
+lockerContract("RedisLocker, one node", async () => (await RedisFixture.start(1)).harness());
+lockerContract("RedisLocker, three-node quorum", async () => (await RedisFixture.start(3)).harness());
