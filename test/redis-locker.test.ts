@@ -30,30 +30,30 @@ afterAll(async () => {
 
 describe("RedisLocker on one node", () => {
   it("stores prefix + key with a random 16-byte token and a TTL of expiry", async () => {
-    const [admin] = fixture.connect();
+    const admin = fixture.admin();
     const locker = fixture.locker({ expiry: 5000 });
     const key = uniqueKey();
     const release = await locker.lock(undefined, key);
-    const token = await admin?.get(`globallock:${key}`);
+    const token = await admin.get(`globallock:${key}`);
     expect(token).toMatch(/^[0-9a-f]{32}$/);
-    const ttl = await admin?.pttl(`globallock:${key}`);
+    const ttl = await admin.pttl(`globallock:${key}`);
     expect(ttl).toBeGreaterThan(4000);
     expect(ttl).toBeLessThanOrEqual(5000);
     await release();
-    expect(await admin?.exists(`globallock:${key}`)).toBe(0);
+    expect(await admin.exists(`globallock:${key}`)).toBe(0);
 
     const custom = fixture.locker({ prefix: "app:locks:" });
     const release2 = await custom.lock(undefined, key);
-    expect(await admin?.exists(`app:locks:${key}`)).toBe(1);
+    expect(await admin.exists(`app:locks:${key}`)).toBe(1);
     await release2();
     const bare = fixture.locker({ prefix: "" });
     const release3 = await bare.lock(undefined, key);
-    expect(await admin?.exists(key)).toBe(1);
+    expect(await admin.exists(key)).toBe(1);
     await release3();
   });
 
   it("the sweeper keeps a lock with expiry 1000 alive for 3.5 s; another locker cannot take it", async () => {
-    const [admin] = fixture.connect();
+    const admin = fixture.admin();
     const holder = fixture.locker({ expiry: 1000 });
     const other = fixture.locker({ expiry: 1000 });
     const key = uniqueKey();
@@ -61,7 +61,7 @@ describe("RedisLocker on one node", () => {
     const start = Date.now();
     while (Date.now() - start < 3500) {
       expect((await other.tryLock(undefined, key))[0]).toBe(false);
-      expect(await admin?.pttl(`globallock:${key}`)).toBeGreaterThan(0);
+      expect(await admin.pttl(`globallock:${key}`)).toBeGreaterThan(0);
       await sleep(100);
     }
     await release();
@@ -69,28 +69,28 @@ describe("RedisLocker on one node", () => {
   });
 
   it("reports a lock deleted behind its holder's back; the holder goes on; its late release spares the next holder", async () => {
-    const [admin] = fixture.connect();
+    const admin = fixture.admin();
     const lost: LockLostError[] = [];
     const holder = fixture.locker({ expiry: 1000, onLockLost: (error) => lost.push(error) });
     const next = fixture.locker({ expiry: 1000 });
     const key = uniqueKey();
     const release = await holder.lock(undefined, key);
-    await admin?.del(`globallock:${key}`); // simulated loss (e.g. a failover without the key)
+    await admin.del(`globallock:${key}`); // simulated loss (e.g. a failover without the key)
     await eventually(() => lost.length === 1, 3000);
     expect(lost[0]?.code).toBe("ERR_GLOBALLOCK_LOCK_LOST");
     expect(lost[0]?.key).toBe(key);
     expect(lost[0]?.reason).toBe("taken");
     expect(holder.heldCount).toBe(0); // no longer extended
-    expect(await admin?.exists(`globallock:${key}`)).toBe(0); // never re-created
+    expect(await admin.exists(`globallock:${key}`)).toBe(0); // never re-created
     const releaseNext = await next.lock(AbortSignal.timeout(5000), key);
-    const nextToken = await admin?.get(`globallock:${key}`);
+    const nextToken = await admin.get(`globallock:${key}`);
     await release(); // the lost holder's late release
-    expect(await admin?.get(`globallock:${key}`)).toBe(nextToken);
+    expect(await admin.get(`globallock:${key}`)).toBe(nextToken);
     await releaseNext();
   });
 
   it("a throwing onLockLost hook causes no unhandled rejection", async () => {
-    const [admin] = fixture.connect();
+    const admin = fixture.admin();
     let calls = 0;
     const holder = fixture.locker({
       expiry: 400,
@@ -107,7 +107,7 @@ describe("RedisLocker on one node", () => {
     try {
       const key = uniqueKey();
       await holder.lock(undefined, key);
-      await admin?.del(`globallock:${key}`);
+      await admin.del(`globallock:${key}`);
       await eventually(() => calls === 1, 3000);
       await sleep(50);
       expect(unhandled).toEqual([]);
@@ -117,10 +117,10 @@ describe("RedisLocker on one node", () => {
   });
 
   it("sends nothing to Redis for an already-aborted signal or invalid input", async () => {
-    const [admin] = fixture.connect();
+    const admin = fixture.admin();
     const locker = fixture.locker();
     const commands = async (): Promise<string> => {
-      const info = (await admin?.info("commandstats")) ?? "";
+      const info = (await admin.info("commandstats")) ?? "";
       return info
         .split("\n")
         .filter((line) => /cmdstat_(evalsha|eval|set|get|del|subscribe):/.test(line))
@@ -135,8 +135,8 @@ describe("RedisLocker on one node", () => {
   });
 
   it("close() leaves the caller's client open and held keys in place, no longer extended", async () => {
-    const [client, admin] = [fixture.connect()[0], fixture.connect()[0]];
-    if (client === undefined || admin === undefined) throw new Error("no client");
+    const client = fixture.admin();
+    const admin = fixture.admin();
     const locker = new RedisLocker(client, { expiry: 600 });
     const key = uniqueKey();
     await locker.lock(undefined, key);
@@ -148,7 +148,7 @@ describe("RedisLocker on one node", () => {
   });
 
   it("leaves no keys, subscriptions or tracked locks behind", async () => {
-    const [admin] = fixture.connect();
+    const admin = fixture.admin();
     const locker = fixture.locker({ prefix: "leakcheck:" });
     const peer = fixture.locker({ prefix: "leakcheck:" });
     const keys = Array.from({ length: 5 }, () => uniqueKey());
@@ -156,13 +156,13 @@ describe("RedisLocker on one node", () => {
     const controllers = keys.map(() => new AbortController());
     const waits = keys.map((key, i) => peer.lock(controllers[i]?.signal, key).catch(() => undefined));
     await sleep(50);
-    expect(((await admin?.pubsub("CHANNELS", "leakcheck:*")) as string[]).length).toBe(5);
+    expect(((await admin.pubsub("CHANNELS", "leakcheck:*")) as string[]).length).toBe(5);
     for (const c of controllers) c.abort();
     await Promise.all(waits);
     await Promise.all(releases.map((release) => release()));
     expect(locker.heldCount).toBe(0);
-    await eventually(async () => ((await admin?.pubsub("CHANNELS", "leakcheck:*")) as string[]).length === 0);
-    expect(await admin?.keys("leakcheck:*")).toEqual([]);
+    await eventually(async () => ((await admin.pubsub("CHANNELS", "leakcheck:*")) as string[]).length === 0);
+    expect(await admin.keys("leakcheck:*")).toEqual([]);
   });
 
   it("hands a hot key between two lockers many times without loss or overlap", async () => {
@@ -208,14 +208,14 @@ describe("RedisLocker input validation", () => {
   ];
   for (const [label, options, message] of bad) {
     it(`rejects ${label}`, () => {
-      const [client] = fixture.connect();
-      expect(() => new RedisLocker(client as never, options)).toThrow(InvalidArgumentError);
-      expect(() => new RedisLocker(client as never, options)).toThrow(message);
+      const client = fixture.admin();
+      expect(() => new RedisLocker(client, options)).toThrow(InvalidArgumentError);
+      expect(() => new RedisLocker(client, options)).toThrow(message);
     });
   }
 
   it("rejects missing, empty, duplicate and non-client clients", () => {
-    const [client] = fixture.connect();
+    const client = fixture.admin();
     expect(() => new RedisLocker(undefined as never)).toThrow(/clients.*ioredis.*undefined/);
     expect(() => new RedisLocker([] as never)).toThrow(/clients.*non-empty array.*array of length 0/);
     expect(() => new RedisLocker({} as never)).toThrow(/clients.*ioredis.*object Object/);

@@ -24,6 +24,15 @@ export class RedisFixture {
     return clients;
   }
 
+  /** A new client to the first server, for inspecting keys. */
+  admin(index = 0): Redis {
+    const server = this.servers[index];
+    if (server === undefined) throw new Error(`no server #${index}`);
+    const client = server.client();
+    this.clients.push(client);
+    return client;
+  }
+
   /** A new locker on new connections. */
   locker(options?: RedisLockerOptions): RedisLocker {
     const clients = this.connect();

@@ -1,0 +1,159 @@
+/** Real faults against real redis-server processes: unreachable, killed, restarted, frozen. */
+import { Redis } from "ioredis";
+import { afterEach, describe, expect, it } from "vitest";
+import { type LockLostError, RedisLocker, StoreUnavailableError } from "../src/index.js";
+import { uniqueKey } from "./contract.js";
+import { freePort } from "./helpers/redis.js";
+import { RedisFixture } from "./helpers/redis-harness.js";
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function eventually(predicate: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await predicate())) {
+    if (Date.now() > deadline) throw new Error("condition not reached in time");
+    await sleep(10);
+  }
+}
+
+const fixtures: RedisFixture[] = [];
+afterEach(async () => {
+  await Promise.all(fixtures.splice(0).map((f) => f.stop()));
+});
+async function start(nodes: number): Promise<RedisFixture> {
+  const fixture = await RedisFixture.start(nodes);
+  fixtures.push(fixture);
+  return fixture;
+}
+
+describe("an unreachable Redis", () => {
+  it("is a typed error with a cause for lock and tryLock, never a hang and never false", async () => {
+    const port = await freePort(); // nothing listens here
+    // Default ioredis settings: commands would queue for many seconds while it reconnects.
+    const client = new Redis({ host: "127.0.0.1", port });
+    client.on("error", () => undefined);
+    const locker = new RedisLocker(client, { operationTimeout: 300 });
+    try {
+      const lockError = await locker.lock(undefined, uniqueKey()).catch((e: unknown) => e);
+      expect(lockError).toBeInstanceOf(StoreUnavailableError);
+      expect((lockError as StoreUnavailableError).code).toBe("ERR_GLOBALLOCK_STORE_UNAVAILABLE");
+      expect((lockError as Error).cause).toBeInstanceOf(Error);
+      expect((lockError as Error).message).toMatch(/did not answer within 300 ms/);
+      await expect(locker.tryLock(undefined, uniqueKey())).rejects.toBeInstanceOf(StoreUnavailableError);
+    } finally {
+      await locker.close();
+      client.disconnect();
+    }
+  });
+
+  it("fails fast with the client's own error when the client does not queue offline", async () => {
+    const port = await freePort();
+    const client = new Redis({ host: "127.0.0.1", port, enableOfflineQueue: false, lazyConnect: true });
+    client.on("error", () => undefined);
+    const locker = new RedisLocker(client);
+    try {
+      const error = await locker.tryLock(undefined, uniqueKey()).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(StoreUnavailableError);
+      expect(String((error as Error).cause)).toMatch(/offline queue|Stream isn't writeable/i);
+    } finally {
+      await locker.close();
+      client.disconnect();
+    }
+  });
+});
+
+describe("a three-node quorum", () => {
+  it("still locks with one node killed, and fails with a typed error with two killed, leaving no partial keys", async () => {
+    const fixture = await start(3);
+    const locker = fixture.locker({ operationTimeout: 300 });
+    const peer = fixture.locker({ operationTimeout: 300 });
+    const live = fixture.admin(0);
+    const key = uniqueKey();
+
+    await fixture.servers[2]?.kill();
+    const release = await locker.lock(AbortSignal.timeout(5000), key);
+    expect((await peer.tryLock(undefined, key))[0]).toBe(false); // held, not "unavailable"
+    const waiting = peer.lock(AbortSignal.timeout(5000), key); // contention with a dead node: waits
+    await sleep(50);
+    await release();
+    const releasePeer = await waiting;
+    await releasePeer();
+
+    await fixture.servers[1]?.kill();
+    const error = await locker.lock(AbortSignal.timeout(5000), key).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreUnavailableError);
+    expect((error as Error).cause).toBeInstanceOf(AggregateError);
+    await expect(locker.tryLock(undefined, key)).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect(await live.keys("globallock:*")).toEqual([]); // the minority grant was rolled back
+  });
+
+  it("keeps a lock alive and exclusive while one node is down", async () => {
+    const fixture = await start(3);
+    const lost: LockLostError[] = [];
+    const holder = fixture.locker({ expiry: 600, onLockLost: (e) => lost.push(e) });
+    const other = fixture.locker({ expiry: 600 });
+    const key = uniqueKey();
+    const release = await holder.lock(undefined, key);
+    await fixture.servers[0]?.kill();
+    for (let i = 0; i < 15; i++) {
+      expect((await other.tryLock(undefined, key))[0]).toBe(false);
+      await sleep(100);
+    }
+    expect(lost).toEqual([]);
+    await release();
+  });
+});
+
+describe("a Redis restart without persistence", () => {
+  it("reports the lock as lost at the next extension and never re-creates the key", async () => {
+    const fixture = await start(1);
+    const lost: LockLostError[] = [];
+    const holder = fixture.locker({ expiry: 600, onLockLost: (e) => lost.push(e) });
+    const admin = fixture.admin();
+    const key = uniqueKey();
+    const release = await holder.lock(undefined, key);
+    const restartedAt = Date.now();
+    await fixture.servers[0]?.restart();
+    await eventually(() => lost.length === 1, 5000);
+    // Within expiry / 2 + reconnect + one round trip (generous bound for a shared machine).
+    expect(Date.now() - restartedAt).toBeLessThan(3000);
+    expect(lost[0]?.reason).toBe("taken");
+    await eventually(async () => (await admin.ping().catch(() => "")) === "PONG");
+    await sleep(400); // more sweeps would have run by now
+    expect(await admin.exists(`globallock:${key}`)).toBe(0);
+    const other = fixture.locker({ expiry: 600 });
+    const releaseOther = await other.lock(AbortSignal.timeout(5000), key);
+    await release(); // late release: must not touch the new holder's key
+    expect(await admin.exists(`globallock:${key}`)).toBe(1);
+    await releaseOther();
+  });
+});
+
+describe("a frozen Redis (SIGSTOP)", () => {
+  it("makes the holder report loss at its local deadline; after SIGCONT nothing stale touches the next holder", async () => {
+    const fixture = await start(1);
+    const lost: LockLostError[] = [];
+    const holder = fixture.locker({ expiry: 600, onLockLost: (e) => lost.push(e) });
+    const key = uniqueKey();
+    const release = await holder.lock(undefined, key);
+    const server = fixture.servers[0];
+    server?.pause();
+    try {
+      await eventually(() => lost.length === 1, 3000);
+      expect(lost[0]?.reason).toBe("expired");
+      const stale = release(); // queued behind the freeze; must not hang
+      await sleep(700);
+      server?.resume();
+      await stale;
+    } finally {
+      server?.resume();
+    }
+    const admin = fixture.admin();
+    const next = fixture.locker({ expiry: 600 });
+    const releaseNext = await next.lock(AbortSignal.timeout(5000), key);
+    const token = await admin.get(`globallock:${key}`);
+    await sleep(400); // let any stale extension or release from the old holder arrive
+    expect(await admin.get(`globallock:${key}`)).toBe(token);
+    await releaseNext();
+  });
+});
