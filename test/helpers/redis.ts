@@ -182,3 +182,41 @@ export async function startServers(count: number, extraArgs: string[] = []): Pro
 export async function stopServers(servers: readonly RedisServer[]): Promise<void> {
   await Promise.allSettled(servers.map((server) => server.stop()));
 }
+
+/**
+ * Starts a Redis Cluster of `count` masters (no replicas) on free ports, with its slots assigned,
+ * and resolves once every node reports `cluster_state:ok`.
+ */
+export async function startCluster(count = 3): Promise<RedisServer[]> {
+  const servers = await startServers(count, [
+    "--cluster-enabled",
+    "yes",
+    "--cluster-config-file",
+    "nodes.conf",
+    "--cluster-node-timeout",
+    "2000",
+  ]);
+  try {
+    execFileSync(
+      "redis-cli",
+      ["--cluster", "create", ...servers.map((s) => `127.0.0.1:${s.port}`), "--cluster-replicas", "0", "--cluster-yes"],
+      { stdio: "ignore", timeout: 30_000 },
+    );
+    const deadline = Date.now() + 20_000;
+    for (const server of servers) {
+      const probe = server.client();
+      try {
+        while (!String(await probe.cluster("INFO")).includes("cluster_state:ok")) {
+          if (Date.now() > deadline) throw new Error("the cluster did not become ready");
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+      } finally {
+        probe.disconnect();
+      }
+    }
+    return servers;
+  } catch (error) {
+    await stopServers(servers);
+    throw error;
+  }
+}
