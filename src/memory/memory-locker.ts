@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import { LockerClosedError } from "../errors.js";
 import { createReleaseFunc, noopRelease } from "../internal/release-func.js";
 import { validateKey, validateOptionsObject, validateSignal } from "../internal/validate.js";
@@ -32,6 +33,8 @@ export class MemoryLocker implements Locker {
   /** Creates an empty locker. `options` is reserved and must be an object or undefined. */
   constructor(options?: MemoryLockerOptions) {
     validateOptionsObject("options", options);
+    // Every waiter listens for close; many waiters are normal, not a leak.
+    setMaxListeners(0, this.#closing.signal);
   }
 
   /** {@inheritDoc Locker.lock} */

@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import { performance } from "node:perf_hooks";
 import { LockerClosedError, LockLostError, type LockLostReason } from "../errors.js";
 import { abortable } from "../internal/abortable.js";
@@ -45,6 +46,8 @@ export class RedisLocker implements Locker {
    */
   constructor(clients: RedisClient | RedisClient[], options?: RedisLockerOptions) {
     const list = resolveClients(clients);
+    // Every waiter listens for close; many waiters are normal, not a leak.
+    setMaxListeners(0, this.#closing.signal);
     this.#options = resolveOptions(options);
     const { operationTimeout, driftFactor, expiry, sweepConcurrency } = this.#options;
     this.#adapter = new RedlockAdapter(list, { commandTimeout: operationTimeout, driftFactor });

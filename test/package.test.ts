@@ -1,0 +1,82 @@
+/** The published shape: ESM and CommonJS entry points with the same exports, types-first map. */
+import { execFile } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+
+const run = promisify(execFile);
+const root = resolve(import.meta.dirname, "..");
+
+describe("package (built by npm test before vitest runs)", () => {
+  it("has a types-first exports map for import and require", () => {
+    const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+    for (const condition of ["import", "require"]) {
+      expect(Object.keys(pkg.exports["."][condition])[0]).toBe("types");
+    }
+    expect(pkg.sideEffects).toBe(false);
+    expect(pkg.peerDependencies.ioredis).toBeDefined();
+    expect(pkg.dependencies.redlock).toBe("5.0.0-beta.2");
+  });
+
+  it("loads the same API through require and import", async () => {
+    const required = createRequire(join(root, "package.json"))("globallock");
+    const imported = await import("globallock");
+    const names = Object.keys(required).sort();
+    expect(names).toEqual(Object.keys(imported).sort());
+    expect(names).toEqual(expect.arrayContaining(["MemoryLocker", "RedisLocker", "lockAndDo", "tryLockAndDo"]));
+  });
+
+  it("type-checks a consumer against the declarations (ESM and CommonJS resolution), without redlock types", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "globallock-consumer-"));
+    try {
+      // The consumer sees every installed package except redlock, plus this package as "globallock".
+      mkdirSync(join(dir, "node_modules"));
+      for (const entry of readdirSync(join(root, "node_modules"))) {
+        if (entry !== "redlock" && !entry.startsWith(".")) {
+          symlinkSync(join(root, "node_modules", entry), join(dir, "node_modules", entry));
+        }
+      }
+      symlinkSync(root, join(dir, "node_modules", "globallock"));
+      const source = `
+import { type Locker, lockAndDo, MemoryLocker, RedisLocker, type ReleaseFunc } from "globallock";
+import { Redis } from "ioredis";
+const memory: Locker = new MemoryLocker();
+const redis: Locker = new RedisLocker(new Redis({ lazyConnect: true }), { expiry: 1000, prefix: "x:" });
+async function use(locker: Locker): Promise<number> {
+  const release: ReleaseFunc = await locker.lock(undefined, "k");
+  await release();
+  const [ok, again] = await locker.tryLock(AbortSignal.timeout(10), "k");
+  await again();
+  return (await lockAndDo(locker, undefined, "k", async () => (ok ? 1 : 2)));
+}
+void use(memory); void use(redis);
+`;
+      writeFileSync(join(dir, "consumer.mts"), source);
+      writeFileSync(join(dir, "consumer.cts"), source);
+      const tsc = join(root, "node_modules/typescript/bin/tsc");
+      const common = [
+        "--noEmit",
+        "--strict",
+        "--exactOptionalPropertyTypes",
+        "--skipLibCheck",
+        "false",
+        "--types",
+        "node",
+      ];
+      await run(
+        process.execPath,
+        [tsc, ...common, "--module", "nodenext", "--moduleResolution", "nodenext", "consumer.mts", "consumer.cts"],
+        {
+          cwd: dir,
+        },
+      ).catch((error: { stdout: string }) => {
+        throw new Error(error.stdout);
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
