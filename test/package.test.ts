@@ -23,7 +23,8 @@ describe("package (built by npm test before vitest runs)", () => {
 
   it("loads the same API through require and import", async () => {
     const required = createRequire(join(root, "package.json"))("globallock");
-    const imported = await import("globallock");
+    const packageName = "globallock"; // resolved at run time: dist/ is built by then, not at type-check time
+    const imported: Record<string, unknown> = await import(packageName);
     const names = Object.keys(required).sort();
     expect(names).toEqual(Object.keys(imported).sort());
     expect(names).toEqual(expect.arrayContaining(["MemoryLocker", "RedisLocker", "lockAndDo", "tryLockAndDo"]));
