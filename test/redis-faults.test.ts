@@ -5,16 +5,7 @@ import { type LockLostError, RedisLocker, StoreUnavailableError } from "../src/i
 import { uniqueKey } from "./contract.js";
 import { freePort } from "./helpers/redis.js";
 import { RedisFixture } from "./helpers/redis-harness.js";
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function eventually(predicate: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await predicate())) {
-    if (Date.now() > deadline) throw new Error("condition not reached in time");
-    await sleep(10);
-  }
-}
+import { eventually, sleep } from "./helpers/wait.js";
 
 const fixtures: RedisFixture[] = [];
 afterEach(async () => {

@@ -8,17 +8,7 @@ import {
 } from "../src/index.js";
 import { uniqueKey } from "./contract.js";
 import { RedisFixture } from "./helpers/redis-harness.js";
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Waits until `predicate` holds, polling every 10 ms, for at most `ms`. */
-async function eventually(predicate: () => boolean | Promise<boolean>, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await predicate())) {
-    if (Date.now() > deadline) throw new Error("condition not reached in time");
-    await sleep(10);
-  }
-}
+import { eventually, sleep } from "./helpers/wait.js";
 
 let fixture: RedisFixture;
 beforeAll(async () => {

@@ -8,19 +8,7 @@ export function abortable<T>(promise: Promise<T>, signals: ReadonlyArray<AbortSi
     if (signal?.aborted) return Promise.reject(signal.reason);
   }
   return new Promise<T>((resolve, reject) => {
-    const listeners: Array<[AbortSignal, () => void]> = [];
-    const unlisten = (): void => {
-      for (const [signal, listener] of listeners) signal.removeEventListener("abort", listener);
-    };
-    for (const signal of signals) {
-      if (signal === undefined) continue;
-      const listener = (): void => {
-        unlisten();
-        reject(signal.reason);
-      };
-      listeners.push([signal, listener]);
-      signal.addEventListener("abort", listener, { once: true });
-    }
+    const unlisten = onAnyAbort(signals, reject);
     promise.then(
       (value) => {
         unlisten();
@@ -32,4 +20,28 @@ export function abortable<T>(promise: Promise<T>, signals: ReadonlyArray<AbortSi
       },
     );
   });
+}
+
+/**
+ * Calls `onAbort(reason)` once, when the first of `signals` aborts. Returns the function that
+ * removes every listener it added (call it however the wait ends).
+ */
+export function onAnyAbort(
+  signals: ReadonlyArray<AbortSignal | undefined>,
+  onAbort: (reason: unknown) => void,
+): () => void {
+  const listeners: Array<[AbortSignal, () => void]> = [];
+  const unlisten = (): void => {
+    for (const [signal, listener] of listeners) signal.removeEventListener("abort", listener);
+  };
+  for (const signal of signals) {
+    if (signal === undefined) continue;
+    const listener = (): void => {
+      unlisten();
+      onAbort(signal.reason);
+    };
+    listeners.push([signal, listener]);
+    signal.addEventListener("abort", listener, { once: true });
+  }
+  return unlisten;
 }

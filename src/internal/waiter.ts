@@ -1,3 +1,5 @@
+import { onAnyAbort } from "./abortable.js";
+
 /** How a {@link Waiter.wait} ended when it did not reject. */
 export type WaitOutcome = "notified" | "timeout";
 
@@ -29,12 +31,15 @@ export class Waiter {
     }
     return new Promise<WaitOutcome>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
-      const listeners: Array<[AbortSignal, () => void]> = [];
       const finish = (): void => {
         this.#wake = undefined;
         if (timer !== undefined) clearTimeout(timer);
-        for (const [signal, listener] of listeners) signal.removeEventListener("abort", listener);
+        unlisten();
       };
+      const unlisten = onAnyAbort(signals, (reason) => {
+        finish();
+        reject(reason);
+      });
       this.#wake = () => {
         finish();
         this.#pending = false;
@@ -46,15 +51,6 @@ export class Waiter {
           resolve("timeout");
         }, timeoutMs);
         timer.unref();
-      }
-      for (const signal of signals) {
-        if (signal === undefined) continue;
-        const listener = (): void => {
-          finish();
-          reject(signal.reason);
-        };
-        listeners.push([signal, listener]);
-        signal.addEventListener("abort", listener, { once: true });
       }
     });
   }
