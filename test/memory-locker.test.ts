@@ -37,6 +37,25 @@ describe("MemoryLocker specifics", () => {
     await locker.close();
   });
 
+  it("does not grow: no entries, timers or listeners left after locks, releases and aborts", async () => {
+    const locker = new MemoryLocker();
+    const timersBefore = process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+    for (let round = 0; round < 50; round++) {
+      const key = uniqueKey();
+      const release = await locker.lock(undefined, key);
+      const controller = new AbortController();
+      const aborted = locker.lock(controller.signal, key).catch(() => undefined);
+      const waiting = locker.lock(undefined, key);
+      controller.abort();
+      await aborted;
+      await release();
+      await (await waiting)();
+    }
+    expect(locker.heldCount).toBe(0);
+    expect(process.getActiveResourcesInfo().filter((r) => r === "Timeout").length).toBe(timersBefore);
+    await locker.close();
+  });
+
   it("rejects options that are not an object", () => {
     expect(() => new MemoryLocker("x" as never)).toThrow(InvalidArgumentError);
   });

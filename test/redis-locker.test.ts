@@ -155,6 +155,29 @@ describe("RedisLocker on one node", () => {
     expect(await admin.keys("leakcheck:*")).toEqual([]);
   });
 
+  it("leaves no timers behind once its locks are released and it is closed", async () => {
+    const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+    const locker = fixture.locker({ expiry: 1000 });
+    await locker.lock(undefined, uniqueKey()); // warm up the connections
+    const before = timers();
+    const key = uniqueKey();
+    for (let round = 0; round < 20; round++) {
+      const release = await locker.lock(undefined, key);
+      const controller = new AbortController();
+      const aborted = locker.lock(controller.signal, key).catch(() => undefined);
+      const waiting = locker.lock(undefined, key);
+      await sleep(5);
+      controller.abort();
+      await aborted;
+      await release();
+      await (await waiting)();
+    }
+    expect(locker.heldCount).toBe(1);
+    await locker.close();
+    // Only the warm-up lock, still held, keeps its unref'ed validity timer (counted in `before`).
+    expect(timers()).toBeLessThanOrEqual(before);
+  });
+
   it("hands a hot key between two lockers many times without loss or overlap", async () => {
     const a = fixture.locker({ expiry: 2000 });
     const b = fixture.locker({ expiry: 2000 });

@@ -37,6 +37,11 @@ export class MemoryLocker implements Locker {
     setMaxListeners(0, this.#closing.signal);
   }
 
+  /** Number of keys currently held (or reserved for a woken waiter). */
+  get heldCount(): number {
+    return this.#held.size;
+  }
+
   /** {@inheritDoc Locker.lock} */
   async lock(signal: AbortSignal | undefined, key: string): Promise<ReleaseFunc> {
     this.#checkCall(signal, key);
