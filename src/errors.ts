@@ -72,7 +72,9 @@ export type LockLostReason =
   /** An extension found the key gone or owned by another token. */
   | "taken"
   /** The lease's local deadline passed without a successful extension. */
-  | "expired";
+  | "expired"
+  /** The holder released it (only seen from `Lease.assertHeld()` after `release`). */
+  | "released";
 
 /**
  * A held lock is no longer safely held. Delivered through the locker's `onLockLost` hook (and a
@@ -89,7 +91,9 @@ export class LockLostError extends GlobalLockError {
       "ERR_GLOBALLOCK_LOCK_LOST",
       reason === "taken"
         ? `Lock "${key}" was lost: its key is gone or now belongs to another holder`
-        : `Lock "${key}" was lost: its lease ran out before it could be extended`,
+        : reason === "expired"
+          ? `Lock "${key}" was lost: its lease ran out before it could be extended`
+          : `Lock "${key}" is no longer held: it was released`,
       options,
     );
     this.key = key;

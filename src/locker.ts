@@ -1,3 +1,5 @@
+// Referenced from doc comments only.
+import type { LockLostError, UnsupportedError } from "./errors.js";
 import { validateFunction, validateKey, validateSignal } from "./internal/validate.js";
 
 /**
@@ -13,6 +15,55 @@ import { validateFunction, validateKey, validateSignal } from "./internal/valida
  * - Supports `await using release = await locker.lock(signal, key)`.
  */
 export type ReleaseFunc = (() => Promise<void>) & AsyncDisposable;
+
+/**
+ * What a release found, for callers who ask ({@link Lease.releaseWithOutcome}):
+ * - `"released"`: the lock was still ours and is now deleted;
+ * - `"expired"`: the key was already gone (expired, or deleted behind our back);
+ * - `"taken"`: the key now belongs to another holder (it was left alone);
+ * - `"unknown"`: the store could not be asked; the lock expires on its own.
+ */
+export type ReleaseOutcome = "released" | "expired" | "taken" | "unknown";
+
+/** Options of {@link Locker.acquire}. */
+export interface AcquireOptions {
+  /**
+   * Issue a fencing token with the grant (default `false`). Supported by {@link MemoryLocker} and by
+   * {@link RedisLocker} on one node or a Cluster; on a multi-node quorum it is an
+   * {@link UnsupportedError}.
+   */
+  fencing?: boolean;
+}
+
+/**
+ * One held lock, as returned by {@link Locker.acquire}. Besides its release, it tells its holder
+ * when the lock is lost, without cancelling anything.
+ */
+export interface Lease extends AsyncDisposable {
+  /** The key this lease holds. */
+  readonly key: string;
+  /** Releases the lock; see {@link ReleaseFunc}. `await using lease = ...` calls it too. */
+  readonly release: ReleaseFunc;
+  /**
+   * Aborts, with a {@link LockLostError} as its reason, when the lock is found lost: an extension
+   * saw the key gone or owned by another token, or the lease's local monotonic deadline passed
+   * without a successful extension — whichever comes first. Never aborts for a memory lock.
+   */
+  readonly lost: AbortSignal;
+  /**
+   * A number that rises with every grant of this key, issued only while the lock is really held
+   * (present when `acquire` was called with `{ fencing: true }`). Pass it to the protected resource
+   * and have it reject writes with a lower token than it has seen (see `fencedWrite`).
+   */
+  readonly fencingToken?: bigint;
+  /**
+   * Throws the {@link LockLostError} once the lease is no longer safely held: lost, past its local
+   * deadline (checked synchronously, so it is right even after a blocked event loop), or released.
+   */
+  assertHeld(): void;
+  /** Releases (once, like `release`) and resolves to what the release found. Never rejects. */
+  releaseWithOutcome(): Promise<ReleaseOutcome>;
+}
 
 /**
  * A lock service: mutual exclusion per string key, in one process ({@link MemoryLocker}) or
@@ -55,6 +106,12 @@ export interface Locker {
    * Store failures reject with {@link StoreUnavailableError}; they never read as `false`.
    */
   tryLock(signal: AbortSignal | undefined, key: string): Promise<[acquired: boolean, release: ReleaseFunc]>;
+
+  /**
+   * Waits like {@link Locker.lock} and resolves to a {@link Lease}: the release plus a `lost` signal,
+   * `assertHeld()`, and (with `{ fencing: true }`) a fencing token.
+   */
+  acquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease>;
 
   /**
    * Stops the locker: idempotent; stops auto-extension at once, refuses new calls, rejects waiters

@@ -1,28 +1,43 @@
-import type { ReleaseFunc } from "../locker.js";
+import type { ReleaseFunc, ReleaseOutcome } from "../locker.js";
 
 /**
- * Wraps a release routine into a {@link ReleaseFunc}: the routine runs at most once (started
- * synchronously on the first call), every call returns the same promise, and that promise never
- * rejects.
+ * Runs a release routine at most once (started synchronously on the first call) and remembers
+ * what it found. Never rejects: a routine that throws reports `"unknown"`.
  */
-export function createReleaseFunc(routine: () => Promise<void> | void): ReleaseFunc {
-  let running: Promise<void> | undefined;
-  const release = (): Promise<void> => {
-    running ??= runSafely(routine);
-    return running;
-  };
-  return Object.assign(release, { [Symbol.asyncDispose]: release });
+export class ReleaseOnce {
+  readonly #routine: () => Promise<ReleaseOutcome> | ReleaseOutcome;
+  #outcome: Promise<ReleaseOutcome> | undefined;
+  /** The {@link ReleaseFunc} handed to callers. */
+  readonly release: ReleaseFunc;
+
+  constructor(routine: () => Promise<ReleaseOutcome> | ReleaseOutcome) {
+    this.#routine = routine;
+    const release = (): Promise<void> => this.run().then(() => undefined);
+    this.release = Object.assign(release, { [Symbol.asyncDispose]: release });
+  }
+
+  /** True once the release has been started. */
+  get started(): boolean {
+    return this.#outcome !== undefined;
+  }
+
+  /** Starts the release if needed; resolves to what it found. */
+  run(): Promise<ReleaseOutcome> {
+    this.#outcome ??= runSafely(this.#routine);
+    return this.#outcome;
+  }
 }
 
-async function runSafely(routine: () => Promise<void> | void): Promise<void> {
+async function runSafely(routine: () => Promise<ReleaseOutcome> | ReleaseOutcome): Promise<ReleaseOutcome> {
   try {
-    await routine();
+    return await routine();
   } catch {
     // A release never rejects: a lock that could not be deleted expires on its own.
+    return "unknown";
   }
 }
 
 /** The release returned by a `tryLock` that did not acquire: does nothing. */
 export function noopRelease(): ReleaseFunc {
-  return createReleaseFunc(() => undefined);
+  return new ReleaseOnce(() => "released").release;
 }

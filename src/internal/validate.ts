@@ -40,3 +40,11 @@ export function validateOptionsObject(name: string, value: unknown): void {
     throw new InvalidArgumentError(name, "an options object or undefined", value);
   }
 }
+
+/** Validates `acquire` options and fills in defaults. */
+export function resolveAcquireOptions(options: unknown): { fencing: boolean } {
+  validateOptionsObject("options", options);
+  const fencing = (options as { fencing?: unknown } | undefined)?.fencing ?? false;
+  if (typeof fencing !== "boolean") throw new InvalidArgumentError("options.fencing", "a boolean", fencing);
+  return { fencing };
+}

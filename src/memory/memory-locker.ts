@@ -1,8 +1,9 @@
 import { setMaxListeners } from "node:events";
 import { LockerClosedError } from "../errors.js";
-import { createReleaseFunc, noopRelease } from "../internal/release-func.js";
-import { validateKey, validateOptionsObject, validateSignal } from "../internal/validate.js";
-import type { Locker, ReleaseFunc } from "../locker.js";
+import { LeaseImpl } from "../internal/lease.js";
+import { noopRelease, ReleaseOnce } from "../internal/release-func.js";
+import { resolveAcquireOptions, validateKey, validateOptionsObject, validateSignal } from "../internal/validate.js";
+import type { AcquireOptions, Lease, Locker, ReleaseFunc, ReleaseOutcome } from "../locker.js";
 
 /** Options of {@link MemoryLocker}. There are none yet; the bag is reserved for the future. */
 export type MemoryLockerOptions = Record<string, never>;
@@ -18,6 +19,9 @@ interface HeldKey {
   readonly queue: Set<QueuedCaller>;
 }
 
+/** A memory lock never expires, so a lease's `lost` signal never aborts. */
+const NEVER_LOST = new AbortController().signal;
+
 /**
  * An in-process {@link Locker}: mutual exclusion between callers of one Node.js process.
  *
@@ -29,6 +33,8 @@ interface HeldKey {
 export class MemoryLocker implements Locker {
   readonly #held = new Map<string, HeldKey>();
   readonly #closing = new AbortController();
+  /** One counter for every key: it rises with every fenced grant, so it rises per key too. */
+  #lastFencingToken = 0n;
 
   /** Creates an empty locker. `options` is reserved and must be an object or undefined. */
   constructor(options?: MemoryLockerOptions) {
@@ -45,16 +51,31 @@ export class MemoryLocker implements Locker {
   /** {@inheritDoc Locker.lock} */
   async lock(signal: AbortSignal | undefined, key: string): Promise<ReleaseFunc> {
     this.#checkCall(signal, key);
-    const entry = this.#held.get(key);
-    if (entry === undefined) return this.#take(key);
-    return this.#waitForHandOff(signal, key, entry);
+    const token = await this.#obtain(signal, key);
+    return this.#releaser(key, token).release;
   }
 
   /** {@inheritDoc Locker.tryLock} */
   async tryLock(signal: AbortSignal | undefined, key: string): Promise<[acquired: boolean, release: ReleaseFunc]> {
     this.#checkCall(signal, key);
     if (this.#held.has(key)) return [false, noopRelease()];
-    return [true, this.#take(key)];
+    return [true, this.#releaser(key, this.#take(key)).release];
+  }
+
+  /** {@inheritDoc Locker.acquire} */
+  async acquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease> {
+    const { fencing } = resolveAcquireOptions(options);
+    this.#checkCall(signal, key);
+    const token = await this.#obtain(signal, key);
+    const releaser = this.#releaser(key, token);
+    return new LeaseImpl({
+      key,
+      releaser,
+      lost: NEVER_LOST,
+      validUntil: () => Number.POSITIVE_INFINITY,
+      onDeadlinePassed: () => undefined,
+      fencingToken: fencing ? ++this.#lastFencingToken : undefined,
+    });
   }
 
   /** {@inheritDoc Locker.close} */
@@ -70,32 +91,40 @@ export class MemoryLocker implements Locker {
     signal?.throwIfAborted();
   }
 
-  #take(key: string): ReleaseFunc {
-    const token = Symbol(key);
-    this.#held.set(key, { token, queue: new Set() });
-    return this.#releaseFor(key, token);
+  /** Takes `key` now if it is free, or waits for it to be handed over. */
+  #obtain(signal: AbortSignal | undefined, key: string): Promise<symbol> | symbol {
+    const entry = this.#held.get(key);
+    return entry === undefined ? this.#take(key) : this.#waitForHandOff(signal, entry);
   }
 
-  #releaseFor(key: string, token: symbol): ReleaseFunc {
-    return createReleaseFunc(() => this.#release(key, token));
+  #take(key: string): symbol {
+    const token = Symbol(key);
+    this.#held.set(key, { token, queue: new Set() });
+    return token;
+  }
+
+  #releaser(key: string, token: symbol): ReleaseOnce {
+    return new ReleaseOnce(() => this.#release(key, token));
   }
 
   /** Frees `key` if `token` still holds it, handing it to the next queued caller if there is one. */
-  #release(key: string, token: symbol): void {
+  #release(key: string, token: symbol): ReleaseOutcome {
     const entry = this.#held.get(key);
-    if (entry === undefined || entry.token !== token) return;
+    if (entry === undefined) return "expired";
+    if (entry.token !== token) return "taken";
     const next = firstOf(entry.queue);
     if (next === undefined) {
       this.#held.delete(key);
-      return;
+      return "released";
     }
     entry.queue.delete(next);
     entry.token = Symbol(key);
     next.grant(entry.token);
+    return "released";
   }
 
-  #waitForHandOff(signal: AbortSignal | undefined, key: string, entry: HeldKey): Promise<ReleaseFunc> {
-    return new Promise<ReleaseFunc>((resolve, reject) => {
+  #waitForHandOff(signal: AbortSignal | undefined, entry: HeldKey): Promise<symbol> {
+    return new Promise<symbol>((resolve, reject) => {
       const closing = this.#closing.signal;
       const leave = (reason: unknown): void => {
         entry.queue.delete(caller);
@@ -111,7 +140,7 @@ export class MemoryLocker implements Locker {
       const caller: QueuedCaller = {
         grant: (token) => {
           unlisten();
-          resolve(this.#releaseFor(key, token));
+          resolve(token);
         },
       };
       entry.queue.add(caller);

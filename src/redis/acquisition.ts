@@ -1,4 +1,4 @@
-import type { ReleaseFunc } from "../locker.js";
+import type { ReleaseOnce } from "../internal/release-func.js";
 import type { LockHandle } from "./redlock-adapter.js";
 
 /** Lifecycle of one acquisition: held until released, or lost on the way. */
@@ -17,12 +17,14 @@ export class Acquisition {
   /** Pending retry of a failed extension. */
   retryTimer: NodeJS.Timeout | undefined;
   /** Set once by the locker right after construction. */
-  release!: ReleaseFunc;
+  releaser!: ReleaseOnce;
 
   constructor(
     /** The caller's key (no prefix). */
     readonly key: string,
     readonly handle: LockHandle,
+    /** The fencing token issued with this grant, when asked for. */
+    readonly fencingToken: bigint | undefined,
   ) {}
 
   /** Clears both timers. */

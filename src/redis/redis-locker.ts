@@ -1,15 +1,17 @@
 import { setMaxListeners } from "node:events";
 import { performance } from "node:perf_hooks";
-import { LockerClosedError, LockLostError, type LockLostReason } from "../errors.js";
+import { LockerClosedError, LockLostError, type LockLostReason, UnsupportedError } from "../errors.js";
 import { abortable } from "../internal/abortable.js";
 import { Backoff } from "../internal/backoff.js";
-import { createReleaseFunc, noopRelease } from "../internal/release-func.js";
-import { validateKey, validateSignal } from "../internal/validate.js";
+import { LeaseImpl } from "../internal/lease.js";
+import { noopRelease, ReleaseOnce } from "../internal/release-func.js";
+import { resolveAcquireOptions, validateKey, validateSignal } from "../internal/validate.js";
 import { Waiter, WaitQueues } from "../internal/waiter.js";
-import type { Locker, ReleaseFunc } from "../locker.js";
+import type { AcquireOptions, Lease, Locker, ReleaseFunc, ReleaseOutcome } from "../locker.js";
 import { Acquisition } from "./acquisition.js";
+import { FENCING_COUNTER_TTL_MS, fencingCounterKey } from "./fencing.js";
 import { type RedisLockerOptions, type ResolvedRedisLockerOptions, resolveClients, resolveOptions } from "./options.js";
-import { type LockHandle, RedlockAdapter, type ReleaseOutcome } from "./redlock-adapter.js";
+import { type LockHandle, RedlockAdapter } from "./redlock-adapter.js";
 import { ReleaseNotifier } from "./release-notifier.js";
 import { Sweeper } from "./sweeper.js";
 import type { RedisClient } from "./types.js";
@@ -28,6 +30,7 @@ import type { RedisClient } from "./types.js";
  */
 export class RedisLocker implements Locker {
   readonly #options: ResolvedRedisLockerOptions;
+  readonly #clients: readonly RedisClient[];
   readonly #adapter: RedlockAdapter;
   readonly #notifier: ReleaseNotifier;
   readonly #sweeper: Sweeper;
@@ -49,6 +52,7 @@ export class RedisLocker implements Locker {
     // Every waiter listens for close; many waiters are normal, not a leak.
     setMaxListeners(0, this.#closing.signal);
     this.#options = resolveOptions(options);
+    this.#clients = list;
     const { operationTimeout, driftFactor, expiry, sweepConcurrency } = this.#options;
     this.#adapter = new RedlockAdapter(list, { commandTimeout: operationTimeout, driftFactor });
     this.#notifier = new ReleaseNotifier(
@@ -74,20 +78,37 @@ export class RedisLocker implements Locker {
   /** {@inheritDoc Locker.lock} */
   async lock(signal: AbortSignal | undefined, key: string): Promise<ReleaseFunc> {
     this.#checkCall(signal, key);
-    // Join the local queue instead of barging when this process already holds or waits for key.
-    if (!this.#heldCounts.has(key) && this.#queues.size(key) === 0) {
-      const acquisition = await this.#attempt(signal, key);
-      if (acquisition !== undefined) return acquisition.release;
-    }
-    return this.#waitFor(signal, key);
+    return (await this.#obtain(signal, key, false)).releaser.release;
   }
 
   /** {@inheritDoc Locker.tryLock} */
   async tryLock(signal: AbortSignal | undefined, key: string): Promise<[acquired: boolean, release: ReleaseFunc]> {
     this.#checkCall(signal, key);
     if (this.#heldCounts.has(key)) return [false, noopRelease()];
-    const acquisition = await this.#attempt(signal, key);
-    return acquisition === undefined ? [false, noopRelease()] : [true, acquisition.release];
+    const acquisition = await this.#attempt(signal, key, false);
+    return acquisition === undefined ? [false, noopRelease()] : [true, acquisition.releaser.release];
+  }
+
+  /**
+   * {@inheritDoc Locker.acquire}
+   *
+   * Fencing needs a single client (one node or a Cluster): across independent Redlock nodes there
+   * is no single counter to rise with every grant, so `{ fencing: true }` with several clients is
+   * an {@link UnsupportedError}, thrown before anything is sent.
+   */
+  async acquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease> {
+    const { fencing } = resolveAcquireOptions(options);
+    this.#checkCall(signal, key);
+    if (fencing) this.#checkFencingSupported(key);
+    const acquisition = await this.#obtain(signal, key, fencing);
+    return new LeaseImpl({
+      key,
+      releaser: acquisition.releaser,
+      lost: acquisition.lost.signal,
+      validUntil: () => acquisition.handle.validUntil,
+      onDeadlinePassed: () => this.#markLost(acquisition, "expired"),
+      fencingToken: acquisition.fencingToken,
+    });
   }
 
   /**
@@ -109,6 +130,26 @@ export class RedisLocker implements Locker {
     await this.#notifier.close();
   }
 
+  #checkFencingSupported(key: string): void {
+    const client = this.#clients[0];
+    if (this.#clients.length !== 1 || client === undefined) {
+      throw new UnsupportedError(
+        `Fencing tokens need a single Redis node or Cluster; this locker has ${this.#clients.length} independent nodes`,
+      );
+    }
+    fencingCounterKey(this.#options.prefix + key, client);
+  }
+
+  /** Takes `key` at once if nobody in this process holds or waits for it, else queues for it. */
+  async #obtain(signal: AbortSignal | undefined, key: string, fencing: boolean): Promise<Acquisition> {
+    // Join the local queue instead of barging when this process already holds or waits for key.
+    if (!this.#heldCounts.has(key) && this.#queues.size(key) === 0) {
+      const acquisition = await this.#attempt(signal, key, fencing);
+      if (acquisition !== undefined) return acquisition;
+    }
+    return this.#waitFor(signal, key, fencing);
+  }
+
   #checkCall(signal: unknown, key: unknown): asserts signal is AbortSignal | undefined {
     validateSignal(signal);
     validateKey(key);
@@ -117,7 +158,7 @@ export class RedisLocker implements Locker {
   }
 
   /** Blocks in the key's FIFO queue until an attempt succeeds, the signal aborts, or close. */
-  async #waitFor(signal: AbortSignal | undefined, key: string): Promise<ReleaseFunc> {
+  async #waitFor(signal: AbortSignal | undefined, key: string, fencing: boolean): Promise<Acquisition> {
     const resource = this.#options.prefix + key;
     const signals = [signal, this.#closing.signal];
     const waiter = new Waiter();
@@ -130,8 +171,8 @@ export class RedisLocker implements Locker {
       for (;;) {
         const mayTry = this.#queues.isHead(key, waiter) && !this.#heldCounts.has(key);
         if (mayTry) {
-          const acquisition = await this.#attempt(signal, key);
-          if (acquisition !== undefined) return acquisition.release;
+          const acquisition = await this.#attempt(signal, key, fencing);
+          if (acquisition !== undefined) return acquisition;
         }
         // Only the head of the queue polls (as a safety net); the others wait for their turn.
         await waiter.wait(mayTry ? backoff.next() : undefined, signals);
@@ -143,27 +184,51 @@ export class RedisLocker implements Locker {
   }
 
   /**
-   * One acquisition attempt, abortable: if `signal` aborts or the locker closes while it is in
-   * flight, it rejects at once and a grant that arrives later is released, never leaked.
+   * One acquisition attempt (plus its fencing token when asked), abortable: if `signal` aborts or
+   * the locker closes while it is in flight, it rejects at once and a grant that arrives later is
+   * released, never leaked. Resolves to `undefined` when someone else holds the key.
    */
-  async #attempt(signal: AbortSignal | undefined, key: string): Promise<Acquisition | undefined> {
-    const attempt = this.#track(this.#adapter.acquire(this.#options.prefix + key, this.#options.expiry));
-    let outcome: Awaited<typeof attempt>;
+  async #attempt(signal: AbortSignal | undefined, key: string, fencing: boolean): Promise<Acquisition | undefined> {
+    const attempt = this.#track(this.#grant(key, fencing));
+    let grant: Awaited<typeof attempt>;
     try {
-      outcome = await abortable(attempt, [signal, this.#closing.signal]);
+      grant = await abortable(attempt, [signal, this.#closing.signal]);
     } catch (error) {
       attempt
-        .then((late) => (late.kind === "acquired" ? this.#adapter.release(late.handle) : undefined))
+        .then((late) => (late === undefined ? undefined : this.#adapter.release(late.handle)))
         .catch(() => undefined);
       throw error;
     }
-    return outcome.kind === "acquired" ? this.#register(key, outcome.handle) : undefined;
+    return grant === undefined ? undefined : this.#register(key, grant);
+  }
+
+  /** Acquires on Redis and issues the fencing token; the result is not yet tracked. */
+  async #grant(key: string, fencing: boolean): Promise<{ handle: LockHandle; fencingToken?: bigint } | undefined> {
+    const resource = this.#options.prefix + key;
+    const outcome = await this.#adapter.acquire(resource, this.#options.expiry);
+    if (outcome.kind !== "acquired") return undefined;
+    if (!fencing) return { handle: outcome.handle };
+    const client = this.#clients[0] as RedisClient;
+    let fencingToken: bigint | undefined;
+    try {
+      fencingToken = await this.#adapter.issueFencingToken(
+        outcome.handle,
+        fencingCounterKey(resource, client),
+        FENCING_COUNTER_TTL_MS,
+      );
+    } catch (error) {
+      void this.#adapter.release(outcome.handle);
+      throw error;
+    }
+    // No token means the key vanished between grant and token: not a grant after all.
+    if (fencingToken === undefined) return undefined;
+    return { handle: outcome.handle, fencingToken };
   }
 
   /** Starts tracking a fresh grant: extension, deadline, local bookkeeping and its release. */
-  #register(key: string, handle: LockHandle): Acquisition {
-    const acquisition = new Acquisition(key, handle);
-    acquisition.release = createReleaseFunc(() => this.#release(acquisition).then(() => undefined));
+  #register(key: string, grant: { handle: LockHandle; fencingToken?: bigint }): Acquisition {
+    const acquisition = new Acquisition(key, grant.handle, grant.fencingToken);
+    acquisition.releaser = new ReleaseOnce(() => this.#release(acquisition));
     this.#held.add(acquisition);
     this.#heldCounts.set(key, (this.#heldCounts.get(key) ?? 0) + 1);
     this.#armDeadline(acquisition);

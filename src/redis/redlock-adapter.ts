@@ -7,8 +7,9 @@
 import { performance } from "node:perf_hooks";
 import Redlock, { ExecutionError, type Lock, ResourceLockedError } from "redlock";
 import { StoreUnavailableError } from "../errors.js";
-import { withTimeout } from "../internal/sleep.js";
-import { RELEASE_AND_PUBLISH_SCRIPT } from "./scripts.js";
+import type { ReleaseOutcome } from "../locker.js";
+import { ScriptRunner } from "./script-runner.js";
+import { ISSUE_FENCING_TOKEN, REDLOCK_RELEASE_SCRIPT, RELEASE } from "./scripts.js";
 import type { RedisClient } from "./types.js";
 
 /** A lock held on a quorum of nodes: its token and local validity deadline (monotonic ms). */
@@ -41,25 +42,24 @@ export type AttemptOutcome =
 /** Result of one extension attempt; transient failures throw {@link StoreUnavailableError}. */
 export type ExtendOutcome = "extended" | "lost";
 
-/** What a release found. `unknown` means the store could not be asked (the lock will expire). */
-export type ReleaseOutcome = "released" | "not-held" | "unknown";
-
 /** Settings of {@link RedlockAdapter}. */
 export interface RedlockAdapterSettings {
   readonly driftFactor: number;
   readonly commandTimeout: number;
 }
 
-/** Client shape redlock actually uses: only `evalsha` and `eval`. */
-type ScriptRunner = Pick<RedisClient, "evalsha" | "eval">;
-
 export class RedlockAdapter {
   readonly #redlock: Redlock;
+  readonly #runners: readonly ScriptRunner[];
   readonly #driftFactor: number;
 
   constructor(clients: readonly RedisClient[], settings: RedlockAdapterSettings) {
     this.#driftFactor = settings.driftFactor;
-    const runners = clients.map((client, index) => timedRunner(client, index, settings.commandTimeout));
+    const runners = clients.map(
+      (client, index) =>
+        new ScriptRunner(client, clients.length === 1 ? "node" : `node #${index}`, settings.commandTimeout),
+    );
+    this.#runners = runners;
     // redlock is typed against ioredis clients but only calls evalsha/eval on them.
     this.#redlock = new Redlock(
       runners as unknown as RedisClient[],
@@ -69,7 +69,7 @@ export class RedlockAdapter {
       },
 
       // redlock ignores script strings; only a function (a modifier of its own script) is used.
-      { releaseScript: () => RELEASE_AND_PUBLISH_SCRIPT },
+      { releaseScript: () => REDLOCK_RELEASE_SCRIPT },
     );
   }
 
@@ -111,15 +111,46 @@ export class RedlockAdapter {
     return "extended";
   }
 
-  /** Compare-and-delete on every node, publishing the release. Never rejects. */
+  /**
+   * Compare-and-delete on every node (publishing the release), and what it found: `released` when
+   * a quorum deleted it, `taken` when a node has another token and the answers make a quorum,
+   * `expired` when the key was gone, `unknown` when too few nodes answered. Never rejects.
+   * redlock's own release cannot tell these apart, so this one runs our script itself.
+   */
   async release(handle: LockHandle): Promise<ReleaseOutcome> {
-    try {
-      await this.#redlock.release(handle.current);
-      return "released";
-    } catch (error) {
-      const verdict = await classify(error).catch(() => ({ held: false }));
-      return verdict.held ? "not-held" : "unknown";
+    const answers = await Promise.allSettled(
+      this.#runners.map((runner) => runner.run(RELEASE, [handle.resource], [handle.token])),
+    );
+    let deleted = 0;
+    let gone = 0;
+    let taken = 0;
+    for (const answer of answers) {
+      if (answer.status !== "fulfilled") continue;
+      if (answer.value === 1) deleted += 1;
+      else if (answer.value === -1) taken += 1;
+      else gone += 1;
     }
+    const quorum = Math.floor(this.#runners.length / 2) + 1;
+    if (deleted >= quorum) return "released";
+    if (deleted + gone + taken < quorum) return "unknown";
+    return taken > 0 ? "taken" : "expired";
+  }
+
+  /**
+   * Issues a fencing token for `handle` on a single client (node or Cluster), only while the lock
+   * is held: resolves to the token, or `undefined` when the key no longer holds our token.
+   * Throws {@link StoreUnavailableError} when Redis fails.
+   */
+  async issueFencingToken(handle: LockHandle, counterKey: string, counterTtl: number): Promise<bigint | undefined> {
+    const runner = this.#runners[0];
+    if (runner === undefined || this.#runners.length !== 1) throw new Error("fencing needs exactly one client");
+    let reply: unknown;
+    try {
+      reply = await runner.run(ISSUE_FENCING_TOKEN, [handle.resource, counterKey], [handle.token, counterTtl]);
+    } catch (error) {
+      throw unavailable(handle.resource, "fencing token", [error]);
+    }
+    return typeof reply === "string" ? BigInt(reply) : undefined;
   }
 
   #drift(duration: number): number {
@@ -152,21 +183,6 @@ async function classify(error: unknown): Promise<Verdict> {
     else causes.push(vote);
   }
   return { held: locked > 0 && stats.votesFor.size + locked >= stats.quorumSize, causes };
-}
-
-/** Wraps a client so that every script call settles within `timeoutMs`. */
-function timedRunner(client: RedisClient, index: number, timeoutMs: number): ScriptRunner {
-  const timeout = (): Error => new Error(`Redis node #${index} did not answer within ${timeoutMs} ms`);
-  const runner = {
-    evalsha: (...args: unknown[]) => withTimeout(callScript(client, "evalsha", args), timeoutMs, timeout),
-    eval: (...args: unknown[]) => withTimeout(callScript(client, "eval", args), timeoutMs, timeout),
-  };
-  return runner as unknown as ScriptRunner;
-}
-
-function callScript(client: RedisClient, command: "evalsha" | "eval", args: unknown[]): Promise<unknown> {
-  const method = client[command] as (...a: unknown[]) => Promise<unknown>;
-  return method.apply(client, args);
 }
 
 /** Builds the typed error for a quorum operation that failed for reasons other than contention. */

@@ -1,0 +1,65 @@
+import { createHash } from "node:crypto";
+import { withTimeout } from "../internal/sleep.js";
+import type { RedisClient } from "./types.js";
+
+/** A Lua script with its SHA1, for EVALSHA with a fallback to EVAL. */
+export interface Script {
+  readonly source: string;
+  readonly sha: string;
+}
+
+/** Prepares a Lua script for {@link ScriptRunner.run}. */
+export function defineScript(source: string): Script {
+  return { source, sha: createHash("sha1").update(source).digest("hex") };
+}
+
+/**
+ * One Redis node (or Cluster) as the locker talks to it: every script call settles within the
+ * timeout, so a frozen or unreachable node can never hang an operation. Also offers the
+ * `evalsha`/`eval` pair that redlock calls, with the same timeout.
+ */
+export class ScriptRunner {
+  readonly #client: RedisClient;
+  readonly #label: string;
+  readonly #timeoutMs: number;
+
+  constructor(client: RedisClient, label: string, timeoutMs: number) {
+    this.#client = client;
+    this.#label = label;
+    this.#timeoutMs = timeoutMs;
+  }
+
+  /** The caller's client (for cluster detection and the like). */
+  get client(): RedisClient {
+    return this.#client;
+  }
+
+  /** EVALSHA, falling back to EVAL when the script is not cached; bounded by the timeout. */
+  async run(script: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    try {
+      return await this.evalsha(script.sha, keys.length, ...keys, ...args);
+    } catch (error) {
+      if (!(error instanceof Error) || !error.message.startsWith("NOSCRIPT")) throw error;
+      return await this.eval(script.source, keys.length, ...keys, ...args);
+    }
+  }
+
+  /** `client.evalsha(...)` with the timeout (redlock calls this). */
+  evalsha(...args: unknown[]): Promise<unknown> {
+    return this.#call("evalsha", args);
+  }
+
+  /** `client.eval(...)` with the timeout (redlock calls this). */
+  eval(...args: unknown[]): Promise<unknown> {
+    return this.#call("eval", args);
+  }
+
+  #call(command: "evalsha" | "eval", args: unknown[]): Promise<unknown> {
+    const method = this.#client[command] as (...a: unknown[]) => Promise<unknown>;
+    return withTimeout(
+      Promise.resolve(method.apply(this.#client, args)),
+      this.#timeoutMs,
+      () => new Error(`Redis ${this.#label} did not answer within ${this.#timeoutMs} ms`),
+    );
+  }
+}
