@@ -9,9 +9,11 @@ import {
   InvalidArgumentError,
   type Locker,
   LockerClosedError,
+  LockLostError,
   lockAndDo,
   MAX_KEY_BYTES,
   tryLockAndDo,
+  UnsupportedError,
 } from "../src/index.js";
 
 export interface LockerHarness {
@@ -21,6 +23,8 @@ export interface LockerHarness {
   /** A second locker sharing `locker`'s store (for Redis: new connections, like another process;
    *  for memory: the same instance, since its store is the instance). */
   peer(locker: Locker, options?: { wakeOnly?: boolean }): Promise<Locker>;
+  /** Whether `acquire(..., { fencing: true })` is supported (false: it must be an UnsupportedError). */
+  readonly fencing: boolean;
   /** Closes every locker and connection the harness made. */
   cleanup(): Promise<void>;
 }
@@ -303,6 +307,80 @@ export function lockerContract(name: string, setup: () => Promise<LockerHarness>
       const [ok, release2] = await other.tryLock(undefined, key);
       expect(ok).toBe(true);
       await release2();
+    });
+
+    describe("leases", () => {
+      it("acquire gives a lease that is held until released, then reports what the release found", async () => {
+        const l = await fresh();
+        const key = uniqueKey();
+        const lease = await l.acquire(undefined, key);
+        expect(lease.key).toBe(key);
+        expect(lease.lost.aborted).toBe(false);
+        expect(lease.fencingToken).toBeUndefined();
+        lease.assertHeld();
+        expect((await l.tryLock(undefined, key))[0]).toBe(false);
+        expect(await lease.releaseWithOutcome()).toBe("released");
+        expect(await lease.releaseWithOutcome()).toBe("released"); // once only, same answer
+        await lease.release();
+        expect(() => lease.assertHeld()).toThrow(LockLostError);
+        expect(() => lease.assertHeld()).toThrow(/released/);
+        expect((await l.tryLock(undefined, key))[0]).toBe(true);
+      });
+
+      it("a stale release does not touch the next holder; other leases release independently", async () => {
+        const l = await fresh();
+        const key = uniqueKey();
+        const lease = await l.acquire(undefined, key);
+        const [, release] = await l.tryLock(undefined, key); // no-op release of a failed try
+        await release();
+        await lease.release();
+        const next = await l.acquire(undefined, key);
+        const stale = await l.acquire(undefined, uniqueKey());
+        expect(await stale.releaseWithOutcome()).toBe("released");
+        expect((await l.tryLock(undefined, key))[0]).toBe(false);
+        await next.release();
+      });
+
+      it("supports `await using` on a lease and waits like lock", async () => {
+        const l = await fresh();
+        const key = uniqueKey();
+        {
+          await using _lease = await l.acquire(undefined, key);
+          const signal = AbortSignal.timeout(50);
+          await expectAbortReason(l.acquire(signal, key), signal);
+        }
+        expect((await l.tryLock(undefined, key))[0]).toBe(true);
+      });
+
+      it("issues fencing tokens that rise with every grant of a key (or refuses with a typed error)", async () => {
+        const l = await fresh();
+        const key = uniqueKey();
+        if (!harness.fencing) {
+          await expect(l.acquire(undefined, key, { fencing: true })).rejects.toBeInstanceOf(UnsupportedError);
+          expect((await l.tryLock(undefined, key))[0]).toBe(true); // nothing was left half-acquired
+          return;
+        }
+        const tokens: bigint[] = [];
+        for (let i = 0; i < 5; i++) {
+          const lease = await l.acquire(undefined, key, { fencing: true });
+          expect(typeof lease.fencingToken).toBe("bigint");
+          tokens.push(lease.fencingToken as bigint);
+          await lease.release();
+        }
+        for (let i = 1; i < tokens.length; i++) expect(tokens[i]).toBeGreaterThan(tokens[i - 1] as bigint);
+        const other = await harness.peer(l);
+        const lease = await other.acquire(undefined, key, { fencing: true });
+        expect(lease.fencingToken).toBeGreaterThan(tokens[tokens.length - 1] as bigint);
+        await lease.release();
+      });
+
+      it("rejects bad acquire options", async () => {
+        const l = await fresh();
+        await expect(l.acquire(undefined, uniqueKey(), "x" as never)).rejects.toThrow(/options.*string "x"/);
+        await expect(l.acquire(undefined, uniqueKey(), { fencing: 1 as never })).rejects.toThrow(
+          /options\.fencing.*boolean.*number 1/,
+        );
+      });
     });
 
     describe("rejects bad input with a typed error naming the value", () => {

@@ -13,6 +13,7 @@ lockerContract("MemoryLocker", async () => {
     async peer(locker) {
       return locker;
     },
+    fencing: true,
     async cleanup() {
       await Promise.all(lockers.map((l) => l.close()));
     },

@@ -28,6 +28,7 @@ lockerContract("RedisLocker on a Redis Cluster", async () => {
   return {
     create,
     peer: (_locker, options) => create(options),
+    fencing: true,
     async cleanup() {
       await Promise.allSettled(lockers.map((l) => l.close()));
       for (const cluster of clusters) cluster.disconnect();

@@ -55,6 +55,7 @@ export class RedisFixture {
     return {
       create: async (options) => this.locker(withOptions(options)),
       peer: async (_locker: Locker, options) => this.locker(withOptions(options)),
+      fencing: this.servers.length === 1,
       cleanup: () => this.stop(),
     };
   }
