@@ -1,6 +1,5 @@
 import { setMaxListeners } from "node:events";
-import { performance } from "node:perf_hooks";
-import { LockerClosedError, LockLostError, type LockLostReason, UnsupportedError } from "../errors.js";
+import { LockerClosedError, UnsupportedError } from "../errors.js";
 import { abortable } from "../internal/abortable.js";
 import { Backoff } from "../internal/backoff.js";
 import { LeaseImpl } from "../internal/lease.js";
@@ -10,10 +9,10 @@ import { Waiter, WaitQueues } from "../internal/waiter.js";
 import type { AcquireOptions, Lease, Locker, ReleaseFunc, ReleaseOutcome } from "../locker.js";
 import { Acquisition } from "./acquisition.js";
 import { FENCING_COUNTER_TTL_MS, fencingCounterKey } from "./fencing.js";
+import { LeaseKeeper } from "./lease-keeper.js";
 import { type RedisLockerOptions, type ResolvedRedisLockerOptions, resolveClients, resolveOptions } from "./options.js";
 import { type LockHandle, RedlockAdapter } from "./redlock-adapter.js";
 import { ReleaseNotifier } from "./release-notifier.js";
-import { Sweeper } from "./sweeper.js";
 import type { RedisClient } from "./types.js";
 
 /**
@@ -33,11 +32,8 @@ export class RedisLocker implements Locker {
   readonly #clients: readonly RedisClient[];
   readonly #adapter: RedlockAdapter;
   readonly #notifier: ReleaseNotifier;
-  readonly #sweeper: Sweeper;
+  readonly #keeper: LeaseKeeper;
   readonly #queues = new WaitQueues();
-  /** Live (held, not lost) acquisitions per key in this locker. */
-  readonly #heldCounts = new Map<string, number>();
-  readonly #held = new Set<Acquisition>();
   readonly #inFlight = new Set<Promise<unknown>>();
   readonly #closing = new AbortController();
   #closed: Promise<void> | undefined;
@@ -61,7 +57,15 @@ export class RedisLocker implements Locker {
       (channel) => this.#onReleaseMessage(channel),
       () => this.#queues.notifyAllHeads(),
     );
-    this.#sweeper = new Sweeper(Math.floor(expiry / 2), sweepConcurrency, (acquisition) => this.#extend(acquisition));
+    this.#keeper = new LeaseKeeper(this.#adapter, {
+      expiry,
+      operationTimeout,
+      sweepConcurrency,
+      onLockLost: this.#options.onLockLost,
+      // A lost lock frees the key as far as this process knows: let the next waiter try.
+      onLost: (key) => this.#queues.notifyHead(key),
+      track: (operation) => this.#track(operation),
+    });
   }
 
   /** The resolved options (defaults filled in). */
@@ -72,7 +76,7 @@ export class RedisLocker implements Locker {
 
   /** Number of locks this locker currently holds and extends. */
   get heldCount(): number {
-    return this.#held.size;
+    return this.#keeper.size;
   }
 
   /** {@inheritDoc Locker.lock} */
@@ -84,7 +88,7 @@ export class RedisLocker implements Locker {
   /** {@inheritDoc Locker.tryLock} */
   async tryLock(signal: AbortSignal | undefined, key: string): Promise<[acquired: boolean, release: ReleaseFunc]> {
     this.#checkCall(signal, key);
-    if (this.#heldCounts.has(key)) return [false, noopRelease()];
+    if (this.#keeper.holds(key)) return [false, noopRelease()];
     const acquisition = await this.#attempt(signal, key, false);
     return acquisition === undefined ? [false, noopRelease()] : [true, acquisition.releaser.release];
   }
@@ -106,7 +110,7 @@ export class RedisLocker implements Locker {
       releaser: acquisition.releaser,
       lost: acquisition.lost.signal,
       validUntil: () => acquisition.handle.validUntil,
-      onDeadlinePassed: () => this.#markLost(acquisition, "expired"),
+      onDeadlinePassed: () => this.#keeper.markLost(acquisition, "expired"),
       fencingToken: acquisition.fencingToken,
     });
   }
@@ -124,8 +128,7 @@ export class RedisLocker implements Locker {
 
   async #shutDown(): Promise<void> {
     this.#closing.abort(new LockerClosedError());
-    await this.#sweeper.stop();
-    for (const acquisition of this.#held) clearTimeout(acquisition.retryTimer);
+    await this.#keeper.stop();
     await Promise.allSettled([...this.#inFlight]);
     await this.#notifier.close();
   }
@@ -143,7 +146,7 @@ export class RedisLocker implements Locker {
   /** Takes `key` at once if nobody in this process holds or waits for it, else queues for it. */
   async #obtain(signal: AbortSignal | undefined, key: string, fencing: boolean): Promise<Acquisition> {
     // Join the local queue instead of barging when this process already holds or waits for key.
-    if (!this.#heldCounts.has(key) && this.#queues.size(key) === 0) {
+    if (!this.#keeper.holds(key) && this.#queues.size(key) === 0) {
       const acquisition = await this.#attempt(signal, key, fencing);
       if (acquisition !== undefined) return acquisition;
     }
@@ -169,7 +172,7 @@ export class RedisLocker implements Locker {
       // Once subscribed, a release cannot slip by unnoticed: the next attempt happens after it.
       await abortable(subscribed, signals);
       for (;;) {
-        const mayTry = this.#queues.isHead(key, waiter) && !this.#heldCounts.has(key);
+        const mayTry = this.#queues.isHead(key, waiter) && !this.#keeper.holds(key);
         if (mayTry) {
           const acquisition = await this.#attempt(signal, key, fencing);
           if (acquisition !== undefined) return acquisition;
@@ -225,31 +228,16 @@ export class RedisLocker implements Locker {
     return { handle: outcome.handle, fencingToken };
   }
 
-  /** Starts tracking a fresh grant: extension, deadline, local bookkeeping and its release. */
+  /** Starts tracking a fresh grant: extension, deadline, and its release. */
   #register(key: string, grant: { handle: LockHandle; fencingToken?: bigint }): Acquisition {
     const acquisition = new Acquisition(key, grant.handle, grant.fencingToken);
     acquisition.releaser = new ReleaseOnce(() => this.#release(acquisition));
-    this.#held.add(acquisition);
-    this.#heldCounts.set(key, (this.#heldCounts.get(key) ?? 0) + 1);
-    this.#armDeadline(acquisition);
-    this.#sweeper.add(acquisition);
+    this.#keeper.add(acquisition);
     return acquisition;
   }
 
-  /** Stops tracking `acquisition` (released or lost); returns true if it was held. */
-  #untrack(acquisition: Acquisition): boolean {
-    if (acquisition.state !== "held") return false;
-    acquisition.clearTimers();
-    this.#sweeper.delete(acquisition);
-    this.#held.delete(acquisition);
-    const count = (this.#heldCounts.get(acquisition.key) ?? 1) - 1;
-    if (count > 0) this.#heldCounts.set(acquisition.key, count);
-    else this.#heldCounts.delete(acquisition.key);
-    return true;
-  }
-
   async #release(acquisition: Acquisition): Promise<ReleaseOutcome> {
-    this.#untrack(acquisition);
+    this.#keeper.remove(acquisition);
     acquisition.state = "released";
     const outcome = await this.#track(this.#adapter.release(acquisition.handle));
     // Hand over to this process's next waiter without waiting for our own pub/sub message.
@@ -257,56 +245,12 @@ export class RedisLocker implements Locker {
     return outcome;
   }
 
-  /** Extends one lock (called by the sweeper and by retries); never rejects. */
-  async #extend(acquisition: Acquisition): Promise<void> {
-    if (acquisition.state !== "held") return;
-    const { expiry, operationTimeout } = this.#options;
-    let outcome: "extended" | "lost";
-    try {
-      outcome = await this.#track(this.#adapter.extend(acquisition.handle, expiry));
-    } catch (error) {
-      // Transient: retry while the lease still has time left; the deadline timer decides loss.
-      if (acquisition.state !== "held" || this.#closing.signal.aborted) return;
-      const timeLeft = acquisition.handle.validUntil - performance.now();
-      const delay = Math.max(1, Math.min(Math.floor(expiry / 8), Math.floor(timeLeft - operationTimeout)));
-      clearTimeout(acquisition.retryTimer);
-      acquisition.retryTimer = setTimeout(() => void this.#extend(acquisition), delay);
-      acquisition.retryTimer.unref();
-      void error;
-      return;
-    }
-    if (acquisition.state !== "held") return;
-    if (outcome === "lost") this.#markLost(acquisition, "taken");
-    else this.#armDeadline(acquisition);
-  }
-
-  /** (Re)starts the timer that declares the lock lost when its validity runs out. */
-  #armDeadline(acquisition: Acquisition): void {
-    clearTimeout(acquisition.deadlineTimer);
-    const remaining = Math.max(0, acquisition.handle.validUntil - performance.now());
-    acquisition.deadlineTimer = setTimeout(() => this.#markLost(acquisition, "expired"), remaining);
-    acquisition.deadlineTimer.unref();
-  }
-
-  #markLost(acquisition: Acquisition, reason: LockLostReason): void {
-    if (!this.#untrack(acquisition)) return;
-    acquisition.state = "lost";
-    const error = new LockLostError(acquisition.key, reason);
-    acquisition.lost.abort(error);
-    try {
-      this.#options.onLockLost?.(error);
-    } catch {
-      // A throwing hook must not break the sweeper or surface as an unhandled rejection.
-    }
-    this.#queues.notifyHead(acquisition.key);
-  }
-
   #onReleaseMessage(channel: string): void {
     const { prefix } = this.#options;
     if (!channel.startsWith(prefix)) return;
     const key = channel.slice(prefix.length);
     // While this locker holds the key, a release message is stale (or our own): ignore it.
-    if (!this.#heldCounts.has(key)) this.#queues.notifyHead(key);
+    if (!this.#keeper.holds(key)) this.#queues.notifyHead(key);
   }
 
   #track<T>(promise: Promise<T>): Promise<T> {

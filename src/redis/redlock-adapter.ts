@@ -39,8 +39,12 @@ export type AttemptOutcome =
   /** A quorum granted it, but too late: its validity ran out before the reply arrived. */
   | { readonly kind: "expired-on-arrival" };
 
-/** Result of one extension attempt; transient failures throw {@link StoreUnavailableError}. */
-export type ExtendOutcome = "extended" | "lost";
+/**
+ * Result of one extension attempt: `taken` when a quorum answered that the key is gone or has
+ * another token, `expired` when the lock's validity had already run out locally (nothing is
+ * sent). Transient failures throw {@link StoreUnavailableError}.
+ */
+export type ExtendOutcome = "extended" | "taken" | "expired";
 
 /** Settings of {@link RedlockAdapter}. */
 export interface RedlockAdapterSettings {
@@ -94,17 +98,16 @@ export class RedlockAdapter {
 
   /**
    * Extends `handle` to `duration` ms from now on a quorum, only where its token still matches
-   * (an expired key is never re-created). `lost` means a quorum answered that the key is gone or
-   * belongs to another token; a store failure throws {@link StoreUnavailableError}.
+   * (an expired key is never re-created). See {@link ExtendOutcome}.
    */
   async extend(handle: LockHandle, duration: number): Promise<ExtendOutcome> {
     const start = performance.now();
     try {
       handle.current = await this.#redlock.extend(handle.current, duration);
     } catch (error) {
-      if (error instanceof ExecutionError && error.attempts.length === 0) return "lost"; // expired locally
+      if (error instanceof ExecutionError && error.attempts.length === 0) return "expired"; // nothing was sent
       const verdict = await classify(error);
-      if (verdict.held) return "lost";
+      if (verdict.held) return "taken";
       throw unavailable(handle.resource, "extend", verdict.causes);
     }
     handle.validUntil = start + duration - this.#drift(duration);
