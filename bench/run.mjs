@@ -1,0 +1,121 @@
+/**
+ * The globallock benchmark suite: `npm run bench` (builds, then runs this file).
+ *
+ * Starts its own redis-server on a free 127.0.0.1 port (never 6379), pins Node to CPU 0 and Redis
+ * to CPU 1 when `taskset` exists, runs every scenario with the contenders interleaved, prints the
+ * Markdown report and writes bench/results/latest.md, latest.json and chart.svg.
+ *
+ *   BENCH_QUICK=1           ~20-second smoke run
+ *   BENCH_ONLY=a,b          only these scenarios (uncontended, contended, handoff, memory,
+ *                           sweeper); the report is printed but bench/results is left alone
+ */
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+import { renderChart } from "./chart.mjs";
+import { countClientCommands } from "./lib/command-stats.mjs";
+import { CONFIG, QUICK } from "./lib/config.mjs";
+import { cpuInfo, pinSelf } from "./lib/cpu.mjs";
+import { connectClient } from "./lib/redis-client.mjs";
+import { RedisServer, redisServerVersion } from "./lib/redis-server.mjs";
+import { now } from "./lib/timing.mjs";
+import { renderMarkdown } from "./report.mjs";
+import { runContended } from "./scenarios/contended.mjs";
+import { runHandoff } from "./scenarios/handoff.mjs";
+import { runMemory } from "./scenarios/memory.mjs";
+import { runSweeper } from "./scenarios/sweeper.mjs";
+import { runUncontended } from "./scenarios/uncontended.mjs";
+
+const SCENARIOS = ["uncontended", "contended", "handoff", "memory", "sweeper"];
+const RESULTS_DIR = fileURLToPath(new URL("./results/", import.meta.url));
+
+const log = (line) => process.stderr.write(`bench: ${line}\n`);
+
+/** Installed version of a dependency, read from its package.json. */
+function versionOf(name) {
+  const require = createRequire(import.meta.url);
+  let dir = require.resolve(name);
+  for (;;) {
+    dir = dir.slice(0, dir.lastIndexOf("/"));
+    try {
+      const pkg = JSON.parse(readFileSync(`${dir}/package.json`, "utf8"));
+      if (pkg.name === name) return pkg.version;
+    } catch {
+      // Keep walking up to the package root.
+    }
+    if (!dir.includes("/node_modules/")) return "unknown";
+  }
+}
+
+/** Scenarios selected by BENCH_ONLY (all by default). */
+function selectedScenarios() {
+  const only = (process.env.BENCH_ONLY ?? "").split(",").filter(Boolean);
+  for (const name of only) if (!SCENARIOS.includes(name)) throw new Error(`BENCH_ONLY: unknown scenario ${name}`);
+  return only.length === 0 ? SCENARIOS : only;
+}
+
+async function main() {
+  const started = now();
+  const selected = selectedScenarios();
+  const pinned = pinSelf();
+  countClientCommands();
+  redisServerVersion(); // fails early with a clear message when redis-server is missing
+  log(`${QUICK ? "quick" : "full"} run of ${selected.join(", ")}; CPU pinning ${pinned ? "on" : "off"}`);
+  const server = await RedisServer.start();
+  log(`redis-server pid ${server.pid} on 127.0.0.1:${server.port}`);
+  const results = {};
+  let redisVersion;
+  try {
+    const monitor = await connectClient(server.port);
+    redisVersion = /redis_version:(\S+)/.exec(await monitor.info("server"))?.[1];
+    const context = { port: server.port, monitor, log, tPairMs: Number.NaN };
+    if (selected.includes("uncontended")) {
+      results.uncontended = await runUncontended(context);
+      context.tPairMs = results.uncontended.tPairMs;
+    }
+    if (selected.includes("contended")) {
+      if (Number.isNaN(context.tPairMs)) throw new Error("the contended scenario needs the uncontended one (t_pair)");
+      results.contended = await runContended(context);
+    }
+    if (selected.includes("handoff")) results.handoff = await runHandoff(context);
+    if (selected.includes("memory")) results.memory = await runMemory(context);
+    if (selected.includes("sweeper")) results.sweeper = await runSweeper(context);
+    monitor.disconnect();
+  } finally {
+    await server.stop();
+  }
+  const report = {
+    meta: {
+      date: new Date().toISOString(),
+      quick: QUICK,
+      scenarios: selected,
+      node: process.version,
+      redis: redisVersion,
+      cpu: cpuInfo(),
+      pinned,
+      versions: Object.fromEntries(
+        ["ioredis", "redlock", "redis-semaphore", "async-mutex"].map((name) => [name, versionOf(name)]),
+      ),
+      config: CONFIG,
+      totalSeconds: (now() - started) / 1000,
+    },
+    ...results,
+  };
+  const markdown = renderMarkdown(report);
+  process.stdout.write(markdown);
+  if (selected.length === SCENARIOS.length) {
+    mkdirSync(RESULTS_DIR, { recursive: true });
+    writeFileSync(`${RESULTS_DIR}latest.md`, markdown);
+    writeFileSync(`${RESULTS_DIR}latest.json`, `${JSON.stringify(report, null, 2)}\n`);
+    writeFileSync(`${RESULTS_DIR}chart.svg`, renderChart(report));
+    log("wrote bench/results/latest.md, latest.json and chart.svg");
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    process.stderr.write(`bench: failed: ${error instanceof Error ? (error.stack ?? error.message) : error}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,133 @@
+/**
+ * Scenario 4: hand-off latency. A holds the key; B is blocked in lock(); A releases at t0
+ * (`performance.now()` just before calling release); B's lock resolves at t1; latency = t1 − t0,
+ * which includes A's release round trip. A holds for a random 3–12 ms after B called lock, so B is
+ * blocked and, for polling libraries, the release falls at a random point of B's poll cycle.
+ *
+ * Each contender gets its own A and B sessions (separate connections; for globallock separate
+ * lockers). globallock is also measured with B in another process, timed on the shared epoch
+ * clock (`performance.timeOrigin + performance.now()`); the offset between the two processes'
+ * clocks is checked by an IPC ping (minimum-RTT sample) and reported.
+ * Repetitions are spread over interleaved rounds and pooled.
+ */
+import { fileURLToPath } from "node:url";
+import { CONFIG } from "../lib/config.mjs";
+import { globallock, redisSemaphore, redlock1ms, redlockDefault } from "../lib/redis-contenders.mjs";
+import { WorkerProcess } from "../lib/rpc.mjs";
+import { mean, median, percentile } from "../lib/stats.mjs";
+import { epochNow, now, sleep } from "../lib/timing.mjs";
+
+const WORKER_MODULE = fileURLToPath(new URL("../worker.mjs", import.meta.url));
+
+const VARIANTS = [
+  { id: "globallock", label: "globallock (B: other locker, same process)", contender: globallock },
+  { id: "globallock-xproc", label: "globallock (B in another process)", contender: globallock, remote: true },
+  { id: "redlock-default", label: redlockDefault.label, contender: redlockDefault, slow: true },
+  { id: "redlock-1ms", label: redlock1ms.label, contender: redlock1ms },
+  { id: "redis-semaphore", label: redisSemaphore.label, contender: redisSemaphore },
+];
+
+/** A random pre-release hold in [min, max] ms. */
+function preHold() {
+  const { preHoldMinMs, preHoldMaxMs } = CONFIG.handoff;
+  return preHoldMinMs + Math.random() * (preHoldMaxMs - preHoldMinMs);
+}
+
+/** B in this process: returns the latency in ms, or undefined when B gave up. */
+async function localRep(a, b, key) {
+  const releaseA = await a.lock(key);
+  let t1 = 0;
+  const blocked = b.lock(key).then((release) => {
+    t1 = now();
+    return release;
+  });
+  await sleep(preHold());
+  const t0 = now();
+  await releaseA();
+  const releaseB = await blocked;
+  if (releaseB === undefined) return undefined;
+  await releaseB();
+  return t1 - t0;
+}
+
+/** B in the worker process: latency on the epoch clock. */
+async function remoteRep(a, worker, key) {
+  const releaseA = await a.lock(key);
+  await worker.call("block", { key });
+  await sleep(preHold());
+  const t0 = epochNow();
+  await releaseA();
+  const { t1 } = await worker.call("acquired");
+  return t1 === undefined ? undefined : t1 - t0;
+}
+
+/** Estimated offset of the worker's epoch clock from ours (ms), from the lowest-RTT of 30 pings. */
+async function clockOffset(worker) {
+  let best = { rtt: Number.POSITIVE_INFINITY, offset: Number.NaN };
+  for (let i = 0; i < 30; i++) {
+    const sent = epochNow();
+    const theirs = await worker.call("clock");
+    const received = epochNow();
+    if (received - sent < best.rtt) best = { rtt: received - sent, offset: theirs - (sent + received) / 2 };
+  }
+  return best;
+}
+
+/**
+ * Runs scenario 4.
+ * @param {{ port: number, monitor: import("ioredis").Redis, log: (line: string) => void }} context
+ */
+export async function runHandoff({ port, monitor, log }) {
+  const { rounds, reps, slowReps, maxMsPerContender } = CONFIG.handoff;
+  const worker = new WorkerProcess(WORKER_MODULE);
+  const state = new Map();
+  try {
+    for (const variant of VARIANTS) {
+      const a = await variant.contender.open(port);
+      const b = variant.remote ? undefined : await variant.contender.open(port);
+      if (variant.remote) await worker.call("prepareHandoff", { contenderId: variant.contender.id, port });
+      const target = variant.slow ? slowReps : reps;
+      state.set(variant.id, { a, b, target, samples: [], failures: 0, spentMs: 0 });
+    }
+    const clock = await clockOffset(worker);
+    await monitor.flushall();
+    for (let round = 0; round < rounds; round++) {
+      for (const variant of VARIANTS) {
+        const s = state.get(variant.id);
+        const quota = Math.ceil((s.target * (round + 1)) / rounds);
+        const key = `bench:handoff:${variant.id}`;
+        const started = now();
+        while (s.samples.length + s.failures < quota && s.spentMs + (now() - started) < maxMsPerContender) {
+          const latency = variant.remote ? await remoteRep(s.a, worker, key) : await localRep(s.a, s.b, key);
+          if (latency === undefined) s.failures++;
+          else s.samples.push(latency);
+        }
+        s.spentMs += now() - started;
+      }
+      log(`hand-off: round ${round + 1}/${rounds} done`);
+    }
+    const results = VARIANTS.map((variant) => {
+      const s = state.get(variant.id);
+      return {
+        id: variant.id,
+        label: variant.label,
+        reps: s.samples.length,
+        failures: s.failures,
+        p50Ms: median(s.samples),
+        p99Ms: percentile(s.samples, 99),
+        meanMs: mean(s.samples),
+        minMs: Math.min(...s.samples),
+        maxMs: Math.max(...s.samples),
+        samples: s.samples,
+      };
+    });
+    return { config: CONFIG.handoff, clockOffsetMs: clock.offset, clockPingRttMs: clock.rtt, results };
+  } finally {
+    for (const s of state.values()) {
+      await s.a.close();
+      await s.b?.close();
+    }
+    await worker.call("closeHandoff").catch(() => undefined);
+    await worker.close();
+  }
+}

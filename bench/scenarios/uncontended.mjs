@@ -1,0 +1,114 @@
+/**
+ * Scenarios 1 and 2: uncontended acquire + release against Redis.
+ *
+ * - sequential: one loop, lock then release, on one key;
+ * - 8 keys: 8 concurrent loops, each on its own key, sharing the contender's one connection.
+ *
+ * Contenders: the raw floor (SET NX PX + Lua compare-and-delete), globallock, redlock used directly
+ * with retryCount 0, and redis-semaphore's Mutex. Rounds interleave the contenders (A, B, C, D, A,
+ * B, …); the report gives medians across rounds and, per round, the ratio to the raw floor.
+ */
+import { CONFIG } from "../lib/config.mjs";
+import { globallock, raw, redisSemaphore, redlockNoRetry } from "../lib/redis-contenders.mjs";
+import { median, percentile } from "../lib/stats.mjs";
+import { now } from "../lib/timing.mjs";
+
+const CONTENDERS = [raw, globallock, redlockNoRetry, redisSemaphore];
+
+/**
+ * Lock + release in one loop for `durationMs` or `maxOps`, whichever ends first.
+ * @param {import("../lib/redis-contenders.mjs").Session} session
+ * @returns {Promise<{ ops: number, elapsedMs: number, pairs: Float64Array }>}
+ */
+async function sequential(session, key, durationMs, maxOps) {
+  const pairs = new Float64Array(maxOps);
+  const start = now();
+  const end = start + durationMs;
+  let ops = 0;
+  let t = start;
+  while (t < end && ops < maxOps) {
+    const release = await session.lock(key);
+    if (release === undefined) throw new Error(`uncontended lock of ${key} failed`);
+    await release();
+    const done = now();
+    pairs[ops++] = done - t;
+    t = done;
+  }
+  return { ops, elapsedMs: now() - start, pairs: pairs.subarray(0, ops) };
+}
+
+/**
+ * `concurrency` loops of lock + release, each on its own key, sharing `session`.
+ * @param {import("../lib/redis-contenders.mjs").Session} session
+ * @returns {Promise<{ ops: number, elapsedMs: number }>}
+ */
+async function concurrent(session, keyPrefix, concurrency, durationMs, maxOps) {
+  const start = now();
+  const end = start + durationMs;
+  let ops = 0;
+  const loop = async (key) => {
+    while (now() < end && ops < maxOps) {
+      const release = await session.lock(key);
+      if (release === undefined) throw new Error(`uncontended lock of ${key} failed`);
+      await release();
+      ops++;
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, (_, i) => loop(`${keyPrefix}:${i}`)));
+  return { ops, elapsedMs: now() - start };
+}
+
+/**
+ * Runs scenarios 1–2.
+ * @param {{ port: number, log: (line: string) => void }} context
+ */
+export async function runUncontended({ port, log }) {
+  const { rounds, warmupMs, durationMs, maxOps, concurrency } = CONFIG.uncontended;
+  const sessions = new Map();
+  try {
+    for (const contender of CONTENDERS) {
+      const session = await contender.open(port);
+      sessions.set(contender.id, session);
+      // Warm-up: connection, script cache, JIT.
+      await sequential(session, `bench:warm:${contender.id}`, warmupMs, maxOps);
+      await concurrent(session, `bench:warm:${contender.id}`, concurrency, warmupMs, maxOps);
+    }
+    /** @type {Record<string, object[]>} */
+    const perRound = Object.fromEntries(CONTENDERS.map((c) => [c.id, []]));
+    for (let round = 0; round < rounds; round++) {
+      for (const contender of CONTENDERS) {
+        const session = sessions.get(contender.id);
+        const key = `bench:uncontended:${contender.id}`;
+        const seq = await sequential(session, key, durationMs, maxOps);
+        const conc = await concurrent(session, key, concurrency, durationMs, maxOps);
+        perRound[contender.id].push({
+          seqOpsPerSec: (seq.ops * 1000) / seq.elapsedMs,
+          seqPairP50Ms: median(seq.pairs),
+          seqPairP99Ms: percentile(seq.pairs, 99),
+          concOpsPerSec: (conc.ops * 1000) / conc.elapsedMs,
+        });
+      }
+      log(`uncontended: round ${round + 1}/${rounds} done`);
+    }
+    const floor = perRound.raw;
+    const results = CONTENDERS.map((contender) => {
+      const rows = perRound[contender.id];
+      return {
+        id: contender.id,
+        label: contender.label,
+        rounds: rows,
+        seqOpsPerSec: median(rows.map((r) => r.seqOpsPerSec)),
+        seqPairP50Ms: median(rows.map((r) => r.seqPairP50Ms)),
+        seqPairP99Ms: median(rows.map((r) => r.seqPairP99Ms)),
+        concOpsPerSec: median(rows.map((r) => r.concOpsPerSec)),
+        // Ratio to the floor measured in the same round, then the median over rounds.
+        seqRatio: median(rows.map((r, i) => r.seqOpsPerSec / floor[i].seqOpsPerSec)),
+        concRatio: median(rows.map((r, i) => r.concOpsPerSec / floor[i].concOpsPerSec)),
+      };
+    });
+    const tPairMs = results.find((r) => r.id === "globallock").seqPairP50Ms;
+    return { config: { rounds, durationMs, maxOps, concurrency }, results, tPairMs };
+  } finally {
+    for (const session of sessions.values()) await session.close();
+  }
+}

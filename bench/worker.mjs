@@ -1,0 +1,96 @@
+/**
+ * A benchmark worker process, forked by bench/run.mjs (never run it directly). It hosts Redis lock
+ * sessions in a second process so that contention and hand-off can be measured across processes.
+ * The parent drives it over IPC (see lib/rpc.mjs); times are exchanged as epoch milliseconds
+ * (`performance.timeOrigin + performance.now()`), which is one clock for every process of a machine.
+ */
+import { clientCommandSnapshot, countClientCommands, diffCounts } from "./lib/command-stats.mjs";
+import { contend } from "./lib/contention.mjs";
+import { CONTENDERS } from "./lib/redis-contenders.mjs";
+import { serve } from "./lib/rpc.mjs";
+import { epochNow, epochToLocal, runAt } from "./lib/timing.mjs";
+
+countClientCommands();
+
+/** Sessions of the prepared contention run. */
+let contention;
+/** State of the hand-off side B. */
+let handoff;
+
+/** Opens `count` sessions of a contender, or one shared by all when `shared`. */
+async function openSessions(contender, port, count, shared) {
+  if (shared) {
+    const session = await contender.open(port);
+    return Array.from({ length: count }, () => session);
+  }
+  return Promise.all(Array.from({ length: count }, () => contender.open(port)));
+}
+
+/** Closes each distinct session once. */
+async function closeSessions(sessions) {
+  for (const session of new Set(sessions)) await session.close();
+}
+
+serve({
+  /** This process's epoch clock, for the parent's clock-offset check. */
+  clock: () => epochNow(),
+
+  /** Opens and warms the sessions of one contention run. */
+  async prepareContention({ contenderId, port, workers, shared, warmKey }) {
+    const sessions = await openSessions(CONTENDERS[contenderId], port, workers, shared);
+    for (const session of new Set(sessions)) {
+      const release = await session.lock(warmKey);
+      await release?.();
+    }
+    contention = sessions;
+    return "ready";
+  },
+
+  /** Runs the prepared contention on the shared schedule and reports what happened in the window. */
+  async runContention({ key, holdMs, startAtEpoch, windowStartEpoch, windowEndEpoch, drainMs }) {
+    const windowStart = epochToLocal(windowStartEpoch);
+    const windowEnd = epochToLocal(windowEndEpoch);
+    const before = runAt(windowStart, clientCommandSnapshot);
+    const after = runAt(windowEnd, clientCommandSnapshot);
+    const result = await contend({
+      sessions: contention,
+      key,
+      holdMs,
+      startAt: epochToLocal(startAtEpoch),
+      windowStart,
+      windowEnd,
+      drainMs,
+    });
+    const clientCommands = diffCounts(await before, await after);
+    await closeSessions(contention);
+    contention = undefined;
+    return { ...result, clientCommands };
+  },
+
+  /** Opens the session of the waiting side B of the hand-off scenario. */
+  async prepareHandoff({ contenderId, port }) {
+    handoff = { session: await CONTENDERS[contenderId].open(port), pending: undefined };
+    return "ready";
+  },
+
+  /** B calls lock on `key` (held by the parent); answers as soon as the call is made. */
+  block({ key }) {
+    handoff.pending = handoff.session.lock(key).then((release) => ({ release, t1: epochNow() }));
+    return "blocking";
+  },
+
+  /** Waits for B's lock, releases it, and reports when it resolved (epoch ms). */
+  async acquired() {
+    const { release, t1 } = await handoff.pending;
+    handoff.pending = undefined;
+    if (release === undefined) return { t1: undefined };
+    await release();
+    return { t1 };
+  },
+
+  async closeHandoff() {
+    await handoff?.session.close();
+    handoff = undefined;
+    return "closed";
+  },
+});
