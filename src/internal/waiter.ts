@@ -75,16 +75,17 @@ export class WaitQueues {
   }
 
   /**
-   * Removes `waiter` from `key`'s queue. When it was the head, the new head is notified so that a
-   * wake-up meant for the leaver is not lost.
+   * Removes `waiter` from `key`'s queue. When it was the head and `passOn` is set (it leaves
+   * without having used its turn: aborted, closed), the new head is notified so that a wake-up
+   * meant for the leaver is not lost.
    */
-  remove(key: string, waiter: Waiter): void {
+  remove(key: string, waiter: Waiter, passOn: boolean): void {
     const queue = this.#queues.get(key);
     if (queue === undefined) return;
     const wasHead = firstOf(queue) === waiter;
     if (!queue.delete(waiter)) return;
     if (queue.size === 0) this.#queues.delete(key);
-    else if (wasHead) firstOf(queue)?.notify();
+    else if (wasHead && passOn) firstOf(queue)?.notify();
   }
 
   /** True when `waiter` is first in `key`'s queue. */

@@ -1,5 +1,5 @@
 import type { ReleaseOnce } from "../internal/release-func.js";
-import type { LockHandle } from "./redlock-adapter.js";
+import type { LockHandle } from "./lock-store.js";
 
 /** Lifecycle of one acquisition: held until released, or lost on the way. */
 export type AcquisitionState = "held" | "lost" | "released";

@@ -1,7 +1,7 @@
 import { performance } from "node:perf_hooks";
 import { LockLostError, type LockLostReason } from "../errors.js";
 import type { Acquisition } from "./acquisition.js";
-import type { RedlockAdapter } from "./redlock-adapter.js";
+import type { ExtendOutcome, LockStore } from "./lock-store.js";
 import { Sweeper } from "./sweeper.js";
 
 /** What the {@link LeaseKeeper} needs from its locker. */
@@ -24,15 +24,15 @@ export interface LeaseKeeperSettings {
  * without a successful extension. Tracks acquisitions per token, and how many are held per key.
  */
 export class LeaseKeeper {
-  readonly #adapter: RedlockAdapter;
+  readonly #store: LockStore;
   readonly #settings: LeaseKeeperSettings;
   readonly #sweeper: Sweeper;
   readonly #held = new Set<Acquisition>();
   readonly #heldPerKey = new Map<string, number>();
   #stopped = false;
 
-  constructor(adapter: RedlockAdapter, settings: LeaseKeeperSettings) {
-    this.#adapter = adapter;
+  constructor(store: LockStore, settings: LeaseKeeperSettings) {
+    this.#store = store;
     this.#settings = settings;
     this.#sweeper = new Sweeper(Math.floor(settings.expiry / 2), settings.sweepConcurrency, (acquisition) =>
       this.#extend(acquisition),
@@ -97,9 +97,9 @@ export class LeaseKeeper {
   async #extend(acquisition: Acquisition): Promise<void> {
     if (acquisition.state !== "held" || this.#stopped) return;
     const { expiry, operationTimeout, track } = this.#settings;
-    let outcome: Awaited<ReturnType<RedlockAdapter["extend"]>>;
+    let outcome: ExtendOutcome;
     try {
-      outcome = await track(this.#adapter.extend(acquisition.handle, expiry));
+      outcome = await track(this.#store.extend(acquisition.handle, expiry));
     } catch {
       // Transient: retry while the lease still has time left; the deadline timer decides loss.
       if (acquisition.state !== "held" || this.#stopped) return;

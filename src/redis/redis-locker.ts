@@ -1,5 +1,6 @@
+import { randomBytes } from "node:crypto";
 import { setMaxListeners } from "node:events";
-import { LockerClosedError, UnsupportedError } from "../errors.js";
+import { LockerClosedError } from "../errors.js";
 import { abortable } from "../internal/abortable.js";
 import { Backoff } from "../internal/backoff.js";
 import { LeaseImpl } from "../internal/lease.js";
@@ -8,34 +9,43 @@ import { resolveAcquireOptions, validateKey, validateSignal } from "../internal/
 import { Waiter, WaitQueues } from "../internal/waiter.js";
 import type { AcquireOptions, Lease, Locker, ReleaseFunc, ReleaseOutcome } from "../locker.js";
 import { Acquisition } from "./acquisition.js";
-import { FENCING_COUNTER_TTL_MS, fencingCounterKey } from "./fencing.js";
 import { LeaseKeeper } from "./lease-keeper.js";
+import type { AttemptOutcome, LockHandle, LockStore, QueueIntent } from "./lock-store.js";
 import { type RedisLockerOptions, type ResolvedRedisLockerOptions, resolveClients, resolveOptions } from "./options.js";
-import { type LockHandle, RedlockAdapter } from "./redlock-adapter.js";
+import { RedlockStore } from "./redlock-adapter.js";
 import { ReleaseNotifier } from "./release-notifier.js";
+import { SingleNodeStore } from "./single-node-store.js";
 import type { RedisClient } from "./types.js";
 
+/** A grant that is not yet tracked by the locker. */
+interface Grant {
+  readonly handle: LockHandle;
+  readonly fencingToken?: bigint;
+}
+
 /**
- * A {@link Locker} over one Redis node or several (Redlock quorum), for exclusion across processes.
+ * A {@link Locker} over one Redis node, a Redis Cluster, or a Redlock quorum of independent nodes.
  *
  * - Each acquisition sets `prefix + key` to a random 16-byte token with a TTL of `expiry`; release
  *   is an atomic compare-and-delete that also publishes on the key's channel.
  * - Waiters wake on that publication (one subscriber connection per node, duplicated from the
- *   caller's client), with a jittered backoff as the safety net; in one process they queue FIFO per
- *   key and only the head retries.
+ *   caller's client). In one locker, waiters of a key queue FIFO and only the head competes. On one
+ *   node or a Cluster, lockers also queue across processes: a release reserves the key for the
+ *   longest-waiting live locker and names it in the message, so one release wakes one waiter.
  * - One sweeper extends every held lock every `expiry / 2`. A lock found lost is reported through
- *   `onLockLost`; its holder keeps running.
+ *   `onLockLost` and the lease's `lost` signal; its holder keeps running.
  * - The caller owns the clients: `close()` never closes them.
  */
 export class RedisLocker implements Locker {
   readonly #options: ResolvedRedisLockerOptions;
-  readonly #clients: readonly RedisClient[];
-  readonly #adapter: RedlockAdapter;
+  readonly #store: LockStore;
   readonly #notifier: ReleaseNotifier;
   readonly #keeper: LeaseKeeper;
   readonly #queues = new WaitQueues();
   readonly #inFlight = new Set<Promise<unknown>>();
   readonly #closing = new AbortController();
+  /** This locker's id in the cross-process hand-off queues. */
+  readonly #waiterId = randomBytes(8).toString("hex");
   #closed: Promise<void> | undefined;
 
   /**
@@ -48,16 +58,24 @@ export class RedisLocker implements Locker {
     // Every waiter listens for close; many waiters are normal, not a leak.
     setMaxListeners(0, this.#closing.signal);
     this.#options = resolveOptions(options);
-    this.#clients = list;
-    const { operationTimeout, driftFactor, expiry, sweepConcurrency } = this.#options;
-    this.#adapter = new RedlockAdapter(list, { commandTimeout: operationTimeout, driftFactor });
+    const { operationTimeout, driftFactor, expiry, sweepConcurrency, backoffMax } = this.#options;
+    const [only] = list;
+    this.#store =
+      list.length === 1 && only !== undefined
+        ? new SingleNodeStore(only, {
+            commandTimeout: operationTimeout,
+            driftFactor,
+            handOffGrace: Math.max(20, Math.min(250, operationTimeout)),
+            livenessWindow: 3 * backoffMax + operationTimeout,
+          })
+        : new RedlockStore(list, { commandTimeout: operationTimeout, driftFactor });
     this.#notifier = new ReleaseNotifier(
       list,
-      operationTimeout,
-      (channel) => this.#onReleaseMessage(channel),
+      { timeoutMs: operationTimeout, lingerMs: backoffMax },
+      (channel, message) => this.#onReleaseMessage(channel, message),
       () => this.#queues.notifyAllHeads(),
     );
-    this.#keeper = new LeaseKeeper(this.#adapter, {
+    this.#keeper = new LeaseKeeper(this.#store, {
       expiry,
       operationTimeout,
       sweepConcurrency,
@@ -89,7 +107,8 @@ export class RedisLocker implements Locker {
   async tryLock(signal: AbortSignal | undefined, key: string): Promise<[acquired: boolean, release: ReleaseFunc]> {
     this.#checkCall(signal, key);
     if (this.#keeper.holds(key)) return [false, noopRelease()];
-    const acquisition = await this.#attempt(signal, key, false);
+    const intent: QueueIntent = { waiterId: this.#waiterId, join: false, onSuccess: "keep" };
+    const [acquisition] = await this.#attempt(signal, key, false, intent);
     return acquisition === undefined ? [false, noopRelease()] : [true, acquisition.releaser.release];
   }
 
@@ -103,7 +122,7 @@ export class RedisLocker implements Locker {
   async acquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease> {
     const { fencing } = resolveAcquireOptions(options);
     this.#checkCall(signal, key);
-    if (fencing) this.#checkFencingSupported(key);
+    if (fencing) this.#store.checkFencing(this.#options.prefix + key);
     const acquisition = await this.#obtain(signal, key, fencing);
     return new LeaseImpl({
       key,
@@ -133,26 +152,6 @@ export class RedisLocker implements Locker {
     await this.#notifier.close();
   }
 
-  #checkFencingSupported(key: string): void {
-    const client = this.#clients[0];
-    if (this.#clients.length !== 1 || client === undefined) {
-      throw new UnsupportedError(
-        `Fencing tokens need a single Redis node or Cluster; this locker has ${this.#clients.length} independent nodes`,
-      );
-    }
-    fencingCounterKey(this.#options.prefix + key, client);
-  }
-
-  /** Takes `key` at once if nobody in this process holds or waits for it, else queues for it. */
-  async #obtain(signal: AbortSignal | undefined, key: string, fencing: boolean): Promise<Acquisition> {
-    // Join the local queue instead of barging when this process already holds or waits for key.
-    if (!this.#keeper.holds(key) && this.#queues.size(key) === 0) {
-      const acquisition = await this.#attempt(signal, key, fencing);
-      if (acquisition !== undefined) return acquisition;
-    }
-    return this.#waitFor(signal, key, fencing);
-  }
-
   #checkCall(signal: unknown, key: unknown): asserts signal is AbortSignal | undefined {
     validateSignal(signal);
     validateKey(key);
@@ -160,76 +159,137 @@ export class RedisLocker implements Locker {
     signal?.throwIfAborted();
   }
 
-  /** Blocks in the key's FIFO queue until an attempt succeeds, the signal aborts, or close. */
-  async #waitFor(signal: AbortSignal | undefined, key: string, fencing: boolean): Promise<Acquisition> {
+  /** Takes `key` at once if nobody in this process holds or waits for it, else queues for it. */
+  async #obtain(signal: AbortSignal | undefined, key: string, fencing: boolean): Promise<Acquisition> {
     const resource = this.#options.prefix + key;
+    // Join the local queue instead of barging when this process already holds or waits for key.
+    if (this.#keeper.holds(key) || this.#queues.size(key) > 0) return this.#waitFor(signal, key, fencing, false);
+    const listening = this.#notifier.isListening(resource);
+    const intent: QueueIntent = { waiterId: this.#waiterId, join: true, onSuccess: "leave" };
+    let outcome: [Acquisition, undefined] | [undefined, number | undefined];
+    try {
+      outcome = await this.#attempt(signal, key, fencing, intent);
+    } catch (error) {
+      // The failed attempt may have put this locker in the key's queue: take it out again.
+      if (this.#queues.size(key) === 0) void this.#track(this.#store.leaveQueue(resource, this.#waiterId));
+      throw error;
+    }
+    const [acquisition, retryAfterMs] = outcome;
+    if (acquisition !== undefined) return acquisition;
+    // If the channel was already confirmed before the attempt, no release can have slipped by.
+    return this.#waitFor(signal, key, fencing, !listening, retryAfterMs);
+  }
+
+  /**
+   * Waits in the key's local FIFO queue until an attempt succeeds, the signal aborts, or close.
+   * `attemptFirst`: try once as soon as the channel is subscribed (a release may have happened
+   * between the last failed attempt and the subscription).
+   */
+  async #waitFor(
+    signal: AbortSignal | undefined,
+    key: string,
+    fencing: boolean,
+    attemptFirst: boolean,
+    retryAfterMs?: number,
+  ): Promise<Acquisition> {
+    const resource = this.#options.prefix + key;
+    const queued = this.#store.hasQueue(resource);
     const signals = [signal, this.#closing.signal];
     const waiter = new Waiter();
     const backoff = new Backoff(this.#options.backoffMin, this.#options.backoffMax);
+    let attemptNow = attemptFirst;
+    let lastRetryAfter = retryAfterMs;
+    let acquired = false;
     this.#queues.enqueue(key, waiter);
-    const subscribed = this.#notifier.subscribe(resource);
     try {
-      // Once subscribed, a release cannot slip by unnoticed: the next attempt happens after it.
-      await abortable(subscribed, signals);
+      await abortable(this.#notifier.subscribe(resource), signals);
       for (;;) {
-        const mayTry = this.#queues.isHead(key, waiter) && !this.#keeper.holds(key);
-        if (mayTry) {
-          const acquisition = await this.#attempt(signal, key, fencing);
-          if (acquisition !== undefined) return acquisition;
+        // Only the head competes; without a cross-process queue it also skips keys held here.
+        const mayTry = this.#queues.isHead(key, waiter) && (queued || !this.#keeper.holds(key));
+        if (mayTry && attemptNow) {
+          const intent: QueueIntent = {
+            waiterId: this.#waiterId,
+            join: true,
+            onSuccess: this.#queues.size(key) > 1 ? "requeue" : "leave",
+          };
+          const [acquisition, retryAfter] = await this.#attempt(signal, key, fencing, intent);
+          if (acquisition !== undefined) {
+            acquired = true;
+            return acquisition;
+          }
+          lastRetryAfter = retryAfter;
         }
-        // Only the head of the queue polls (as a safety net); the others wait for their turn.
-        await waiter.wait(mayTry ? backoff.next() : undefined, signals);
+        const timeout = mayTry ? this.#safetyNetDelay(backoff, queued, lastRetryAfter) : undefined;
+        await waiter.wait(timeout, signals);
+        attemptNow = true;
       }
     } finally {
-      this.#queues.remove(key, waiter);
+      this.#queues.remove(key, waiter, !acquired);
       this.#notifier.unsubscribe(resource);
+      if (!acquired && queued && this.#queues.size(key) === 0) {
+        void this.#track(this.#store.leaveQueue(resource, this.#waiterId));
+      }
     }
+  }
+
+  /**
+   * How long the head waits for a release message before it tries anyway: the safety net for a
+   * crashed holder, a hand-off reservation that lapsed, or a lost message. With a hand-off queue,
+   * releases reliably name the next waiter, so the head polls only when the holder's lease could
+   * have run out, and at least every `backoff.max` (which also keeps its place in the queue alive).
+   */
+  #safetyNetDelay(backoff: Backoff, queued: boolean, retryAfterMs: number | undefined): number {
+    if (!queued) return backoff.next();
+    const { backoffMax } = this.#options;
+    const jitter = Math.random() * Math.min(20, backoffMax / 10);
+    return Math.max(1, Math.round(Math.min(backoffMax, retryAfterMs ?? backoffMax) + jitter));
   }
 
   /**
    * One acquisition attempt (plus its fencing token when asked), abortable: if `signal` aborts or
    * the locker closes while it is in flight, it rejects at once and a grant that arrives later is
-   * released, never leaked. Resolves to `undefined` when someone else holds the key.
+   * released, never leaked. Resolves to the acquisition, or to `[undefined, retryAfterMs]` when
+   * someone else holds the key.
    */
-  async #attempt(signal: AbortSignal | undefined, key: string, fencing: boolean): Promise<Acquisition | undefined> {
-    const attempt = this.#track(this.#grant(key, fencing));
-    let grant: Awaited<typeof attempt>;
+  async #attempt(
+    signal: AbortSignal | undefined,
+    key: string,
+    fencing: boolean,
+    intent: QueueIntent,
+  ): Promise<[Acquisition, undefined] | [undefined, number | undefined]> {
+    const attempt = this.#track(this.#grant(key, fencing, intent));
+    let result: Grant | AttemptOutcome;
     try {
-      grant = await abortable(attempt, [signal, this.#closing.signal]);
+      result = await abortable(attempt, [signal, this.#closing.signal]);
     } catch (error) {
       attempt
-        .then((late) => (late === undefined ? undefined : this.#adapter.release(late.handle)))
+        .then((late) => ("handle" in late && !("kind" in late) ? this.#store.release(late.handle) : undefined))
         .catch(() => undefined);
       throw error;
     }
-    return grant === undefined ? undefined : this.#register(key, grant);
+    if ("kind" in result) return [undefined, result.kind === "held" ? result.retryAfterMs : undefined];
+    return [this.#register(key, result), undefined];
   }
 
-  /** Acquires on Redis and issues the fencing token; the result is not yet tracked. */
-  async #grant(key: string, fencing: boolean): Promise<{ handle: LockHandle; fencingToken?: bigint } | undefined> {
-    const resource = this.#options.prefix + key;
-    const outcome = await this.#adapter.acquire(resource, this.#options.expiry);
-    if (outcome.kind !== "acquired") return undefined;
+  /** Acquires in Redis and issues the fencing token; the result is not yet tracked. */
+  async #grant(key: string, fencing: boolean, intent: QueueIntent): Promise<Grant | AttemptOutcome> {
+    const outcome = await this.#store.acquire(this.#options.prefix + key, this.#options.expiry, intent);
+    if (outcome.kind !== "acquired") return outcome;
     if (!fencing) return { handle: outcome.handle };
-    const client = this.#clients[0] as RedisClient;
     let fencingToken: bigint | undefined;
     try {
-      fencingToken = await this.#adapter.issueFencingToken(
-        outcome.handle,
-        fencingCounterKey(resource, client),
-        FENCING_COUNTER_TTL_MS,
-      );
+      fencingToken = await this.#store.issueFencingToken(outcome.handle);
     } catch (error) {
-      void this.#adapter.release(outcome.handle);
+      void this.#store.release(outcome.handle);
       throw error;
     }
     // No token means the key vanished between grant and token: not a grant after all.
-    if (fencingToken === undefined) return undefined;
+    if (fencingToken === undefined) return { kind: "held" };
     return { handle: outcome.handle, fencingToken };
   }
 
   /** Starts tracking a fresh grant: extension, deadline, and its release. */
-  #register(key: string, grant: { handle: LockHandle; fencingToken?: bigint }): Acquisition {
+  #register(key: string, grant: Grant): Acquisition {
     const acquisition = new Acquisition(key, grant.handle, grant.fencingToken);
     acquisition.releaser = new ReleaseOnce(() => this.#release(acquisition));
     this.#keeper.add(acquisition);
@@ -239,18 +299,21 @@ export class RedisLocker implements Locker {
   async #release(acquisition: Acquisition): Promise<ReleaseOutcome> {
     this.#keeper.remove(acquisition);
     acquisition.state = "released";
-    const outcome = await this.#track(this.#adapter.release(acquisition.handle));
-    // Hand over to this process's next waiter without waiting for our own pub/sub message.
-    this.#queues.notifyHead(acquisition.key);
+    const outcome = await this.#track(this.#store.release(acquisition.handle));
+    // Without a cross-process queue, wake this process's next waiter without waiting for our own
+    // message; with one, the release message says whose turn it is.
+    if (!this.#store.hasQueue(acquisition.handle.resource)) this.#queues.notifyHead(acquisition.key);
     return outcome;
   }
 
-  #onReleaseMessage(channel: string): void {
+  #onReleaseMessage(channel: string, message: string): void {
     const { prefix } = this.#options;
     if (!channel.startsWith(prefix)) return;
     const key = channel.slice(prefix.length);
     // While this locker holds the key, a release message is stale (or our own): ignore it.
-    if (!this.#keeper.holds(key)) this.#queues.notifyHead(key);
+    if (this.#keeper.holds(key) && !this.#store.hasQueue(channel)) return;
+    // An empty message means anyone may take the key; otherwise it is reserved for one locker.
+    if (message === "" || message === this.#waiterId) this.#queues.notifyHead(key);
   }
 
   #track<T>(promise: Promise<T>): Promise<T> {

@@ -1,33 +1,44 @@
 import { withTimeout } from "../internal/sleep.js";
 import type { RedisClient } from "./types.js";
 
+/** One subscribed channel: who needs it, and whether a node confirmed it. */
+interface Channel {
+  refs: number;
+  readonly ready: Promise<void>;
+  confirmed: boolean;
+  linger: NodeJS.Timeout | undefined;
+}
+
 /**
  * Wake-on-release over Redis pub/sub. One subscriber connection per node, duplicated from the
- * caller's client on first use and shared by every waiter of the locker; a channel is subscribed
- * while at least one local waiter needs it. Subscribing never fails a lock: if no subscriber can
- * be reached, waiters fall back on their backoff.
+ * caller's client on first use and shared by every waiter of the locker. A channel is subscribed
+ * while at least one local waiter needs it, and lingers a little after the last one leaves, so a
+ * key that is contended again and again is not re-subscribed every time. Subscribing never fails
+ * a lock: if no subscriber can be reached, waiters fall back on their safety-net polling.
  */
 export class ReleaseNotifier {
   readonly #clients: readonly RedisClient[];
-  readonly #onRelease: (channel: string) => void;
+  readonly #onRelease: (channel: string, message: string) => void;
   readonly #onResubscribed: () => void;
   readonly #timeoutMs: number;
-  readonly #channels = new Map<string, { refs: number; ready: Promise<void> }>();
+  readonly #lingerMs: number;
+  readonly #channels = new Map<string, Channel>();
   #subscribers: RedisClient[] | undefined;
   #closed = false;
 
   /**
-   * @param onRelease called with the channel (the full Redis key) of every release message.
+   * @param onRelease called with the channel (the full Redis key) and message of every release.
    * @param onResubscribed called when a subscriber reconnected: messages may have been missed.
    */
   constructor(
     clients: readonly RedisClient[],
-    timeoutMs: number,
-    onRelease: (channel: string) => void,
+    settings: { timeoutMs: number; lingerMs: number },
+    onRelease: (channel: string, message: string) => void,
     onResubscribed: () => void,
   ) {
     this.#clients = clients;
-    this.#timeoutMs = timeoutMs;
+    this.#timeoutMs = settings.timeoutMs;
+    this.#lingerMs = settings.lingerMs;
     this.#onRelease = onRelease;
     this.#onResubscribed = onResubscribed;
   }
@@ -40,34 +51,49 @@ export class ReleaseNotifier {
     const existing = this.#channels.get(channel);
     if (existing !== undefined) {
       existing.refs += 1;
+      clearTimeout(existing.linger);
+      existing.linger = undefined;
       return existing.ready;
     }
     if (this.#closed) return Promise.resolve();
-    const subscribers = this.#ensureSubscribers();
-    const confirmations = subscribers.map((subscriber) =>
+    const confirmations = this.#ensureSubscribers().map((subscriber) =>
       withTimeout(subscriber.subscribe(channel), this.#timeoutMs, () => new Error("subscribe timed out")),
     );
-    const ready = Promise.any(confirmations).then(
-      () => undefined,
-      () => undefined,
-    );
-    this.#channels.set(channel, { refs: 1, ready });
-    return ready;
+    const entry: Channel = {
+      refs: 1,
+      confirmed: false,
+      linger: undefined,
+      ready: Promise.any(confirmations).then(
+        () => {
+          entry.confirmed = true;
+        },
+        () => undefined,
+      ),
+    };
+    this.#channels.set(channel, entry);
+    return entry.ready;
   }
 
-  /** Drops one reference to `channel`; the last one unsubscribes. */
+  /** True when a node has confirmed the subscription to `channel` and it is still kept. */
+  isListening(channel: string): boolean {
+    return this.#channels.get(channel)?.confirmed === true;
+  }
+
+  /** Drops one reference to `channel`; after the last one it unsubscribes once the linger passes. */
   unsubscribe(channel: string): void {
     const entry = this.#channels.get(channel);
     if (entry === undefined) return;
     entry.refs -= 1;
     if (entry.refs > 0) return;
-    this.#channels.delete(channel);
-    for (const subscriber of this.#subscribers ?? []) {
-      subscriber.unsubscribe(channel).catch(() => undefined);
-    }
+    entry.linger = setTimeout(() => {
+      if (this.#channels.get(channel) !== entry || entry.refs > 0) return;
+      this.#channels.delete(channel);
+      for (const subscriber of this.#subscribers ?? []) subscriber.unsubscribe(channel).catch(() => undefined);
+    }, this.#lingerMs);
+    entry.linger.unref();
   }
 
-  /** Number of channels currently subscribed (for tests and diagnostics). */
+  /** Number of channels currently subscribed, lingering ones included (for tests and diagnostics). */
   get channelCount(): number {
     return this.#channels.size;
   }
@@ -75,6 +101,7 @@ export class ReleaseNotifier {
   /** Disconnects the subscriber connections this notifier created. */
   async close(): Promise<void> {
     this.#closed = true;
+    for (const entry of this.#channels.values()) clearTimeout(entry.linger);
     this.#channels.clear();
     const subscribers = this.#subscribers ?? [];
     this.#subscribers = [];
@@ -85,9 +112,9 @@ export class ReleaseNotifier {
     if (this.#subscribers !== undefined) return this.#subscribers;
     this.#subscribers = this.#clients.map((client) => {
       const subscriber = (client as { duplicate(): RedisClient }).duplicate();
-      // Connection errors surface as lost wake-ups (covered by backoff), never as crashes.
+      // Connection errors surface as lost wake-ups (covered by polling), never as crashes.
       subscriber.on("error", () => undefined);
-      subscriber.on("message", (channel: string) => this.#onRelease(channel));
+      subscriber.on("message", (channel: string, message: string) => this.#onRelease(channel, message));
       let connectedBefore = false;
       subscriber.on("ready", () => {
         if (connectedBefore) this.#onResubscribed();

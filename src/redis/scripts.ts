@@ -1,14 +1,120 @@
 import { defineScript } from "./script-runner.js";
 
-/**
- * Lua scripts. Every release deletes only while the token matches and PUBLISHes on the key's
- * channel in the same atomic step, so waiters in every process wake as soon as the key is free.
- * The channel name is the full Redis key (pub/sub channels do not share the key space).
+/*
+ * Lua scripts. Lock keys hold a random 32-hex-character token, or `reserved:<waiter id>` while a
+ * release hands the key to the next queued waiter. Every release deletes (or reserves) only while
+ * the token matches and PUBLISHes on the key's channel in the same atomic step; the channel name
+ * is the lock key itself (pub/sub channels do not share the key space). The message is the id of
+ * the waiter the key is reserved for, or empty when anyone may take it.
+ *
+ * The hand-off queue of a key (single node or Cluster only) is a sorted set of waiter ids by
+ * arrival (server time in µs) plus a hash of each waiter's liveness deadline (server ms); waiters
+ * refresh it whenever they try, and a release skips (and drops) waiters whose deadline passed.
  */
 
+const NOW = `
+local function now_us()
+  local t = redis.call("time")
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+`;
+
 /**
- * Given to redlock (as a modifier of its own release script) for the clean-up it does after a
- * failed quorum acquisition. Returns the number of keys deleted, as redlock expects.
+ * One acquisition attempt on a single node. KEYS: lock, queue, liveness. ARGV: token, ttl (ms),
+ * waiter id ("" = not queued), "join" to enter the queue on failure (or refresh liveness),
+ * on success "leave" | "requeue" (to the back) | "keep", liveness window (ms).
+ * Returns 0 when acquired, else the lock's remaining TTL in ms (>= 1).
+ */
+export const ACQUIRE = defineScript(`${NOW}
+local lock, queue, alive = KEYS[1], KEYS[2], KEYS[3]
+local token, ttl, id, join, onSuccess, window = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6])
+local current = redis.call("get", lock)
+if current == false or (id ~= "" and current == "reserved:" .. id) then
+  redis.call("set", lock, token, "PX", ttl)
+  if id ~= "" and onSuccess == "leave" then
+    redis.call("zrem", queue, id)
+    redis.call("hdel", alive, id)
+  elseif id ~= "" and onSuccess == "requeue" then
+    local now = now_us()
+    redis.call("zadd", queue, now, id)
+    redis.call("hset", alive, id, math.floor(now / 1000) + window)
+    redis.call("pexpire", queue, window)
+    redis.call("pexpire", alive, window)
+  end
+  return 0
+end
+if id ~= "" and join == "join" then
+  local now = now_us()
+  redis.call("zadd", queue, "NX", now, id)
+  redis.call("hset", alive, id, math.floor(now / 1000) + window)
+  redis.call("pexpire", queue, window)
+  redis.call("pexpire", alive, window)
+end
+local left = redis.call("pttl", lock)
+if left < 1 then return 1 end
+return left
+`);
+
+/**
+ * Extends a lock only while it holds our token (never re-creating an expired key).
+ * KEYS: lock. ARGV: token, ttl (ms). Returns 1 when extended, 0 when gone, -1 when taken.
+ */
+export const EXTEND = defineScript(`
+local current = redis.call("get", KEYS[1])
+if current == ARGV[1] then
+  redis.call("pexpire", KEYS[1], ARGV[2])
+  return 1
+end
+if current then return -1 end
+return 0
+`);
+
+/**
+ * Releases a lock and hands it over: if a live waiter is queued, the key is reserved for it for
+ * `grace` ms, else deleted; either way the channel hears who may take it. KEYS: lock, queue,
+ * liveness (the last two may be absent: no queue). ARGV: token, grace (ms).
+ * Returns 1 when released, 0 when the key was already gone, -1 when another token holds it.
+ */
+export const RELEASE = defineScript(`
+local current = redis.call("get", KEYS[1])
+if current ~= ARGV[1] then
+  if current then return -1 end
+  return 0
+end
+local chosen = ""
+if KEYS[2] then
+  local t = redis.call("time")
+  local now_ms = math.floor(tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000)
+  while true do
+    local head = redis.call("zrange", KEYS[2], 0, 0)[1]
+    if not head then break end
+    if tonumber(redis.call("hget", KEYS[3], head) or "0") > now_ms then
+      chosen = head
+      break
+    end
+    redis.call("zrem", KEYS[2], head)
+    redis.call("hdel", KEYS[3], head)
+  end
+end
+if chosen ~= "" then
+  redis.call("set", KEYS[1], "reserved:" .. chosen, "PX", ARGV[2])
+else
+  redis.call("del", KEYS[1])
+end
+redis.call("publish", KEYS[1], chosen)
+return 1
+`);
+
+/** Leaves a key's hand-off queue. KEYS: queue, liveness. ARGV: waiter id. */
+export const LEAVE_QUEUE = defineScript(`
+redis.call("zrem", KEYS[1], ARGV[1])
+redis.call("hdel", KEYS[2], ARGV[1])
+return 1
+`);
+
+/**
+ * Given to redlock (as a modifier of its own release script) for the multi-node quorum. Returns
+ * the number of keys deleted, as redlock expects; publishes an empty message (anyone may take it).
  */
 export const REDLOCK_RELEASE_SCRIPT = `
 local count = 0
@@ -23,33 +129,15 @@ return count
 `;
 
 /**
- * Our own release, so it can say what it found: 1 deleted, 0 key already gone, -1 key held by
- * another token (left alone). KEYS[1] lock key; ARGV[1] token.
- */
-export const RELEASE = defineScript(`
-local current = redis.call("get", KEYS[1])
-if current == ARGV[1] then
-  redis.call("del", KEYS[1])
-  redis.call("publish", KEYS[1], "")
-  return 1
-end
-if current then return -1 end
-return 0
-`);
-
-/**
  * Issues a fencing token, only while the lock is held by ARGV[1]: max(server time in microseconds,
  * last token + 1). Time makes tokens keep rising across a restart that lost the counter; the
  * counter makes them strictly rising within a microsecond. Returns the token as a decimal string,
- * or nil when the lock is not held by ARGV[1]. KEYS[1] lock key, KEYS[2] fencing counter key;
- * ARGV[2] the counter's TTL in ms.
+ * or nil when the lock is not held by ARGV[1]. KEYS: lock, counter. ARGV: token, counter TTL (ms).
  */
-export const ISSUE_FENCING_TOKEN = defineScript(`
+export const ISSUE_FENCING_TOKEN = defineScript(`${NOW}
 if redis.call("get", KEYS[1]) ~= ARGV[1] then return false end
-local time = redis.call("time")
-local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
 local last = tonumber(redis.call("get", KEYS[2]) or "0")
-local token = string.format("%.0f", math.max(now, last + 1))
+local token = string.format("%.0f", math.max(now_us(), last + 1))
 redis.call("set", KEYS[2], token, "PX", ARGV[2])
 return token
 `);
