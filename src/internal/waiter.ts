@@ -1,7 +1,10 @@
 import { onAnyAbort } from "./abortable.js";
 
-/** How a {@link Waiter.wait} ended when it did not reject. */
-export type WaitOutcome = "notified" | "timeout";
+/**
+ * How a {@link Waiter.wait} ended when it did not reject: notified (try now), timed out (try as a
+ * safety net), or postponed (nothing to try yet; wait again with a fresh timeout).
+ */
+export type WaitOutcome = "notified" | "timeout" | "postponed";
 
 /**
  * One caller waiting for a key. A notification that arrives while the caller is busy (say, in the
@@ -9,12 +12,17 @@ export type WaitOutcome = "notified" | "timeout";
  */
 export class Waiter {
   #pending = false;
-  #wake: (() => void) | undefined;
+  #wake: ((outcome: WaitOutcome) => void) | undefined;
 
   /** Ends the current wait, or the next one if the caller is not waiting right now. */
   notify(): void {
     this.#pending = true;
-    this.#wake?.();
+    this.#wake?.("notified");
+  }
+
+  /** Ends the current wait (if any) so it restarts with a fresh timeout; not remembered. */
+  postpone(): void {
+    this.#wake?.("postponed");
   }
 
   /**
@@ -40,10 +48,10 @@ export class Waiter {
         finish();
         reject(reason);
       });
-      this.#wake = () => {
+      this.#wake = (outcome) => {
         finish();
-        this.#pending = false;
-        resolve("notified");
+        if (outcome === "notified") this.#pending = false;
+        resolve(outcome);
       };
       if (timeoutMs !== undefined) {
         timer = setTimeout(() => {
@@ -103,6 +111,12 @@ export class WaitQueues {
   notifyHead(key: string): void {
     const queue = this.#queues.get(key);
     if (queue !== undefined) firstOf(queue)?.notify();
+  }
+
+  /** Restarts the head's wait of `key`'s queue with a fresh timeout, if it is waiting. */
+  postponeHead(key: string): void {
+    const queue = this.#queues.get(key);
+    if (queue !== undefined) firstOf(queue)?.postpone();
   }
 
   /** Wakes the head of every queue (after notifications may have been lost). */

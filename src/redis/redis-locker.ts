@@ -220,8 +220,10 @@ export class RedisLocker implements Locker {
           lastRetryAfter = retryAfter;
         }
         const timeout = mayTry ? this.#safetyNetDelay(backoff, queued, lastRetryAfter) : undefined;
-        await waiter.wait(timeout, signals);
-        attemptNow = true;
+        const outcome = await waiter.wait(timeout, signals);
+        // "Postponed": the waiter a release named has claimed the key; keep waiting, poll later.
+        attemptNow = outcome !== "postponed";
+        if (outcome === "postponed") lastRetryAfter = undefined;
       }
     } finally {
       this.#queues.remove(key, waiter, !acquired);
@@ -312,8 +314,10 @@ export class RedisLocker implements Locker {
     const key = channel.slice(prefix.length);
     // While this locker holds the key, a release message is stale (or our own): ignore it.
     if (this.#keeper.holds(key) && !this.#store.hasQueue(channel)) return;
-    // An empty message means anyone may take the key; otherwise it is reserved for one locker.
+    // An empty message means anyone may take the key; otherwise it is reserved for one locker,
+    // and "claimed" means that locker took it: no need to poll for a lapsed reservation.
     if (message === "" || message === this.#waiterId) this.#queues.notifyHead(key);
+    else if (message === "claimed") this.#queues.postponeHead(key);
   }
 
   #track<T>(promise: Promise<T>): Promise<T> {

@@ -23,6 +23,7 @@ end
  * One acquisition attempt on a single node. KEYS: lock, queue, liveness. ARGV: token, ttl (ms),
  * waiter id ("" = not queued), "join" to enter the queue on failure (or refresh liveness),
  * on success "leave" | "requeue" (to the back) | "keep", liveness window (ms).
+ * Claiming a reservation publishes "claimed", so other waiters need not poll for a lapsed one.
  * Returns 0 when acquired, else the lock's remaining TTL in ms (>= 1).
  */
 export const ACQUIRE = defineScript(`${NOW}
@@ -31,6 +32,7 @@ local token, ttl, id, join, onSuccess, window = ARGV[1], ARGV[2], ARGV[3], ARGV[
 local current = redis.call("get", lock)
 if current == false or (id ~= "" and current == "reserved:" .. id) then
   redis.call("set", lock, token, "PX", ttl)
+  if current then redis.call("publish", lock, "claimed") end
   if id ~= "" and onSuccess == "leave" then
     redis.call("zrem", queue, id)
     redis.call("hdel", alive, id)
