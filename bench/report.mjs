@@ -16,6 +16,7 @@ function header(meta) {
     `- CPU: ${meta.cpu.model} × ${meta.cpu.count}`,
     `- CPU pinning: ${pinning}`,
     `- ioredis ${meta.versions.ioredis}, redlock ${meta.versions.redlock}, redis-semaphore ${meta.versions["redis-semaphore"]}, async-mutex ${meta.versions["async-mutex"]}`,
+    `- 1-minute load average: ${num(meta.loadAverage.before, 2)} before, ${num(meta.loadAverage.after, 2)} after (the benchmark itself adds ~1; more means other work competed for the CPUs)`,
     `- total time: ${num(meta.totalSeconds)} s`,
   ].join("\n");
 }
@@ -27,15 +28,30 @@ function uncontended(s) {
     ratio(r.seqRatio),
     num(r.seqPairP50Ms * 1000),
     num(r.seqPairP99Ms * 1000),
+    int(r.seqCpuUsPerOp),
     int(r.concOpsPerSec),
     ratio(r.concRatio),
+    int(r.concCpuUsPerOp),
   ]);
   return [
     "## 1–2. Uncontended acquire + release (Redis)",
     "",
     `Sequential: one loop on one key. 8 keys: ${s.config.concurrency} concurrent loops on ${s.config.concurrency} keys sharing one connection. Medians of ${s.config.rounds} interleaved rounds of ${s.config.durationMs} ms; "× raw" is the median of the per-round ratios to the raw floor.`,
     "",
-    table(["contender", "sequential ops/s", "× raw", "pair p50 (µs)", "pair p99 (µs)", "8 keys ops/s", "× raw"], rows),
+    table(
+      [
+        "contender",
+        "sequential ops/s",
+        "× raw",
+        "pair p50 (µs)",
+        "pair p99 (µs)",
+        "Node CPU µs/op",
+        "8 keys ops/s",
+        "× raw",
+        "Node CPU µs/op",
+      ],
+      rows,
+    ),
     "",
     `t_pair (globallock's median sequential acquire + release) = ${num(s.tPairMs * 1000)} µs, used for the contended limit below.`,
   ].join("\n");
@@ -49,11 +65,14 @@ function contendedTable(rows) {
       "of limit",
       "wait p50 (ms)",
       "wait p99 (ms)",
+      "starved workers",
       "max/min per worker",
       "Jain",
       "gave up",
       "Redis cmds/CS",
       "sent cmds/CS",
+      "Node CPU µs/CS",
+      "Redis CPU µs/CS",
     ],
     rows.map((r) => [
       r.label + (r.allDrained ? "" : " (†)"),
@@ -61,11 +80,14 @@ function contendedTable(rows) {
       percent(r.fractionOfLimit),
       num(r.waitP50Ms),
       num(r.waitP99Ms),
+      num(r.starved),
       num(r.maxOverMin, 2),
       num(r.jain, 3),
       num(r.failures),
       num(r.serverCmdsPerCs),
       num(r.clientCmdsPerCs),
+      int(r.nodeCpuUsPerCs),
+      int(r.redisCpuUsPerCs),
     ]),
   );
 }
@@ -84,7 +106,7 @@ function contended(s) {
   return [
     "## 3. Contended: 8 workers, one key, ~1 ms hold (Redis)",
     "",
-    `Each critical section is \`setTimeout(${c.holdMs})\` (event loop free; measured hold p50 ≈ ${num(limit.holdP50Ms)} ms). ${c.warmupMs} ms warm-up, then a ${c.durationMs} ms window; medians of ${c.rounds} interleaved rounds. "of limit" = CS/s ÷ 1000 / (hold p50 + t_pair), with t_pair = ${num(c.tPairMs * 1000)} µs (limit ≈ ${int(limit.limitPerSec)} CS/s). Wait = lock call → lock obtained. "Redis cmds/CS" counts every command Redis executed (INFO commandstats, including those inside Lua scripts); "sent cmds/CS" counts requests the clients sent. (†) = some worker was still blocked ${num(c.drainMs / 1000)} s after the window.`,
+    `Each critical section is \`setTimeout(${c.holdMs})\` (event loop free; measured hold p50 ≈ ${num(limit.holdP50Ms)} ms). ${c.warmupMs} ms warm-up, then a ${c.durationMs} ms window; medians of ${c.rounds} interleaved rounds. "of limit" = CS/s ÷ 1000 / (hold p50 + t_pair), with t_pair = ${num(c.tPairMs * 1000)} µs (limit ≈ ${int(limit.limitPerSec)} CS/s). Wait = lock call → lock obtained. "Redis cmds/CS" counts every command Redis executed (INFO commandstats, including those inside Lua scripts); "sent cmds/CS" counts requests the clients sent. Starved = workers that completed nothing in the window; max/min = ∞ then. CPU per CS: Node (all benchmark processes, on CPU 0) and redis-server (on CPU 1), over the window. (†) = some worker was still blocked ${num(c.drainMs / 1000)} s after the window.`,
     "",
     "### (a) one process",
     "",
@@ -110,7 +132,7 @@ function handoff(s) {
   return [
     "## 4. Hand-off latency (Redis)",
     "",
-    `A holds the key, B is blocked in lock(); latency = B's lock resolving − A calling release (includes A's release round trip). A releases 3–12 ms after B called lock. Samples pooled over ${s.config.rounds} interleaved rounds. Cross-process clock check: offset ${num(s.clockOffsetMs * 1000)} µs (IPC ping RTT ${num(s.clockPingRttMs * 1000)} µs).`,
+    `A holds the key, B is blocked in lock(); latency = B's lock resolving − A calling release (includes A's release round trip). A releases 3–12 ms after B called lock. B in the same process flatters pollers (A's release timer and B's retry timer fire in the same event-loop turn); B in another process is the realistic figure. Samples pooled over ${s.config.rounds} interleaved rounds. Cross-process clock check: offset ${num(s.clockOffsetMs * 1000)} µs (IPC ping RTT ${num(s.clockPingRttMs * 1000)} µs).`,
     "",
     table(
       ["contender", "reps", "gave up", "p50 (ms)", "p99 (ms)", "mean (ms)", "min (ms)", "max (ms)"],
@@ -164,16 +186,18 @@ function sweeper(s) {
   return [
     "## 6. Sweeper (auto-extension)",
     "",
-    `One RedisLocker holding N locks with expiry ${c.expiryMs} ms (sweep every ${c.intervalMs} ms, default sweepConcurrency 256). Duration: first extension sent → N-th reply; CPU: process.cpuUsage over the same window (Node only; Redis runs on its own CPU). Median of ${c.sweeps} sweep(s). Target: 10,000 locks within expiry/10 at the default 30 s expiry = ${int(c.targetMs)} ms.`,
+    `One RedisLocker holding N locks with expiry ${c.expiryMs} ms (sweep every ${c.intervalMs} ms, default sweepConcurrency 256). Duration: first command of the sweep sent → last reply (observed on the locker's client); CPU: process.cpuUsage over the same window (Node only; Redis runs on its own CPU). The first sweep of each size runs partly cold (JIT warm-up, NOSCRIPT fallbacks); later sweeps, CPU, rate and commands are medians of sweeps 2–${c.sweeps}. Target: 10,000 locks within expiry/10 at the default 30 s expiry = ${int(c.targetMs)} ms.`,
     "",
     table(
       [
         "locks",
         "sweeps",
         "fill (ms)",
-        "sweep (ms)",
+        "first sweep (ms)",
+        "later sweeps (ms)",
         "CPU per sweep (ms)",
         "extensions/s",
+        "commands per lock",
         `< ${int(c.targetMs)} ms`,
         "lost",
       ],
@@ -181,9 +205,11 @@ function sweeper(s) {
         int(r.size),
         r.sweepsObserved,
         int(r.fillMs),
+        num(r.firstSweepMs),
         num(r.durationMs),
         num(r.cpuMs),
         int(r.extensionsPerSec),
+        num(r.commandsPerLock),
         r.withinTarget ? "yes" : "**no**",
         r.lost,
       ]),

@@ -11,6 +11,7 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import { renderChart } from "./chart.mjs";
 import { countClientCommands } from "./lib/command-stats.mjs";
@@ -56,6 +57,7 @@ function selectedScenarios() {
 
 async function main() {
   const started = now();
+  const loadBefore = loadavg()[0];
   const selected = selectedScenarios();
   const pinned = pinSelf();
   countClientCommands();
@@ -93,6 +95,8 @@ async function main() {
       redis: redisVersion,
       cpu: cpuInfo(),
       pinned,
+      // 1-minute load average before and after: other work on the machine makes numbers noisy.
+      loadAverage: { before: loadBefore, after: loadavg()[0] },
       versions: Object.fromEntries(
         ["ioredis", "redlock", "redis-semaphore", "async-mutex"].map((name) => [name, versionOf(name)]),
       ),

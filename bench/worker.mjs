@@ -4,7 +4,7 @@
  * The parent drives it over IPC (see lib/rpc.mjs); times are exchanged as epoch milliseconds
  * (`performance.timeOrigin + performance.now()`), which is one clock for every process of a machine.
  */
-import { clientCommandSnapshot, countClientCommands, diffCounts } from "./lib/command-stats.mjs";
+import { clientCommandSnapshot, countClientCommands, diffCounts, processCpuMs } from "./lib/command-stats.mjs";
 import { contend } from "./lib/contention.mjs";
 import { CONTENDERS } from "./lib/redis-contenders.mjs";
 import { serve } from "./lib/rpc.mjs";
@@ -14,8 +14,8 @@ countClientCommands();
 
 /** Sessions of the prepared contention run. */
 let contention;
-/** State of the hand-off side B. */
-let handoff;
+/** Hand-off sessions (side B) by id. */
+const handoffs = new Map();
 
 /** Opens `count` sessions of a contender, or one shared by all when `shared`. */
 async function openSessions(contender, port, count, shared) {
@@ -50,8 +50,9 @@ serve({
   async runContention({ key, holdMs, startAtEpoch, windowStartEpoch, windowEndEpoch, drainMs }) {
     const windowStart = epochToLocal(windowStartEpoch);
     const windowEnd = epochToLocal(windowEndEpoch);
-    const before = runAt(windowStart, clientCommandSnapshot);
-    const after = runAt(windowEnd, clientCommandSnapshot);
+    const snapshot = () => ({ commands: clientCommandSnapshot(), cpuMs: processCpuMs() });
+    const before = runAt(windowStart, snapshot);
+    const after = runAt(windowEnd, snapshot);
     const result = await contend({
       sessions: contention,
       key,
@@ -61,36 +62,39 @@ serve({
       windowEnd,
       drainMs,
     });
-    const clientCommands = diffCounts(await before, await after);
+    const [b, a] = [await before, await after];
     await closeSessions(contention);
     contention = undefined;
-    return { ...result, clientCommands };
+    return { ...result, clientCommands: diffCounts(b.commands, a.commands), cpuMs: a.cpuMs - b.cpuMs };
   },
 
-  /** Opens the session of the waiting side B of the hand-off scenario. */
-  async prepareHandoff({ contenderId, port }) {
-    handoff = { session: await CONTENDERS[contenderId].open(port), pending: undefined };
+  /** Opens a session for the waiting side B of the hand-off scenario. */
+  async prepareHandoff({ sessionId, contenderId, port }) {
+    handoffs.set(sessionId, { session: await CONTENDERS[contenderId].open(port), pending: undefined });
     return "ready";
   },
 
   /** B calls lock on `key` (held by the parent); answers as soon as the call is made. */
-  block({ key }) {
-    handoff.pending = handoff.session.lock(key).then((release) => ({ release, t1: epochNow() }));
+  block({ sessionId, key }) {
+    const b = handoffs.get(sessionId);
+    b.pending = b.session.lock(key).then((release) => ({ release, t1: epochNow() }));
     return "blocking";
   },
 
   /** Waits for B's lock, releases it, and reports when it resolved (epoch ms). */
-  async acquired() {
-    const { release, t1 } = await handoff.pending;
-    handoff.pending = undefined;
+  async acquired({ sessionId }) {
+    const b = handoffs.get(sessionId);
+    const { release, t1 } = await b.pending;
+    b.pending = undefined;
     if (release === undefined) return { t1: undefined };
     await release();
     return { t1 };
   },
 
-  async closeHandoff() {
-    await handoff?.session.close();
-    handoff = undefined;
+  /** Closes every hand-off session. */
+  async closeHandoffs() {
+    for (const b of handoffs.values()) await b.session.close();
+    handoffs.clear();
     return "closed";
   },
 });

@@ -1,5 +1,5 @@
 /**
- * Counting Redis commands two ways:
+ * Counting Redis commands (and CPU time) two ways:
  *
  * - server side, from `INFO commandstats` (the `calls=` of every `cmdstat_*` line). This counts
  *   what Redis executed, including the commands run inside Lua scripts (GET, SET, DEL, PUBLISH…).
@@ -32,6 +32,23 @@ export async function readCommandStats(client) {
     if (!isHousekeeping(match[1])) calls[match[1]] = Number(match[2]);
   }
   return calls;
+}
+
+/**
+ * Redis server CPU time so far (user + system, ms), from `INFO cpu`.
+ * @param {import("ioredis").Redis} client
+ */
+export async function readRedisCpuMs(client) {
+  const text = await client.info("cpu");
+  const user = Number(/^used_cpu_user:([\d.]+)/m.exec(text)?.[1]);
+  const system = Number(/^used_cpu_sys:([\d.]+)/m.exec(text)?.[1]);
+  return (user + system) * 1000;
+}
+
+/** This process's CPU time so far (user + system, ms). */
+export function processCpuMs() {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
 }
 
 /**

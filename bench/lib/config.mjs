@@ -24,7 +24,7 @@ const full = {
     slowReps: 20,
   },
   /** Scenario 6: sweeps measured per lock count, at this expiry (sweep every expiry / 2). */
-  sweeper: { sizes: [100, 1000, 10_000], sweeps: 3, expiryMs: 4000 },
+  sweeper: { sizes: [100, 1000, 10_000], sweeps: 4, expiryMs: 2000 },
 };
 
 const quick = {
@@ -32,7 +32,7 @@ const quick = {
   contended: { rounds: 1, workers: 8, holdMs: 1, warmupMs: 150, durationMs: 600, drainMs: 3000 },
   handoff: { rounds: 2, reps: 20, slowReps: 4, maxMsPerContender: 3000, preHoldMinMs: 3, preHoldMaxMs: 12 },
   memory: { rounds: 2, uncontendedMs: 100, maxOps: 500_000, workers: 8, throughputMs: 300, reps: 40, slowReps: 4 },
-  sweeper: { sizes: [100, 1000, 10_000], sweeps: 1, expiryMs: 2000 },
+  sweeper: { sizes: [100, 1000, 10_000], sweeps: 2, expiryMs: 1000 },
 };
 
 /** The settings in effect for this run. */

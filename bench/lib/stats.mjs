@@ -14,6 +14,8 @@ export function percentile(values, p) {
   const rank = (p / 100) * (sorted.length - 1);
   const low = Math.floor(rank);
   const high = Math.ceil(rank);
+  // Exact rank: return the value itself (interpolating would turn Infinity into NaN).
+  if (low === high) return sorted[low];
   return sorted[low] + (sorted[high] - sorted[low]) * (rank - low);
 }
 

@@ -14,7 +14,15 @@
  * scripts) and by the clients (requests sent, i.e. network commands).
  */
 import { fileURLToPath } from "node:url";
-import { clientCommandSnapshot, diffCounts, readCommandStats, sumCounts, totalOf } from "../lib/command-stats.mjs";
+import {
+  clientCommandSnapshot,
+  diffCounts,
+  processCpuMs,
+  readCommandStats,
+  readRedisCpuMs,
+  sumCounts,
+  totalOf,
+} from "../lib/command-stats.mjs";
 import { CONFIG } from "../lib/config.mjs";
 import { contend } from "../lib/contention.mjs";
 import { globallock, redisSemaphore, redlock1ms, redlockDefault } from "../lib/redis-contenders.mjs";
@@ -60,10 +68,16 @@ async function openSessions(variant, port, workers) {
   return sessions;
 }
 
-/** Snapshot of both command counters. */
+/** Snapshot of both command counters and of the CPU time of Node (this process) and Redis. */
 async function snapshot(monitor) {
   const client = clientCommandSnapshot();
-  return { server: await readCommandStats(monitor), client };
+  const nodeCpuMs = processCpuMs();
+  return { server: await readCommandStats(monitor), redisCpuMs: await readRedisCpuMs(monitor), client, nodeCpuMs };
+}
+
+/** Snapshot of what Redis counted. */
+async function serverSnapshot(monitor) {
+  return { server: await readCommandStats(monitor), redisCpuMs: await readRedisCpuMs(monitor) };
 }
 
 /** One in-process run. */
@@ -78,7 +92,13 @@ async function runInProcess(variant, key, port, monitor) {
     const after = runAt(windowEnd, () => snapshot(monitor));
     const run = await contend({ sessions, key, holdMs, startAt, windowStart, windowEnd, drainMs });
     const [b, a] = [await before, await after];
-    return { ...run, server: diffCounts(b.server, a.server), client: diffCounts(b.client, a.client) };
+    return {
+      ...run,
+      server: diffCounts(b.server, a.server),
+      client: diffCounts(b.client, a.client),
+      nodeCpuMs: a.nodeCpuMs - b.nodeCpuMs,
+      redisCpuMs: a.redisCpuMs - b.redisCpuMs,
+    };
   } finally {
     for (const session of new Set(sessions)) await session.close();
   }
@@ -103,8 +123,8 @@ async function runAcrossProcesses(variant, key, port, monitor, processes) {
   const windowStartEpoch = startAtEpoch + warmupMs;
   const windowEndEpoch = windowStartEpoch + durationMs;
   const toLocal = (epoch) => now() + (epoch - epochNow());
-  const before = runAt(toLocal(windowStartEpoch), () => readCommandStats(monitor));
-  const after = runAt(toLocal(windowEndEpoch), () => readCommandStats(monitor));
+  const before = runAt(toLocal(windowStartEpoch), () => serverSnapshot(monitor));
+  const after = runAt(toLocal(windowEndEpoch), () => serverSnapshot(monitor));
   const parts = await Promise.all(
     processes.map((p) =>
       p.call("runContention", { key, holdMs, startAtEpoch, windowStartEpoch, windowEndEpoch, drainMs }),
@@ -116,8 +136,10 @@ async function runAcrossProcesses(variant, key, port, monitor, processes) {
     holds: parts.flatMap((p) => p.holds),
     failures: parts.reduce((sum, p) => sum + p.failures, 0),
     drained: parts.every((p) => p.drained),
-    server: diffCounts(await before, await after),
+    server: diffCounts((await before).server, (await after).server),
     client: sumCounts(parts.map((p) => p.clientCommands)),
+    nodeCpuMs: parts.reduce((sum, p) => sum + p.cpuMs, 0),
+    redisCpuMs: (await after).redisCpuMs - (await before).redisCpuMs,
   };
 }
 
@@ -140,6 +162,9 @@ function metricsOf(run, durationMs, tPairMs) {
     failures: run.failures,
     serverCmdsPerCs: totalOf(run.server) / cs,
     clientCmdsPerCs: totalOf(run.client) / cs,
+    starved: run.completions.filter((n) => n === 0).length,
+    nodeCpuUsPerCs: (run.nodeCpuMs * 1000) / cs,
+    redisCpuUsPerCs: (run.redisCpuMs * 1000) / cs,
     drained: run.drained,
   };
 }
@@ -156,6 +181,9 @@ const FIELDS = [
   "failures",
   "serverCmdsPerCs",
   "clientCmdsPerCs",
+  "starved",
+  "nodeCpuUsPerCs",
+  "redisCpuUsPerCs",
 ];
 
 /** Medians over rounds plus the pooled per-command breakdown (commands per critical section). */

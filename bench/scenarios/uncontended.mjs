@@ -6,8 +6,10 @@
  *
  * Contenders: the raw floor (SET NX PX + Lua compare-and-delete), globallock, redlock used directly
  * with retryCount 0, and redis-semaphore's Mutex. Rounds interleave the contenders (A, B, C, D, A,
- * B, …); the report gives medians across rounds and, per round, the ratio to the raw floor.
+ * B, …); the report gives medians across rounds and, per round, the ratio to the raw floor, plus
+ * the Node CPU time per acquire + release (process.cpuUsage over the loop).
  */
+import { processCpuMs } from "../lib/command-stats.mjs";
 import { CONFIG } from "../lib/config.mjs";
 import { globallock, raw, redisSemaphore, redlockNoRetry } from "../lib/redis-contenders.mjs";
 import { median, percentile } from "../lib/stats.mjs";
@@ -79,13 +81,18 @@ export async function runUncontended({ port, log }) {
       for (const contender of CONTENDERS) {
         const session = sessions.get(contender.id);
         const key = `bench:uncontended:${contender.id}`;
+        const cpu0 = processCpuMs();
         const seq = await sequential(session, key, durationMs, maxOps);
+        const cpu1 = processCpuMs();
         const conc = await concurrent(session, key, concurrency, durationMs, maxOps);
+        const cpu2 = processCpuMs();
         perRound[contender.id].push({
           seqOpsPerSec: (seq.ops * 1000) / seq.elapsedMs,
           seqPairP50Ms: median(seq.pairs),
           seqPairP99Ms: percentile(seq.pairs, 99),
           concOpsPerSec: (conc.ops * 1000) / conc.elapsedMs,
+          seqCpuUsPerOp: ((cpu1 - cpu0) * 1000) / seq.ops,
+          concCpuUsPerOp: ((cpu2 - cpu1) * 1000) / conc.ops,
         });
       }
       log(`uncontended: round ${round + 1}/${rounds} done`);
@@ -101,6 +108,8 @@ export async function runUncontended({ port, log }) {
         seqPairP50Ms: median(rows.map((r) => r.seqPairP50Ms)),
         seqPairP99Ms: median(rows.map((r) => r.seqPairP99Ms)),
         concOpsPerSec: median(rows.map((r) => r.concOpsPerSec)),
+        seqCpuUsPerOp: median(rows.map((r) => r.seqCpuUsPerOp)),
+        concCpuUsPerOp: median(rows.map((r) => r.concCpuUsPerOp)),
         // Ratio to the floor measured in the same round, then the median over rounds.
         seqRatio: median(rows.map((r, i) => r.seqOpsPerSec / floor[i].seqOpsPerSec)),
         concRatio: median(rows.map((r, i) => r.concOpsPerSec / floor[i].concOpsPerSec)),
