@@ -5,7 +5,7 @@
  */
 
 const WIDTH = 920;
-const LABEL_WIDTH = 330;
+const LABEL_WIDTH = 300;
 const BAR_AREA = WIDTH - LABEL_WIDTH - 90;
 const ROW = 20;
 const COLORS = ["#3b6fb6", "#e08a2c", "#4a9a5b", "#b5475a", "#7b5ea7", "#8c8c8c"];
@@ -52,6 +52,31 @@ function barPanel({ title, rows, scale, min, max, ticks, tickLabel }, top) {
   return { svg: parts.join("\n"), height: axisBottom + 24 - top };
 }
 
+/** Short names for the chart's labels, by contender / variant id. */
+const SHORT = {
+  raw: "raw floor",
+  globallock: "globallock",
+  "globallock-own": "globallock, locker per worker",
+  "globallock-shared": "globallock, one shared locker",
+  "globallock-per-process": "globallock, locker per process",
+  "redlock-0": "redlock (retryCount 0)",
+  "redlock-default": "redlock (default retry)",
+  "redlock-1ms": "redlock (1 ms retry)",
+  "redis-semaphore": "redis-semaphore (1 ms)",
+  MemoryLocker: "MemoryLocker",
+  "async-mutex": "async-mutex",
+  "spin-100ms": "spin lock (100 ms tick)",
+};
+
+/** The short label of an id such as "redlock-1ms" or "globallock:remote". */
+function shortLabel(id) {
+  const [base, where] = id.split(":");
+  const name = SHORT[base] ?? base;
+  if (where === "local") return `${name}, B same process`;
+  if (where === "remote") return `${name}, B other process`;
+  return name;
+}
+
 const fixed = (digits) => (value) => (Number.isFinite(value) ? value.toFixed(digits) : "–");
 
 /** Milliseconds as a compact label: 0.1 ms, 3 ms, 200 ms. */
@@ -71,8 +96,13 @@ export function renderChart(results) {
   const panels = [];
   if (results.uncontended) {
     const rows = results.uncontended.results.flatMap((r, i) => [
-      { label: `${r.label} — sequential`, value: r.seqRatio, text: `${fixed(2)(r.seqRatio)}×`, color: COLORS[i] },
-      { label: `${r.label} — 8 keys`, value: r.concRatio, text: `${fixed(2)(r.concRatio)}×`, color: COLORS[i] },
+      {
+        label: `${shortLabel(r.id)}, sequential`,
+        value: r.seqRatio,
+        text: `${fixed(2)(r.seqRatio)}×`,
+        color: COLORS[i],
+      },
+      { label: `${shortLabel(r.id)}, 8 keys`, value: r.concRatio, text: `${fixed(2)(r.concRatio)}×`, color: COLORS[i] },
     ]);
     panels.push({
       title: "Uncontended acquire+release, ops/s as a ratio to the raw SET NX + Lua floor",
@@ -89,7 +119,7 @@ export function renderChart(results) {
       ...results.contended.inProcess.map((r) => ({ ...r, where: "1 proc" })),
       ...results.contended.twoProcesses.map((r) => ({ ...r, where: "2 procs" })),
     ].map((r) => ({
-      label: `${r.label} (${r.where})`,
+      label: `${shortLabel(r.id)} (${r.where})`,
       value: r.fractionOfLimit,
       text: `${Math.round(r.fractionOfLimit * 100)}% · ${Math.round(r.csPerSec)}/s`,
     }));
@@ -105,12 +135,14 @@ export function renderChart(results) {
   }
   const latency = [];
   if (results.handoff) {
-    for (const r of results.handoff.results) latency.push({ label: r.label, value: r.p50Ms, text: msLabel(r.p50Ms) });
+    for (const r of results.handoff.results) {
+      latency.push({ label: shortLabel(r.id), value: r.p50Ms, text: msLabel(r.p50Ms) });
+    }
   }
   if (results.memory) {
     for (const r of results.memory.results) {
       const ms = r.handoffP50Us / 1000;
-      latency.push({ label: `${r.label} (in-process)`, value: ms, text: msLabel(ms) });
+      latency.push({ label: `${shortLabel(r.id)} (in-process)`, value: ms, text: msLabel(ms) });
     }
   }
   if (latency.length > 0) {

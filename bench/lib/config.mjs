@@ -8,7 +8,7 @@ export const QUICK = !["", "0", "false"].includes(process.env.BENCH_QUICK ?? "")
 
 const full = {
   /** Scenarios 1–2: rounds, and per round per contender a timed loop. */
-  uncontended: { rounds: 5, warmupMs: 150, durationMs: 400, maxOps: 200_000, concurrency: 8 },
+  uncontended: { rounds: 5, warmupMs: 300, durationMs: 400, maxOps: 200_000, concurrency: 8 },
   /** Scenario 3: 8 workers on one key, hold 1 ms, warm-up then a measured window. */
   contended: { rounds: 3, workers: 8, holdMs: 1, warmupMs: 300, durationMs: 3000, drainMs: 5000 },
   /** Scenario 4: hand-off repetitions per contender (spread over rounds) and a time cap each. */
