@@ -15,6 +15,7 @@ function header(meta) {
     `- Node.js ${meta.node}, redis-server ${meta.redis} (own process on a free 127.0.0.1 port, no persistence)`,
     `- CPU: ${meta.cpu.model} × ${meta.cpu.count}`,
     `- CPU pinning: ${pinning}`,
+    `- Redis round trip (PING from Node): p50 ${num(meta.roundTrip.p50Ms * 1000)} µs, p99 ${num(meta.roundTrip.p99Ms * 1000)} µs`,
     `- ioredis ${meta.versions.ioredis}, redlock ${meta.versions.redlock}, redis-semaphore ${meta.versions["redis-semaphore"]}, async-mutex ${meta.versions["async-mutex"]}`,
     `- 1-minute load average: ${num(meta.loadAverage.before, 2)} before, ${num(meta.loadAverage.after, 2)} after (the benchmark itself adds ~1; more means other work competed for the CPUs)`,
     `- total time: ${num(meta.totalSeconds)} s`,

@@ -19,6 +19,7 @@ import { CONFIG, QUICK } from "./lib/config.mjs";
 import { cpuInfo, pinSelf } from "./lib/cpu.mjs";
 import { connectClient } from "./lib/redis-client.mjs";
 import { RedisServer, redisServerVersion } from "./lib/redis-server.mjs";
+import { median, percentile } from "./lib/stats.mjs";
 import { now } from "./lib/timing.mjs";
 import { renderMarkdown } from "./report.mjs";
 import { runContended } from "./scenarios/contended.mjs";
@@ -48,6 +49,17 @@ function versionOf(name) {
   }
 }
 
+/** Round-trip time of PING on `client` (ms): the unit every Redis latency here is made of. */
+async function pingRoundTrip(client, count = 500) {
+  const samples = [];
+  for (let i = 0; i < count; i++) {
+    const start = now();
+    await client.ping();
+    samples.push(now() - start);
+  }
+  return { p50Ms: median(samples), p99Ms: percentile(samples, 99) };
+}
+
 /** Scenarios selected by BENCH_ONLY (all by default). */
 function selectedScenarios() {
   const only = (process.env.BENCH_ONLY ?? "").split(",").filter(Boolean);
@@ -67,9 +79,11 @@ async function main() {
   log(`redis-server pid ${server.pid} on 127.0.0.1:${server.port}`);
   const results = {};
   let redisVersion;
+  let roundTrip;
   try {
     const monitor = await connectClient(server.port);
     redisVersion = /redis_version:(\S+)/.exec(await monitor.info("server"))?.[1];
+    roundTrip = await pingRoundTrip(monitor);
     const context = { port: server.port, monitor, log, tPairMs: Number.NaN };
     if (selected.includes("uncontended")) {
       results.uncontended = await runUncontended(context);
@@ -95,6 +109,7 @@ async function main() {
       redis: redisVersion,
       cpu: cpuInfo(),
       pinned,
+      roundTrip,
       // 1-minute load average before and after: other work on the machine makes numbers noisy.
       loadAverage: { before: loadBefore, after: loadavg()[0] },
       versions: Object.fromEntries(
