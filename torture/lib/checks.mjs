@@ -1,0 +1,88 @@
+/**
+ * A run's verdict is a list of named checks, each with what was expected and what was observed.
+ * A run passes when every check passes; the report shows the failing ones by name.
+ */
+export class Checks {
+  /** @type {{ name: string, pass: boolean, expected: string, observed: string }[]} */
+  list = [];
+
+  /** Records one check. */
+  add(name, pass, expected, observed) {
+    this.list.push({ name, pass: Boolean(pass), expected: String(expected), observed: String(observed) });
+    return pass;
+  }
+
+  /** `observed === expected`. */
+  equal(name, observed, expected) {
+    return this.add(name, observed === expected, expected, observed);
+  }
+
+  /** `observed <= bound`. */
+  atMost(name, observed, bound, unit = "") {
+    return this.add(name, Number.isFinite(observed) && observed <= bound, `≤ ${bound}${unit}`, `${observed}${unit}`);
+  }
+
+  /** `observed >= bound`. */
+  atLeast(name, observed, bound, unit = "") {
+    return this.add(name, Number.isFinite(observed) && observed >= bound, `≥ ${bound}${unit}`, `${observed}${unit}`);
+  }
+
+  /** `value` is one of `allowed`. */
+  oneOf(name, value, allowed) {
+    return this.add(name, allowed.includes(value), allowed.join(" or "), value);
+  }
+
+  /** A check that could not even be evaluated (an error, a timeout). */
+  fail(name, expected, observed) {
+    return this.add(name, false, expected, observed);
+  }
+
+  get passed() {
+    return this.list.every((check) => check.pass);
+  }
+
+  get failures() {
+    return this.list.filter((check) => !check.pass);
+  }
+}
+
+/** C1: no two holders inside at once. */
+export function checkNoOverlap(checks, history) {
+  const first = history.overlaps[0];
+  const detail = first === undefined ? "" : ` (first: ${JSON.stringify(first)})`;
+  return checks.add(
+    "C1 no overlap",
+    history.overlaps.length === 0,
+    "0 overlaps",
+    `${history.overlaps.length}${detail}`,
+  );
+}
+
+/** C2: the counter equals the number of completed sections. */
+export function checkNoLostUpdates(checks, history) {
+  return checks.add(
+    "C2 no lost update",
+    history.lostUpdates === 0,
+    `counter = completed sections`,
+    `counter ${history.counter}, completed ${history.completed}`,
+  );
+}
+
+/** C3: the fenced resource accepted no stale write. */
+export function checkNoStaleAccepted(checks, history) {
+  const { staleAccepted, staleRejected } = history.fenced;
+  const first = history.staleAcceptedRecords[0];
+  return checks.add(
+    "C3 every stale write rejected",
+    staleAccepted === 0,
+    "0 stale writes accepted",
+    `${staleAccepted} accepted, ${staleRejected} rejected${first ? ` (first: ${JSON.stringify(first)})` : ""}`,
+  );
+}
+
+/** Every overlap record has `holderId` among its parties (the faulty holder caused all of them). */
+export function overlapsOnlyWith(history, holderId) {
+  return history.overlaps.every(
+    (record) => record.entrant?.holder === holderId || record.holders.some((h) => h.holder === holderId),
+  );
+}

@@ -1,0 +1,206 @@
+/**
+ * Everything one run of one scenario owns: a referee redis-server (never faulted), the lock
+ * redis-server(s) (faulted by the scenario), admin connections, and the worker processes. It builds
+ * worker configurations, runs the end-of-run checks every scenario shares, and tears everything
+ * down — workers, connections, servers — whatever happened.
+ */
+
+import { checkNoStaleAccepted } from "./checks.mjs";
+import { pidAlive } from "./cleanup.mjs";
+import { ms, now, sleep } from "./clock.mjs";
+import { deriveSeed } from "./prng.mjs";
+import { RedisServer, startServers } from "./redis-server.mjs";
+import { RefereeReader } from "./referee.mjs";
+import { WorkerPool } from "./worker-pool.mjs";
+
+export class RunContext {
+  /** @type {RedisServer | undefined} */
+  refereeServer;
+  /** @type {RedisServer[]} */
+  lockServers = [];
+  /** One admin connection per lock server (they reconnect after restarts). */
+  lockAdmins = [];
+  pool = new WorkerPool();
+  #refereeClient;
+  #closers = [];
+
+  /**
+   * @param {{ scenario: string, seed: number, lockNodes: number }} options
+   */
+  constructor({ scenario, seed, lockNodes }) {
+    this.scenario = scenario;
+    this.seed = seed;
+    this.lockNodes = lockNodes;
+    this.namespace = `torture:${scenario}:${seed}:`;
+    this.prefix = `torture-lock:${scenario}:`;
+  }
+
+  /** Starts the referee and the lock servers. */
+  async start() {
+    const servers = await startServers(1 + this.lockNodes);
+    [this.refereeServer, ...this.lockServers] = servers;
+    this.#refereeClient = this.refereeServer.client();
+    this.referee = new RefereeReader(this.#refereeClient, this.namespace);
+    this.lockAdmins = this.lockServers.map((server) => server.client());
+  }
+
+  /** Registers something to close at teardown (a monitor connection, a sampler). */
+  onTeardown(close) {
+    this.#closers.push(close);
+  }
+
+  /**
+   * Configuration of worker `index` (see worker.mjs), from the scenario's parameters.
+   * @param {number} index
+   * @param {object} settings mode, keys, sections, tasks, hold, fencing, expiry, backoffMax, writer…
+   */
+  workerConfig(index, settings) {
+    const lockerOptions = { expiry: settings.expiry, backoff: { min: 20, max: settings.backoffMax } };
+    if (settings.operationTimeout !== undefined) lockerOptions.operationTimeout = settings.operationTimeout;
+    return {
+      id: `w${index}`,
+      index,
+      seed: deriveSeed(this.seed, `worker ${index}`),
+      mode: settings.mode ?? "redis",
+      writer: settings.writer ?? "fenced",
+      refereePort: this.refereeServer.port,
+      lockPorts: this.lockServers.map((server) => server.port),
+      namespace: this.namespace,
+      prefix: this.prefix,
+      keys: settings.keys,
+      tasks: settings.tasks ?? 1,
+      sections: settings.sections ?? null,
+      hold: settings.hold,
+      fencing: settings.fencing ?? this.lockNodes === 1,
+      lockerOptions,
+      acquireTimeoutMs: settings.acquireTimeoutMs ?? 30_000,
+      errorRetryMs: settings.errorRetryMs ?? 100,
+    };
+  }
+
+  /** Starts `count` workers with the same settings and waits until all are ready (not yet going). */
+  async startWorkers(count, settings) {
+    await this.pool.start(Array.from({ length: count }, (_, i) => this.workerConfig(i, settings)));
+    return this.pool.workers;
+  }
+
+  /** Resolves once `n` sections have been completed (per "released" events) after time `since`. */
+  async sectionsAfter(since, n, timeoutMs, label = `${n} sections`) {
+    const done = () => this.pool.events.filter((e) => e.type === "released" && e.t > since).length;
+    if (done() >= n) return;
+    await this.pool.waitForEvent(() => done() >= n, timeoutMs, label);
+  }
+
+  /** Lock keys (not fencing counters) on the running lock servers: [{ node, key, value }]. */
+  async lockKeys() {
+    const found = [];
+    for (const [node, server] of this.lockServers.entries()) {
+      if (!server.running) continue;
+      const admin = this.lockAdmins[node];
+      const keys = await admin.keys(`${this.prefix}*`);
+      for (const key of keys) {
+        if (key.endsWith(":fence")) continue;
+        found.push({ node, key, value: await admin.get(key) });
+      }
+    }
+    return found;
+  }
+
+  /** The current value of `key`'s lock on lock server `node` (null when absent). */
+  lockValue(key, node = 0) {
+    return this.lockAdmins[node].get(`${this.prefix}${key}`);
+  }
+
+  /**
+   * The end of every run: stops the workers (gracefully; a worker that does not exit on its own is
+   * a failure), then checks what every scenario requires — no unhandled rejection, no unexpected
+   * error, nobody left inside on the referee, no lock key left behind, C3 — and returns the
+   * referee's history for the scenario's own checks.
+   * @param {import("./checks.mjs").Checks} checks
+   * @param {string[]} keys the lock keys the run used
+   */
+  async finish(checks, keys) {
+    const forced = await this.pool.stop();
+    checks.add(
+      "workers exit on their own after stop",
+      forced.length === 0,
+      "none killed",
+      forced.join(", ") || "none killed",
+    );
+    const badExits = [];
+    for (const worker of this.pool.workers) {
+      if (worker.killedOnPurpose || forced.includes(worker.id)) continue;
+      const { code, signal } = await worker.exited;
+      if (code !== 0) badExits.push(`${worker.id}: code ${code} signal ${signal} ${worker.stderr.slice(-300)}`);
+    }
+    checks.add("workers exit with status 0", badExits.length === 0, "all 0", badExits.join("; ") || "all 0");
+    const unhandled = this.pool.events.filter((e) => e.type === "unhandled");
+    checks.add(
+      "no unhandled rejection or exception in workers",
+      unhandled.length === 0,
+      "0",
+      unhandled.length === 0 ? "0" : `${unhandled.length}: ${unhandled[0].message.slice(0, 300)}`,
+    );
+    const unexpected = this.pool.events.filter((e) => e.type === "unexpected");
+    checks.add(
+      "no unexpected error in workers",
+      unexpected.length === 0,
+      "0",
+      unexpected.length === 0 ? "0" : `${unexpected.length}: ${unexpected[0].where}: ${unexpected[0].message}`,
+    );
+    const leaked = await this.lockKeys();
+    checks.add(
+      "no lock key left after every worker exited",
+      leaked.length === 0,
+      "none",
+      leaked.length === 0 ? "none" : leaked.map((k) => `node ${k.node} ${k.key}`).join(", "),
+    );
+    const history = await this.referee.history(keys);
+    checks.add(
+      "referee: nobody left inside",
+      Object.keys(history.stillInside).length === 0,
+      "nobody",
+      JSON.stringify(history.stillInside),
+    );
+    if (this.pool.workers[0]?.config.writer !== "unfenced") checkNoStaleAccepted(checks, history);
+    return history;
+  }
+
+  /**
+   * Stops everything, whatever state it is in, and checks that no process it started survives.
+   * @param {import("./checks.mjs").Checks} checks
+   */
+  async teardown(checks) {
+    await this.pool.kill();
+    for (const close of this.#closers.splice(0)) {
+      try {
+        await close();
+      } catch {
+        // best effort
+      }
+    }
+    this.#refereeClient?.disconnect();
+    for (const admin of this.lockAdmins) admin.disconnect();
+    const servers = [this.refereeServer, ...this.lockServers].filter(Boolean);
+    await Promise.allSettled(servers.map((server) => server.stop()));
+    const pids = [...this.pool.workers.map((w) => w.pid), ...servers.flatMap((s) => s.pids)];
+    let alive = pids.filter(pidAlive);
+    for (let i = 0; i < 20 && alive.length > 0; i++) {
+      await sleep(25);
+      alive = alive.filter(pidAlive);
+    }
+    checks.add("no process left running", alive.length === 0, "none", alive.length === 0 ? "none" : alive.join(", "));
+  }
+}
+
+/** Events of type `type` from `events` (newest last) with `t` after `since`. */
+export function eventsAfter(events, type, since) {
+  return events.filter((e) => e.type === type && e.t > since);
+}
+
+/** A duration in ms for a report, e.g. "812 ms". */
+export function fmt(value) {
+  return `${ms(value)} ms`;
+}
+
+export { now };
