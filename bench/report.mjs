@@ -17,7 +17,13 @@ function header(meta) {
     `- CPU pinning: ${pinning}`,
     `- Redis round trip (PING from Node): p50 ${num(meta.roundTrip.p50Ms * 1000)} µs, p99 ${num(meta.roundTrip.p99Ms * 1000)} µs`,
     `- ioredis ${meta.versions.ioredis}, redlock ${meta.versions.redlock}, redis-semaphore ${meta.versions["redis-semaphore"]}, async-mutex ${meta.versions["async-mutex"]}`,
-    `- 1-minute load average: ${num(meta.loadAverage.before, 2)} before, ${num(meta.loadAverage.after, 2)} after (the benchmark itself adds ~1; more means other work competed for the CPUs)`,
+    `- 1-minute load average: ${num(meta.loadAverage.before, 2)} before; after ${Object.entries(
+      meta.loadAverage.afterScenario,
+    )
+      .map(([name, load]) => `${name} ${num(load, 2)}`)
+      .join(
+        ", ",
+      )} (the benchmark mostly waits on I/O and keeps this near or below 1; well above 1 means other work competed for the CPUs and the numbers are noisier)`,
     `- total time: ${num(meta.totalSeconds)} s`,
   ].join("\n");
 }

@@ -28,7 +28,15 @@ import { runMemory } from "./scenarios/memory.mjs";
 import { runSweeper } from "./scenarios/sweeper.mjs";
 import { runUncontended } from "./scenarios/uncontended.mjs";
 
-const SCENARIOS = ["uncontended", "contended", "handoff", "memory", "sweeper"];
+/** Every scenario, in the order they run. */
+const RUNNERS = {
+  uncontended: runUncontended,
+  contended: runContended,
+  handoff: runHandoff,
+  memory: runMemory,
+  sweeper: runSweeper,
+};
+const SCENARIOS = Object.keys(RUNNERS);
 const RESULTS_DIR = fileURLToPath(new URL("./results/", import.meta.url));
 
 const log = (line) => process.stderr.write(`bench: ${line}\n`);
@@ -64,7 +72,7 @@ async function pingRoundTrip(client, count = 500) {
 function selectedScenarios() {
   const only = (process.env.BENCH_ONLY ?? "").split(",").filter(Boolean);
   for (const name of only) if (!SCENARIOS.includes(name)) throw new Error(`BENCH_ONLY: unknown scenario ${name}`);
-  return only.length === 0 ? SCENARIOS : only;
+  return only.length === 0 ? SCENARIOS : SCENARIOS.filter((name) => only.includes(name));
 }
 
 async function main() {
@@ -80,22 +88,21 @@ async function main() {
   const results = {};
   let redisVersion;
   let roundTrip;
+  /** 1-minute load average after each scenario. */
+  const loadAfter = {};
   try {
     const monitor = await connectClient(server.port);
     redisVersion = /redis_version:(\S+)/.exec(await monitor.info("server"))?.[1];
     roundTrip = await pingRoundTrip(monitor);
     const context = { port: server.port, monitor, log, tPairMs: Number.NaN };
-    if (selected.includes("uncontended")) {
-      results.uncontended = await runUncontended(context);
-      context.tPairMs = results.uncontended.tPairMs;
+    for (const name of selected) {
+      if (name === "contended" && Number.isNaN(context.tPairMs)) {
+        throw new Error("the contended scenario needs the uncontended one (t_pair)");
+      }
+      results[name] = await RUNNERS[name](context);
+      if (name === "uncontended") context.tPairMs = results.uncontended.tPairMs;
+      loadAfter[name] = loadavg()[0];
     }
-    if (selected.includes("contended")) {
-      if (Number.isNaN(context.tPairMs)) throw new Error("the contended scenario needs the uncontended one (t_pair)");
-      results.contended = await runContended(context);
-    }
-    if (selected.includes("handoff")) results.handoff = await runHandoff(context);
-    if (selected.includes("memory")) results.memory = await runMemory(context);
-    if (selected.includes("sweeper")) results.sweeper = await runSweeper(context);
     monitor.disconnect();
   } finally {
     await server.stop();
@@ -111,7 +118,7 @@ async function main() {
       pinned,
       roundTrip,
       // 1-minute load average before and after: other work on the machine makes numbers noisy.
-      loadAverage: { before: loadBefore, after: loadavg()[0] },
+      loadAverage: { before: loadBefore, afterScenario: loadAfter },
       versions: Object.fromEntries(
         ["ioredis", "redlock", "redis-semaphore", "async-mutex"].map((name) => [name, versionOf(name)]),
       ),
