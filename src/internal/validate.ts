@@ -8,7 +8,8 @@ export function validateKey(key: unknown): asserts key is string {
   if (typeof key !== "string" || key.length === 0) {
     throw new InvalidArgumentError("key", "a non-empty string", key);
   }
-  if (Buffer.byteLength(key, "utf8") > MAX_KEY_BYTES) {
+  // A UTF-16 code unit takes at most 3 UTF-8 bytes: short keys need no byte count.
+  if (key.length * 3 > MAX_KEY_BYTES && Buffer.byteLength(key, "utf8") > MAX_KEY_BYTES) {
     throw new InvalidArgumentError("key", `a string of at most ${MAX_KEY_BYTES} UTF-8 bytes`, key);
   }
 }
