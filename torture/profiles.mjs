@@ -14,16 +14,33 @@ const HOLD = { min: 0, max: 3 };
 /** Settings shared by both profiles. */
 const common = { expiry: EXPIRY, backoffMax: BACKOFF_MAX, hold: HOLD, timeoutMs: 120_000 };
 
+/** Scenario 2: the long section, sampled every `sampleMs`. */
+const longSection = { ...common, holdFactor: 5, sampleMs: 100 };
+/** Scenario 3: `marginMs` on top of expiry + backoff.max; `clockSlackMs` for cross-process timestamps. */
+const holderKilled = { ...common, marginMs: 500, clockSlackMs: 20 };
+/** Scenarios 4 and 5: the stale holder. */
+const staleHolder = { ...common, settleMs: 200, lostBoundMs: 500, clockSlackMs: 20 };
+const holderPaused = { ...staleHolder, faultFactor: 3, victimHoldMs: 500, successorHoldMs: 3 * EXPIRY };
+const loopBlocked = { ...staleHolder, faultFactor: 1.5, afterBlockMs: EXPIRY / 2, successorHoldMs: 2 * EXPIRY };
+
 export const PROFILES = {
   full: {
     control: { ...common, seeds: [1], processes: 4, sections: 40, hold: { min: 1, max: 4 } },
     "no-faults": { ...common, seeds: [1, 2, 3], processes: 8, sections: 200, keys: 2 },
     memory: { ...common, seeds: [1, 2, 3], tasks: 50, sections: 20, keys: 2 },
+    "long-section": { ...longSection, seeds: [1, 2], contenders: 3, warmup: 10 },
+    "holder-killed": { ...holderKilled, seeds: [1, 2, 3], contenders: 3, warmup: 10 },
+    "holder-paused": { ...holderPaused, seeds: [1, 2, 3], contenders: 3, warmup: 10 },
+    "loop-blocked": { ...loopBlocked, seeds: [1, 2, 3], contenders: 3, warmup: 10 },
   },
   short: {
     control: { ...common, seeds: [1], processes: 3, sections: 20, hold: { min: 1, max: 4 } },
     "no-faults": { ...common, seeds: [1], processes: 3, sections: 30, keys: 1 },
     memory: { ...common, seeds: [1], tasks: 50, sections: 4, keys: 2 },
+    "long-section": { ...longSection, seeds: [1], contenders: 2, warmup: 5 },
+    "holder-killed": { ...holderKilled, seeds: [1], contenders: 2, warmup: 5 },
+    "holder-paused": { ...holderPaused, seeds: [1], contenders: 2, warmup: 5 },
+    "loop-blocked": { ...loopBlocked, seeds: [1], contenders: 2, warmup: 5 },
   },
 };
 

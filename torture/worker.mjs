@@ -220,6 +220,7 @@ async function section(task, attempt) {
   let entered = false;
   let completed = false;
   let commit;
+  let blockEndedAt;
   try {
     if (token !== undefined) await fenced(key, token, `${holderId}#${attempt}:claim`);
     await referee.enter(
@@ -231,7 +232,7 @@ async function section(task, attempt) {
     entered = true;
     if (special !== undefined) send({ type: "entered", key, task, attempt, token, holderId, t: now() });
     const value = await referee.readCounter(key);
-    await hold(special);
+    blockEndedAt = await hold(special);
     await referee.writeCounter(key, value + 1);
     if (token !== undefined) commit = await fenced(key, token, `${holderId}#${attempt}:commit`);
     completed = true;
@@ -255,6 +256,7 @@ async function section(task, attempt) {
       acquiredAt,
       lostAt,
       lostReason,
+      blockEndedAt,
       commit,
       releaseStartedAt,
       releaseOutcome: outcome,
@@ -265,7 +267,10 @@ async function section(task, attempt) {
   return completed;
 }
 
-/** The pause inside the section: a seeded short sleep, or what the parent armed. */
+/**
+ * The pause inside the section: a seeded short sleep, or what the parent armed (a long sleep, or a
+ * busy-wait that blocks the event loop, then an optional sleep). Resolves to when a busy-wait ended.
+ */
 async function hold(special) {
   if (special === undefined) {
     const ms = rng.int(holdRange.min, holdRange.max);
@@ -273,9 +278,15 @@ async function hold(special) {
     else await new Promise((resolve) => setImmediate(resolve));
     return;
   }
-  if (special.kind === "block") busyWait(special.ms);
-  else await sleep(special.ms);
+  let blockEndedAt;
+  if (special.kind === "block") {
+    busyWait(special.ms);
+    blockEndedAt = now();
+  } else {
+    await sleep(special.ms);
+  }
   if (special.thenSleepMs) await sleep(special.thenSleepMs);
+  return blockEndedAt;
 }
 
 /** A fenced write of the resource, classified as stale or current against the referee's registry. */

@@ -84,6 +84,13 @@ export class RunContext {
     return this.pool.workers;
   }
 
+  /** Resolves with the first event (already received or future) of any worker that matches. */
+  firstEvent(predicate, timeoutMs, label) {
+    const earlier = this.pool.events.find(predicate);
+    if (earlier !== undefined) return Promise.resolve(earlier);
+    return this.pool.waitForEvent(predicate, timeoutMs, label);
+  }
+
   /** Resolves once `n` sections have been completed (per "released" events) after time `since`. */
   async sectionsAfter(since, n, timeoutMs, label = `${n} sections`) {
     const done = () => this.pool.events.filter((e) => e.type === "released" && e.t > since).length;

@@ -1,0 +1,76 @@
+/**
+ * Records, with Redis MONITOR, every SET of a lock key on a lock server, including the SETs run
+ * inside Lua scripts (acquisition and extension both SET the key with its token). Each attachment
+ * is one "generation": attach before a restart, attach again after it, and compare. A token SET in
+ * a later generation that was already SET in an earlier one means something re-created a lock from
+ * before the restart (an extension, say) instead of a fresh acquisition making a new token.
+ */
+import { Redis } from "ioredis";
+import { now, sleep } from "./clock.mjs";
+
+export class LockSetRecorder {
+  /** @type {{ generation: number, key: string, token: string, source: string, at: number }[]} */
+  sets = [];
+  generation = -1;
+  #connections = [];
+
+  /**
+   * @param {import("./redis-server.mjs").RedisServer} server the lock server to watch
+   * @param {string} prefix the lock key prefix
+   */
+  constructor(server, prefix) {
+    this.server = server;
+    this.prefix = prefix;
+  }
+
+  /**
+   * Starts a new generation: connects (retrying every few ms until `timeoutMs`) and issues MONITOR.
+   * The connection does not reconnect by itself: after a restart, call `attach` again.
+   * Resolves to the time MONITOR was in place.
+   */
+  async attach(timeoutMs = 5000) {
+    const generation = ++this.generation;
+    const deadline = now() + timeoutMs;
+    for (;;) {
+      const client = new Redis({
+        host: "127.0.0.1",
+        port: this.server.port,
+        lazyConnect: true,
+        retryStrategy: () => null,
+        maxRetriesPerRequest: 0,
+      });
+      client.on("error", () => undefined);
+      this.#connections.push(client);
+      try {
+        await client.connect();
+        const monitor = await client.monitor();
+        monitor.on("error", () => undefined);
+        this.#connections.push(monitor);
+        monitor.on("monitor", (time, args, source) => this.#record(generation, time, args, source));
+        return now();
+      } catch (error) {
+        client.disconnect();
+        if (now() > deadline) throw new Error(`MONITOR could not attach: ${error?.message}`);
+        await sleep(3);
+      }
+    }
+  }
+
+  #record(generation, time, args, source) {
+    if (String(args[0]).toLowerCase() !== "set") return;
+    const key = String(args[1]);
+    if (!key.startsWith(this.prefix) || key.endsWith(":fence")) return;
+    this.sets.push({ generation, key, token: String(args[2]), source, at: Number(time) * 1000 });
+  }
+
+  /** Tokens SET during `generation`. */
+  tokens(generation) {
+    return new Set(this.sets.filter((s) => s.generation === generation).map((s) => s.token));
+  }
+
+  /** Disconnects every connection. */
+  close() {
+    for (const connection of this.#connections) connection.disconnect();
+    this.#connections = [];
+  }
+}

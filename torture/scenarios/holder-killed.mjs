@@ -1,0 +1,68 @@
+/**
+ * Scenario 3 — the holder is SIGKILLed inside its critical section. Its lock is not released; it
+ * expires. The next holder must get the lock after the key's remaining TTL (never before: that
+ * would be an overlap) and within one safety-net wake-up after it (`backoff.max`), since no release
+ * message is ever published.
+ */
+import { checkNoLostUpdates, checkNoOverlap } from "../lib/checks.mjs";
+import { now } from "../lib/clock.mjs";
+import { range, sum } from "../report.mjs";
+
+export default {
+  id: "holder-killed",
+  number: "3",
+  title: "holder SIGKILLed while holding",
+  expected: (p) =>
+    `next holder after the key's remaining TTL and ≤ expiry + backoff.max + ${p.marginMs} ms ` +
+    `(${p.expiry} + ${p.backoffMax} + ${p.marginMs}) after the kill; 0 overlaps`,
+  observed: (results) =>
+    `kill → next holder ${range(results, "delayMs")} (TTL left at kill ${range(results, "pttlAtKill")}, ` +
+    `wake-up after expiry ${range(results, "afterExpiryMs")}); overlaps ${sum(results, "overlaps")}`,
+
+  async run(ctx, p, _seed, checks) {
+    const keys = ["k0"];
+    const [victim] = await ctx.startWorkers(p.contenders + 1, {
+      keys,
+      hold: p.hold,
+      expiry: p.expiry,
+      backoffMax: p.backoffMax,
+    });
+    ctx.pool.go();
+    await ctx.sectionsAfter(0, p.warmup, 20_000, "warm-up");
+    victim.send({ type: "arm", hold: { kind: "sleep", ms: 60_000 } });
+    const entered = await victim.waitForNext((e) => e.type === "entered", 20_000, "victim inside");
+
+    victim.killedOnPurpose = true;
+    const killAt = now();
+    victim.signal("SIGKILL");
+    await victim.exited;
+    const pttl = await ctx.lockAdmins[0].pttl(`${ctx.prefix}${entered.key}`);
+    const expiresAt = now() + pttl;
+    // The dead holder never leaves the referee by itself; its lock still keeps everyone out.
+    await ctx.referee.forget(entered.key, entered.holderId);
+
+    const next = await ctx.firstEvent(
+      (e) => e.type === "acquired" && e.worker !== victim.id && e.t > killAt,
+      p.expiry * 10,
+      "next holder after the kill",
+    );
+    await ctx.sectionsAfter(next.t, p.warmup, 20_000, "sections after the kill");
+    const history = await ctx.finish(checks, keys);
+
+    const delayMs = next.t - killAt;
+    const bound = p.expiry + p.backoffMax + p.marginMs;
+    checks.add("killed holder's key still there after the kill", pttl > 0, "TTL > 0", `${pttl} ms`);
+    checks.atLeast("next holder not before the key expired", Math.round(next.t - expiresAt), -p.clockSlackMs, " ms");
+    checks.atMost("next holder within expiry + backoff.max + margin", Math.round(delayMs), bound, " ms");
+    checkNoOverlap(checks, history);
+    checkNoLostUpdates(checks, history);
+    const errors = ctx.pool.events.filter((e) => e.type === "acquireError");
+    checks.equal("no acquire error", errors.length, 0);
+    return {
+      delayMs,
+      pttlAtKill: pttl,
+      afterExpiryMs: next.t - expiresAt,
+      overlaps: history.overlaps.length,
+    };
+  },
+};
