@@ -45,3 +45,50 @@ export function onAnyAbort(
   }
   return unlisten;
 }
+
+/**
+ * Lets many short operations be cut short by their owner's `close()` without adding an abort
+ * listener to a shared signal for each one (which costs more than the operation's bookkeeping).
+ */
+export class CloseGate {
+  readonly #pending = new Set<(reason: unknown) => void>();
+  #closed = false;
+  #reason: unknown;
+
+  /** Rejects every pending race, and every later one, with `reason`. */
+  close(reason: unknown): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#reason = reason;
+    for (const reject of this.#pending) reject(reason);
+    this.#pending.clear();
+  }
+
+  /** Settles like `promise`, unless `signal` aborts or the gate closes first. */
+  race<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+    if (this.#closed) return Promise.reject(this.#reason);
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = (): void => {
+        done();
+        reject(signal?.reason);
+      };
+      const done = (): void => {
+        this.#pending.delete(reject);
+        signal?.removeEventListener("abort", onAbort);
+      };
+      this.#pending.add(reject);
+      signal?.addEventListener("abort", onAbort, { once: true });
+      promise.then(
+        (value) => {
+          done();
+          resolve(value);
+        },
+        (error: unknown) => {
+          done();
+          reject(error);
+        },
+      );
+    });
+  }
+}

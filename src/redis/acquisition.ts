@@ -10,8 +10,10 @@ export type AcquisitionState = "held" | "lost" | "released";
  */
 export class Acquisition {
   state: AcquisitionState = "held";
-  /** Aborted with a LockLostError when the lock is found lost. */
-  readonly lost = new AbortController();
+  /** Created on first use (most acquisitions never need one): aborted when the lock is lost. */
+  #lost: AbortController | undefined;
+  /** Why the lock was lost, once it was. */
+  #lostReason: Error | undefined;
   /** Fires when the validity runs out without a successful extension. */
   deadlineTimer: NodeJS.Timeout | undefined;
   /** Pending retry of a failed extension. */
@@ -26,6 +28,20 @@ export class Acquisition {
     /** The fencing token issued with this grant, when asked for. */
     readonly fencingToken: bigint | undefined,
   ) {}
+
+  /** Aborts with a LockLostError when the lock is found lost (see {@link markLost}). */
+  get lostSignal(): AbortSignal {
+    this.#lost ??= new AbortController();
+    if (this.#lostReason !== undefined && !this.#lost.signal.aborted) this.#lost.abort(this.#lostReason);
+    return this.#lost.signal;
+  }
+
+  /** Records the loss and aborts the signal if anyone has it. */
+  markLost(reason: Error): void {
+    this.state = "lost";
+    this.#lostReason = reason;
+    this.#lost?.abort(reason);
+  }
 
   /** Clears both timers. */
   clearTimers(): void {

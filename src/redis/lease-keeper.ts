@@ -22,6 +22,11 @@ export interface LeaseKeeperSettings {
  * acquisition every `expiry / 2`; a transient failure is retried while the lease has time left; a
  * per-acquisition deadline timer (unref'ed) declares the lock lost when its validity runs out
  * without a successful extension. Tracks acquisitions per token, and how many are held per key.
+ *
+ * Deadline timers are armed when a sweep starts (and re-armed after each extension), not at
+ * acquisition: the first sweep always comes before the first deadline (`expiry / 2` < validity),
+ * so a lock released before then, the common case, never costs a timer. `Lease.assertHeld()`
+ * checks the deadline itself in between.
  */
 export class LeaseKeeper {
   readonly #store: LockStore;
@@ -34,8 +39,13 @@ export class LeaseKeeper {
   constructor(store: LockStore, settings: LeaseKeeperSettings) {
     this.#store = store;
     this.#settings = settings;
-    this.#sweeper = new Sweeper(Math.floor(settings.expiry / 2), settings.sweepConcurrency, (acquisition) =>
-      this.#extend(acquisition),
+    this.#sweeper = new Sweeper(
+      Math.floor(settings.expiry / 2),
+      settings.sweepConcurrency,
+      (acquisition) => this.#extend(acquisition),
+      (batch) => {
+        for (const acquisition of batch) this.#armDeadline(acquisition);
+      },
     );
   }
 
@@ -53,7 +63,6 @@ export class LeaseKeeper {
   add(acquisition: Acquisition): void {
     this.#held.add(acquisition);
     this.#heldPerKey.set(acquisition.key, (this.#heldPerKey.get(acquisition.key) ?? 0) + 1);
-    this.#armDeadline(acquisition);
     this.#sweeper.add(acquisition);
   }
 
@@ -72,9 +81,8 @@ export class LeaseKeeper {
   /** Declares `acquisition` lost (once): aborts its `lost` signal and calls the hook. */
   markLost(acquisition: Acquisition, reason: LockLostReason): void {
     if (!this.remove(acquisition)) return;
-    acquisition.state = "lost";
     const error = new LockLostError(acquisition.key, reason);
-    acquisition.lost.abort(error);
+    acquisition.markLost(error);
     try {
       this.#settings.onLockLost?.(error);
     } catch {
@@ -89,7 +97,10 @@ export class LeaseKeeper {
    */
   async stop(): Promise<void> {
     this.#stopped = true;
-    for (const acquisition of this.#held) clearTimeout(acquisition.retryTimer);
+    for (const acquisition of this.#held) {
+      clearTimeout(acquisition.retryTimer);
+      this.#armDeadline(acquisition);
+    }
     await this.#sweeper.stop();
   }
 
@@ -103,6 +114,7 @@ export class LeaseKeeper {
     } catch {
       // Transient: retry while the lease still has time left; the deadline timer decides loss.
       if (acquisition.state !== "held" || this.#stopped) return;
+      if (acquisition.deadlineTimer === undefined) this.#armDeadline(acquisition);
       const timeLeft = acquisition.handle.validUntil - performance.now();
       const delay = Math.max(1, Math.min(Math.floor(expiry / 8), Math.floor(timeLeft - operationTimeout)));
       clearTimeout(acquisition.retryTimer);

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import { LockerClosedError } from "../errors.js";
-import { abortable } from "../internal/abortable.js";
+import { abortable, CloseGate } from "../internal/abortable.js";
 import { Backoff } from "../internal/backoff.js";
 import { LeaseImpl } from "../internal/lease.js";
 import { noopRelease, ReleaseOnce } from "../internal/release-func.js";
@@ -44,6 +44,8 @@ export class RedisLocker implements Locker {
   readonly #queues = new WaitQueues();
   readonly #inFlight = new Set<Promise<unknown>>();
   readonly #closing = new AbortController();
+  /** Cuts in-flight attempts short on close (waits listen to `#closing` instead). */
+  readonly #gate = new CloseGate();
   /** This locker's id in the cross-process hand-off queues. */
   readonly #waiterId = randomBytes(8).toString("hex");
   #closed: Promise<void> | undefined;
@@ -127,7 +129,7 @@ export class RedisLocker implements Locker {
     return new LeaseImpl({
       key,
       releaser: acquisition.releaser,
-      lost: acquisition.lost.signal,
+      lost: acquisition.lostSignal,
       validUntil: () => acquisition.handle.validUntil,
       onDeadlinePassed: () => this.#keeper.markLost(acquisition, "expired"),
       fencingToken: acquisition.fencingToken,
@@ -146,7 +148,9 @@ export class RedisLocker implements Locker {
   }
 
   async #shutDown(): Promise<void> {
-    this.#closing.abort(new LockerClosedError());
+    const closed = new LockerClosedError();
+    this.#closing.abort(closed);
+    this.#gate.close(closed);
     await this.#keeper.stop();
     await Promise.allSettled([...this.#inFlight]);
     await this.#notifier.close();
@@ -262,7 +266,7 @@ export class RedisLocker implements Locker {
     const attempt = this.#track(this.#grant(key, fencing, intent));
     let result: Grant | AttemptOutcome;
     try {
-      result = await abortable(attempt, [signal, this.#closing.signal]);
+      result = await this.#gate.race(attempt, signal);
     } catch (error) {
       attempt
         .then((late) => ("handle" in late && !("kind" in late) ? this.#store.release(late.handle) : undefined))

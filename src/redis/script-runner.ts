@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { withTimeout } from "../internal/sleep.js";
+import { DeadlineGroup } from "../internal/deadline-group.js";
 import type { RedisClient } from "./types.js";
 
 /** A Lua script with its SHA1, for EVALSHA with a fallback to EVAL. */
@@ -22,11 +22,14 @@ export class ScriptRunner {
   readonly #client: RedisClient;
   readonly #label: string;
   readonly #timeoutMs: number;
+  readonly #deadlines: DeadlineGroup;
 
   constructor(client: RedisClient, label: string, timeoutMs: number) {
     this.#client = client;
     this.#label = label;
     this.#timeoutMs = timeoutMs;
+    // Checked every tenth of the timeout: a timeout fires at most 10% late.
+    this.#deadlines = new DeadlineGroup(timeoutMs / 10);
   }
 
   /** The caller's client (for cluster detection and the like). */
@@ -56,7 +59,7 @@ export class ScriptRunner {
 
   #call(command: "evalsha" | "eval", args: unknown[]): Promise<unknown> {
     const method = this.#client[command] as (...a: unknown[]) => Promise<unknown>;
-    return withTimeout(
+    return this.#deadlines.run(
       Promise.resolve(method.apply(this.#client, args)),
       this.#timeoutMs,
       () => new Error(`Redis ${this.#label} did not answer within ${this.#timeoutMs} ms`),

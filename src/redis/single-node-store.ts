@@ -1,5 +1,5 @@
-import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
+import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { FENCING_COUNTER_TTL_MS, fencingCounterKey } from "./fencing.js";
 import { companionKey } from "./keys.js";
@@ -44,7 +44,7 @@ export class SingleNodeStore implements LockStore {
 
   async acquire(resource: string, duration: number, intent?: QueueIntent): Promise<AttemptOutcome> {
     const queue = this.#queueKeys(resource);
-    const token = randomBytes(16).toString("hex");
+    const token = newToken();
     const queued = queue !== undefined && intent !== undefined;
     const start = performance.now();
     let reply: unknown;

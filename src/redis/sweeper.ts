@@ -10,14 +10,25 @@ export class Sweeper {
   readonly #intervalMs: number;
   readonly #concurrency: number;
   readonly #extendOne: (acquisition: Acquisition) => Promise<void>;
+  readonly #beforeSweep: (batch: readonly Acquisition[]) => void;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
   #stopped = false;
 
-  constructor(intervalMs: number, concurrency: number, extendOne: (acquisition: Acquisition) => Promise<void>) {
+  /**
+   * @param extendOne extends one acquisition; never rejects.
+   * @param beforeSweep called synchronously with every acquisition about to be extended.
+   */
+  constructor(
+    intervalMs: number,
+    concurrency: number,
+    extendOne: (acquisition: Acquisition) => Promise<void>,
+    beforeSweep: (batch: readonly Acquisition[]) => void = () => undefined,
+  ) {
     this.#intervalMs = intervalMs;
     this.#concurrency = concurrency;
     this.#extendOne = extendOne;
+    this.#beforeSweep = beforeSweep;
   }
 
   /** Starts extending `acquisition`. */
@@ -67,6 +78,7 @@ export class Sweeper {
 
   async #sweepAll(): Promise<void> {
     const batch = [...this.#held];
+    this.#beforeSweep(batch);
     let next = 0;
     const worker = async (): Promise<void> => {
       while (next < batch.length && !this.#stopped) {

@@ -1,0 +1,54 @@
+/** Internal building blocks whose behaviour the locker tests only reach indirectly. */
+import { describe, expect, it } from "vitest";
+import { CloseGate } from "../src/internal/abortable.js";
+import { DeadlineGroup } from "../src/internal/deadline-group.js";
+import { newToken } from "../src/internal/token.js";
+
+const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+
+describe("newToken", () => {
+  it("gives distinct 16-byte hex tokens across pool refills", () => {
+    const tokens = Array.from({ length: 2000 }, () => newToken());
+    for (const token of tokens) expect(token).toMatch(/^[0-9a-f]{32}$/);
+    expect(new Set(tokens).size).toBe(tokens.length);
+  });
+});
+
+describe("DeadlineGroup", () => {
+  it("rejects what does not settle in time, passes through what does, and stops its timer", async () => {
+    const before = timers();
+    const group = new DeadlineGroup(5);
+    const never = new Promise<never>(() => undefined);
+    const late = group.run(never, 20, () => new Error("too slow"));
+    const quick = group.run(Promise.resolve(7), 20, () => new Error("unexpected"));
+    const failing = group.run(Promise.reject(new Error("own error")), 20, () => new Error("unexpected"));
+    expect(await quick).toBe(7);
+    await expect(failing).rejects.toThrow("own error");
+    await expect(late).rejects.toThrow("too slow");
+    expect(timers()).toBe(before);
+  });
+});
+
+describe("CloseGate", () => {
+  it("cuts pending races short on close, and refuses new ones", async () => {
+    const gate = new CloseGate();
+    const reason = new Error("closed");
+    const pending = gate.race(new Promise<never>(() => undefined), undefined);
+    gate.close(reason);
+    await expect(pending).rejects.toBe(reason);
+    await expect(gate.race(Promise.resolve(1), undefined)).rejects.toBe(reason);
+  });
+
+  it("rejects with the signal's reason and leaves no listener", async () => {
+    const { getEventListeners } = await import("node:events");
+    const gate = new CloseGate();
+    const controller = new AbortController();
+    const pending = gate.race(new Promise<never>(() => undefined), controller.signal);
+    controller.abort();
+    await expect(pending).rejects.toBe(controller.signal.reason);
+    expect(getEventListeners(controller.signal, "abort")).toHaveLength(0);
+    const done = new AbortController();
+    expect(await gate.race(Promise.resolve("ok"), done.signal)).toBe("ok");
+    expect(getEventListeners(done.signal, "abort")).toHaveLength(0);
+  });
+});

@@ -1,0 +1,167 @@
+/**
+ * The fault torture suite (torture/), short profile: every scenario once, with one seed and fewer
+ * processes and sections than `npm run torture`. Workers are separate Node.js processes running the
+ * built package (npm test builds before vitest), a referee redis-server records the history, and
+ * the checkers judge it: C1 overlap, C2 lost updates, C3 fencing. Each scenario reports named
+ * checks; a test fails with the list of the checks that failed. See torture/README.md.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { assertReady, killAllChildren, runProfileScenario, type TortureResult } from "../torture/index.mjs";
+
+const TIMEOUT = 90_000;
+
+beforeAll(() => assertReady());
+afterAll(() => killAllChildren());
+
+/** Runs a scenario and asserts that every check passed and that `names` were among them. */
+async function run(id: string, names: string[]): Promise<TortureResult> {
+  const result = await runProfileScenario(id, "short");
+  expect(result.failures, `failed checks of ${id}`).toEqual([]);
+  const present = result.checks.map((check) => check.name);
+  for (const name of names) expect(present, `check "${name}" ran`).toContain(name);
+  // Every run also checks for leaked processes, keys and unhandled rejections.
+  expect(present).toEqual(
+    expect.arrayContaining([
+      "no process left running",
+      "no lock key left after every worker exited",
+      "no unhandled rejection or exception in workers",
+    ]),
+  );
+  return result;
+}
+
+describe("torture, short profile", () => {
+  it(
+    "0. the checkers report violations when there is no lock (control)",
+    async () => {
+      const { metrics } = await run("control", ["C1 detects overlaps", "C2 detects lost updates"]);
+      expect(metrics.overlaps).toBeGreaterThan(0);
+      expect(metrics.lostUpdates).toBeGreaterThan(0);
+      expect(metrics.staleAccepted).toBeGreaterThan(0);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "1. no faults, separate processes: no overlap, no lost update, no stale write",
+    async () => {
+      const { metrics } = await run("no-faults", ["C1 no overlap", "C2 no lost update", "every section completed"]);
+      expect(metrics.overlaps).toBe(0);
+      expect(metrics.lostUpdates).toBe(0);
+      expect(metrics.staleWrites).toBe(0);
+      expect(metrics.sections).toBeGreaterThan(0);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "1b. no faults, MemoryLocker with 50 async tasks",
+    async () => {
+      const { metrics } = await run("memory", ["C1 no overlap", "C2 no lost update"]);
+      expect(metrics.overlaps).toBe(0);
+      expect(metrics.lostUpdates).toBe(0);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "2. a 5 × expiry critical section keeps its lock; contenders never get it",
+    async () => {
+      const { metrics } = await run("long-section", [
+        "key present with the same token throughout",
+        "no contender granted during the section",
+        "lease never lost",
+      ]);
+      expect(metrics.overlaps).toBe(0);
+      expect(metrics.grantsDuring).toBe(0);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "3. a SIGKILLed holder's lock passes on after its TTL, within expiry + backoff.max",
+    async () => {
+      const { metrics } = await run("holder-killed", [
+        "next holder not before the key expired",
+        "next holder within expiry + backoff.max + margin",
+      ]);
+      expect(metrics.overlaps).toBe(0);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "4. a SIGSTOPped holder overlaps (C1 sees it), learns of the loss on SIGCONT, and is fenced off",
+    async () => {
+      const { metrics } = await run("holder-paused", [
+        "C1 sees the overlap",
+        "lost fires as soon as the holder runs again (after SIGCONT)",
+        "C3 refuses the stale holder's commit write",
+        "successor's key survives the stale release",
+      ]);
+      expect(metrics.overlaps).toBeGreaterThan(0);
+      expect(metrics.staleRejected).toBeGreaterThan(0);
+      expect(metrics.staleAccepted).toBe(0);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "5. a holder that blocks its event loop overlaps, learns of the loss, and is fenced off",
+    async () => {
+      const { metrics } = await run("loop-blocked", [
+        "C1 sees the overlap",
+        "lost fires as soon as the holder runs again (after the busy-wait)",
+        "C3 refuses the stale holder's commit write",
+        "successor's key survives the stale release",
+      ]);
+      expect(metrics.overlaps).toBeGreaterThan(0);
+      expect(metrics.staleAccepted).toBe(0);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "6. a lock server restart loses the lock (reported), never re-creates a key, and work resumes",
+    async () => {
+      const { metrics } = await run("redis-restart", [
+        "no lock token from before the restart is SET again",
+        "loss reported within expiry/2 + outage + margin",
+        "fencing tokens rise across the restart",
+        "sections complete after the restart",
+      ]);
+      expect(metrics.recreated).toBe(0);
+      expect(metrics.staleAccepted).toBe(0);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "7. a frozen lock server: loss at the local deadline, nothing stale touches the next holder",
+    async () => {
+      const { metrics } = await run("redis-paused", [
+        "loss noticed during the freeze (from the local clock)",
+        "no grant while Redis is frozen",
+        "next holder's key untouched by anything stale",
+      ]);
+      expect(metrics.overlaps).toBe(0);
+      expect(metrics.grantsWhileFrozen).toBe(0);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "8. a 5-node quorum: works with 2 down, typed errors with 3 down, exclusive after restarts",
+    async () => {
+      const { metrics } = await run("quorum", [
+        "three nodes down: every failure is a typed StoreUnavailableError",
+        "three nodes down: no false success",
+        "three nodes down: no partial key on the live nodes",
+      ]);
+      expect(metrics.overlaps).toBe(0);
+      expect(metrics.falseSuccesses).toBe(0);
+      expect(metrics.partialKeys).toBe(0);
+    },
+    TIMEOUT,
+  );
+});
