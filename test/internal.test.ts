@@ -1,4 +1,5 @@
 /** Internal building blocks whose behaviour the locker tests only reach indirectly. */
+import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
 import { CloseGate } from "../src/internal/abortable.js";
 import { DeadlineGroup } from "../src/internal/deadline-group.js";
@@ -40,7 +41,6 @@ describe("CloseGate", () => {
   });
 
   it("rejects with the signal's reason and leaves no listener", async () => {
-    const { getEventListeners } = await import("node:events");
     const gate = new CloseGate();
     const controller = new AbortController();
     const pending = gate.race(new Promise<never>(() => undefined), controller.signal);
