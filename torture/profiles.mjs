@@ -12,7 +12,7 @@ const BACKOFF_MAX = 250;
 const HOLD = { min: 0, max: 3 };
 
 /** Settings shared by both profiles. */
-const common = { expiry: EXPIRY, backoffMax: BACKOFF_MAX, hold: HOLD, timeoutMs: 120_000 };
+const common = { expiry: EXPIRY, backoffMax: BACKOFF_MAX, hold: HOLD, timeoutMs: 60_000 };
 
 /** Scenario 2: the long section, sampled every `sampleMs`. */
 const longSection = { ...common, holdFactor: 5, sampleMs: 100 };
@@ -21,6 +21,29 @@ const holderKilled = { ...common, marginMs: 500, clockSlackMs: 20 };
 /** Scenarios 4 and 5: the stale holder. */
 const staleHolder = { ...common, settleMs: 200, lostBoundMs: 500, clockSlackMs: 20 };
 const holderPaused = { ...staleHolder, faultFactor: 3, victimHoldMs: 500, successorHoldMs: 3 * EXPIRY };
+/** Scenario 6: the lock server down for `downMs`, then restarted; `marginMs` on top of expiry/2 + outage. */
+const redisRestart = {
+  ...common,
+  downMs: 300,
+  marginMs: 500,
+  sampleMs: 20,
+  victimHoldMs: EXPIRY,
+  sectionsAfterRestart: 5,
+};
+/** Scenario 7: the lock server frozen for `pauseFactor` × expiry; the holder's section ends meanwhile. */
+const redisPaused = {
+  ...common,
+  pauseFactor: 2,
+  victimHoldMs: 1.5 * EXPIRY,
+  successorHoldMs: 2 * EXPIRY,
+  settleMs: EXPIRY / 2 + 200,
+  marginMs: 500,
+  clockSlackMs: 20,
+};
+/** Scenario 8: 5 nodes; each phase waits for `sectionsPerPhase`; `noQuorumMs` without a majority. */
+const quorum = { ...common, noQuorumMs: 1500, sectionsPerPhase: 10 };
+/** Scenario 8b (opt-in): a 4-node quorum under contention; each acquire is given `acquireTimeoutMs`. */
+const quorumEven = { ...common, processes: 3, sections: 30, acquireTimeoutMs: 5000, runMs: 40_000 };
 const loopBlocked = { ...staleHolder, faultFactor: 1.5, afterBlockMs: EXPIRY / 2, successorHoldMs: 2 * EXPIRY };
 
 export const PROFILES = {
@@ -32,6 +55,10 @@ export const PROFILES = {
     "holder-killed": { ...holderKilled, seeds: [1, 2, 3], contenders: 3, warmup: 10 },
     "holder-paused": { ...holderPaused, seeds: [1, 2, 3], contenders: 3, warmup: 10 },
     "loop-blocked": { ...loopBlocked, seeds: [1, 2, 3], contenders: 3, warmup: 10 },
+    "redis-restart": { ...redisRestart, seeds: [1, 2, 3], processes: 4, warmup: 10 },
+    "redis-paused": { ...redisPaused, seeds: [1, 2, 3], processes: 4, warmup: 10 },
+    quorum: { ...quorum, seeds: [1, 2, 3], processes: 4, keys: 2, warmup: 10, sectionsPerPhase: 20 },
+    "quorum-even": { ...quorumEven, seeds: [1, 2, 3] },
   },
   short: {
     control: { ...common, seeds: [1], processes: 3, sections: 20, hold: { min: 1, max: 4 } },
@@ -41,6 +68,10 @@ export const PROFILES = {
     "holder-killed": { ...holderKilled, seeds: [1], contenders: 2, warmup: 5 },
     "holder-paused": { ...holderPaused, seeds: [1], contenders: 2, warmup: 5 },
     "loop-blocked": { ...loopBlocked, seeds: [1], contenders: 2, warmup: 5 },
+    "redis-restart": { ...redisRestart, seeds: [1], processes: 3, warmup: 5 },
+    "redis-paused": { ...redisPaused, seeds: [1], processes: 3, warmup: 5 },
+    quorum: { ...quorum, seeds: [1], processes: 3, keys: 1, warmup: 5 },
+    "quorum-even": { ...quorumEven, seeds: [1] },
   },
 };
 

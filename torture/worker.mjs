@@ -11,7 +11,8 @@
  * It does not check its lease before writing, on purpose: it is the naive holder whose overlaps the
  * checkers must see, and whose stale writes the fenced resource must refuse.
  *
- * Parent → worker: start {config}, go, arm {hold}, setHold {min,max}, pause, resume, stop.
+ * Parent → worker: start {config}, go, arm {hold}, setHold {min,max}, pause (finish the attempt or
+ * section under way, then wait; acknowledged by "paused"), resume, stop.
  * Worker → parent: ready, acquired, entered, lost, released, acquireError, special, paused,
  * unhandled, done {stats}.
  */
@@ -34,8 +35,8 @@ let holdRange;
 let armed;
 let stopping = false;
 let finished = false;
-/** Aborted on stop and on pause, so that waiting acquisitions give up at once. */
-let interrupt = new AbortController();
+/** Aborted on stop, so that a waiting acquisition gives up at once. */
+const interrupt = new AbortController();
 let paused = false;
 let resumed;
 let releaseResumed = () => undefined;
@@ -102,15 +103,14 @@ process.on("message", (message) => {
       holdRange = { min: message.min, max: message.max };
       break;
     case "pause":
+      // Gates new attempts only: an attempt in flight settles first, so "paused" means quiet.
       paused = true;
       resumed = new Promise((resolve) => {
         releaseResumed = resolve;
       });
-      interrupt.abort(new Error("paused"));
       break;
     case "resume":
       paused = false;
-      interrupt = new AbortController();
       releaseResumed();
       break;
     case "stop":
@@ -185,7 +185,8 @@ async function acquire(key) {
     return await locker.acquire(signal, key, { fencing: config.fencing });
   } catch (error) {
     if (interrupt.signal.aborted && error === interrupt.signal.reason) return undefined;
-    const code = error?.code ?? error?.name ?? "unknown";
+    // A library error has a string code; a DOMException's numeric code means nothing here.
+    const code = typeof error?.code === "string" ? error.code : (error?.name ?? "unknown");
     count(stats.errors, code);
     stats.lastFailedAttemptAt = now();
     send({ type: "acquireError", code, name: error?.name, message: String(error?.message), startedAt, t: now() });

@@ -110,6 +110,7 @@ export class RedisServer {
         await this.#spawn();
         return;
       } catch (error) {
+        verbose(`restart of redis-server on ${this.port}, attempt ${attempt}, failed: ${error.message}`);
         // The port may still be in TIME_WAIT use by the kernel for a moment; try again briefly.
         await this.kill();
         if (attempt >= 20) throw error;
@@ -190,6 +191,10 @@ export class RedisServer {
       socket.on("data", (data) => done(data.toString().startsWith("+PONG")));
     });
   }
+}
+
+function verbose(message) {
+  if (process.env.TORTURE_VERBOSE) process.stderr.write(`[${new Date().toISOString()}] ${message}\n`);
 }
 
 /** Starts `count` independent servers. */

@@ -3,8 +3,14 @@
  * redis-server(s) (faulted by the scenario), admin connections, and the worker processes. It builds
  * worker configurations, runs the end-of-run checks every scenario shares, and tears everything
  * down — workers, connections, servers — whatever happened.
+ *
+ * With TORTURE_EVENTS_DIR set, every worker event of the run is written there as JSON at teardown
+ * (`<scenario>-<seed>.json`), to study a failure; with TORTURE_VERBOSE set, scenarios log their
+ * phases to stderr.
  */
 
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { checkNoStaleAccepted } from "./checks.mjs";
 import { pidAlive } from "./cleanup.mjs";
 import { ms, now, sleep } from "./clock.mjs";
@@ -42,6 +48,16 @@ export class RunContext {
     this.#refereeClient = this.refereeServer.client();
     this.referee = new RefereeReader(this.#refereeClient, this.namespace);
     this.lockAdmins = this.lockServers.map((server) => server.client());
+    this.log(
+      `referee on ${this.refereeServer.port}, lock servers on ${this.lockServers.map((s) => s.port).join(", ")}`,
+    );
+  }
+
+  /** With TORTURE_VERBOSE set, prints a timestamped progress line to stderr. */
+  log(message) {
+    if (process.env.TORTURE_VERBOSE) {
+      process.stderr.write(`[${new Date().toISOString()}] ${this.scenario}#${this.seed}: ${message}\n`);
+    }
   }
 
   /** Registers something to close at teardown (a monitor connection, a sampler). */
@@ -98,7 +114,7 @@ export class RunContext {
     await this.pool.waitForEvent(() => done() >= n, timeoutMs, label);
   }
 
-  /** Lock keys (not fencing counters) on the running lock servers: [{ node, key, value }]. */
+  /** Lock keys (not fencing counters) on the running lock servers: [{ node, key, value, pttl }]. */
   async lockKeys() {
     const found = [];
     for (const [node, server] of this.lockServers.entries()) {
@@ -107,7 +123,8 @@ export class RunContext {
       const keys = await admin.keys(`${this.prefix}*`);
       for (const key of keys) {
         if (key.endsWith(":fence")) continue;
-        found.push({ node, key, value: await admin.get(key) });
+        const [[, value], [, pttl]] = await admin.multi().get(key).pttl(key).exec();
+        found.push({ node, key, value, pttl });
       }
     }
     return found;
@@ -179,6 +196,12 @@ export class RunContext {
    */
   async teardown(checks) {
     await this.pool.kill();
+    const dumpDir = process.env.TORTURE_EVENTS_DIR;
+    if (dumpDir) {
+      mkdirSync(dumpDir, { recursive: true });
+      const file = join(dumpDir, `${this.scenario}-${this.seed}.json`);
+      writeFileSync(file, `${JSON.stringify(this.pool.events, null, 1)}\n`);
+    }
     for (const close of this.#closers.splice(0)) {
       try {
         await close();
