@@ -1,12 +1,17 @@
 /**
- * Records, with Redis MONITOR, every SET of a lock key on a lock server, including the SETs run
- * inside Lua scripts (acquisition and extension both SET the key with its token). Each attachment
+ * Records, with Redis MONITOR, every SET of a lock key with an acquisition token on a lock server,
+ * including the SETs run inside Lua scripts (an acquisition SETs the key with a fresh token; an
+ * extension may SET it again with the same one; a hand-off reservation, `reserved:<waiter>`, is not
+ * a token and is left out). Each attachment
  * is one "generation": attach before a restart, attach again after it, and compare. A token SET in
  * a later generation that was already SET in an earlier one means something re-created a lock from
  * before the restart (an extension, say) instead of a fresh acquisition making a new token.
  */
 import { Redis } from "ioredis";
 import { now, sleep } from "./clock.mjs";
+
+/** Prefix of a lock key's value while a release reserves it for the next queued waiter. */
+export const RESERVATION = "reserved:";
 
 export class LockSetRecorder {
   /** @type {{ generation: number, key: string, token: string, source: string, at: number }[]} */
@@ -60,7 +65,11 @@ export class LockSetRecorder {
     if (String(args[0]).toLowerCase() !== "set") return;
     const key = String(args[1]);
     if (!key.startsWith(this.prefix) || key.endsWith(":fence")) return;
-    this.sets.push({ generation, key, token: String(args[2]), source, at: Number(time) * 1000 });
+    const token = String(args[2]);
+    // A hand-off reservation names a waiter (one id per locker, SET again and again); it is not
+    // an acquisition's token.
+    if (token.startsWith(RESERVATION)) return;
+    this.sets.push({ generation, key, token, source, at: Number(time) * 1000 });
   }
 
   /** Tokens SET during `generation`. */

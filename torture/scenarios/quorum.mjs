@@ -12,6 +12,7 @@
  */
 import { checkNoLostUpdates, checkNoOverlap } from "../lib/checks.mjs";
 import { now, sleep } from "../lib/clock.mjs";
+import { RunContext } from "../lib/run-context.mjs";
 import { range, sum } from "../report.mjs";
 
 const STORE_UNAVAILABLE = "ERR_GLOBALLOCK_STORE_UNAVAILABLE";
@@ -96,7 +97,7 @@ export default {
       "three nodes down: no partial key on the live nodes",
       partial.length === 0,
       "none",
-      partial.length === 0 ? "none" : partial.map((k) => `node ${k.node} ${k.key}`).join(", "),
+      partial.length === 0 ? "none" : RunContext.describeKeys(partial),
     );
     checks.atMost(
       "partial keys checked before a leaked one could expire",
