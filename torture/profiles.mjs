@@ -1,6 +1,6 @@
 /**
  * Parameters of every scenario in each profile. `full` is what `npm run torture` runs (several
- * seeds, more processes and sections; about 5 minutes on 2 cores); `short` is the profile the
+ * seeds, more processes and sections; about 3 minutes on 2 cores); `short` is the profile the
  * vitest suite runs inside `npm test` (one seed, fewer processes and sections).
  *
  * Times are in ms. `expiry` is the lease length; `backoffMax` the locker's safety-net wake-up bound;
@@ -51,13 +51,13 @@ export const PROFILES = {
     control: { ...common, seeds: [1], processes: 4, sections: 40, hold: { min: 1, max: 4 } },
     "no-faults": { ...common, seeds: [1, 2, 3], processes: 8, sections: 200, keys: 2 },
     memory: { ...common, seeds: [1, 2, 3], tasks: 50, sections: 20, keys: 2 },
-    "long-section": { ...longSection, seeds: [1, 2], contenders: 3, warmup: 10 },
-    "holder-killed": { ...holderKilled, seeds: [1, 2, 3], contenders: 3, warmup: 10 },
-    "holder-paused": { ...holderPaused, seeds: [1, 2, 3], contenders: 3, warmup: 10 },
-    "loop-blocked": { ...loopBlocked, seeds: [1, 2, 3], contenders: 3, warmup: 10 },
-    "redis-restart": { ...redisRestart, seeds: [1, 2, 3], processes: 4, warmup: 10 },
-    "redis-paused": { ...redisPaused, seeds: [1, 2, 3], processes: 4, warmup: 10 },
-    quorum: { ...quorum, seeds: [1, 2, 3], processes: 4, keys: 2, warmup: 10, sectionsPerPhase: 20 },
+    "long-section": { ...longSection, seeds: [1, 2, 3], contenders: 3, warmup: 10 },
+    "holder-killed": { ...holderKilled, seeds: [1, 2, 3, 4, 5], contenders: 3, warmup: 10 },
+    "holder-paused": { ...holderPaused, seeds: [1, 2, 3, 4, 5], contenders: 3, warmup: 10 },
+    "loop-blocked": { ...loopBlocked, seeds: [1, 2, 3, 4, 5], contenders: 3, warmup: 10 },
+    "redis-restart": { ...redisRestart, seeds: [1, 2, 3, 4, 5], processes: 4, warmup: 10 },
+    "redis-paused": { ...redisPaused, seeds: [1, 2, 3, 4, 5], processes: 4, warmup: 10 },
+    quorum: { ...quorum, seeds: [1, 2, 3, 4, 5], processes: 4, keys: 2, warmup: 10, sectionsPerPhase: 20 },
     "quorum-even": { ...quorumEven, seeds: [1, 2, 3] },
   },
   short: {

@@ -61,6 +61,30 @@ export function toMarkdown(rows, { profile, startedAt, durationMs }) {
   return `${lines.join("\n")}\n`;
 }
 
+/**
+ * JSON laid out the way the repository's formatter (Biome, line width 120) lays it out, so that the
+ * results file passes `biome check`: objects one member per line; arrays of plain values on one
+ * line when they fit, else one item per line.
+ */
+export function formatJson(value, indent = "", key = "") {
+  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
+  const inner = `${indent}  `;
+  if (Array.isArray(value)) {
+    if (value.length === 0) return "[]";
+    const flat = value.every((item) => item === null || typeof item !== "object");
+    const oneLine = `[${value.map((item) => JSON.stringify(item) ?? "null").join(", ")}]`;
+    if (flat && indent.length + key.length + oneLine.length + 1 <= 120) return oneLine;
+    return `[\n${value.map((item) => inner + formatJson(item, inner)).join(",\n")}\n${indent}]`;
+  }
+  const entries = Object.entries(value).filter(([, v]) => v !== undefined);
+  if (entries.length === 0) return "{}";
+  const lines = entries.map(([k, v]) => {
+    const name = `${JSON.stringify(k)}: `;
+    return `${inner}${name}${formatJson(v, inner, name)}`;
+  });
+  return `{\n${lines.join(",\n")}\n${indent}}`;
+}
+
 /** Writes `latest.md` and `latest.json` under torture/results/ and returns their paths. */
 export function writeResults(markdown, record) {
   const dir = fileURLToPath(new URL("./results/", import.meta.url));
@@ -68,6 +92,6 @@ export function writeResults(markdown, record) {
   const md = `${dir}latest.md`;
   const json = `${dir}latest.json`;
   writeFileSync(md, markdown);
-  writeFileSync(json, `${JSON.stringify(record, null, 2)}\n`);
+  writeFileSync(json, `${formatJson(record)}\n`);
   return { md, json };
 }

@@ -28,8 +28,8 @@ export default {
     return (
       `lost ${range(results, "lostAfterPauseMs")} after SIGSTOP (${range(results, "lostAfterGrantMs")} after its grant); ` +
       `grants while frozen ${sum(results, "grantsWhileFrozen")}; typed errors ${sum(results, "typedErrors")}, other ` +
-      `${sum(results, "otherErrors")}; stale release ${outcomes || "n/a"}; next holder ${range(results, "nextHolderAfterResumeMs")} ` +
-      `after SIGCONT, key kept ${sum(results, "successorKept")}/${results.length}; overlaps ${sum(results, "overlaps")}, ` +
+      `${sum(results, "otherErrors")}; stale release ${outcomes || "n/a"}; next grant ${range(results, "nextHolderAfterResumeMs")} ` +
+      `after SIGCONT, its key kept ${sum(results, "successorKept")}/${results.length}; overlaps ${sum(results, "overlaps")}, ` +
       `lost updates ${sum(results, "lostUpdates")}`
     );
   },

@@ -31,7 +31,7 @@ export default {
     `(${range(results, "lostAfterRestartMs")} after the restart); re-created keys ${sum(results, "recreated")} ` +
     `(${sum(results, "postRestartObservations")} SETs/samples checked); typed errors ${sum(results, "typedErrors")}, ` +
     `other ${sum(results, "otherErrors")}; ${sum(results, "sectionsAfter")} sections after restart; overlaps ` +
-    `${sum(results, "overlaps")} (allowed), stale writes ${sum(results, "staleRejected")} rejected / ` +
+    `${sum(results, "overlaps")} (expected, all with the holder whose key vanished), stale writes ${sum(results, "staleRejected")} rejected / ` +
     `${sum(results, "staleAccepted")} accepted`,
 
   async run(ctx, p, _seed, checks) {
