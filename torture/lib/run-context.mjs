@@ -101,6 +101,23 @@ export class RunContext {
     return this.pool.workers;
   }
 
+  /**
+   * Starts `count` workers on `keys` with the profile's hold, expiry and backoff (plus `extra`
+   * settings), lets them go, and resolves with the workers once `p.warmup` sections are done.
+   */
+  async startWarmedUp(count, keys, p, extra = {}) {
+    const workers = await this.startWorkers(count, {
+      keys,
+      hold: p.hold,
+      expiry: p.expiry,
+      backoffMax: p.backoffMax,
+      ...extra,
+    });
+    this.pool.go();
+    await this.sectionsAfter(0, p.warmup, 20_000, "warm-up");
+    return workers;
+  }
+
   /** Resolves with the first event (already received or future) of any worker that matches. */
   firstEvent(predicate, timeoutMs, label) {
     const earlier = this.pool.events.find(predicate);

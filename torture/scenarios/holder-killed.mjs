@@ -21,14 +21,7 @@ export default {
 
   async run(ctx, p, _seed, checks) {
     const keys = ["k0"];
-    const [victim] = await ctx.startWorkers(p.contenders + 1, {
-      keys,
-      hold: p.hold,
-      expiry: p.expiry,
-      backoffMax: p.backoffMax,
-    });
-    ctx.pool.go();
-    await ctx.sectionsAfter(0, p.warmup, 20_000, "warm-up");
+    const [victim] = await ctx.startWarmedUp(p.contenders + 1, keys, p);
     victim.send({ type: "arm", hold: { kind: "sleep", ms: 60_000 } });
     const entered = await victim.waitForNext((e) => e.type === "entered", 20_000, "victim inside");
 

@@ -21,14 +21,7 @@ export default {
 
   async run(ctx, p, _seed, checks) {
     const keys = ["k0"];
-    const [holder] = await ctx.startWorkers(p.contenders + 1, {
-      keys,
-      hold: p.hold,
-      expiry: p.expiry,
-      backoffMax: p.backoffMax,
-    });
-    ctx.pool.go();
-    await ctx.sectionsAfter(0, p.warmup, 20_000, "warm-up");
+    const [holder] = await ctx.startWarmedUp(p.contenders + 1, keys, p);
     const holdMs = p.holdFactor * p.expiry;
     holder.send({ type: "arm", hold: { kind: "sleep", ms: holdMs } });
     await holder.waitForNext((e) => e.type === "entered", 20_000, "long section entered");

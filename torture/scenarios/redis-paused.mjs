@@ -37,14 +37,7 @@ export default {
   async run(ctx, p, _seed, checks) {
     const keys = ["k0"];
     const server = ctx.lockServers[0];
-    const [victim] = await ctx.startWorkers(p.processes, {
-      keys,
-      hold: p.hold,
-      expiry: p.expiry,
-      backoffMax: p.backoffMax,
-    });
-    ctx.pool.go();
-    await ctx.sectionsAfter(0, p.warmup, 20_000, "warm-up");
+    const [victim] = await ctx.startWarmedUp(p.processes, keys, p);
     victim.send({ type: "arm", hold: { kind: "sleep", ms: p.victimHoldMs } });
     const entered = await victim.waitForNext((e) => e.type === "entered", 20_000, "holder inside");
     ctx.pool.broadcast({ type: "setHold", min: p.successorHoldMs, max: p.successorHoldMs }, [victim]);

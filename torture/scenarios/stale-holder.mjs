@@ -25,14 +25,7 @@ import { now, sleep } from "../lib/clock.mjs";
 export async function runStaleHolder(ctx, p, checks, fault) {
   const keys = ["k0"];
   const expiry = p.expiry;
-  const [victim] = await ctx.startWorkers(p.contenders + 1, {
-    keys,
-    hold: p.hold,
-    expiry,
-    backoffMax: p.backoffMax,
-  });
-  ctx.pool.go();
-  await ctx.sectionsAfter(0, p.warmup, 20_000, "warm-up");
+  const [victim] = await ctx.startWarmedUp(p.contenders + 1, keys, p);
 
   const faultMs = p.faultFactor * expiry;
   victim.send({
