@@ -159,6 +159,10 @@ export class RedisServer {
     track(child);
     if (child.pid !== undefined) this.pids.push(child.pid);
     let stderr = "";
+    // A failed spawn (or kill) is reported as an 'error' event: make it a failed start, not a crash.
+    child.on("error", (error) => {
+      stderr += `\n${error.message}`;
+    });
     child.stderr.on("data", (chunk) => {
       stderr += chunk.toString();
     });
@@ -169,6 +173,7 @@ export class RedisServer {
   async #waitUntilReady(child, stderr) {
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline) {
+      if (child.pid === undefined) throw new Error(`redis-server could not be started: ${stderr()}`);
       if (child.exitCode !== null || child.signalCode !== null) {
         throw new Error(`redis-server on port ${this.port} exited: ${stderr()}`);
       }
