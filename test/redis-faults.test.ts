@@ -148,3 +148,29 @@ describe("a frozen Redis (SIGSTOP)", () => {
     await releaseNext();
   });
 });
+
+describe("an attempt that times out while Redis is frozen", () => {
+  it("leaves no lock that nobody owns once Redis answers again", async () => {
+    const fixture = await start(1);
+    const locker = fixture.locker({ expiry: 2000 });
+    const other = fixture.locker({ expiry: 2000 });
+    const admin = fixture.admin();
+    for (const l of [locker, other]) {
+      const [, release] = await l.tryLock(undefined, uniqueKey()); // load the scripts
+      await release();
+    }
+    const key = uniqueKey();
+    const server = fixture.servers[0];
+    server?.pause();
+    try {
+      await expect(locker.tryLock(undefined, key)).rejects.toBeInstanceOf(StoreUnavailableError);
+    } finally {
+      server?.resume();
+    }
+    // The late attempt ran after SIGCONT, and the clean-up queued behind it deleted its key.
+    await eventually(async () => (await admin.exists(`globallock:${key}`)) === 0, 1000);
+    const [ok, release] = await other.tryLock(undefined, key);
+    expect(ok).toBe(true);
+    await release();
+  });
+});

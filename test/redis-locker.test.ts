@@ -233,6 +233,13 @@ describe("RedisLocker input validation", () => {
     expect(() => new RedisLocker([] as never)).toThrow(/clients.*non-empty array.*array of length 0/);
     expect(() => new RedisLocker({} as never)).toThrow(/clients.*ioredis.*object Object/);
     expect(() => new RedisLocker([client, client] as never)).toThrow(/distinct clients/);
+    // An even quorum can tie, and redlock never settles a tied vote: refused up front.
+    expect(() => new RedisLocker([fixture.admin(), fixture.admin()])).toThrow(
+      /odd number of Redis nodes.*array of length 2/,
+    );
+    expect(() => new RedisLocker([fixture.admin(), fixture.admin(), fixture.admin(), fixture.admin()])).toThrow(
+      InvalidArgumentError,
+    );
     expect(() => new RedisLocker("redis://x" as never)).toThrow(InvalidArgumentError);
     expect(() => new RedisLocker(client as never, "opts" as never)).toThrow(/options.*string "opts"/);
   });

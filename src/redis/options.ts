@@ -110,6 +110,11 @@ export function resolveClients(clients: unknown): RedisClient[] {
   if (new Set(list).size !== list.length) {
     throw new InvalidArgumentError("clients", "distinct clients (one per Redis node)", clients);
   }
+  // With an even number of nodes a vote can tie (2 for, 2 against), and redlock then never settles
+  // the attempt. With an odd number every complete vote has a majority one way or the other.
+  if (list.length > 1 && list.length % 2 === 0) {
+    throw new InvalidArgumentError("clients", "an odd number of Redis nodes for a quorum (1, 3, 5, …)", clients);
+  }
   return list as RedisClient[];
 }
 

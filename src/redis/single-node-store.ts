@@ -58,6 +58,10 @@ export class SingleNodeStore implements LockStore {
         this.#settings.livenessWindow,
       ]);
     } catch (error) {
+      // The attempt may still run when the node answers again (it timed out here, not there):
+      // queue a compare-and-delete with its token right behind it, so it cannot leave a lock that
+      // nobody owns for a whole expiry. Same connection, so Redis runs it after the attempt.
+      void this.release(new LockHandle(token, resource, 0));
       throw unavailable(resource, "acquire", [error]);
     }
     if (reply !== 0) return { kind: "held", retryAfterMs: typeof reply === "number" ? reply : 1 };
