@@ -19,9 +19,4 @@ export class Backoff {
     if (ceiling < this.#max) this.#attempt += 1;
     return Math.max(1, Math.round(ceiling / 2 + Math.random() * (ceiling / 2)));
   }
-
-  /** Starts again from `min`, e.g. after a notification proved the key is moving. */
-  reset(): void {
-    this.#attempt = 0;
-  }
 }

@@ -123,11 +123,6 @@ export class WaitQueues {
   notifyAllHeads(): void {
     for (const queue of this.#queues.values()) firstOf(queue)?.notify();
   }
-
-  /** Keys that have waiters. */
-  keys(): IterableIterator<string> {
-    return this.#queues.keys();
-  }
 }
 
 function firstOf<T>(set: Set<T>): T | undefined {

@@ -93,11 +93,6 @@ export class ReleaseNotifier {
     entry.linger.unref();
   }
 
-  /** Number of channels currently subscribed, lingering ones included (for tests and diagnostics). */
-  get channelCount(): number {
-    return this.#channels.size;
-  }
-
   /** Disconnects the subscriber connections this notifier created. */
   async close(): Promise<void> {
     this.#closed = true;

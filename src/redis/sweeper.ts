@@ -50,12 +50,7 @@ export class Sweeper {
     }
   }
 
-  /** Number of acquisitions being extended. */
-  get size(): number {
-    return this.#held.size;
-  }
-
-  /** Runs one sweep now (also used by benchmarks); resolves when every extension has settled. */
+  /** Runs one sweep now; resolves when every extension has settled. */
   sweep(): Promise<void> {
     this.#running ??= this.#sweepAll().finally(() => {
       this.#running = undefined;
