@@ -1,4 +1,5 @@
 import { onAnyAbort } from "./abortable.js";
+import { IntrusiveList, type Linked } from "./intrusive-list.js";
 
 /**
  * How a {@link Waiter.wait} ended when it did not reject: notified (try now), timed out (try as a
@@ -10,8 +11,11 @@ export type WaitOutcome = "notified" | "timeout" | "postponed";
  * One caller waiting for a key. A notification that arrives while the caller is busy (say, in the
  * middle of an attempt) is remembered, so the next `wait` returns at once: no wake-up is lost.
  */
-export class Waiter {
+export class Waiter implements Linked<Waiter> {
   #pending = false;
+  prev: Waiter | undefined;
+  next: Waiter | undefined;
+  list: IntrusiveList<Waiter> | undefined;
   #wake: ((outcome: WaitOutcome) => void) | undefined;
 
   /** Ends the current wait, or the next one if the caller is not waiting right now. */
@@ -65,67 +69,69 @@ export class Waiter {
 }
 
 /**
- * First-in, first-out queues of {@link Waiter}s per key. Only the head of a key's queue is woken
- * by a release, so waiters in one process are served in arrival order and one release costs one
- * retry, not a thundering herd. Empty queues are deleted, so the map does not grow.
+ * What one locker knows about one key: how many of its acquisitions hold it, and who waits for it
+ * here, first in, first out. Only the head of the queue competes for the key, so waiters in one
+ * process are served in arrival order and one release costs one retry, not a thundering herd.
  */
-export class WaitQueues {
-  readonly #queues = new Map<string, Set<Waiter>>();
+export class KeyState {
+  /** Acquisitions of this key that the locker holds (not released, not known lost). */
+  held = 0;
+  /** Callers waiting for the key here, in arrival order. */
+  readonly waiters = new IntrusiveList<Waiter>();
+}
 
-  /** Appends `waiter` to `key`'s queue. */
-  enqueue(key: string, waiter: Waiter): void {
-    let queue = this.#queues.get(key);
-    if (queue === undefined) {
-      queue = new Set();
-      this.#queues.set(key, queue);
+/**
+ * The {@link KeyState} of every key a locker holds or waits for. A key's state is deleted as soon
+ * as nothing is held or waited for, so the map does not grow; everything else lives on the state
+ * object itself, so an uncontended lock and release cost one map insertion and one deletion.
+ */
+export class KeyStates {
+  readonly #states = new Map<string, KeyState>();
+
+  /** The state of `key`, if anything is held or waited for. */
+  get(key: string): KeyState | undefined {
+    return this.#states.get(key);
+  }
+
+  /** The state of `key`, created if needed; pair with {@link tidy} once done with it. */
+  open(key: string): KeyState {
+    let state = this.#states.get(key);
+    if (state === undefined) {
+      state = new KeyState();
+      this.#states.set(key, state);
     }
-    queue.add(waiter);
+    return state;
+  }
+
+  /** Deletes `key`'s state when nothing is held or waited for any more. */
+  tidy(key: string, state: KeyState): void {
+    if (state.held === 0 && state.waiters.size === 0 && this.#states.get(key) === state) this.#states.delete(key);
   }
 
   /**
-   * Removes `waiter` from `key`'s queue. When it was the head and `passOn` is set (it leaves
-   * without having used its turn: aborted, closed), the new head is notified so that a wake-up
-   * meant for the leaver is not lost.
+   * Takes `waiter` out of `key`'s queue. When it was the head and `passOn` is set (it leaves
+   * without having used its turn: aborted, closed, or it took the key while others queued behind
+   * it), the new head is notified so that no wake-up is lost.
    */
-  remove(key: string, waiter: Waiter, passOn: boolean): void {
-    const queue = this.#queues.get(key);
-    if (queue === undefined) return;
-    const wasHead = firstOf(queue) === waiter;
-    if (!queue.delete(waiter)) return;
-    if (queue.size === 0) this.#queues.delete(key);
-    else if (wasHead && passOn) firstOf(queue)?.notify();
-  }
-
-  /** True when `waiter` is first in `key`'s queue. */
-  isHead(key: string, waiter: Waiter): boolean {
-    const queue = this.#queues.get(key);
-    return queue !== undefined && firstOf(queue) === waiter;
-  }
-
-  /** Number of waiters queued for `key`. */
-  size(key: string): number {
-    return this.#queues.get(key)?.size ?? 0;
+  leave(key: string, state: KeyState, waiter: Waiter, passOn: boolean): void {
+    const wasHead = state.waiters.head === waiter;
+    if (!state.waiters.remove(waiter)) return;
+    if (wasHead && passOn) state.waiters.head?.notify();
+    this.tidy(key, state);
   }
 
   /** Wakes the head of `key`'s queue, if any. */
   notifyHead(key: string): void {
-    const queue = this.#queues.get(key);
-    if (queue !== undefined) firstOf(queue)?.notify();
+    this.#states.get(key)?.waiters.head?.notify();
   }
 
-  /** Restarts the head's wait of `key`'s queue with a fresh timeout, if it is waiting. */
+  /** Restarts the wait of the head of `key`'s queue with a fresh timeout, if it is waiting. */
   postponeHead(key: string): void {
-    const queue = this.#queues.get(key);
-    if (queue !== undefined) firstOf(queue)?.postpone();
+    this.#states.get(key)?.waiters.head?.postpone();
   }
 
   /** Wakes the head of every queue (after notifications may have been lost). */
   notifyAllHeads(): void {
-    for (const queue of this.#queues.values()) firstOf(queue)?.notify();
+    for (const state of this.#states.values()) state.waiters.head?.notify();
   }
-}
-
-function firstOf<T>(set: Set<T>): T | undefined {
-  for (const item of set) return item;
-  return undefined;
 }

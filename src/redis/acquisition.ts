@@ -1,3 +1,4 @@
+import type { IntrusiveList, Linked } from "../internal/intrusive-list.js";
 import type { ReleaseOnce } from "../internal/release-func.js";
 import type { LockHandle } from "./lock-store.js";
 
@@ -6,25 +7,30 @@ export type AcquisitionState = "held" | "lost" | "released";
 
 /**
  * One successful acquisition of a key: the unit the locker tracks (per token, never per key),
- * extends, reports as lost, and releases.
+ * extends, reports as lost, and releases. It carries its own links into the lease keeper's
+ * schedule, so keeping it costs no entry in a shared Set or Map.
  */
-export class Acquisition {
+export class Acquisition implements Linked<Acquisition> {
   state: AcquisitionState = "held";
   /** Created on first use (most acquisitions never need one): aborted when the lock is lost. */
   #lost: AbortController | undefined;
   /** Why the lock was lost, once it was. */
   #lostReason: Error | undefined;
-  /** Fires when the validity runs out without a successful extension. */
-  deadlineTimer: NodeJS.Timeout | undefined;
-  /** Pending retry of a failed extension. */
-  retryTimer: NodeJS.Timeout | undefined;
   /** Set once by the locker right after construction. */
   releaser!: ReleaseOnce;
+  /** When the lease keeper next acts on it (monotonic ms): extend, or retry an extension. */
+  due = 0;
+  /** Links of the lease keeper's schedule (see {@link IntrusiveList}). */
+  prev: Acquisition | undefined;
+  next: Acquisition | undefined;
+  list: IntrusiveList<Acquisition> | undefined;
 
   constructor(
     /** The caller's key (no prefix). */
     readonly key: string,
     readonly handle: LockHandle,
+    /** The lease length this acquisition is extended by, in ms. */
+    readonly duration: number,
     /** The fencing token issued with this grant, when asked for. */
     readonly fencingToken: bigint | undefined,
   ) {}
@@ -41,13 +47,5 @@ export class Acquisition {
     this.state = "lost";
     this.#lostReason = reason;
     this.#lost?.abort(reason);
-  }
-
-  /** Clears both timers. */
-  clearTimers(): void {
-    clearTimeout(this.deadlineTimer);
-    clearTimeout(this.retryTimer);
-    this.deadlineTimer = undefined;
-    this.retryTimer = undefined;
   }
 }

@@ -1,84 +1,130 @@
 import { performance } from "node:perf_hooks";
 import { LockLostError, type LockLostReason } from "../errors.js";
+import { IntrusiveList } from "../internal/intrusive-list.js";
 import type { Acquisition } from "./acquisition.js";
-import type { ExtendOutcome, LockStore } from "./lock-store.js";
-import { Sweeper } from "./sweeper.js";
+import { type ExtendOutcome, type LockStore, MAX_EXTEND_BATCH } from "./lock-store.js";
 
 /** What the {@link LeaseKeeper} needs from its locker. */
 export interface LeaseKeeperSettings {
-  readonly expiry: number;
   readonly operationTimeout: number;
+  /** How many extension commands (each up to {@link MAX_EXTEND_BATCH} locks) may be in flight. */
   readonly sweepConcurrency: number;
   /** The user's hook; errors it throws are swallowed. */
   readonly onLockLost: ((error: LockLostError) => void) | undefined;
-  /** Called when a key stops being held by this locker because its lock was lost. */
-  readonly onLost: (key: string) => void;
+  /** Called when an acquisition stops being held because its lock was lost. */
+  readonly onLost: (acquisition: Acquisition) => void;
   /** Registers an in-flight Redis operation so that `close()` can wait for it. */
   readonly track: <T>(operation: Promise<T>) => Promise<T>;
 }
 
+/** What the keeper measured, for tests, benchmarks and the curious. */
+export interface LeaseKeeperStats {
+  /** Locks extended successfully, counted per lock. */
+  readonly extensions: number;
+  /** Extension commands sent (each covers up to 256 locks of one node). */
+  readonly batches: number;
+  /** Extensions that failed transiently and were retried. */
+  readonly retries: number;
+  /**
+   * The least validity a lock had left when its extension was confirmed, in ms (`Infinity`
+   * before the first extension): how close to its deadline the closest call came.
+   */
+  readonly minHeadroomMs: number;
+  /** The latest the keeper's timer has fired after it was due, in ms. */
+  readonly maxLatenessMs: number;
+}
+
+/** Longest delay a Node.js timer takes; a later deadline is reached by re-arming. */
+const MAX_TIMER_DELAY_MS = 2_147_483_647;
+
+/** Held acquisitions of one lease length, on three schedules. */
+class Lane {
+  /** Waiting for their next extension, by due time. */
+  readonly idle = new IntrusiveList<Acquisition>();
+  /** Waiting to retry a failed extension, by due time. */
+  readonly retry = new IntrusiveList<Acquisition>();
+  /** Extension sent (or about to be), by validity deadline. */
+  readonly pending = new IntrusiveList<Acquisition>();
+
+  constructor(readonly duration: number) {}
+}
+
+const byDue = (acquisition: Acquisition): number => acquisition.due;
+const byDeadline = (acquisition: Acquisition): number => acquisition.handle.validUntil;
+
 /**
- * Keeps a locker's held locks alive and notices when one is lost: the sweeper extends every held
- * acquisition every `expiry / 2`; a transient failure is retried while the lease has time left; a
- * per-acquisition deadline timer (unref'ed) declares the lock lost when its validity runs out
- * without a successful extension. Tracks acquisitions per token, and how many are held per key.
+ * Keeps a locker's held locks alive and notices when one is lost.
  *
- * Deadline timers are armed when a sweep starts (and re-armed after each extension), not at
- * acquisition: the first sweep always comes before the first deadline (`expiry / 2` < validity),
- * so a lock released before then, the common case, never costs a timer. `Lease.assertHeld()`
- * checks the deadline itself in between.
+ * Every lease is scheduled from its own validity, never from a global tick: its next extension is
+ * due at half its lease after the command that last set its TTL was sent, and no later than its
+ * deadline minus the command timeout (plus 10 % for the timeout's own lateness) minus a margin for
+ * this process's timer lateness, which the keeper measures as it runs. So a fresh lease on a slow
+ * link is extended in time, and an extension that answers within the timeout always lands before
+ * the deadline. A transient failure is retried while there is time left; a lease whose deadline
+ * passes without a confirmed extension is declared lost then (its holder is not cancelled).
+ *
+ * One timer serves the whole keeper: it fires at the earliest due time or deadline and takes
+ * every lease due within a short window, so leases acquired close together are extended together,
+ * in batches of up to {@link MAX_EXTEND_BATCH} per command, earliest deadline first, with at most
+ * `sweepConcurrency` commands in flight. Leases sit in intrusive lists sorted by due time, so
+ * adding and releasing one costs O(1) and no allocation however many are held.
  */
 export class LeaseKeeper {
   readonly #store: LockStore;
   readonly #settings: LeaseKeeperSettings;
-  readonly #sweeper: Sweeper;
-  readonly #held = new Set<Acquisition>();
-  readonly #heldPerKey = new Map<string, number>();
+  /** One lane per lease length (today every lease of a locker has the same one). */
+  readonly #lanes = new Map<number, Lane>();
+  /** Batches collected but not yet sent (the in-flight limit was reached). */
+  readonly #backlog: Acquisition[][] = [];
+  #inFlight = 0;
+  /** Resolves `stop()` once the last in-flight extension has settled. */
+  #drained: (() => void) | undefined;
+  #size = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #timerAt = Number.POSITIVE_INFINITY;
+  /** Decaying estimate of how late the timer fires, in ms. */
+  #lateness = 0;
   #stopped = false;
+  #stats = { extensions: 0, batches: 0, retries: 0, minHeadroomMs: Number.POSITIVE_INFINITY, maxLatenessMs: 0 };
 
   constructor(store: LockStore, settings: LeaseKeeperSettings) {
     this.#store = store;
     this.#settings = settings;
-    this.#sweeper = new Sweeper(
-      Math.floor(settings.expiry / 2),
-      settings.sweepConcurrency,
-      (acquisition) => this.#extend(acquisition),
-      (batch) => {
-        for (const acquisition of batch) this.#armDeadline(acquisition);
-      },
-    );
   }
 
   /** Number of acquisitions held (and extended). */
   get size(): number {
-    return this.#held.size;
+    return this.#size;
   }
 
-  /** True when this locker holds `key` (a lock not released and not known lost). */
-  holds(key: string): boolean {
-    return this.#heldPerKey.has(key);
+  /** What the keeper measured so far. */
+  get stats(): LeaseKeeperStats {
+    return { ...this.#stats };
   }
 
   /** Starts keeping a fresh grant alive. */
   add(acquisition: Acquisition): void {
-    this.#held.add(acquisition);
-    this.#heldPerKey.set(acquisition.key, (this.#heldPerKey.get(acquisition.key) ?? 0) + 1);
-    this.#sweeper.add(acquisition);
+    this.#size += 1;
+    const lane = this.#lane(acquisition.duration);
+    if (this.#stopped) {
+      lane.pending.insertSorted(acquisition, byDeadline);
+      this.#arm(acquisition.handle.validUntil);
+      return;
+    }
+    acquisition.due = this.#dueTime(acquisition);
+    lane.idle.insertSorted(acquisition, byDue);
+    this.#arm(acquisition.due);
   }
 
   /** Stops keeping `acquisition` (being released); returns true if it was held. */
   remove(acquisition: Acquisition): boolean {
     if (acquisition.state !== "held") return false;
-    acquisition.clearTimers();
-    this.#sweeper.delete(acquisition);
-    this.#held.delete(acquisition);
-    const count = (this.#heldPerKey.get(acquisition.key) ?? 1) - 1;
-    if (count > 0) this.#heldPerKey.set(acquisition.key, count);
-    else this.#heldPerKey.delete(acquisition.key);
+    acquisition.list?.remove(acquisition);
+    this.#size -= 1;
     return true;
   }
 
-  /** Declares `acquisition` lost (once): aborts its `lost` signal and calls the hook. */
+  /** Declares `acquisition` lost (once): aborts its `lost` signal and calls the hooks. */
   markLost(acquisition: Acquisition, reason: LockLostReason): void {
     if (!this.remove(acquisition)) return;
     const error = new LockLostError(acquisition.key, reason);
@@ -86,52 +132,191 @@ export class LeaseKeeper {
     try {
       this.#settings.onLockLost?.(error);
     } catch {
-      // A throwing hook must not break the sweeper or surface as an unhandled rejection.
+      // A throwing hook must not break the keeper or surface as an unhandled rejection.
     }
-    this.#settings.onLost(acquisition.key);
+    this.#settings.onLost(acquisition);
   }
 
   /**
-   * Stops extending at once (held locks then expire). Deadline timers stay armed, so leases still
-   * report their loss when their validity runs out. Resolves when a running sweep has finished.
+   * Stops extending at once (held locks then expire). Deadlines stay watched, so leases still
+   * report their loss when their validity runs out. Resolves when no extension is in flight.
    */
   async stop(): Promise<void> {
+    if (this.#stopped) return;
     this.#stopped = true;
-    for (const acquisition of this.#held) {
-      clearTimeout(acquisition.retryTimer);
-      this.#armDeadline(acquisition);
+    this.#backlog.length = 0;
+    for (const lane of this.#lanes.values()) {
+      for (const list of [lane.idle, lane.retry]) {
+        for (let item = list.shift(); item !== undefined; item = list.shift()) {
+          lane.pending.insertSorted(item, byDeadline);
+        }
+      }
     }
-    await this.#sweeper.stop();
+    this.#rearm();
+    if (this.#inFlight > 0) {
+      await new Promise<void>((resolve) => {
+        this.#drained = resolve;
+      });
+    }
   }
 
-  /** Extends one lock (called by the sweeper and by retries); never rejects. */
-  async #extend(acquisition: Acquisition): Promise<void> {
-    if (acquisition.state !== "held" || this.#stopped) return;
-    const { expiry, operationTimeout, track } = this.#settings;
-    let outcome: ExtendOutcome;
+  #lane(duration: number): Lane {
+    let lane = this.#lanes.get(duration);
+    if (lane === undefined) {
+      lane = new Lane(duration);
+      this.#lanes.set(duration, lane);
+    }
+    return lane;
+  }
+
+  /**
+   * When `acquisition`'s next extension is due: half its lease after the command that set its
+   * TTL was sent, but early enough that an answer within the command timeout (which may itself
+   * fire up to 10 % late) arrives before the deadline, with room for this process's measured
+   * timer lateness. The margin is capped at an eighth of the lease, so extensions never run back
+   * to back.
+   */
+  #dueTime(acquisition: Acquisition): number {
+    const { validFrom, validUntil } = acquisition.handle;
+    const margin = Math.min(acquisition.duration / 8, 5 + 2 * this.#lateness);
+    const lead = this.#settings.operationTimeout * 1.1 + margin;
+    return Math.min(validFrom + acquisition.duration / 2, validUntil - lead);
+  }
+
+  /** Makes sure the timer fires no later than `at`. */
+  #arm(at: number): void {
+    if (this.#timer !== undefined && this.#timerAt <= at) return;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    const delay = Math.min(MAX_TIMER_DELAY_MS, Math.max(0, Math.ceil(at - performance.now())));
+    this.#timerAt = at;
+    this.#timer = setTimeout(() => this.#onTimer(), delay);
+    this.#timer.unref();
+  }
+
+  /** Arms the timer for the earliest event of any lane, or leaves it off when nothing is held. */
+  #rearm(): void {
+    let next = Number.POSITIVE_INFINITY;
+    for (const lane of this.#lanes.values()) {
+      if (lane.idle.head !== undefined) next = Math.min(next, lane.idle.head.due);
+      if (lane.retry.head !== undefined) next = Math.min(next, lane.retry.head.due);
+      if (lane.pending.head !== undefined) next = Math.min(next, lane.pending.head.handle.validUntil);
+    }
+    if (next !== Number.POSITIVE_INFINITY) this.#arm(next);
+  }
+
+  #onTimer(): void {
+    const now = performance.now();
+    const late = Math.max(0, now - this.#timerAt);
+    this.#timer = undefined;
+    this.#timerAt = Number.POSITIVE_INFINITY;
+    // Only timers that fired for a due time count: a timer clamped to the maximum delay fires early.
+    this.#lateness = Math.max(late, this.#lateness * 0.9);
+    this.#stats.maxLatenessMs = Math.max(this.#stats.maxLatenessMs, late);
+    for (const [duration, lane] of this.#lanes) {
+      this.#expireOverdue(lane, now);
+      if (!this.#stopped) this.#collectDue(lane, now);
+      if (lane.idle.size + lane.retry.size + lane.pending.size === 0) this.#lanes.delete(duration);
+    }
+    this.#pump();
+    this.#rearm();
+  }
+
+  /** Declares lost every lease whose deadline passed without a confirmed extension. */
+  #expireOverdue(lane: Lane, now: number): void {
+    for (let head = lane.pending.head; head !== undefined && head.handle.validUntil <= now; head = lane.pending.head) {
+      this.markLost(head, "expired");
+    }
+  }
+
+  /**
+   * Moves every lease due within a short window (a sixteenth of its lease) into
+   * batches: extending a little early is always safe and lets leases acquired close together
+   * share a command. A lease already past its deadline (a blocked event loop) is lost, not
+   * extended.
+   */
+  #collectDue(lane: Lane, now: number): void {
+    const horizon = now + lane.duration / 16;
+    let batch: Acquisition[] = [];
+    for (const list of [lane.retry, lane.idle]) {
+      for (let head = list.head; head !== undefined && head.due <= horizon; head = list.head) {
+        list.remove(head);
+        if (head.handle.validUntil <= now) {
+          this.markLost(head, "expired");
+          continue;
+        }
+        lane.pending.insertSorted(head, byDeadline);
+        batch.push(head);
+        if (batch.length === MAX_EXTEND_BATCH) {
+          this.#backlog.push(batch);
+          batch = [];
+        }
+      }
+    }
+    if (batch.length > 0) this.#backlog.push(batch);
+  }
+
+  /** Sends waiting batches while fewer than `sweepConcurrency` commands are in flight. */
+  #pump(): void {
+    while (this.#inFlight < this.#settings.sweepConcurrency && !this.#stopped) {
+      const batch = this.#backlog.shift();
+      if (batch === undefined) return;
+      const live = batch.filter((acquisition) => acquisition.state === "held");
+      if (live.length > 0) void this.#extend(live);
+    }
+  }
+
+  /** Extends one batch and files each lease by its outcome; never rejects. */
+  async #extend(batch: Acquisition[]): Promise<void> {
+    this.#inFlight += 1;
+    this.#stats.batches += 1;
+    const handles = batch.map((acquisition) => acquisition.handle);
+    const deadlines = handles.map((handle) => handle.validUntil);
+    let outcomes: ExtendOutcome[];
     try {
-      outcome = await track(this.#store.extend(acquisition.handle, expiry));
-    } catch {
-      // Transient: retry while the lease still has time left; the deadline timer decides loss.
-      if (acquisition.state !== "held" || this.#stopped) return;
-      if (acquisition.deadlineTimer === undefined) this.#armDeadline(acquisition);
-      const timeLeft = acquisition.handle.validUntil - performance.now();
-      const delay = Math.max(1, Math.min(Math.floor(expiry / 8), Math.floor(timeLeft - operationTimeout)));
-      clearTimeout(acquisition.retryTimer);
-      acquisition.retryTimer = setTimeout(() => void this.#extend(acquisition), delay);
-      acquisition.retryTimer.unref();
+      outcomes = await this.#settings.track(this.#store.extendMany(handles, batch[0]?.duration ?? 0));
+    } catch (error) {
+      outcomes = batch.map(() => (error instanceof Error ? error : new Error(String(error))));
+    } finally {
+      this.#inFlight -= 1;
+      if (this.#inFlight === 0) this.#drained?.();
+    }
+    const now = performance.now();
+    batch.forEach((acquisition, index) => {
+      if (acquisition.state !== "held") return;
+      const outcome = outcomes[index];
+      if (outcome === "extended") this.#extended(acquisition, now, deadlines[index] ?? now);
+      else if (outcome === "taken" || outcome === "expired") this.markLost(acquisition, outcome);
+      else this.#scheduleRetry(acquisition, now);
+    });
+    this.#pump();
+    this.#rearm();
+  }
+
+  #extended(acquisition: Acquisition, now: number, previousDeadline: number): void {
+    this.#stats.extensions += 1;
+    this.#stats.minHeadroomMs = Math.min(this.#stats.minHeadroomMs, previousDeadline - now);
+    const lane = this.#lane(acquisition.duration);
+    acquisition.list?.remove(acquisition);
+    if (this.#stopped) {
+      lane.pending.insertSorted(acquisition, byDeadline);
       return;
     }
-    if (acquisition.state !== "held") return;
-    if (outcome === "extended") this.#armDeadline(acquisition);
-    else this.markLost(acquisition, outcome);
+    acquisition.due = this.#dueTime(acquisition);
+    lane.idle.insertSorted(acquisition, byDue);
   }
 
-  /** (Re)starts the timer that declares the lock lost when its validity runs out. */
-  #armDeadline(acquisition: Acquisition): void {
-    clearTimeout(acquisition.deadlineTimer);
-    const remaining = Math.max(0, acquisition.handle.validUntil - performance.now());
-    acquisition.deadlineTimer = setTimeout(() => this.markLost(acquisition, "expired"), remaining);
-    acquisition.deadlineTimer.unref();
+  /**
+   * A transient failure: try again soon (an eighth of the lease), and at the latest when one more
+   * command timeout still fits before the deadline. The lease stays lost-at-deadline meanwhile.
+   */
+  #scheduleRetry(acquisition: Acquisition, now: number): void {
+    this.#stats.retries += 1;
+    if (this.#stopped) return; // stays in pending: its deadline is watched
+    const lane = this.#lane(acquisition.duration);
+    const timeLeft = acquisition.handle.validUntil - now;
+    const lastChance = timeLeft - this.#settings.operationTimeout * 1.1;
+    acquisition.list?.remove(acquisition);
+    acquisition.due = now + Math.max(1, Math.min(acquisition.duration / 8, lastChance));
+    lane.retry.insertSorted(acquisition, byDue);
   }
 }

@@ -1,21 +1,30 @@
 import type { ReleaseOutcome } from "../locker.js";
 
-/** A lock held in Redis: its token, key, and local validity deadline (monotonic ms). */
+/** A lock held in Redis: its token, key, and local validity window (monotonic ms). */
 export class LockHandle {
   /** Random ownership token (32 hex characters = 16 bytes). */
   readonly token: string;
   /** The full Redis key. */
   readonly resource: string;
+  /**
+   * `performance.now()` when the command that last set the lock's TTL was sent: the TTL counts
+   * from no earlier than this.
+   */
+  validFrom: number;
   /** `performance.now()` past which the lock may have expired (on a quorum of nodes). */
   validUntil: number;
-  /** State private to the store that issued the handle (redlock's `Lock` object for a quorum). */
-  storeState: unknown;
 
-  constructor(token: string, resource: string, validUntil: number, storeState?: unknown) {
+  constructor(token: string, resource: string, validFrom: number, validUntil: number) {
     this.token = token;
     this.resource = resource;
+    this.validFrom = validFrom;
     this.validUntil = validUntil;
-    this.storeState = storeState;
+  }
+
+  /** Records a successful (re)set of the TTL by a command sent at `sentAt`. */
+  renew(sentAt: number, validUntil: number): void {
+    this.validFrom = sentAt;
+    this.validUntil = validUntil;
   }
 }
 
@@ -39,10 +48,13 @@ export type AttemptOutcome =
 
 /**
  * Result of one extension attempt: `taken` when the key is gone or has another token, `expired`
- * when the lock's validity had already run out locally (nothing is sent). Transient failures throw
- * a StoreUnavailableError.
+ * when the lock's validity had already run out locally (nothing is sent). A transient failure is
+ * the error itself (a StoreUnavailableError): the lock may still be held; retry.
  */
-export type ExtendOutcome = "extended" | "taken" | "expired";
+export type ExtendOutcome = "extended" | "taken" | "expired" | Error;
+
+/** The most locks one {@link LockStore.extendMany} call is given (one script call per node). */
+export const MAX_EXTEND_BATCH = 256;
 
 /** Where locks live: one Redis node or Cluster ({@link SingleNodeStore}) or a Redlock quorum. */
 export interface LockStore {
@@ -50,10 +62,18 @@ export interface LockStore {
   hasQueue(resource: string): boolean;
   /** One attempt to take `resource` for `duration` ms. Store failures throw StoreUnavailableError. */
   acquire(resource: string, duration: number, intent?: QueueIntent): Promise<AttemptOutcome>;
-  /** Extends `handle` to `duration` ms from now where its token still matches. */
-  extend(handle: LockHandle, duration: number): Promise<ExtendOutcome>;
-  /** Compare-and-delete (or hand-off) with publication. Never rejects. */
-  release(handle: LockHandle): Promise<ReleaseOutcome>;
+  /**
+   * Extends each of `handles` (at most {@link MAX_EXTEND_BATCH}) to `duration` ms from now where
+   * its token still matches, renewing the handle's validity. Never rejects: the outcome of
+   * `handles[i]` is at index `i`.
+   */
+  extendMany(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]>;
+  /**
+   * Compare-and-delete (or hand-off) with publication. Never rejects. `ordered`: the release
+   * compensates for an earlier command on the same connection (an attempt that timed out or was
+   * abandoned); it must run after that command and must not depend on the script cache.
+   */
+  release(handle: LockHandle, ordered?: boolean): Promise<ReleaseOutcome>;
   /** Removes `waiterId` from `resource`'s hand-off queue. Never rejects. */
   leaveQueue(resource: string, waiterId: string): Promise<void>;
   /** Whether {@link issueFencingToken} is available. */

@@ -6,10 +6,10 @@ import { Backoff } from "../internal/backoff.js";
 import { LeaseImpl } from "../internal/lease.js";
 import { noopRelease, ReleaseOnce } from "../internal/release-func.js";
 import { resolveAcquireOptions, validateKey, validateSignal } from "../internal/validate.js";
-import { Waiter, WaitQueues } from "../internal/waiter.js";
+import { KeyStates, Waiter } from "../internal/waiter.js";
 import type { AcquireOptions, Lease, Locker, ReleaseFunc, ReleaseOutcome } from "../locker.js";
 import { Acquisition } from "./acquisition.js";
-import { LeaseKeeper } from "./lease-keeper.js";
+import { LeaseKeeper, type LeaseKeeperStats } from "./lease-keeper.js";
 import type { AttemptOutcome, LockHandle, LockStore, QueueIntent } from "./lock-store.js";
 import { type RedisLockerOptions, type ResolvedRedisLockerOptions, resolveClients, resolveOptions } from "./options.js";
 import { RedlockStore } from "./redlock-adapter.js";
@@ -32,8 +32,10 @@ interface Grant {
  *   caller's client). In one locker, waiters of a key queue FIFO and only the head competes. On one
  *   node or a Cluster, lockers also queue across processes: a release reserves the key for the
  *   longest-waiting live locker and names it in the message, so one release wakes one waiter.
- * - One sweeper extends every held lock every `expiry / 2`. A lock found lost is reported through
- *   `onLockLost` and the lease's `lost` signal; its holder keeps running.
+ * - Every held lock is extended from its own validity: every `expiry / 2`, and early enough that
+ *   an extension answering within `operationTimeout` lands before the lease runs out (see
+ *   {@link LeaseKeeper}). A lock found lost is reported through `onLockLost` and the lease's
+ *   `lost` signal; its holder keeps running.
  * - The caller owns the clients: `close()` never closes them.
  */
 export class RedisLocker implements Locker {
@@ -41,13 +43,16 @@ export class RedisLocker implements Locker {
   readonly #store: LockStore;
   readonly #notifier: ReleaseNotifier;
   readonly #keeper: LeaseKeeper;
-  readonly #queues = new WaitQueues();
+  /** Per key: how many acquisitions are held here, and who waits here (FIFO). */
+  readonly #keys = new KeyStates();
   readonly #inFlight = new Set<Promise<unknown>>();
   readonly #closing = new AbortController();
   /** Cuts in-flight attempts short on close (waits listen to `#closing` instead). */
   readonly #gate = new CloseGate();
   /** This locker's id in the cross-process hand-off queues. */
   readonly #waiterId = randomBytes(8).toString("hex");
+  /** The three ways an attempt relates to the hand-off queue (shared, so attempts allocate none). */
+  readonly #intents: Readonly<Record<"leave" | "requeue" | "keep", QueueIntent>>;
   #closed: Promise<void> | undefined;
 
   /**
@@ -60,7 +65,12 @@ export class RedisLocker implements Locker {
     // Every waiter listens for close; many waiters are normal, not a leak.
     setMaxListeners(0, this.#closing.signal);
     this.#options = resolveOptions(options);
-    const { operationTimeout, driftFactor, expiry, sweepConcurrency, backoffMax } = this.#options;
+    this.#intents = {
+      leave: { waiterId: this.#waiterId, join: true, onSuccess: "leave" },
+      requeue: { waiterId: this.#waiterId, join: true, onSuccess: "requeue" },
+      keep: { waiterId: this.#waiterId, join: false, onSuccess: "keep" },
+    };
+    const { operationTimeout, driftFactor, sweepConcurrency, backoffMax } = this.#options;
     const [only] = list;
     this.#store =
       list.length === 1 && only !== undefined
@@ -75,15 +85,17 @@ export class RedisLocker implements Locker {
       list,
       { timeoutMs: operationTimeout, lingerMs: backoffMax },
       (channel, message) => this.#onReleaseMessage(channel, message),
-      () => this.#queues.notifyAllHeads(),
+      () => this.#keys.notifyAllHeads(),
     );
     this.#keeper = new LeaseKeeper(this.#store, {
-      expiry,
       operationTimeout,
       sweepConcurrency,
       onLockLost: this.#options.onLockLost,
       // A lost lock frees the key as far as this process knows: let the next waiter try.
-      onLost: (key) => this.#queues.notifyHead(key),
+      onLost: (acquisition) => {
+        this.#forget(acquisition);
+        this.#keys.notifyHead(acquisition.key);
+      },
       track: (operation) => this.#track(operation),
     });
   }
@@ -99,6 +111,15 @@ export class RedisLocker implements Locker {
     return this.#keeper.size;
   }
 
+  /**
+   * What the lease keeper measured: extensions and extension commands sent, transient failures
+   * retried, the least validity a lease had left when its extension was confirmed
+   * (`minHeadroomMs`), and the latest its timer fired (`maxLatenessMs`).
+   */
+  get leaseStats(): LeaseKeeperStats {
+    return this.#keeper.stats;
+  }
+
   /** {@inheritDoc Locker.lock} */
   async lock(signal: AbortSignal | undefined, key: string): Promise<ReleaseFunc> {
     this.#checkCall(signal, key);
@@ -108,9 +129,8 @@ export class RedisLocker implements Locker {
   /** {@inheritDoc Locker.tryLock} */
   async tryLock(signal: AbortSignal | undefined, key: string): Promise<[acquired: boolean, release: ReleaseFunc]> {
     this.#checkCall(signal, key);
-    if (this.#keeper.holds(key)) return [false, noopRelease()];
-    const intent: QueueIntent = { waiterId: this.#waiterId, join: false, onSuccess: "keep" };
-    const [acquisition] = await this.#attempt(signal, key, false, intent);
+    if ((this.#keys.get(key)?.held ?? 0) > 0) return [false, noopRelease()];
+    const [acquisition] = await this.#attempt(signal, key, false, this.#intents.keep);
     return acquisition === undefined ? [false, noopRelease()] : [true, acquisition.releaser.release];
   }
 
@@ -163,66 +183,60 @@ export class RedisLocker implements Locker {
     signal?.throwIfAborted();
   }
 
-  /** Takes `key` at once if nobody in this process holds or waits for it, else queues for it. */
-  async #obtain(signal: AbortSignal | undefined, key: string, fencing: boolean): Promise<Acquisition> {
-    const resource = this.#options.prefix + key;
-    // Join the local queue instead of barging when this process already holds or waits for key.
-    if (this.#keeper.holds(key) || this.#queues.size(key) > 0) return this.#waitFor(signal, key, fencing, false);
-    const listening = this.#notifier.isListening(resource);
-    const intent: QueueIntent = { waiterId: this.#waiterId, join: true, onSuccess: "leave" };
-    let outcome: [Acquisition, undefined] | [undefined, number | undefined];
-    try {
-      outcome = await this.#attempt(signal, key, fencing, intent);
-    } catch (error) {
-      // The failed attempt may have put this locker in the key's queue: take it out again.
-      if (this.#queues.size(key) === 0) void this.#track(this.#store.leaveQueue(resource, this.#waiterId));
-      throw error;
-    }
-    const [acquisition, retryAfterMs] = outcome;
-    if (acquisition !== undefined) return acquisition;
-    // If the channel was already confirmed before the attempt, no release can have slipped by.
-    return this.#waitFor(signal, key, fencing, !listening, retryAfterMs);
-  }
-
   /**
    * Waits in the key's local FIFO queue until an attempt succeeds, the signal aborts, or close.
-   * `attemptFirst`: try once as soon as the channel is subscribed (a release may have happened
-   * between the last failed attempt and the subscription).
+   * Every call joins the queue at once, so calls made in the same tick keep their order. The head
+   * of a queue nobody here holds tries at once, before subscribing (the uncontended path); after
+   * that, it waits for a release message or its safety-net timeout between attempts.
    */
-  async #waitFor(
-    signal: AbortSignal | undefined,
-    key: string,
-    fencing: boolean,
-    attemptFirst: boolean,
-    retryAfterMs?: number,
-  ): Promise<Acquisition> {
+  async #obtain(signal: AbortSignal | undefined, key: string, fencing: boolean): Promise<Acquisition> {
     const resource = this.#options.prefix + key;
-    const queued = this.#store.hasQueue(resource);
-    const signals = [signal, this.#closing.signal];
+    const state = this.#keys.open(key);
     const waiter = new Waiter();
-    const backoff = new Backoff(this.#options.backoffMin, this.#options.backoffMax);
-    let attemptNow = attemptFirst;
-    let lastRetryAfter = retryAfterMs;
+    state.waiters.push(waiter);
+    const queued = this.#store.hasQueue(resource);
     let acquired = false;
-    this.#queues.enqueue(key, waiter);
+    /** An attempt was cut short in flight: its own clean-up leaves the hand-off queue. */
+    let abandoned = false;
+    let subscribed = false;
     try {
-      await abortable(this.#notifier.subscribe(resource), signals);
+      // The lean first try: nobody here holds or waits for the key.
+      let attemptNow = state.held === 0 && state.waiters.head === waiter;
+      // If the channel was already confirmed before that try, no release can have slipped by.
+      const retryAfterSubscribing = attemptNow && !this.#notifier.isListening(resource);
+      let lastRetryAfter: number | undefined;
+      let backoff: Backoff | undefined;
+      let signals: Array<AbortSignal | undefined> | undefined;
       for (;;) {
         // Only the head competes; without a cross-process queue it also skips keys held here.
-        const mayTry = this.#queues.isHead(key, waiter) && (queued || !this.#keeper.holds(key));
+        const mayTry = state.waiters.head === waiter && (queued || state.held === 0);
         if (mayTry && attemptNow) {
-          const intent: QueueIntent = {
-            waiterId: this.#waiterId,
-            join: true,
-            onSuccess: this.#queues.size(key) > 1 ? "requeue" : "leave",
-          };
-          const [acquisition, retryAfter] = await this.#attempt(signal, key, fencing, intent);
+          const intent = state.waiters.size > 1 ? this.#intents.requeue : this.#intents.leave;
+          let outcome: [Acquisition, undefined] | [undefined, number | undefined];
+          try {
+            outcome = await this.#attempt(signal, key, fencing, intent);
+          } catch (error) {
+            abandoned = this.#isAbandonment(error, signal);
+            throw error;
+          }
+          const [acquisition, retryAfter] = outcome;
           if (acquisition !== undefined) {
             acquired = true;
             return acquisition;
           }
           lastRetryAfter = retryAfter;
         }
+        signals ??= [signal, this.#closing.signal];
+        if (!subscribed) {
+          subscribed = true;
+          await abortable(this.#notifier.subscribe(resource), signals);
+          // A release may have happened between the failed try and the subscription.
+          if (retryAfterSubscribing && state.waiters.head === waiter) {
+            attemptNow = true;
+            continue;
+          }
+        }
+        backoff ??= new Backoff(this.#options.backoffMin, this.#options.backoffMax);
         const timeout = mayTry ? this.#safetyNetDelay(backoff, queued, lastRetryAfter) : undefined;
         const outcome = await waiter.wait(timeout, signals);
         // "Postponed": the waiter a release named has claimed the key; keep waiting, poll later.
@@ -230,12 +244,19 @@ export class RedisLocker implements Locker {
         if (outcome === "postponed") lastRetryAfter = undefined;
       }
     } finally {
-      this.#queues.remove(key, waiter, !acquired);
-      this.#notifier.unsubscribe(resource);
-      if (!acquired && queued && this.#queues.size(key) === 0) {
+      // A waiter that took the key with "leave" while others queued behind it passes the turn on,
+      // so the next one joins the cross-process queue instead of waiting for a message.
+      this.#keys.leave(key, state, waiter, !acquired || (queued && state.waiters.size > 1));
+      if (subscribed) this.#notifier.unsubscribe(resource);
+      if (!acquired && !abandoned && queued && state.waiters.size === 0) {
         void this.#track(this.#store.leaveQueue(resource, this.#waiterId));
       }
     }
+  }
+
+  /** True when `error` is this call's abort or the locker's close, not a failed attempt. */
+  #isAbandonment(error: unknown, signal: AbortSignal | undefined): boolean {
+    return (signal?.aborted === true && error === signal.reason) || error === this.#closing.signal.reason;
   }
 
   /**
@@ -253,9 +274,9 @@ export class RedisLocker implements Locker {
 
   /**
    * One acquisition attempt (plus its fencing token when asked), abortable: if `signal` aborts or
-   * the locker closes while it is in flight, it rejects at once and a grant that arrives later is
-   * released, never leaked. Resolves to the acquisition, or to `[undefined, retryAfterMs]` when
-   * someone else holds the key.
+   * the locker closes while it is in flight, it rejects at once and the attempt is cleaned up
+   * once it settles (see {@link #cleanUpAbandoned}). Resolves to the acquisition, or to
+   * `[undefined, retryAfterMs]` when someone else holds the key.
    */
   async #attempt(
     signal: AbortSignal | undefined,
@@ -268,13 +289,29 @@ export class RedisLocker implements Locker {
     try {
       result = await this.#gate.race(attempt, signal);
     } catch (error) {
-      attempt
-        .then((late) => ("handle" in late && !("kind" in late) ? this.#store.release(late.handle) : undefined))
-        .catch(() => undefined);
+      if (this.#isAbandonment(error, signal)) void this.#track(this.#cleanUpAbandoned(attempt, key, intent));
       throw error;
     }
     if ("kind" in result) return [undefined, result.kind === "held" ? result.retryAfterMs : undefined];
     return [this.#register(key, result), undefined];
+  }
+
+  /**
+   * After an attempt that was abandoned in flight has settled — including a retry with the
+   * script's body after a flushed script cache, which is sent after everything sent before it
+   * settled — leaves the hand-off queue (when nobody here waits for the key any more) and then
+   * releases a grant that arrived too late. Both are sent with the script body, in that order, so
+   * the release cannot reserve the key for this locker after it left.
+   */
+  async #cleanUpAbandoned(attempt: Promise<Grant | AttemptOutcome>, key: string, intent: QueueIntent): Promise<void> {
+    const late = await attempt.catch(() => undefined);
+    const resource = this.#options.prefix + key;
+    const leaving =
+      intent.join && (this.#keys.get(key)?.waiters.size ?? 0) === 0
+        ? this.#store.leaveQueue(resource, this.#waiterId)
+        : undefined;
+    const releasing = late !== undefined && "handle" in late ? this.#store.release(late.handle, true) : undefined;
+    await Promise.all([leaving, releasing]);
   }
 
   /** Acquires in Redis and issues the fencing token; the result is not yet tracked. */
@@ -286,7 +323,7 @@ export class RedisLocker implements Locker {
     try {
       fencingToken = await this.#store.issueFencingToken(outcome.handle);
     } catch (error) {
-      void this.#store.release(outcome.handle);
+      void this.#store.release(outcome.handle, true);
       throw error;
     }
     // No token means the key vanished between grant and token: not a grant after all.
@@ -296,19 +333,28 @@ export class RedisLocker implements Locker {
 
   /** Starts tracking a fresh grant: extension, deadline, and its release. */
   #register(key: string, grant: Grant): Acquisition {
-    const acquisition = new Acquisition(key, grant.handle, grant.fencingToken);
+    const acquisition = new Acquisition(key, grant.handle, this.#options.expiry, grant.fencingToken);
     acquisition.releaser = new ReleaseOnce(() => this.#release(acquisition));
+    this.#keys.open(key).held += 1;
     this.#keeper.add(acquisition);
     return acquisition;
   }
 
+  /** Stops counting `acquisition` as held by this locker (it was released or lost). */
+  #forget(acquisition: Acquisition): void {
+    const state = this.#keys.get(acquisition.key);
+    if (state === undefined) return;
+    state.held -= 1;
+    this.#keys.tidy(acquisition.key, state);
+  }
+
   async #release(acquisition: Acquisition): Promise<ReleaseOutcome> {
-    this.#keeper.remove(acquisition);
+    if (this.#keeper.remove(acquisition)) this.#forget(acquisition);
     acquisition.state = "released";
     const outcome = await this.#track(this.#store.release(acquisition.handle));
     // Without a cross-process queue, wake this process's next waiter without waiting for our own
     // message; with one, the release message says whose turn it is.
-    if (!this.#store.hasQueue(acquisition.handle.resource)) this.#queues.notifyHead(acquisition.key);
+    if (!this.#store.hasQueue(acquisition.handle.resource)) this.#keys.notifyHead(acquisition.key);
     return outcome;
   }
 
@@ -317,11 +363,11 @@ export class RedisLocker implements Locker {
     if (!channel.startsWith(prefix)) return;
     const key = channel.slice(prefix.length);
     // While this locker holds the key, a release message is stale (or our own): ignore it.
-    if (this.#keeper.holds(key) && !this.#store.hasQueue(channel)) return;
+    if ((this.#keys.get(key)?.held ?? 0) > 0 && !this.#store.hasQueue(channel)) return;
     // An empty message means anyone may take the key; otherwise it is reserved for one locker,
     // and "claimed" means that locker took it: no need to poll for a lapsed reservation.
-    if (message === "" || message === this.#waiterId) this.#queues.notifyHead(key);
-    else if (message === "claimed") this.#queues.postponeHead(key);
+    if (message === "" || message === this.#waiterId) this.#keys.notifyHead(key);
+    else if (message === "claimed") this.#keys.postponeHead(key);
   }
 
   #track<T>(promise: Promise<T>): Promise<T> {

@@ -11,7 +11,7 @@ import { UnsupportedError } from "../errors.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { type AttemptOutcome, type ExtendOutcome, LockHandle, type LockStore } from "./lock-store.js";
 import { ScriptRunner } from "./script-runner.js";
-import { REDLOCK_RELEASE_SCRIPT, RELEASE } from "./scripts.js";
+import { EXTEND_MANY, REDLOCK_RELEASE_SCRIPT, RELEASE, RESTORE_MANY } from "./scripts.js";
 import { unavailable } from "./store-errors.js";
 import type { RedisClient } from "./types.js";
 
@@ -24,6 +24,12 @@ export interface RedlockStoreSettings {
 /**
  * Locks on a majority of independent Redis nodes (Redlock). No hand-off queue (each node would
  * keep its own) and no fencing (no single counter sees every grant).
+ *
+ * redlock acquires; extension and release run our own scripts on every node, because redlock's
+ * cannot tell a key that is gone from a key held by another token, and that difference matters:
+ * a node that lost the key (restarted empty) while a majority still holds it gets the key back
+ * (set-if-absent with our token), so the lock keeps its redundancy and survives the next minority
+ * restart too.
  */
 export class RedlockStore implements LockStore {
   readonly #redlock: Redlock;
@@ -58,7 +64,7 @@ export class RedlockStore implements LockStore {
       if (verdict.held) return { kind: "held" };
       throw unavailable(resource, "acquire", verdict.causes);
     }
-    const handle = new LockHandle(lock.value, resource, start + duration - this.#drift(duration), lock);
+    const handle = new LockHandle(lock.value, resource, start, start + duration - this.#drift(duration));
     if (performance.now() >= handle.validUntil) {
       void this.release(handle);
       return { kind: "expired-on-arrival" };
@@ -66,19 +72,73 @@ export class RedlockStore implements LockStore {
     return { kind: "acquired", handle };
   }
 
-  /** Extends on a majority where the token still matches; redlock's new `Lock` replaces the old. */
-  async extend(handle: LockHandle, duration: number): Promise<ExtendOutcome> {
+  /**
+   * Extends on every node where the token still matches, in one script call per node for the
+   * whole batch. Per lock: `extended` when a majority extended it with validity left, `taken`
+   * when a majority can no longer be ours (too few nodes extended it even if every node that did
+   * not answer had), else a transient error. After a success, the lock is restored on the nodes
+   * that answered that its key was gone.
+   */
+  async extendMany(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
+    const outcomes: ExtendOutcome[] = handles.map(() => "expired");
+    const now = performance.now();
+    const live = handles.filter((handle) => now < handle.validUntil);
+    if (live.length === 0) return outcomes;
+    const keys = live.map((handle) => handle.resource);
+    const args = [duration, ...live.map((handle) => handle.token)];
     const start = performance.now();
-    try {
-      handle.storeState = await this.#redlock.extend(handle.storeState as Lock, duration);
-    } catch (error) {
-      if (error instanceof ExecutionError && error.attempts.length === 0) return "expired"; // nothing was sent
-      const verdict = await classify(error);
-      if (verdict.held) return "taken";
-      throw unavailable(handle.resource, "extend", verdict.causes);
-    }
-    handle.validUntil = start + duration - this.#drift(duration);
-    return "extended";
+    const answers = await Promise.allSettled(this.#runners.map((runner) => runner.run(EXTEND_MANY, keys, args)));
+    const validUntil = start + duration - this.#drift(duration);
+    const quorum = Math.floor(this.#runners.length / 2) + 1;
+    const toRestore: LockHandle[][] = this.#runners.map(() => []);
+    let position = 0;
+    handles.forEach((handle, index) => {
+      if (handle !== live[position]) return;
+      let extended = 0;
+      let unanswered = 0;
+      const causes: unknown[] = [];
+      answers.forEach((answer) => {
+        if (answer.status === "rejected") {
+          unanswered += 1;
+          causes.push(answer.reason);
+        } else if ((answer.value as unknown[])[position] === 1) extended += 1;
+      });
+      if (extended >= quorum && performance.now() < validUntil) {
+        handle.renew(start, validUntil);
+        outcomes[index] = "extended";
+        answers.forEach((answer, node) => {
+          if (answer.status === "fulfilled" && (answer.value as unknown[])[position] === 0) {
+            toRestore[node]?.push(handle);
+          }
+        });
+      } else if (extended >= quorum) {
+        outcomes[index] = "expired";
+      } else if (extended + unanswered < quorum) {
+        outcomes[index] = "taken";
+      } else {
+        outcomes[index] = unavailable(handle.resource, "extend", causes);
+      }
+      position += 1;
+    });
+    await this.#restore(toRestore, start + duration);
+    return outcomes;
+  }
+
+  /** Puts each node's lost keys back with our token where they are still absent. */
+  async #restore(perNode: readonly LockHandle[][], expiresAt: number): Promise<void> {
+    const ttl = Math.floor(expiresAt - performance.now());
+    if (ttl < 1) return;
+    await Promise.allSettled(
+      perNode.map((lost, node) =>
+        lost.length === 0
+          ? undefined
+          : this.#runners[node]?.run(
+              RESTORE_MANY,
+              lost.map((handle) => handle.resource),
+              [ttl, ...lost.map((handle) => handle.token)],
+            ),
+      ),
+    );
   }
 
   /**
@@ -87,9 +147,9 @@ export class RedlockStore implements LockStore {
    * `expired` when the key was gone, `unknown` when too few nodes answered. redlock's own release
    * cannot tell these apart, so this runs our script on each node itself.
    */
-  async release(handle: LockHandle): Promise<ReleaseOutcome> {
+  async release(handle: LockHandle, ordered = false): Promise<ReleaseOutcome> {
     const answers = await Promise.allSettled(
-      this.#runners.map((runner) => runner.run(RELEASE, [handle.resource], [handle.token, 0])),
+      this.#runners.map((runner) => runner.run(RELEASE, [handle.resource], [handle.token, 0], ordered)),
     );
     let deleted = 0;
     let gone = 0;

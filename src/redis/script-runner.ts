@@ -37,8 +37,22 @@ export class ScriptRunner {
     return this.#client;
   }
 
-  /** EVALSHA, falling back to EVAL when the script is not cached; bounded by the timeout. */
-  async run(script: Script, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  /**
+   * EVALSHA, falling back to EVAL when the script is not cached; bounded by the timeout.
+   *
+   * The fallback is a second command, sent when the NOSCRIPT reply arrives: commands sent on the
+   * same connection in between run before it. So a command whose place in the connection's order
+   * matters — one that undoes or follows up an earlier command without waiting for its reply —
+   * passes `ordered`: it is sent as EVAL with the script's body, runs exactly where it was sent,
+   * and cannot fail on a flushed script cache (after a restart, failover or SCRIPT FLUSH).
+   */
+  async run(
+    script: Script,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    ordered = false,
+  ): Promise<unknown> {
+    if (ordered) return await this.eval(script.source, keys.length, ...keys, ...args);
     try {
       return await this.evalsha(script.sha, keys.length, ...keys, ...args);
     } catch (error) {

@@ -58,17 +58,38 @@ return left
 `);
 
 /**
- * Extends a lock only while it holds our token (never re-creating an expired key).
- * KEYS: lock. ARGV: token, ttl (ms). Returns 1 when extended, 0 when gone, -1 when taken.
+ * Extends many locks of one node (one Cluster slot) at once, each only while it holds its own
+ * token (never re-creating an expired key). KEYS: the locks. ARGV: ttl (ms), then one token per
+ * key. Returns one number per key: 1 extended, 0 gone, -1 held by another token.
  */
-export const EXTEND = defineScript(`
-local current = redis.call("get", KEYS[1])
-if current == ARGV[1] then
-  redis.call("pexpire", KEYS[1], ARGV[2])
-  return 1
+export const EXTEND_MANY = defineScript(`
+local ttl = ARGV[1]
+local out = {}
+for i, key in ipairs(KEYS) do
+  local current = redis.call("get", key)
+  if current == ARGV[i + 1] then
+    redis.call("pexpire", key, ttl)
+    out[i] = 1
+  elseif current then
+    out[i] = -1
+  else
+    out[i] = 0
+  end
 end
-if current then return -1 end
-return 0
+return out
+`);
+
+/**
+ * Puts locks back on a quorum node that lost them (restarted empty) while a majority still holds
+ * them: set-if-absent with the holder's token, so another token is never overwritten. KEYS: the
+ * locks. ARGV: ttl (ms), then one token per key. Returns the number of keys restored.
+ */
+export const RESTORE_MANY = defineScript(`
+local restored = 0
+for i, key in ipairs(KEYS) do
+  if redis.call("set", key, ARGV[i + 1], "NX", "PX", ARGV[1]) then restored = restored + 1 end
+end
+return restored
 `);
 
 /**

@@ -2,10 +2,10 @@ import { performance } from "node:perf_hooks";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { FENCING_COUNTER_TTL_MS, fencingCounterKey } from "./fencing.js";
-import { companionKey } from "./keys.js";
+import { companionKey, hashTagOf } from "./keys.js";
 import { type AttemptOutcome, type ExtendOutcome, LockHandle, type LockStore, type QueueIntent } from "./lock-store.js";
 import { ScriptRunner } from "./script-runner.js";
-import { ACQUIRE, EXTEND, ISSUE_FENCING_TOKEN, LEAVE_QUEUE, RELEASE } from "./scripts.js";
+import { ACQUIRE, EXTEND_MANY, ISSUE_FENCING_TOKEN, LEAVE_QUEUE, RELEASE } from "./scripts.js";
 import { unavailable } from "./store-errors.js";
 import type { RedisClient } from "./types.js";
 
@@ -60,12 +60,13 @@ export class SingleNodeStore implements LockStore {
     } catch (error) {
       // The attempt may still run when the node answers again (it timed out here, not there):
       // queue a compare-and-delete with its token right behind it, so it cannot leave a lock that
-      // nobody owns for a whole expiry. Same connection, so Redis runs it after the attempt.
-      void this.release(new LockHandle(token, resource, 0));
+      // nobody owns for a whole expiry. Same connection, so Redis runs it after the attempt; sent
+      // with the script's body, so a flushed script cache cannot make it fail or overtake.
+      void this.release(new LockHandle(token, resource, 0, 0), true);
       throw unavailable(resource, "acquire", [error]);
     }
     if (reply !== 0) return { kind: "held", retryAfterMs: typeof reply === "number" ? reply : 1 };
-    const handle = new LockHandle(token, resource, start + duration - this.#drift(duration));
+    const handle = new LockHandle(token, resource, start, start + duration - this.#drift(duration));
     if (performance.now() >= handle.validUntil) {
       void this.release(handle);
       return { kind: "expired-on-arrival" };
@@ -73,27 +74,57 @@ export class SingleNodeStore implements LockStore {
     return { kind: "acquired", handle };
   }
 
-  async extend(handle: LockHandle, duration: number): Promise<ExtendOutcome> {
-    if (performance.now() >= handle.validUntil) return "expired";
-    const start = performance.now();
-    let reply: unknown;
-    try {
-      reply = await this.#runner.run(EXTEND, [handle.resource], [handle.token, duration]);
-    } catch (error) {
-      throw unavailable(handle.resource, "extend", [error]);
-    }
-    if (reply !== 1) return "taken";
-    handle.validUntil = start + duration - this.#drift(duration);
-    return "extended";
+  async extendMany(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
+    const outcomes: ExtendOutcome[] = handles.map(() => "expired");
+    const now = performance.now();
+    // On a Cluster a script may only touch one slot: keys that share a hash tag go together.
+    const groups = new Map<string, number[]>();
+    handles.forEach((handle, index) => {
+      if (now >= handle.validUntil) return; // "expired": nothing is sent
+      const group = this.#cluster ? (hashTagOf(handle.resource) ?? handle.resource) : "";
+      const members = groups.get(group);
+      if (members === undefined) groups.set(group, [index]);
+      else members.push(index);
+    });
+    await Promise.all(
+      [...groups.values()].map(async (indexes) => {
+        const batch = indexes.map((index) => handles[index] as LockHandle);
+        const start = performance.now();
+        let replies: unknown;
+        try {
+          replies = await this.#runner.run(
+            EXTEND_MANY,
+            batch.map((handle) => handle.resource),
+            [duration, ...batch.map((handle) => handle.token)],
+          );
+        } catch (error) {
+          const failure = unavailable(batch[0]?.resource ?? "", "extend", [error]);
+          for (const index of indexes) outcomes[index] = failure;
+          return;
+        }
+        const validUntil = start + duration - this.#drift(duration);
+        indexes.forEach((index, position) => {
+          const reply = Array.isArray(replies) ? replies[position] : undefined;
+          if (reply === 1) {
+            batch[position]?.renew(start, validUntil);
+            outcomes[index] = "extended";
+          } else {
+            outcomes[index] = "taken";
+          }
+        });
+      }),
+    );
+    return outcomes;
   }
 
-  async release(handle: LockHandle): Promise<ReleaseOutcome> {
+  async release(handle: LockHandle, ordered = false): Promise<ReleaseOutcome> {
     const queue = this.#queueKeys(handle.resource) ?? [];
     try {
       const reply = await this.#runner.run(
         RELEASE,
         [handle.resource, ...queue],
         [handle.token, this.#settings.handOffGrace],
+        ordered,
       );
       return reply === 1 ? "released" : reply === -1 ? "taken" : "expired";
     } catch {
@@ -104,7 +135,9 @@ export class SingleNodeStore implements LockStore {
   async leaveQueue(resource: string, waiterId: string): Promise<void> {
     const queue = this.#queueKeys(resource);
     if (queue === undefined) return;
-    await this.#runner.run(LEAVE_QUEUE, queue, [waiterId]).catch(() => undefined);
+    // Order matters (a release sent after it must not reserve the key for a waiter that left):
+    // sent with the script's body, so a flushed script cache cannot let a later command overtake.
+    await this.#runner.run(LEAVE_QUEUE, queue, [waiterId], true).catch(() => undefined);
   }
 
   checkFencing(resource: string): void {
