@@ -1,7 +1,130 @@
 /**
+ * Abort handling that adds at most ONE 'abort' listener to any signal, however many calls wait
+ * on it: a request-scoped signal shared by hundreds of concurrent `lock` calls must not trip
+ * Node's MaxListenersExceededWarning (11 listeners). Each signal gets a hub, which listens once and
+ * fans the abort out to its subscribers, kept in an intrusive doubly-linked list (O(1) subscribe
+ * and cancel, no allocation besides the subscription itself). The hub's listener is removed, and
+ * the hub forgotten, as soon as its last subscriber cancels: nothing is left on the signal.
+ */
+
+/** A subscription to a signal's abort; see {@link subscribeAbort}. */
+export interface AbortSubscription {
+  /** Stops the subscription (idempotent; harmless after it fired, or while the hub fans out). */
+  cancel(): void;
+}
+
+/** The one hub of each signal that has subscribers (at most one listener per signal). */
+const hubs = new WeakMap<AbortSignal, AbortHub>();
+
+/** One subscriber of a hub, linked in place. */
+class Subscriber implements AbortSubscription {
+  prev: Subscriber | undefined;
+  next: Subscriber | undefined;
+  /** The hub this subscriber is linked into; `undefined` once it fired or was cancelled. */
+  hub: AbortHub | undefined;
+  readonly callback: (reason: unknown) => void;
+
+  constructor(callback: (reason: unknown) => void) {
+    this.callback = callback;
+  }
+
+  cancel(): void {
+    this.hub?.remove(this);
+  }
+}
+
+/** Listens once on its signal and calls every subscriber, in subscription order, on abort. */
+class AbortHub {
+  readonly #signal: AbortSignal;
+  #head: Subscriber | undefined;
+  #tail: Subscriber | undefined;
+  readonly #listener = (): void => this.#fire();
+
+  constructor(signal: AbortSignal) {
+    this.#signal = signal;
+    signal.addEventListener("abort", this.#listener, { once: true });
+  }
+
+  add(subscriber: Subscriber): void {
+    subscriber.hub = this;
+    subscriber.prev = this.#tail;
+    if (this.#tail === undefined) this.#head = subscriber;
+    else this.#tail.next = subscriber;
+    this.#tail = subscriber;
+  }
+
+  /** Unlinks `subscriber`; the last one out takes the listener off the signal. */
+  remove(subscriber: Subscriber): void {
+    this.#unlink(subscriber);
+    if (this.#head === undefined && hubs.get(this.#signal) === this) {
+      hubs.delete(this.#signal);
+      this.#signal.removeEventListener("abort", this.#listener);
+    }
+  }
+
+  #unlink(subscriber: Subscriber): void {
+    if (subscriber.prev === undefined) this.#head = subscriber.next;
+    else subscriber.prev.next = subscriber.next;
+    if (subscriber.next === undefined) this.#tail = subscriber.prev;
+    else subscriber.next.prev = subscriber.prev;
+    subscriber.prev = undefined;
+    subscriber.next = undefined;
+    subscriber.hub = undefined;
+  }
+
+  /**
+   * Calls each subscriber once. The head is unlinked before it is called, so a callback may cancel
+   * itself or any other subscriber (which then is not called); a callback that throws does not stop
+   * the others (its error is reported afterwards, as an event listener's would be).
+   */
+  #fire(): void {
+    hubs.delete(this.#signal);
+    const reason: unknown = this.#signal.reason;
+    for (let subscriber = this.#head; subscriber !== undefined; subscriber = this.#head) {
+      this.#unlink(subscriber);
+      try {
+        subscriber.callback(reason);
+      } catch (error) {
+        queueMicrotask(() => {
+          throw error;
+        });
+      }
+    }
+  }
+}
+
+/**
+ * Calls `callback(signal.reason)` once, when `signal` aborts, through the signal's hub (one
+ * listener per signal, whatever the number of subscribers). Cancel the subscription however the
+ * wait ends. On a signal that is already aborted, `callback` runs in a microtask unless the
+ * subscription is cancelled first (it never runs synchronously inside this call).
+ */
+export function subscribeAbort(signal: AbortSignal, callback: (reason: unknown) => void): AbortSubscription {
+  const subscriber = new Subscriber(callback);
+  if (signal.aborted) {
+    let cancelled = false;
+    queueMicrotask(() => {
+      if (!cancelled) callback(signal.reason);
+    });
+    return {
+      cancel: () => {
+        cancelled = true;
+      },
+    };
+  }
+  let hub = hubs.get(signal);
+  if (hub === undefined) {
+    hub = new AbortHub(signal);
+    hubs.set(signal, hub);
+  }
+  hub.add(subscriber);
+  return subscriber;
+}
+
+/**
  * Settles like `promise`, unless one of `signals` aborts first: then rejects with that signal's
  * reason (and `promise` is left to settle on its own; the caller cleans up after it).
- * Listeners are removed however it ends.
+ * Subscriptions are cancelled however it ends.
  */
 export function abortable<T>(promise: Promise<T>, signals: ReadonlyArray<AbortSignal | undefined>): Promise<T> {
   for (const signal of signals) {
@@ -23,32 +146,33 @@ export function abortable<T>(promise: Promise<T>, signals: ReadonlyArray<AbortSi
 }
 
 /**
- * Calls `onAbort(reason)` once, when the first of `signals` aborts. Returns the function that
- * removes every listener it added (call it however the wait ends).
+ * Calls `onAbort(reason)` once, when the first of `signals` aborts (see {@link subscribeAbort};
+ * no listener per call, one per signal). Returns the function that cancels every subscription it
+ * made (call it however the wait ends).
  */
 export function onAnyAbort(
   signals: ReadonlyArray<AbortSignal | undefined>,
   onAbort: (reason: unknown) => void,
 ): () => void {
-  const listeners: Array<[AbortSignal, () => void]> = [];
+  const subscriptions: AbortSubscription[] = [];
   const unlisten = (): void => {
-    for (const [signal, listener] of listeners) signal.removeEventListener("abort", listener);
+    for (const subscription of subscriptions) subscription.cancel();
   };
   for (const signal of signals) {
     if (signal === undefined) continue;
-    const listener = (): void => {
-      unlisten();
-      onAbort(signal.reason);
-    };
-    listeners.push([signal, listener]);
-    signal.addEventListener("abort", listener, { once: true });
+    subscriptions.push(
+      subscribeAbort(signal, (reason) => {
+        unlisten();
+        onAbort(reason);
+      }),
+    );
   }
   return unlisten;
 }
 
 /**
  * Lets many short operations be cut short by their owner's `close()` without adding an abort
- * listener to a shared signal for each one (which costs more than the operation's bookkeeping).
+ * listener to a shared signal for each one (the caller's signal is watched through its hub).
  */
 export class CloseGate {
   readonly #pending = new Set<(reason: unknown) => void>();
@@ -69,25 +193,17 @@ export class CloseGate {
     if (this.#closed) return Promise.reject(this.#reason);
     if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise<T>((resolve, reject) => {
-      const onAbort = (): void => {
-        done();
-        reject(signal?.reason);
-      };
-      const done = (): void => {
+      let subscription: AbortSubscription | undefined;
+      const finish = <V>(settle: (value: V) => void, value: V): void => {
         this.#pending.delete(reject);
-        signal?.removeEventListener("abort", onAbort);
+        subscription?.cancel();
+        settle(value);
       };
       this.#pending.add(reject);
-      signal?.addEventListener("abort", onAbort, { once: true });
+      if (signal !== undefined) subscription = subscribeAbort(signal, (reason) => finish(reject, reason));
       promise.then(
-        (value) => {
-          done();
-          resolve(value);
-        },
-        (error: unknown) => {
-          done();
-          reject(error);
-        },
+        (value) => finish(resolve, value),
+        (error: unknown) => finish(reject, error),
       );
     });
   }

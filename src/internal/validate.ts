@@ -3,6 +3,13 @@ import { InvalidArgumentError } from "../errors.js";
 /** Longest accepted key, in UTF-8 bytes (before the prefix is added). */
 export const MAX_KEY_BYTES = 1024;
 
+/**
+ * Longest delay a Node.js timer accepts, in ms (2^31 − 1, about 24.8 days). A longer delay is not
+ * honoured: Node warns (`TimeoutOverflowWarning`) and fires after 1 ms. Every option used directly
+ * as a timer delay is capped here; anything longer must be split into shorter timers.
+ */
+export const MAX_TIMER_DELAY_MS = 2_147_483_647;
+
 /** Throws unless `key` is a non-empty string of at most {@link MAX_KEY_BYTES} UTF-8 bytes. */
 export function validateKey(key: unknown): asserts key is string {
   if (typeof key !== "string" || key.length === 0) {
@@ -35,6 +42,20 @@ export function validatePositiveInteger(name: string, value: unknown, min = 1): 
   }
 }
 
+/**
+ * Throws unless `value` is an integer from `min` to {@link MAX_TIMER_DELAY_MS}: a delay a Node.js
+ * timer honours.
+ */
+export function validateTimerDelay(name: string, value: unknown, min = 1): asserts value is number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > MAX_TIMER_DELAY_MS) {
+    throw new InvalidArgumentError(
+      name,
+      `an integer from ${min} to ${MAX_TIMER_DELAY_MS} (milliseconds; the longest Node.js timer delay)`,
+      value,
+    );
+  }
+}
+
 /** Throws unless `value` is undefined or a plain object (an options bag). */
 export function validateOptionsObject(name: string, value: unknown): void {
   if (value !== undefined && (value === null || typeof value !== "object" || Array.isArray(value))) {
@@ -42,10 +63,82 @@ export function validateOptionsObject(name: string, value: unknown): void {
   }
 }
 
-/** Validates `acquire` options and fills in defaults. */
-export function resolveAcquireOptions(options: unknown): { fencing: boolean } {
-  validateOptionsObject("options", options);
-  const fencing = (options as { fencing?: unknown } | undefined)?.fencing ?? false;
-  if (typeof fencing !== "boolean") throw new InvalidArgumentError("options.fencing", "a boolean", fencing);
-  return { fencing };
+/** Every option of a bag, each read exactly once (`undefined` when absent). */
+export type OptionsSnapshot<K extends string> = { readonly [P in K]: unknown };
+
+/**
+ * Validates the options bag `options` (named `name`) and reads each of `names` from it exactly
+ * once, so that a getter or Proxy cannot hand validation one value and use another: validate the
+ * snapshot, then use only the snapshot. An own enumerable key not in `names` (a misspelt option)
+ * is an {@link InvalidArgumentError} that names it and lists the valid names.
+ *
+ * `null` stays in the snapshot for the option's own validation to reject: only `undefined` means
+ * "the default" (so fill defaults with `=== undefined`, never `??`).
+ */
+export function snapshotOptions<const K extends string>(
+  name: string,
+  options: unknown,
+  names: readonly K[],
+): OptionsSnapshot<K> {
+  validateOptionsObject(name, options);
+  const bag = options as Readonly<Record<string, unknown>> | undefined;
+  if (bag !== undefined) rejectUnknownKeys(name, bag, names);
+  const snapshot: Partial<Record<K, unknown>> = {};
+  for (const option of names) snapshot[option] = bag?.[option];
+  return snapshot as OptionsSnapshot<K>;
+}
+
+function rejectUnknownKeys(name: string, bag: Readonly<Record<string, unknown>>, names: readonly string[]): void {
+  for (const key of Object.keys(bag)) {
+    if (names.includes(key)) continue;
+    const expected =
+      names.length === 0
+        ? `no option (there is no option ${JSON.stringify(key)}: there are no options yet; pass undefined or {})`
+        : `a known option (there is no option ${JSON.stringify(key)}; valid options: ${names.join(", ")})`;
+    throw new InvalidArgumentError(`${name}.${key}`, expected, bag[key]);
+  }
+}
+
+/**
+ * How each option of a bag is resolved: from its snapshotted value (read once) and its full name
+ * (such as `"options.fencing"`) to the value used, default filled in. Throws on a bad value.
+ */
+export type OptionResolvers<T> = { readonly [K in keyof T & string]-?: (value: unknown, argument: string) => T[K] };
+
+/**
+ * Resolves an options bag with one resolver per option: unknown keys are rejected (see
+ * {@link snapshotOptions}), each option is read once and handed to its resolver.
+ */
+export function resolveEachOption<T>(name: string, options: unknown, resolvers: OptionResolvers<T>): T {
+  const names = Object.keys(resolvers) as Array<keyof T & string>;
+  const snapshot = snapshotOptions(name, options, names);
+  const resolved: Partial<T> = {};
+  for (const option of names) resolved[option] = resolvers[option](snapshot[option], `${name}.${option}`);
+  return resolved as T;
+}
+
+/** `value` if it is a boolean, `fallback` if it is `undefined`; anything else (`null` too) throws. */
+export function optionalBoolean(argument: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== "boolean") throw new InvalidArgumentError(argument, "a boolean or undefined", value);
+  return value;
+}
+
+/** `AcquireOptions` with every default filled in and validated. */
+export interface ResolvedAcquireOptions {
+  /** Issue a fencing token with the grant. */
+  readonly fencing: boolean;
+}
+
+/** One resolver per acquire option: adding an option is one line here (and one in the type). */
+const ACQUIRE_OPTIONS: OptionResolvers<ResolvedAcquireOptions> = {
+  fencing: (value, argument) => optionalBoolean(argument, value, false),
+};
+
+/**
+ * Validates `acquire` options and fills in defaults: each option is read once, an unknown key or
+ * a `null` value is an {@link InvalidArgumentError}.
+ */
+export function resolveAcquireOptions(options: unknown): ResolvedAcquireOptions {
+  return resolveEachOption("options", options, ACQUIRE_OPTIONS);
 }

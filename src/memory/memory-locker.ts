@@ -1,11 +1,14 @@
-import { setMaxListeners } from "node:events";
 import { LockerClosedError } from "../errors.js";
+import { onAnyAbort } from "../internal/abortable.js";
 import { LeaseImpl } from "../internal/lease.js";
 import { noopRelease, ReleaseOnce } from "../internal/release-func.js";
-import { resolveAcquireOptions, validateKey, validateOptionsObject, validateSignal } from "../internal/validate.js";
+import { resolveAcquireOptions, snapshotOptions, validateKey, validateSignal } from "../internal/validate.js";
 import type { AcquireOptions, Lease, Locker, ReleaseFunc, ReleaseOutcome } from "../locker.js";
 
-/** Options of {@link MemoryLocker}. There are none yet; the bag is reserved for the future. */
+/**
+ * Options of {@link MemoryLocker}. There are none yet; the bag is reserved for the future: pass
+ * `undefined` or `{}` (any key is an `InvalidArgumentError`).
+ */
 export type MemoryLockerOptions = Record<string, never>;
 
 /** One caller queued for a held key; `grant` hands it the key. */
@@ -36,11 +39,9 @@ export class MemoryLocker implements Locker {
   /** One counter for every key: it rises with every fenced grant, so it rises per key too. */
   #lastFencingToken = 0n;
 
-  /** Creates an empty locker. `options` is reserved and must be an object or undefined. */
+  /** Creates an empty locker. `options` is reserved and must be undefined or an empty object. */
   constructor(options?: MemoryLockerOptions) {
-    validateOptionsObject("options", options);
-    // Every waiter listens for close; many waiters are normal, not a leak.
-    setMaxListeners(0, this.#closing.signal);
+    snapshotOptions("options", options, []);
   }
 
   /** Number of keys currently held (or reserved for a woken waiter). */
@@ -125,18 +126,6 @@ export class MemoryLocker implements Locker {
 
   #waitForHandOff(signal: AbortSignal | undefined, entry: HeldKey): Promise<symbol> {
     return new Promise<symbol>((resolve, reject) => {
-      const closing = this.#closing.signal;
-      const leave = (reason: unknown): void => {
-        entry.queue.delete(caller);
-        unlisten();
-        reject(reason);
-      };
-      const onAbort = (): void => leave(signal?.reason);
-      const onClose = (): void => leave(closing.reason);
-      const unlisten = (): void => {
-        signal?.removeEventListener("abort", onAbort);
-        closing.removeEventListener("abort", onClose);
-      };
       const caller: QueuedCaller = {
         grant: (token) => {
           unlisten();
@@ -144,8 +133,11 @@ export class MemoryLocker implements Locker {
         },
       };
       entry.queue.add(caller);
-      signal?.addEventListener("abort", onAbort, { once: true });
-      closing.addEventListener("abort", onClose, { once: true });
+      // One listener per signal for the whole library, however many callers share `signal`.
+      const unlisten = onAnyAbort([signal, this.#closing.signal], (reason) => {
+        entry.queue.delete(caller);
+        reject(reason);
+      });
     });
   }
 }

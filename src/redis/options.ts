@@ -1,37 +1,48 @@
 import { InvalidArgumentError, type LockLostError } from "../errors.js";
-import { validateFunction, validateOptionsObject, validatePositiveInteger } from "../internal/validate.js";
+import {
+  MAX_TIMER_DELAY_MS,
+  snapshotOptions,
+  validateFunction,
+  validatePositiveInteger,
+  validateTimerDelay,
+} from "../internal/validate.js";
 import type { RedisClient } from "./types.js";
 
-/** Options of {@link RedisLocker}. Every one is optional. */
+/**
+ * Options of {@link RedisLocker}. Every one is optional; `undefined` means the default, `null` and
+ * unknown names are rejected.
+ */
 export interface RedisLockerOptions {
   /**
    * Lease length in milliseconds (default `30_000`, at least `200`). A held lock is extended every
    * `expiry / 2`; a lock whose holder died expires after at most this long.
    */
-  expiry?: number;
+  expiry?: number | undefined;
   /** Prepended to every key to form the Redis key (default `"globallock:"`; may be empty). */
-  prefix?: string;
+  prefix?: string | undefined;
   /**
    * Timeout of every Redis command the locker sends, in ms (default `min(2000, expiry / 4)`; must
-   * be below `expiry / 2`). A node that does not answer in time counts as failed.
+   * be below `expiry / 2` and at most 2147483647, the longest Node.js timer delay). A node that does
+   * not answer in time counts as failed.
    */
-  operationTimeout?: number;
+  operationTimeout?: number | undefined;
   /** Clock drift allowance as a fraction of `expiry` (default `0.01`, as redlock). */
-  driftFactor?: number;
+  driftFactor?: number | undefined;
   /**
    * Safety-net wait of a blocked `lock` between attempts when no release notification arrives, in
-   * ms: jittered exponential from `min` to `max` (default `{ min: 50, max: 1000 }`, `max` capped at
-   * `expiry / 2`). Catches the expiry of a crashed holder's lock and lost notifications.
+   * ms: jittered exponential from `min` to `max` (default `{ min: 50, max: 1000 }`, or `max = min`
+   * when only a larger `min` is given; `max` capped at `expiry / 2`; both at most 2147483647).
+   * Catches the expiry of a crashed holder's lock and lost notifications.
    */
-  backoff?: { min?: number; max?: number };
+  backoff?: { min?: number | undefined; max?: number | undefined } | undefined;
   /** Maximum number of extensions the sweeper runs at once (default `256`). */
-  sweepConcurrency?: number;
+  sweepConcurrency?: number | undefined;
   /**
    * Called (synchronously, errors swallowed) when a held lock is found lost: an extension saw its
    * key gone or owned by another token, or its validity ran out without a successful extension.
    * The holder is not cancelled; this is how it can find out.
    */
-  onLockLost?: (error: LockLostError) => void;
+  onLockLost?: ((error: LockLostError) => void) | undefined;
 }
 
 /** {@link RedisLockerOptions} with every default filled in and validated. */
@@ -49,34 +60,38 @@ export interface ResolvedRedisLockerOptions {
 /** Shortest accepted expiry: an extension every 100 ms with a 50 ms command timeout. */
 export const MIN_EXPIRY_MS = 200;
 
-/** Validates `options` and fills in the defaults. Throws {@link InvalidArgumentError}. */
+/** The names {@link resolveOptions} accepts, in the order its error messages list them. */
+const OPTION_NAMES = [
+  "expiry",
+  "prefix",
+  "operationTimeout",
+  "driftFactor",
+  "backoff",
+  "sweepConcurrency",
+  "onLockLost",
+] as const satisfies ReadonlyArray<keyof RedisLockerOptions>;
+
+const BACKOFF_NAMES = ["min", "max"] as const;
+
+/**
+ * Validates `options` and fills in the defaults. Each option (and each of `backoff`'s) is read
+ * exactly once; unknown names and `null` values are rejected. Throws {@link InvalidArgumentError}.
+ */
 export function resolveOptions(options: RedisLockerOptions | undefined): ResolvedRedisLockerOptions {
-  validateOptionsObject("options", options);
-  const expiry = options?.expiry ?? 30_000;
+  const given = snapshotOptions("options", options, OPTION_NAMES);
+  const expiry = given.expiry === undefined ? 30_000 : given.expiry;
   validatePositiveInteger("options.expiry", expiry, MIN_EXPIRY_MS);
-  const prefix = options?.prefix ?? "globallock:";
+  const prefix = given.prefix === undefined ? "globallock:" : given.prefix;
   if (typeof prefix !== "string") throw new InvalidArgumentError("options.prefix", "a string", prefix);
-  const operationTimeout = options?.operationTimeout ?? Math.min(2000, Math.floor(expiry / 4));
-  validatePositiveInteger("options.operationTimeout", operationTimeout);
-  if (operationTimeout >= expiry / 2) {
-    throw new InvalidArgumentError(
-      "options.operationTimeout",
-      `a number below expiry / 2 (${expiry / 2})`,
-      operationTimeout,
-    );
-  }
-  const driftFactor = options?.driftFactor ?? 0.01;
+  const operationTimeout = resolveOperationTimeout(given.operationTimeout, expiry);
+  const driftFactor = given.driftFactor === undefined ? 0.01 : given.driftFactor;
   if (typeof driftFactor !== "number" || !(driftFactor >= 0 && driftFactor < 0.5)) {
     throw new InvalidArgumentError("options.driftFactor", "a number in [0, 0.5)", driftFactor);
   }
-  validateOptionsObject("options.backoff", options?.backoff);
-  const backoffMin = options?.backoff?.min ?? 50;
-  validatePositiveInteger("options.backoff.min", backoffMin);
-  const backoffMax = Math.min(options?.backoff?.max ?? 1000, Math.floor(expiry / 2));
-  validatePositiveInteger("options.backoff.max", options?.backoff?.max ?? backoffMax, backoffMin);
-  const sweepConcurrency = options?.sweepConcurrency ?? 256;
+  const [backoffMin, backoffMax] = resolveBackoff(given.backoff, expiry);
+  const sweepConcurrency = given.sweepConcurrency === undefined ? 256 : given.sweepConcurrency;
   validatePositiveInteger("options.sweepConcurrency", sweepConcurrency);
-  const onLockLost = options?.onLockLost;
+  const onLockLost = given.onLockLost;
   if (onLockLost !== undefined) validateFunction("options.onLockLost", onLockLost);
   return {
     expiry,
@@ -84,10 +99,39 @@ export function resolveOptions(options: RedisLockerOptions | undefined): Resolve
     operationTimeout,
     driftFactor,
     backoffMin,
-    backoffMax: Math.max(backoffMin, backoffMax),
+    backoffMax,
     sweepConcurrency,
-    onLockLost,
+    onLockLost: onLockLost as ((error: LockLostError) => void) | undefined,
   };
+}
+
+/** `operationTimeout`: a timer delay below `expiry / 2`; by default `min(2000, expiry / 4)`. */
+function resolveOperationTimeout(value: unknown, expiry: number): number {
+  const operationTimeout = value === undefined ? Math.min(2000, Math.floor(expiry / 4)) : value;
+  validateTimerDelay("options.operationTimeout", operationTimeout);
+  if (operationTimeout >= expiry / 2) {
+    throw new InvalidArgumentError(
+      "options.operationTimeout",
+      `a number below expiry / 2 (${expiry / 2})`,
+      operationTimeout,
+    );
+  }
+  return operationTimeout;
+}
+
+/**
+ * `[min, max]` of the safety-net backoff. `max` defaults to `max(1000, min)` and is capped at
+ * `expiry / 2` (but never below `min`); both are timer delays, so the result never exceeds
+ * {@link MAX_TIMER_DELAY_MS}.
+ */
+function resolveBackoff(value: unknown, expiry: number): [min: number, max: number] {
+  const given = snapshotOptions("options.backoff", value, BACKOFF_NAMES);
+  const min = given.min === undefined ? 50 : given.min;
+  validateTimerDelay("options.backoff.min", min);
+  const max = given.max === undefined ? Math.max(1000, min) : given.max;
+  validateTimerDelay("options.backoff.max", max, min);
+  const capped = Math.min(max, Math.floor(expiry / 2), MAX_TIMER_DELAY_MS);
+  return [min, Math.max(min, capped)];
 }
 
 /** Validates the `clients` argument: one ioredis client or a non-empty array of distinct ones. */
