@@ -196,6 +196,8 @@ export class RedisLocker implements Locker {
     state.waiters.push(waiter);
     const queued = this.#store.hasQueue(resource);
     let acquired = false;
+    /** Took the key after leaving the hand-off queue while others queued here behind it. */
+    let leftOthersBehind = false;
     /** An attempt was cut short in flight: its own clean-up leaves the hand-off queue. */
     let abandoned = false;
     let subscribed = false;
@@ -222,6 +224,7 @@ export class RedisLocker implements Locker {
           const [acquisition, retryAfter] = outcome;
           if (acquisition !== undefined) {
             acquired = true;
+            leftOthersBehind = queued && intent === this.#intents.leave && state.waiters.size > 1;
             return acquisition;
           }
           lastRetryAfter = retryAfter;
@@ -244,9 +247,9 @@ export class RedisLocker implements Locker {
         if (outcome === "postponed") lastRetryAfter = undefined;
       }
     } finally {
-      // A waiter that took the key with "leave" while others queued behind it passes the turn on,
-      // so the next one joins the cross-process queue instead of waiting for a message.
-      this.#keys.leave(key, state, waiter, !acquired || (queued && state.waiters.size > 1));
+      // A waiter that took the key with "leave" while others queued behind it (calls made in the
+      // same tick) passes the turn on, so the next one joins the cross-process queue at once.
+      this.#keys.leave(key, state, waiter, !acquired || leftOthersBehind);
       if (subscribed) this.#notifier.unsubscribe(resource);
       if (!acquired && !abandoned && queued && state.waiters.size === 0) {
         void this.#track(this.#store.leaveQueue(resource, this.#waiterId));

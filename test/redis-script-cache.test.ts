@@ -1,0 +1,101 @@
+/**
+ * A flushed script cache (every Redis restart, failover or SCRIPT FLUSH) must not reorder commands:
+ * an EVALSHA that meets NOSCRIPT is retried as EVAL, and commands sent in between overtake it.
+ * Commands whose order matters are sent with the script body, and clean-ups of an attempt wait for
+ * it to settle. Each case flushes the cache, then warms exactly the scripts that let a later
+ * command overtake an earlier one.
+ */
+import type { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { StoreUnavailableError } from "../src/index.js";
+import { LEAVE_QUEUE } from "../src/redis/scripts.js";
+import { uniqueKey } from "./contract.js";
+import { RedisFixture } from "./helpers/redis-harness.js";
+import { eventually, sleep } from "./helpers/wait.js";
+
+let fixture: RedisFixture;
+let admin: Redis;
+beforeAll(async () => {
+  fixture = await RedisFixture.start(1);
+  admin = fixture.admin();
+});
+afterAll(async () => {
+  await fixture?.stop();
+});
+
+describe("after SCRIPT FLUSH", () => {
+  it("an aborted waiter's leave-queue is not overtaken by its locker's release (no reservation for a waiter that left)", async () => {
+    for (let round = 0; round < 5; round++) {
+      const key = uniqueKey("flush-leave");
+      // A short safety net: a waiter behind its own locker's holder enters the queue when it polls.
+      const locker = fixture.locker({ expiry: 5000, backoff: { min: 20, max: 100 } });
+      const third = fixture.locker({ expiry: 5000 });
+      const release = await locker.lock(undefined, key);
+      const controller = new AbortController();
+      const waiting = locker.lock(controller.signal, key).catch((e: unknown) => e);
+      // The waiter is in the key's cross-process queue once its first attempt has run.
+      await eventually(async () => (await admin.zcard(`{globallock:${key}}:queue`)) === 1);
+      await admin.script("FLUSH");
+      // Warm the acquire and release scripts (the cache is per server), not the leave-queue one.
+      const [warmed, warmRelease] = await third.tryLock(undefined, uniqueKey("warm"));
+      expect(warmed).toBe(true);
+      await warmRelease();
+      controller.abort();
+      expect(await waiting).toBe(controller.signal.reason); // its leave-queue has been sent
+      await release(); // sent right after the leave-queue, on the same connection
+      // Nobody waits any more, so the key must be free: not reserved for the departed waiter.
+      expect(await admin.get(`globallock:${key}`)).toBeNull();
+      const [ok, releaseThird] = await third.tryLock(undefined, key);
+      expect(ok).toBe(true);
+      await releaseThird();
+      expect(await admin.zcard(`{globallock:${key}}:queue`)).toBe(0);
+    }
+  });
+
+  it("an attempt aborted in flight is cleaned up after it ran, even when it was retried as EVAL", async () => {
+    for (let round = 0; round < 5; round++) {
+      const key = uniqueKey("flush-abort");
+      const holder = fixture.locker({ expiry: 5000 });
+      const waiterLocker = fixture.locker({ expiry: 5000 });
+      const release = await holder.lock(undefined, key);
+      await admin.script("FLUSH"); // the waiter's first attempt meets NOSCRIPT and is re-sent
+      // Only the leave-queue script is cached: a leave sent at once would overtake the attempt.
+      await admin.eval(LEAVE_QUEUE.source, 2, "{warm}:queue", "{warm}:waiters", "nobody");
+      const controller = new AbortController();
+      const waiting = waiterLocker.lock(controller.signal, key).catch((e: unknown) => e);
+      controller.abort(); // while the attempt is in flight
+      expect(await waiting).toBe(controller.signal.reason);
+      // close() waits for the locker's in-flight commands, the clean-up included. The attempt
+      // joined the queue when it finally ran; the clean-up must have run after it.
+      await waiterLocker.close();
+      expect(await admin.zcard(`{globallock:${key}}:queue`)).toBe(0);
+      await release();
+      expect(await admin.get(`globallock:${key}`)).toBeNull(); // not reserved for the leaver
+    }
+  });
+
+  it("the clean-up behind an acquisition that timed out on a frozen node runs even though its script is not cached", async () => {
+    const key = uniqueKey("flush-frozen");
+    const locker = fixture.locker({ expiry: 4000, operationTimeout: 300 });
+    const other = fixture.locker({ expiry: 4000 });
+    await admin.script("FLUSH");
+    // Warm only the acquire script: a failed tryLock on a held key runs it and nothing else.
+    const held = uniqueKey("held");
+    await admin.set(`globallock:${held}`, "someone-else", "PX", 60_000);
+    expect((await locker.tryLock(undefined, held))[0]).toBe(false);
+    const server = fixture.servers[0];
+    server?.pause();
+    try {
+      await expect(locker.tryLock(undefined, key)).rejects.toBeInstanceOf(StoreUnavailableError);
+      await sleep(500); // the clean-up queued behind it times out here too, before any reply
+    } finally {
+      server?.resume();
+    }
+    // The late attempt ran after SIGCONT; the clean-up right behind it deleted its key.
+    await eventually(async () => (await admin.exists(`globallock:${key}`)) === 0, 1000);
+    const [ok, release] = await other.tryLock(undefined, key);
+    expect(ok).toBe(true);
+    await release();
+    await admin.del(`globallock:${held}`);
+  });
+});
