@@ -1,0 +1,152 @@
+/**
+ * Defects found by probing from outside (issue #9), each against real redis-server processes:
+ * same-tick calls keep FIFO, a lease longer than Node's timer limit, 100,000 held locks kept
+ * through several extension rounds, and quorum redundancy restored after minority restarts.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { LockLostError, ReleaseFunc } from "../src/index.js";
+import { uniqueKey } from "./contract.js";
+import { RedisFixture } from "./helpers/redis-harness.js";
+import { eventually, sleep } from "./helpers/wait.js";
+
+let single: RedisFixture;
+beforeAll(async () => {
+  single = await RedisFixture.start(1);
+});
+afterAll(async () => {
+  await single?.stop();
+});
+
+const fixtures: RedisFixture[] = [];
+afterEach(async () => {
+  await Promise.all(fixtures.splice(0).map((fixture) => fixture.stop()));
+});
+
+describe("FIFO within a locker", () => {
+  it("serves 2,000 calls made in the same tick in call order, while another process releases the key", async () => {
+    const locker = single.locker({ expiry: 10_000 });
+    const holder = single.locker({ expiry: 10_000 });
+    let inversions = 0;
+    for (let round = 0; round < 4; round++) {
+      const key = uniqueKey("same-tick");
+      const releaseHolder = await holder.lock(undefined, key);
+      const order: number[] = [];
+      const call = async (index: number): Promise<void> => {
+        const release = await locker.lock(AbortSignal.timeout(60_000), key);
+        order.push(index);
+        await release();
+      };
+      // All in one tick; the other process's release is sent in the middle of the burst, so it
+      // lands while Redis works through the calls.
+      const calls = Array.from({ length: 1000 }, (_, index) => call(index));
+      void releaseHolder();
+      calls.push(...Array.from({ length: 1000 }, (_, index) => call(1000 + index)));
+      await Promise.all(calls);
+      expect(order).toHaveLength(2000);
+      inversions += order.filter((value, index) => index > 0 && value < (order[index - 1] ?? 0)).length;
+    }
+    expect(inversions).toBe(0);
+  });
+});
+
+describe("an expiry above Node's timer limit (2^31 − 1 ms)", () => {
+  it("keeps a 60-day lease without TimeoutOverflowWarning, early loss or a busy extender", async () => {
+    const warnings: Error[] = [];
+    const onWarning = (warning: Error): void => {
+      warnings.push(warning);
+    };
+    process.on("warning", onWarning);
+    try {
+      const expiry = 60 * 24 * 3600 * 1000;
+      const locker = single.locker({ expiry });
+      const admin = single.admin();
+      const key = uniqueKey("long");
+      const lease = await locker.acquire(undefined, key);
+      await sleep(300);
+      expect(lease.lost.aborted).toBe(false);
+      expect(() => lease.assertHeld()).not.toThrow();
+      expect(locker.leaseStats.batches).toBe(0); // first extension due in 30 days
+      const ttl = await admin.pttl(`globallock:${key}`);
+      expect(ttl).toBeGreaterThan(expiry - 60_000);
+      expect(await lease.releaseWithOutcome()).toBe("released");
+      expect(warnings.filter((w) => w.name === "TimeoutOverflowWarning")).toEqual([]);
+    } finally {
+      process.off("warning", onWarning);
+    }
+  });
+});
+
+describe("many held locks", () => {
+  it("keeps 100,000 locks through several extension rounds: none lost, batched extensions", async () => {
+    const lost: LockLostError[] = [];
+    // Short enough that one command per lock cannot extend them all within half a lease.
+    const expiry = 2000;
+    const locker = single.locker({ expiry, onLockLost: (error) => lost.push(error) });
+    const other = single.locker({ expiry });
+    const admin = single.admin();
+    const prefix = uniqueKey("many");
+    const releases: ReleaseFunc[] = [];
+    const count = 100_000;
+    for (let start = 0; start < count; start += 5000) {
+      const chunk = await Promise.all(
+        Array.from({ length: 5000 }, (_, i) => locker.tryLock(undefined, `${prefix}-${start + i}`)),
+      );
+      for (const [ok, release] of chunk) {
+        expect(ok).toBe(true);
+        releases.push(release);
+      }
+    }
+    expect(locker.heldCount).toBe(count);
+    // Three leases: every lock needs at least two extensions to survive.
+    await sleep(expiry * 3);
+    expect(lost).toEqual([]);
+    expect(locker.heldCount).toBe(count);
+    const stats = locker.leaseStats;
+    expect(stats.extensions).toBeGreaterThanOrEqual(2 * count);
+    // Batched: far fewer commands than locks.
+    expect(stats.batches).toBeLessThan(stats.extensions / 50);
+    expect(stats.minHeadroomMs).toBeGreaterThan(0);
+    // Spot checks from another locker: still held in Redis.
+    for (const index of [0, 4999, 50_000, count - 1]) {
+      expect((await other.tryLock(undefined, `${prefix}-${index}`))[0]).toBe(false);
+    }
+    await Promise.all(releases.map((release) => release()));
+    expect(locker.heldCount).toBe(0);
+    expect(await admin.exists(`globallock:${prefix}-0`)).toBe(0);
+  }, 60_000);
+});
+
+describe("a five-node quorum", () => {
+  it("puts a held lock back on restarted nodes, so two successive minority restarts never lose it", async () => {
+    const fixture = await RedisFixture.start(5);
+    fixtures.push(fixture);
+    const lost: LockLostError[] = [];
+    const expiry = 1200;
+    const holder = fixture.locker({ expiry, onLockLost: (error) => lost.push(error) });
+    const other = fixture.locker({ expiry });
+    const key = uniqueKey("restore");
+    const release = await holder.lock(undefined, key);
+    const admins = fixture.servers.map((_, index) => fixture.admin(index));
+    const holding = async (): Promise<number> =>
+      (await Promise.all(admins.map((admin) => admin.exists(`globallock:${key}`).catch(() => 0)))).reduce(
+        (sum: number, n) => sum + n,
+        0,
+      );
+    expect(await holding()).toBe(5);
+
+    await Promise.all([fixture.servers[0]?.restart(), fixture.servers[1]?.restart()]);
+    expect(await holding()).toBe(3);
+    // One extension later the key is back on all five.
+    await eventually(async () => (await holding()) === 5, 3 * expiry);
+    await Promise.all([fixture.servers[2]?.restart(), fixture.servers[3]?.restart()]);
+    expect(await holding()).toBe(3); // 1 original + 2 restored: still a majority
+
+    for (let i = 0; i < 8; i++) {
+      expect((await other.tryLock(undefined, key))[0]).toBe(false);
+      await sleep(expiry / 4);
+    }
+    expect(lost).toEqual([]);
+    await release();
+    expect(await holding()).toBe(0);
+  }, 30_000);
+});
