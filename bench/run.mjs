@@ -18,7 +18,7 @@ import { countClientCommands } from "./lib/command-stats.mjs";
 import { CONFIG, QUICK } from "./lib/config.mjs";
 import { cpuInfo, pinSelf } from "./lib/cpu.mjs";
 import { connectClient } from "./lib/redis-client.mjs";
-import { RedisServer, redisServerVersion } from "./lib/redis-server.mjs";
+import { redisServerVersion, startServer } from "./lib/redis-server.mjs";
 import { median, percentile } from "./lib/stats.mjs";
 import { now } from "./lib/timing.mjs";
 import { renderMarkdown } from "./report.mjs";
@@ -83,7 +83,7 @@ async function main() {
   countClientCommands();
   redisServerVersion(); // fails early with a clear message when redis-server is missing
   log(`${QUICK ? "quick" : "full"} run of ${selected.join(", ")}; CPU pinning ${pinned ? "on" : "off"}`);
-  const server = await RedisServer.start();
+  const server = await startServer();
   log(`redis-server pid ${server.pid} on 127.0.0.1:${server.port}`);
   const results = {};
   let redisVersion;

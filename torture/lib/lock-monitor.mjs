@@ -20,7 +20,7 @@ export class LockSetRecorder {
   #connections = [];
 
   /**
-   * @param {import("./redis-server.mjs").RedisServer} server the lock server to watch
+   * @param {import("../../support/redis-server.mjs").RedisServer} server the lock server to watch
    * @param {string} prefix the lock key prefix
    */
   constructor(server, prefix) {

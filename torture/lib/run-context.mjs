@@ -16,14 +16,14 @@ import { pidAlive } from "./cleanup.mjs";
 import { ms, now, sleep } from "./clock.mjs";
 import { RESERVATION } from "./lock-monitor.mjs";
 import { deriveSeed } from "./prng.mjs";
-import { RedisServer, startServers } from "./redis-server.mjs";
+import { startServers } from "./redis-server.mjs";
 import { RefereeReader } from "./referee.mjs";
 import { WorkerPool } from "./worker-pool.mjs";
 
 export class RunContext {
-  /** @type {RedisServer | undefined} */
+  /** @type {import("../../support/redis-server.mjs").RedisServer | undefined} */
   refereeServer;
-  /** @type {RedisServer[]} */
+  /** @type {import("../../support/redis-server.mjs").RedisServer[]} */
   lockServers = [];
   /** One admin connection per lock server (they reconnect after restarts). */
   lockAdmins = [];

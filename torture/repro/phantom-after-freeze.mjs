@@ -8,9 +8,9 @@
  */
 import { RedisLocker } from "globallock";
 import { killAllChildren } from "../lib/cleanup.mjs";
-import { RedisServer } from "../lib/redis-server.mjs";
+import { startServer } from "../lib/redis-server.mjs";
 
-const server = await RedisServer.start();
+const server = await startServer();
 const clients = [server.client(), server.client(), server.client()];
 const [a, b, admin] = clients;
 const locker = new RedisLocker(a, { expiry: 2000 });
