@@ -8,7 +8,7 @@
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { StoreUnavailableError } from "../src/index.js";
-import { LEAVE_QUEUE } from "../src/redis/scripts.js";
+import { ACQUIRE, LEAVE_QUEUE, RELEASE } from "../src/redis/scripts.js";
 import { uniqueKey } from "./contract.js";
 import { RedisFixture } from "./helpers/redis-harness.js";
 import { eventually, sleep } from "./helpers/wait.js";
@@ -37,9 +37,8 @@ describe("after SCRIPT FLUSH", () => {
       await eventually(async () => (await admin.zcard(`{globallock:${key}}:queue`)) === 1);
       await admin.script("FLUSH");
       // Warm the acquire and release scripts (the cache is per server), not the leave-queue one.
-      const [warmed, warmRelease] = await third.tryLock(undefined, uniqueKey("warm"));
-      expect(warmed).toBe(true);
-      await warmRelease();
+      await admin.eval(ACQUIRE.source, 3, "{w}:lock", "{w}:queue", "{w}:alive", "t", 1000, "", "", "keep", 1000);
+      await admin.eval(RELEASE.source, 1, "{w}:lock", "t", 0);
       controller.abort();
       expect(await waiting).toBe(controller.signal.reason); // its leave-queue has been sent
       await release(); // sent right after the leave-queue, on the same connection

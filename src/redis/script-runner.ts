@@ -8,21 +8,34 @@ export interface Script {
   readonly sha: string;
 }
 
+/** Every script defined so far: what a runner loads into a node before its first call. */
+const defined: Script[] = [];
+
 /** Prepares a Lua script for {@link ScriptRunner.run}. */
 export function defineScript(source: string): Script {
-  return { source, sha: createHash("sha1").update(source).digest("hex") };
+  const script = { source, sha: createHash("sha1").update(source).digest("hex") };
+  defined.push(script);
+  return script;
 }
 
 /**
  * One Redis node (or Cluster) as the locker talks to it: every script call settles within the
  * timeout, so a frozen or unreachable node can never hang an operation. Also offers the
  * `evalsha`/`eval` pair that redlock calls, with the same timeout.
+ *
+ * Before its first call, and again after any `NOSCRIPT` (the node restarted, failed over or had
+ * its cache flushed), a runner on a single node sends `SCRIPT LOAD` for every script, pipelined
+ * ahead of that call: a cache miss costs one extra round trip per flush, not one per script, and
+ * an extension on a slow link is not delayed by a miss it could have avoided. (On a Cluster the
+ * scripts load on each master at their first `NOSCRIPT`.)
  */
 export class ScriptRunner {
   readonly #client: RedisClient;
   readonly #label: string;
   readonly #timeoutMs: number;
   readonly #deadlines: DeadlineGroup;
+  /** Whether the scripts were sent to the node since it last answered NOSCRIPT. */
+  #loaded: boolean;
 
   constructor(client: RedisClient, label: string, timeoutMs: number) {
     this.#client = client;
@@ -30,6 +43,7 @@ export class ScriptRunner {
     this.#timeoutMs = timeoutMs;
     // Checked every tenth of the timeout: a timeout fires at most 10% late.
     this.#deadlines = new DeadlineGroup(timeoutMs / 10);
+    this.#loaded = client.isCluster;
   }
 
   /** The caller's client (for cluster detection and the like). */
@@ -53,11 +67,22 @@ export class ScriptRunner {
     ordered = false,
   ): Promise<unknown> {
     if (ordered) return await this.eval(script.source, keys.length, ...keys, ...args);
+    if (!this.#loaded) this.#loadScripts();
     try {
       return await this.evalsha(script.sha, keys.length, ...keys, ...args);
     } catch (error) {
       if (!(error instanceof Error) || !error.message.startsWith("NOSCRIPT")) throw error;
+      if (!this.#client.isCluster) this.#loaded = false;
       return await this.eval(script.source, keys.length, ...keys, ...args);
+    }
+  }
+
+  /** Sends SCRIPT LOAD for every script, without waiting (a failure just means a later miss). */
+  #loadScripts(): void {
+    this.#loaded = true;
+    const client = this.#client as { script(...args: unknown[]): Promise<unknown> };
+    for (const script of defined) {
+      Promise.resolve(client.script("LOAD", script.source)).catch(() => undefined);
     }
   }
 
