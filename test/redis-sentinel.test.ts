@@ -48,7 +48,7 @@ describe("a Sentinel failover", () => {
     // A lock acquired after the last write the replica will ever see: the replica is frozen and
     // its replication link cut, so nothing written from now on reaches it.
     group.replica.pause();
-    await master.client("KILL", "TYPE", "replica");
+    await master.call("CLIENT", "KILL", "TYPE", "replica");
     const lostKey = uniqueKey("unreplicated");
     const unreplicated = await locker.acquire(undefined, lostKey, { fencing: true });
     await group.master.kill();

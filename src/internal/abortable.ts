@@ -7,6 +7,8 @@
  * the hub forgotten, as soon as its last subscriber cancels: nothing is left on the signal.
  */
 
+import { IntrusiveList, type Linked } from "./intrusive-list.js";
+
 /** A subscription to a signal's abort; see {@link subscribeAbort}. */
 export interface AbortSubscription {
   /** Stops the subscription (idempotent; harmless after it fired, or while the hub fans out). */
@@ -170,12 +172,22 @@ export function onAnyAbort(
   return unlisten;
 }
 
+/** One race of a {@link CloseGate} that has not settled yet. */
+class PendingRace implements Linked<PendingRace> {
+  prev: PendingRace | undefined;
+  next: PendingRace | undefined;
+  list: IntrusiveList<PendingRace> | undefined;
+
+  constructor(readonly reject: (reason: unknown) => void) {}
+}
+
 /**
  * Lets many short operations be cut short by their owner's `close()` without adding an abort
  * listener to a shared signal for each one (the caller's signal is watched through its hub).
  */
 export class CloseGate {
-  readonly #pending = new Set<(reason: unknown) => void>();
+  /** Pending races, linked through themselves: joining and leaving cost no Set entry. */
+  readonly #pending = new IntrusiveList<PendingRace>();
   #closed = false;
   #reason: unknown;
 
@@ -184,8 +196,7 @@ export class CloseGate {
     if (this.#closed) return;
     this.#closed = true;
     this.#reason = reason;
-    for (const reject of this.#pending) reject(reason);
-    this.#pending.clear();
+    for (let race = this.#pending.shift(); race !== undefined; race = this.#pending.shift()) race.reject(reason);
   }
 
   /** Settles like `promise`, unless `signal` aborts or the gate closes first. */
@@ -194,12 +205,13 @@ export class CloseGate {
     if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise<T>((resolve, reject) => {
       let subscription: AbortSubscription | undefined;
+      const race = new PendingRace(reject);
       const finish = <V>(settle: (value: V) => void, value: V): void => {
-        this.#pending.delete(reject);
+        this.#pending.remove(race);
         subscription?.cancel();
         settle(value);
       };
-      this.#pending.add(reject);
+      this.#pending.push(race);
       if (signal !== undefined) subscription = subscribeAbort(signal, (reason) => finish(reject, reason));
       promise.then(
         (value) => finish(resolve, value),

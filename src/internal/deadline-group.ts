@@ -1,12 +1,31 @@
+import { IntrusiveList, type Linked } from "./intrusive-list.js";
+
+/** One operation waiting for its result or its deadline. */
+class PendingOperation implements Linked<PendingOperation> {
+  prev: PendingOperation | undefined;
+  next: PendingOperation | undefined;
+  list: IntrusiveList<PendingOperation> | undefined;
+
+  constructor(
+    readonly deadline: number,
+    readonly expire: () => void,
+  ) {}
+}
+
+const byDeadline = (operation: PendingOperation): number => operation.deadline;
+
 /**
- * Timeouts for many short operations without a timer each: pending operations sit in a set, and
- * one unref'ed interval (running only while something is pending) fails those past their deadline.
- * A timeout may fire up to `granularity` late; in exchange an operation costs a set insertion and
- * deletion instead of creating and clearing a timer, which matters at tens of thousands per second.
+ * Timeouts for many short operations without a timer each: pending operations sit in an intrusive
+ * list sorted by deadline (operations of one group share their timeout, so each joins at the
+ * tail), and one unref'ed interval fails those past their deadline, looking only at the head. A
+ * timeout may fire up to `granularity` late; in exchange an operation costs a list link and
+ * unlink — no timer, and no entry in a long-lived Set — which matters at tens of thousands per
+ * second. The interval stops at the first check that finds nothing pending, so a steady stream of
+ * operations keeps one interval instead of starting one per operation.
  */
 export class DeadlineGroup {
   readonly #granularity: number;
-  readonly #pending = new Set<{ deadline: number; expire: () => void }>();
+  readonly #pending = new IntrusiveList<PendingOperation>();
   #timer: NodeJS.Timeout | undefined;
 
   /** @param granularity how often to check, in ms (the maximum lateness of a timeout). */
@@ -20,44 +39,34 @@ export class DeadlineGroup {
    */
   run<T>(promise: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const entry = { deadline: performance.now() + ms, expire: () => reject(onTimeout()) };
-      this.#add(entry);
+      const operation = new PendingOperation(performance.now() + ms, () => reject(onTimeout()));
+      this.#pending.insertSorted(operation, byDeadline);
+      if (this.#timer === undefined) {
+        this.#timer = setInterval(() => this.#check(), this.#granularity);
+        this.#timer.unref();
+      }
       promise.then(
         (value) => {
-          this.#delete(entry);
+          this.#pending.remove(operation);
           resolve(value);
         },
         (error: unknown) => {
-          this.#delete(entry);
+          this.#pending.remove(operation);
           reject(error);
         },
       );
     });
   }
 
-  #add(entry: { deadline: number; expire: () => void }): void {
-    this.#pending.add(entry);
-    if (this.#timer === undefined) {
-      this.#timer = setInterval(() => this.#check(), this.#granularity);
-      this.#timer.unref();
+  #check(): void {
+    const now = performance.now();
+    for (let head = this.#pending.head; head !== undefined && head.deadline <= now; head = this.#pending.head) {
+      this.#pending.remove(head);
+      head.expire();
     }
-  }
-
-  #delete(entry: { deadline: number; expire: () => void }): void {
-    this.#pending.delete(entry);
     if (this.#pending.size === 0 && this.#timer !== undefined) {
       clearInterval(this.#timer);
       this.#timer = undefined;
-    }
-  }
-
-  #check(): void {
-    const now = performance.now();
-    for (const entry of this.#pending) {
-      if (entry.deadline <= now) {
-        this.#delete(entry);
-        entry.expire();
-      }
     }
   }
 }

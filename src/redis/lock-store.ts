@@ -13,6 +13,11 @@ export class LockHandle {
   validFrom: number;
   /** `performance.now()` past which the lock may have expired (on a quorum of nodes). */
   validUntil: number;
+  /**
+   * Set by a release on a store with a hand-off queue: the waiter id the key was handed to, or
+   * `""` when nobody was queued (nothing was published).
+   */
+  handedTo: string | undefined;
 
   constructor(token: string, resource: string, validFrom: number, validUntil: number) {
     this.token = token;

@@ -45,14 +45,17 @@ export class RedisLocker implements Locker {
   readonly #keeper: LeaseKeeper;
   /** Per key: how many acquisitions are held here, and who waits here (FIFO). */
   readonly #keys = new KeyStates();
-  readonly #inFlight = new Set<Promise<unknown>>();
+  /** Redis operations in flight (close() waits for them); a count, not a Set of promises. */
+  #inFlight = 0;
+  /** Resolves close()'s wait once the last in-flight operation has settled. */
+  #drained: (() => void) | undefined;
   readonly #closing = new AbortController();
   /** Cuts in-flight attempts short on close (waits listen to `#closing` instead). */
   readonly #gate = new CloseGate();
   /** This locker's id in the cross-process hand-off queues. */
   readonly #waiterId = randomBytes(8).toString("hex");
   /** The three ways an attempt relates to the hand-off queue (shared, so attempts allocate none). */
-  readonly #intents: Readonly<Record<"leave" | "requeue" | "keep", QueueIntent>>;
+  readonly #intents: Readonly<Record<"first" | "leave" | "requeue" | "keep", QueueIntent>>;
   #closed: Promise<void> | undefined;
 
   /**
@@ -66,6 +69,7 @@ export class RedisLocker implements Locker {
     setMaxListeners(0, this.#closing.signal);
     this.#options = resolveOptions(options);
     this.#intents = {
+      first: { waiterId: this.#waiterId, join: true, onSuccess: "keep" },
       leave: { waiterId: this.#waiterId, join: true, onSuccess: "leave" },
       requeue: { waiterId: this.#waiterId, join: true, onSuccess: "requeue" },
       keep: { waiterId: this.#waiterId, join: false, onSuccess: "keep" },
@@ -172,7 +176,11 @@ export class RedisLocker implements Locker {
     this.#closing.abort(closed);
     this.#gate.close(closed);
     await this.#keeper.stop();
-    await Promise.allSettled([...this.#inFlight]);
+    if (this.#inFlight > 0) {
+      await new Promise<void>((resolve) => {
+        this.#drained = resolve;
+      });
+    }
     await this.#notifier.close();
   }
 
@@ -204,6 +212,7 @@ export class RedisLocker implements Locker {
     try {
       // The lean first try: nobody here holds or waits for the key.
       let attemptNow = state.held === 0 && state.waiters.head === waiter;
+      let leanTry = attemptNow;
       // If the channel was already confirmed before that try, no release can have slipped by.
       const retryAfterSubscribing = attemptNow && !this.#notifier.isListening(resource);
       let lastRetryAfter: number | undefined;
@@ -213,7 +222,13 @@ export class RedisLocker implements Locker {
         // Only the head competes; without a cross-process queue it also skips keys held here.
         const mayTry = state.waiters.head === waiter && (queued || state.held === 0);
         if (mayTry && attemptNow) {
-          const intent = state.waiters.size > 1 ? this.#intents.requeue : this.#intents.leave;
+          // The lean first try is not in the hand-off queue: on success there is nothing to leave.
+          const intent = leanTry
+            ? this.#intents.first
+            : state.waiters.size > 1
+              ? this.#intents.requeue
+              : this.#intents.leave;
+          leanTry = false;
           let outcome: [Acquisition, undefined] | [undefined, number | undefined];
           try {
             outcome = await this.#attempt(signal, key, fencing, intent);
@@ -224,7 +239,7 @@ export class RedisLocker implements Locker {
           const [acquisition, retryAfter] = outcome;
           if (acquisition !== undefined) {
             acquired = true;
-            leftOthersBehind = queued && intent === this.#intents.leave && state.waiters.size > 1;
+            leftOthersBehind = queued && intent !== this.#intents.requeue && state.waiters.size > 1;
             return acquisition;
           }
           lastRetryAfter = retryAfter;
@@ -354,10 +369,15 @@ export class RedisLocker implements Locker {
   async #release(acquisition: Acquisition): Promise<ReleaseOutcome> {
     if (this.#keeper.remove(acquisition)) this.#forget(acquisition);
     acquisition.state = "released";
-    const outcome = await this.#track(this.#store.release(acquisition.handle));
+    const { handle } = acquisition;
+    const outcome = await this.#track(this.#store.release(handle));
     // Without a cross-process queue, wake this process's next waiter without waiting for our own
-    // message; with one, the release message says whose turn it is.
-    if (!this.#store.hasQueue(acquisition.handle.resource)) this.#keys.notifyHead(acquisition.key);
+    // message; with one, the release message says whose turn it is — and a release that found
+    // nobody queued publishes nothing, so this process's own waiters (not yet in the queue) are
+    // woken here.
+    if (!this.#store.hasQueue(handle.resource) || handle.handedTo === "" || outcome === "unknown") {
+      this.#keys.notifyHead(acquisition.key);
+    }
     return outcome;
   }
 
@@ -374,9 +394,10 @@ export class RedisLocker implements Locker {
   }
 
   #track<T>(promise: Promise<T>): Promise<T> {
-    this.#inFlight.add(promise);
+    this.#inFlight += 1;
     const forget = (): void => {
-      this.#inFlight.delete(promise);
+      this.#inFlight -= 1;
+      if (this.#inFlight === 0) this.#drained?.();
     };
     promise.then(forget, forget);
     return promise;

@@ -156,8 +156,9 @@ export class RedlockStore implements LockStore {
     let taken = 0;
     for (const answer of answers) {
       if (answer.status !== "fulfilled") continue;
-      if (answer.value === 1) deleted += 1;
-      else if (answer.value === -1) taken += 1;
+      const code = Array.isArray(answer.value) ? answer.value[0] : undefined;
+      if (code === 1) deleted += 1;
+      else if (code === -1) taken += 1;
       else gone += 1;
     }
     const quorum = Math.floor(this.#runners.length / 2) + 1;

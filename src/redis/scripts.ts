@@ -23,16 +23,20 @@ end
  * One acquisition attempt on a single node. KEYS: lock, queue, liveness. ARGV: token, ttl (ms),
  * waiter id ("" = not queued), "join" to enter the queue on failure (or refresh liveness),
  * on success "leave" | "requeue" (to the back) | "keep", liveness window (ms).
+ * A free key costs one command (SET NX); the queue is only touched when the attempt asks for it.
  * Claiming a reservation publishes "claimed", so other waiters need not poll for a lapsed one.
  * Returns 0 when acquired, else the lock's remaining TTL in ms (>= 1).
  */
 export const ACQUIRE = defineScript(`${NOW}
 local lock, queue, alive = KEYS[1], KEYS[2], KEYS[3]
 local token, ttl, id, join, onSuccess, window = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6])
-local current = redis.call("get", lock)
-if current == false or (id ~= "" and current == "reserved:" .. id) then
+local acquired = redis.call("set", lock, token, "NX", "PX", ttl)
+if not acquired and id ~= "" and redis.call("get", lock) == "reserved:" .. id then
   redis.call("set", lock, token, "PX", ttl)
-  if current then redis.call("publish", lock, "claimed") end
+  redis.call("publish", lock, "claimed")
+  acquired = true
+end
+if acquired then
   if id ~= "" and onSuccess == "leave" then
     redis.call("zrem", queue, id)
     redis.call("hdel", alive, id)
@@ -94,38 +98,43 @@ return restored
 
 /**
  * Releases a lock and hands it over: if a live waiter is queued, the key is reserved for it for
- * `grace` ms, else deleted; either way the channel hears who may take it. KEYS: lock, queue,
- * liveness (the last two may be absent: no queue). ARGV: token, grace (ms).
- * Returns 1 when released, 0 when the key was already gone, -1 when another token holds it.
+ * `grace` ms and the channel hears its id; else the key is deleted, and the channel hears an empty
+ * message (anyone may take it) only where there is no queue (a quorum node): with a queue, every
+ * waiter of another process is in it, so an uncontended release touches the queue once (ZRANGE)
+ * and publishes nothing. KEYS: lock, queue, liveness (the last two absent: no queue). ARGV: token,
+ * grace (ms). Returns { 1 released | 0 already gone | -1 another token holds it, chosen waiter id }.
  */
 export const RELEASE = defineScript(`
 local current = redis.call("get", KEYS[1])
 if current ~= ARGV[1] then
-  if current then return -1 end
-  return 0
+  if current then return { -1, "" } end
+  return { 0, "" }
 end
 local chosen = ""
 if KEYS[2] then
-  local t = redis.call("time")
-  local now_ms = math.floor(tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000)
-  while true do
-    local head = redis.call("zrange", KEYS[2], 0, 0)[1]
-    if not head then break end
-    if tonumber(redis.call("hget", KEYS[3], head) or "0") > now_ms then
-      chosen = head
-      break
+  local head = redis.call("zrange", KEYS[2], 0, 0)[1]
+  if head then
+    local t = redis.call("time")
+    local now_ms = math.floor(tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000)
+    while head do
+      if tonumber(redis.call("hget", KEYS[3], head) or "0") > now_ms then
+        chosen = head
+        break
+      end
+      redis.call("zrem", KEYS[2], head)
+      redis.call("hdel", KEYS[3], head)
+      head = redis.call("zrange", KEYS[2], 0, 0)[1]
     end
-    redis.call("zrem", KEYS[2], head)
-    redis.call("hdel", KEYS[3], head)
   end
 end
 if chosen ~= "" then
   redis.call("set", KEYS[1], "reserved:" .. chosen, "PX", ARGV[2])
+  redis.call("publish", KEYS[1], chosen)
 else
   redis.call("del", KEYS[1])
+  if not KEYS[2] then redis.call("publish", KEYS[1], "") end
 end
-redis.call("publish", KEYS[1], chosen)
-return 1
+return { 1, chosen }
 `);
 
 /** Leaves a key's hand-off queue. KEYS: queue, liveness. ARGV: waiter id. */
@@ -136,15 +145,17 @@ return 1
 `);
 
 /**
- * Given to redlock (as a modifier of its own release script) for the multi-node quorum. Returns
- * the number of keys deleted, as redlock expects; publishes an empty message (anyone may take it).
+ * Given to redlock (as a modifier of its own release script) for the multi-node quorum. redlock
+ * runs it only to undo a failed attempt's minority grants: that frees nothing anyone waits for
+ * (the holder still has its majority), so it does not publish — a publication here woke every
+ * waiter at once after each failed attempt and kept contending processes in lock-step. Returns
+ * the number of keys deleted, as redlock expects.
  */
 export const REDLOCK_RELEASE_SCRIPT = `
 local count = 0
 for _, key in ipairs(KEYS) do
   if redis.call("get", key) == ARGV[1] then
     redis.call("del", key)
-    redis.call("publish", key, "")
     count = count + 1
   end
 end

@@ -126,7 +126,9 @@ export class SingleNodeStore implements LockStore {
         [handle.token, this.#settings.handOffGrace],
         ordered,
       );
-      return reply === 1 ? "released" : reply === -1 ? "taken" : "expired";
+      const [code, chosen] = Array.isArray(reply) ? reply : [];
+      handle.handedTo = typeof chosen === "string" ? chosen : undefined;
+      return code === 1 ? "released" : code === -1 ? "taken" : "expired";
     } catch {
       return "unknown";
     }
