@@ -65,11 +65,53 @@ describe("hand-off queue across lockers (separate connections, as separate proce
     await release();
     await Promise.all(done);
     const after = await calls(["evalsha", "eval"]);
-    // 5 hand-offs: each one acquire by the named waiter and one release (+1 for the first release).
+    // 5 hand-offs, each a direct grant: the grantee sends no acquire, only its first extension
+    // (which lengthens the grant's short TTL) and its release (+1 for the first release).
     expect(after - before).toBe(1 + 5 * 2);
   });
 
-  it("does not let a vanished waiter stall the key: its reservation lapses and it is dropped", async () => {
+  it("hands over by direct grant: the release sets the next waiter's token, which takes no claim round trip", async () => {
+    const key = uniqueKey();
+    const holder = fixture.locker();
+    const waiter = fixture.locker();
+    const other = fixture.locker();
+    const release = await holder.lock(undefined, key);
+    const waiting = waiter.acquire(AbortSignal.timeout(10_000), key);
+    await sleep(50); // the waiter tried once and registered its token in the queue
+    const setsBefore = await calls(["set"]);
+    const acquiresBefore = await calls(["evalsha", "eval"]);
+    await release();
+    const lease = await waiting;
+    // One SET: the grant inside the release. No SET NX of a claiming attempt.
+    expect((await calls(["set"])) - setsBefore).toBe(1);
+    // The release, and at most the grantee's first extension (due at once: the grant's TTL is short).
+    expect((await calls(["evalsha", "eval"])) - acquiresBefore).toBeLessThanOrEqual(2);
+    expect((await other.tryLock(undefined, key))[0]).toBe(false);
+    await sleep(400); // past the grant's TTL (the hand-off grace): the first extension kept it
+    expect(lease.lost.aborted).toBe(false);
+    expect((await other.tryLock(undefined, key))[0]).toBe(false);
+    expect(await lease.releaseWithOutcome()).toBe("released");
+  });
+
+  it("recovers a grant whose message was lost: the waiter's next attempt finds its own token and takes the key", async () => {
+    const key = uniqueKey();
+    const admin = fixture.admin();
+    const holder = fixture.locker();
+    const waiter = fixture.locker({ backoff: { min: 50, max: 300 } });
+    const other = fixture.locker();
+    const release = await holder.lock(undefined, key);
+    const waiting = waiter.lock(AbortSignal.timeout(10_000), key);
+    await sleep(50);
+    // Drop every subscriber connection: the grant's message reaches nobody.
+    await admin.call("CLIENT", "KILL", "TYPE", "pubsub");
+    await release();
+    const releaseWaiter = await waiting; // at its next attempt (after resubscribing, or its poll)
+    expect((await other.tryLock(undefined, key))[0]).toBe(false);
+    await releaseWaiter();
+    expect((await other.tryLock(undefined, key))[0]).toBe(true);
+  });
+
+  it("does not let a vanished waiter stall the key: its grant lapses after the grace and it is dropped", async () => {
     const key = uniqueKey();
     const holder = fixture.locker({ backoff: { min: 50, max: 300 } });
     const release = await holder.lock(undefined, key);
@@ -83,8 +125,8 @@ describe("hand-off queue across lockers (separate connections, as separate proce
     const survivorWait = survivor.lock(AbortSignal.timeout(10_000), key);
     await sleep(50);
     doomedClient.disconnect(); // the doomed locker can no longer claim a hand-off
-    await release(); // reserves the key for the doomed locker, first in line
-    const releaseSurvivor = await survivorWait; // after the reservation lapses, at its next poll
+    await release(); // grants the key to the doomed locker, first in line (TTL: the grace)
+    const releaseSurvivor = await survivorWait; // after the grant lapses, at its next poll
     await releaseSurvivor();
     const admin = fixture.admin();
     await eventually(async () => (await admin.keys(`*${key}*`)).length === 0, 5000);

@@ -3,25 +3,40 @@ import { IntrusiveList, type Linked } from "./intrusive-list.js";
 
 /**
  * How a {@link Waiter.wait} ended when it did not reject: notified (try now), timed out (try as a
- * safety net), or postponed (nothing to try yet; wait again with a fresh timeout).
+ * safety net), postponed (nothing to try yet; wait again with a fresh timeout), or granted (the
+ * key was handed over: take the grant with {@link Waiter.takeGrant}).
  */
-export type WaitOutcome = "notified" | "timeout" | "postponed";
+export type WaitOutcome = "notified" | "timeout" | "postponed" | "granted";
 
 /**
  * One caller waiting for a key. A notification that arrives while the caller is busy (say, in the
  * middle of an attempt) is remembered, so the next `wait` returns at once: no wake-up is lost.
  */
-export class Waiter implements Linked<Waiter> {
+export class Waiter<G = unknown> implements Linked<Waiter<G>> {
   #pending = false;
-  prev: Waiter | undefined;
-  next: Waiter | undefined;
-  list: IntrusiveList<Waiter> | undefined;
+  #grant: G | undefined;
+  prev: Waiter<G> | undefined;
+  next: Waiter<G> | undefined;
+  list: IntrusiveList<Waiter<G>> | undefined;
   #wake: ((outcome: WaitOutcome) => void) | undefined;
 
   /** Ends the current wait, or the next one if the caller is not waiting right now. */
   notify(): void {
     this.#pending = true;
     this.#wake?.("notified");
+  }
+
+  /** Hands the waiter a grant: ends the current wait, or the next one, with "granted". */
+  grant(grant: G): void {
+    this.#grant = grant;
+    this.#wake?.("granted");
+  }
+
+  /** The grant handed over, once (see {@link grant}). */
+  takeGrant(): G | undefined {
+    const grant = this.#grant;
+    this.#grant = undefined;
+    return grant;
   }
 
   /** Ends the current wait (if any) so it restarts with a fresh timeout; not remembered. */
@@ -37,6 +52,7 @@ export class Waiter implements Linked<Waiter> {
     for (const signal of signals) {
       if (signal?.aborted) return Promise.reject(signal.reason);
     }
+    if (this.#grant !== undefined) return Promise.resolve("granted");
     if (this.#pending) {
       this.#pending = false;
       return Promise.resolve("notified");
@@ -73,11 +89,17 @@ export class Waiter implements Linked<Waiter> {
  * here, first in, first out. Only the head of the queue competes for the key, so waiters in one
  * process are served in arrival order and one release costs one retry, not a thundering herd.
  */
-export class KeyState {
+export class KeyState<G = unknown, H = unknown> {
   /** Acquisitions of this key that the locker holds (not released, not known lost). */
   held = 0;
   /** Callers waiting for the key here, in arrival order. */
-  readonly waiters = new IntrusiveList<Waiter>();
+  readonly waiters = new IntrusiveList<Waiter<G>>();
+  /** True while the head's attempt is in flight. */
+  attempting = false;
+  /** The locker's own bookkeeping of the key's cross-process hand-off (its latest registration). */
+  handOff: H | undefined;
+  /** A grant message that arrived while the head's attempt was in flight (it may be for it). */
+  earlyGrant: string | undefined;
 }
 
 /**
@@ -85,26 +107,26 @@ export class KeyState {
  * as nothing is held or waited for, so the map does not grow; everything else lives on the state
  * object itself, so an uncontended lock and release cost one map insertion and one deletion.
  */
-export class KeyStates {
-  readonly #states = new Map<string, KeyState>();
+export class KeyStates<G = unknown, H = unknown> {
+  readonly #states = new Map<string, KeyState<G, H>>();
 
   /** The state of `key`, if anything is held or waited for. */
-  get(key: string): KeyState | undefined {
+  get(key: string): KeyState<G, H> | undefined {
     return this.#states.get(key);
   }
 
   /** The state of `key`, created if needed; pair with {@link tidy} once done with it. */
-  open(key: string): KeyState {
+  open(key: string): KeyState<G, H> {
     let state = this.#states.get(key);
     if (state === undefined) {
-      state = new KeyState();
+      state = new KeyState<G, H>();
       this.#states.set(key, state);
     }
     return state;
   }
 
   /** Deletes `key`'s state when nothing is held or waited for any more. */
-  tidy(key: string, state: KeyState): void {
+  tidy(key: string, state: KeyState<G, H>): void {
     if (state.held === 0 && state.waiters.size === 0 && this.#states.get(key) === state) this.#states.delete(key);
   }
 
@@ -113,7 +135,7 @@ export class KeyStates {
    * without having used its turn: aborted, closed, or it took the key while others queued behind
    * it), the new head is notified so that no wake-up is lost.
    */
-  leave(key: string, state: KeyState, waiter: Waiter, passOn: boolean): void {
+  leave(key: string, state: KeyState<G, H>, waiter: Waiter<G>, passOn: boolean): void {
     const wasHead = state.waiters.head === waiter;
     if (!state.waiters.remove(waiter)) return;
     if (wasHead && passOn) state.waiters.head?.notify();

@@ -37,17 +37,30 @@ export class LockHandle {
 export interface QueueIntent {
   /** This locker's id in the queue. */
   readonly waiterId: string;
-  /** Enter the queue on failure (or refresh this waiter's liveness there). */
+  /** Enter the queue on failure and register this attempt's token for a grant. */
   readonly join: boolean;
-  /** On success: leave the queue, go to its back (more local waiters), or leave it as it is. */
-  readonly onSuccess: "leave" | "requeue" | "keep";
+  /** On success: leave the queue, or leave it as it is (the attempt was not in it). */
+  readonly onSuccess: "leave" | "keep";
+  /** The token of this locker's registration not yet seen granted: take the key if it holds it. */
+  readonly claimToken?: string | undefined;
+}
+
+/**
+ * A failed attempt that joined the hand-off queue registered its token there: a release may grant
+ * the key to that token. `sentAt` (local, monotonic ms) and `serverMs` (the node's clock when it
+ * registered) let the grantee bound when a grant happened without comparing clocks.
+ */
+export interface Registration {
+  readonly token: string;
+  readonly sentAt: number;
+  readonly serverMs: number;
 }
 
 /** Result of one acquisition attempt. */
 export type AttemptOutcome =
   | { readonly kind: "acquired"; readonly handle: LockHandle }
-  /** The key is held by another token (or reserved for another waiter). */
-  | { readonly kind: "held"; readonly retryAfterMs?: number }
+  /** The key is held by another token (or granted to another waiter). */
+  | { readonly kind: "held"; readonly retryAfterMs?: number; readonly registration?: Registration }
   /** Granted, but too late: its validity ran out before the reply arrived. */
   | { readonly kind: "expired-on-arrival" };
 
@@ -79,6 +92,11 @@ export interface LockStore {
    * abandoned); it must run after that command and must not depend on the script cache.
    */
   release(handle: LockHandle, ordered?: boolean): Promise<ReleaseOutcome>;
+  /**
+   * The handle of a grant a release made to `registration` (see {@link Registration}) at the
+   * node's time `grantedServerMs`: valid for the hand-off grace from then, as bounded locally.
+   */
+  grantedHandle(resource: string, registration: Registration, grantedServerMs: number): LockHandle;
   /** Removes `waiterId` from `resource`'s hand-off queue. Never rejects. */
   leaveQueue(resource: string, waiterId: string): Promise<void>;
   /** Whether {@link issueFencingToken} is available. */

@@ -10,7 +10,7 @@ import { KeyStates, Waiter } from "../internal/waiter.js";
 import type { AcquireOptions, Lease, Locker, ReleaseFunc, ReleaseOutcome } from "../locker.js";
 import { Acquisition } from "./acquisition.js";
 import { LeaseKeeper, type LeaseKeeperStats } from "./lease-keeper.js";
-import type { AttemptOutcome, LockHandle, LockStore, QueueIntent } from "./lock-store.js";
+import { type AttemptOutcome, LockHandle, type LockStore, type QueueIntent, type Registration } from "./lock-store.js";
 import { type RedisLockerOptions, type ResolvedRedisLockerOptions, resolveClients, resolveOptions } from "./options.js";
 import { RedlockStore } from "./redlock-adapter.js";
 import { ReleaseNotifier } from "./release-notifier.js";
@@ -22,6 +22,9 @@ interface Grant {
   readonly handle: LockHandle;
   readonly fencingToken?: bigint;
 }
+
+/** An attempt that did not acquire: someone else holds the key, or the grant came too late. */
+type Miss = Exclude<AttemptOutcome, { kind: "acquired" }>;
 
 /**
  * A {@link Locker} over one Redis node, a Redis Cluster, or a Redlock quorum of independent nodes.
@@ -44,7 +47,7 @@ export class RedisLocker implements Locker {
   readonly #notifier: ReleaseNotifier;
   readonly #keeper: LeaseKeeper;
   /** Per key: how many acquisitions are held here, and who waits here (FIFO). */
-  readonly #keys = new KeyStates();
+  readonly #keys = new KeyStates<LockHandle, Registration>();
   /** Redis operations in flight (close() waits for them); a count, not a Set of promises. */
   #inFlight = 0;
   /** Resolves close()'s wait once the last in-flight operation has settled. */
@@ -55,7 +58,7 @@ export class RedisLocker implements Locker {
   /** This locker's id in the cross-process hand-off queues. */
   readonly #waiterId = randomBytes(8).toString("hex");
   /** The three ways an attempt relates to the hand-off queue (shared, so attempts allocate none). */
-  readonly #intents: Readonly<Record<"first" | "leave" | "requeue" | "keep", QueueIntent>>;
+  readonly #intents: Readonly<Record<"first" | "leave" | "keep", QueueIntent>>;
   #closed: Promise<void> | undefined;
 
   /**
@@ -71,7 +74,6 @@ export class RedisLocker implements Locker {
     this.#intents = {
       first: { waiterId: this.#waiterId, join: true, onSuccess: "keep" },
       leave: { waiterId: this.#waiterId, join: true, onSuccess: "leave" },
-      requeue: { waiterId: this.#waiterId, join: true, onSuccess: "requeue" },
       keep: { waiterId: this.#waiterId, join: false, onSuccess: "keep" },
     };
     const { operationTimeout, driftFactor, sweepConcurrency, backoffMax } = this.#options;
@@ -134,8 +136,8 @@ export class RedisLocker implements Locker {
   async tryLock(signal: AbortSignal | undefined, key: string): Promise<[acquired: boolean, release: ReleaseFunc]> {
     this.#checkCall(signal, key);
     if ((this.#keys.get(key)?.held ?? 0) > 0) return [false, noopRelease()];
-    const [acquisition] = await this.#attempt(signal, key, false, this.#intents.keep);
-    return acquisition === undefined ? [false, noopRelease()] : [true, acquisition.releaser.release];
+    const outcome = await this.#attempt(signal, key, false, this.#intents.keep);
+    return outcome instanceof Acquisition ? [true, outcome.releaser.release] : [false, noopRelease()];
   }
 
   /**
@@ -200,12 +202,10 @@ export class RedisLocker implements Locker {
   async #obtain(signal: AbortSignal | undefined, key: string, fencing: boolean): Promise<Acquisition> {
     const resource = this.#options.prefix + key;
     const state = this.#keys.open(key);
-    const waiter = new Waiter();
+    const waiter = new Waiter<LockHandle>();
     state.waiters.push(waiter);
     const queued = this.#store.hasQueue(resource);
     let acquired = false;
-    /** Took the key after leaving the hand-off queue while others queued here behind it. */
-    let leftOthersBehind = false;
     /** An attempt was cut short in flight: its own clean-up leaves the hand-off queue. */
     let abandoned = false;
     let subscribed = false;
@@ -223,26 +223,37 @@ export class RedisLocker implements Locker {
         const mayTry = state.waiters.head === waiter && (queued || state.held === 0);
         if (mayTry && attemptNow) {
           // The lean first try is not in the hand-off queue: on success there is nothing to leave.
-          const intent = leanTry
-            ? this.#intents.first
-            : state.waiters.size > 1
-              ? this.#intents.requeue
-              : this.#intents.leave;
+          const base = leanTry ? this.#intents.first : this.#intents.leave;
+          const claimToken = state.handOff?.token;
+          const intent = claimToken === undefined ? base : { ...base, claimToken };
           leanTry = false;
-          let outcome: [Acquisition, undefined] | [undefined, number | undefined];
+          let outcome: Acquisition | Miss;
+          state.attempting = true;
           try {
             outcome = await this.#attempt(signal, key, fencing, intent);
           } catch (error) {
             abandoned = this.#isAbandonment(error, signal);
             throw error;
+          } finally {
+            state.attempting = false;
           }
-          const [acquisition, retryAfter] = outcome;
-          if (acquisition !== undefined) {
+          if (outcome instanceof Acquisition) {
+            // Whether or not it took a grant to the registration, that registration is spent
+            // (and a grant message that arrived meanwhile was for it).
+            state.handOff = undefined;
+            state.earlyGrant = undefined;
             acquired = true;
-            leftOthersBehind = queued && intent !== this.#intents.requeue && state.waiters.size > 1;
-            return acquisition;
+            return outcome;
           }
-          lastRetryAfter = retryAfter;
+          const early = state.earlyGrant;
+          state.earlyGrant = undefined;
+          if (outcome.kind === "held") {
+            lastRetryAfter = outcome.retryAfterMs;
+            // The key may be granted to this registration (the locker's place in the queue) —
+            // perhaps already: a grant's message can outrun the reply of the attempt it names.
+            if (outcome.registration !== undefined) state.handOff = outcome.registration;
+            if (early !== undefined) this.#onGrant(key, resource, early);
+          }
         }
         signals ??= [signal, this.#closing.signal];
         if (!subscribed) {
@@ -257,18 +268,30 @@ export class RedisLocker implements Locker {
         backoff ??= new Backoff(this.#options.backoffMin, this.#options.backoffMax);
         const timeout = mayTry ? this.#safetyNetDelay(backoff, queued, lastRetryAfter) : undefined;
         const outcome = await waiter.wait(timeout, signals);
-        // "Postponed": the waiter a release named has claimed the key; keep waiting, poll later.
+        if (outcome === "granted") {
+          const granted = await this.#takeGrant(signal, key, waiter, fencing);
+          if (granted !== undefined) {
+            acquired = true;
+            return granted;
+          }
+        }
+        // "Postponed": another locker was granted the key; keep waiting, poll later.
         attemptNow = outcome !== "postponed";
         if (outcome === "postponed") lastRetryAfter = undefined;
       }
     } finally {
-      // A waiter that took the key with "leave" while others queued behind it (calls made in the
-      // same tick) passes the turn on, so the next one joins the cross-process queue at once.
-      this.#keys.leave(key, state, waiter, !acquired || leftOthersBehind);
+      // The next waiter here is not in the cross-process queue (a holder's locker leaves it):
+      // whoever leaves the head, having taken the key or not, wakes it so that it joins.
+      this.#keys.leave(key, state, waiter, !acquired || queued);
       if (subscribed) this.#notifier.unsubscribe(resource);
       if (!acquired && !abandoned && queued && state.waiters.size === 0) {
         void this.#track(this.#store.leaveQueue(resource, this.#waiterId));
       }
+      // A grant that arrived during an attempt that then failed or was abandoned: decide now (the
+      // next waiter here takes it, or, with nobody left, it is released).
+      const early = state.earlyGrant;
+      state.earlyGrant = undefined;
+      if (early !== undefined) this.#onGrant(key, resource, early);
     }
   }
 
@@ -278,8 +301,37 @@ export class RedisLocker implements Locker {
   }
 
   /**
+   * Turns a grant handed to `waiter` into an acquisition: registers it (its first extension, due at
+   * once, lengthens the grant's short TTL) and issues a fencing token when asked. Resolves to
+   * undefined when the grant's validity had already run out (it is released; the caller tries).
+   */
+  async #takeGrant(
+    signal: AbortSignal | undefined,
+    key: string,
+    waiter: Waiter<LockHandle>,
+    fencing: boolean,
+  ): Promise<Acquisition | undefined> {
+    const handle = waiter.takeGrant();
+    if (handle === undefined) return undefined;
+    if (performance.now() >= handle.validUntil) {
+      void this.#track(this.#store.release(handle, true));
+      return undefined;
+    }
+    if (!fencing) return this.#register(key, { handle });
+    let fencingToken: bigint | undefined;
+    try {
+      fencingToken = await this.#gate.race(this.#track(this.#store.issueFencingToken(handle)), signal);
+    } catch (error) {
+      void this.#track(this.#store.release(handle, true));
+      throw error;
+    }
+    // No token means the key vanished meanwhile: not a grant after all.
+    return fencingToken === undefined ? undefined : this.#register(key, { handle, fencingToken });
+  }
+
+  /**
    * How long the head waits for a release message before it tries anyway: the safety net for a
-   * crashed holder, a hand-off reservation that lapsed, or a lost message. With a hand-off queue,
+   * crashed holder, a grant whose message was lost, or a lost wake-up. With a hand-off queue,
    * releases reliably name the next waiter, so the head polls only when the holder's lease could
    * have run out, and at least every `backoff.max` (which also keeps its place in the queue alive).
    */
@@ -293,25 +345,25 @@ export class RedisLocker implements Locker {
   /**
    * One acquisition attempt (plus its fencing token when asked), abortable: if `signal` aborts or
    * the locker closes while it is in flight, it rejects at once and the attempt is cleaned up
-   * once it settles (see {@link #cleanUpAbandoned}). Resolves to the acquisition, or to
-   * `[undefined, retryAfterMs]` when someone else holds the key.
+   * once it settles (see {@link #cleanUpAbandoned}). Resolves to the acquisition, or to what the
+   * attempt found instead.
    */
   async #attempt(
     signal: AbortSignal | undefined,
     key: string,
     fencing: boolean,
     intent: QueueIntent,
-  ): Promise<[Acquisition, undefined] | [undefined, number | undefined]> {
+  ): Promise<Acquisition | Miss> {
     const attempt = this.#track(this.#grant(key, fencing, intent));
-    let result: Grant | AttemptOutcome;
+    let result: Grant | Miss;
     try {
       result = await this.#gate.race(attempt, signal);
     } catch (error) {
       if (this.#isAbandonment(error, signal)) void this.#track(this.#cleanUpAbandoned(attempt, key, intent));
       throw error;
     }
-    if ("kind" in result) return [undefined, result.kind === "held" ? result.retryAfterMs : undefined];
-    return [this.#register(key, result), undefined];
+    if ("kind" in result) return result;
+    return this.#register(key, result);
   }
 
   /**
@@ -321,7 +373,7 @@ export class RedisLocker implements Locker {
    * releases a grant that arrived too late. Both are sent with the script body, in that order, so
    * the release cannot reserve the key for this locker after it left.
    */
-  async #cleanUpAbandoned(attempt: Promise<Grant | AttemptOutcome>, key: string, intent: QueueIntent): Promise<void> {
+  async #cleanUpAbandoned(attempt: Promise<Grant | Miss>, key: string, intent: QueueIntent): Promise<void> {
     const late = await attempt.catch(() => undefined);
     const resource = this.#options.prefix + key;
     const leaving =
@@ -333,7 +385,7 @@ export class RedisLocker implements Locker {
   }
 
   /** Acquires in Redis and issues the fencing token; the result is not yet tracked. */
-  async #grant(key: string, fencing: boolean, intent: QueueIntent): Promise<Grant | AttemptOutcome> {
+  async #grant(key: string, fencing: boolean, intent: QueueIntent): Promise<Grant | Miss> {
     const outcome = await this.#store.acquire(this.#options.prefix + key, this.#options.expiry, intent);
     if (outcome.kind !== "acquired") return outcome;
     if (!fencing) return { handle: outcome.handle };
@@ -345,7 +397,7 @@ export class RedisLocker implements Locker {
       throw error;
     }
     // No token means the key vanished between grant and token: not a grant after all.
-    if (fencingToken === undefined) return { kind: "held" };
+    if (fencingToken === undefined) return { kind: "expired-on-arrival" };
     return { handle: outcome.handle, fencingToken };
   }
 
@@ -385,12 +437,48 @@ export class RedisLocker implements Locker {
     const { prefix } = this.#options;
     if (!channel.startsWith(prefix)) return;
     const key = channel.slice(prefix.length);
-    // While this locker holds the key, a release message is stale (or our own): ignore it.
-    if ((this.#keys.get(key)?.held ?? 0) > 0 && !this.#store.hasQueue(channel)) return;
-    // An empty message means anyone may take the key; otherwise it is reserved for one locker,
-    // and "claimed" means that locker took it: no need to poll for a lapsed reservation.
-    if (message === "" || message === this.#waiterId) this.#keys.notifyHead(key);
-    else if (message === "claimed") this.#keys.postponeHead(key);
+    if (message.startsWith("g:")) {
+      this.#onGrant(key, channel, message);
+      return;
+    }
+    // An empty message: a release where there is no hand-off queue; anyone may take the key.
+    // While this locker holds the key, it is stale (or our own).
+    if (message === "" && (this.#keys.get(key)?.held ?? 0) === 0) this.#keys.notifyHead(key);
+  }
+
+  /**
+   * A release granted `resource` to the waiter named in "g:<id>:<token>:<server ms>". Another
+   * locker's grant means nothing to try yet. Ours goes to the head of the key's queue — when its
+   * token is this locker's latest registration and no attempt is in flight (an attempt sent after
+   * the registration takes the granted key itself). Nobody here waiting any more: the key is
+   * released at once instead of blocking everyone for the grace.
+   */
+  #onGrant(key: string, resource: string, message: string): void {
+    const [, waiterId, token, serverMs] = message.split(":");
+    if (waiterId !== this.#waiterId) {
+      this.#keys.postponeHead(key);
+      return;
+    }
+    if (token === undefined) return;
+    const state = this.#keys.get(key);
+    const head = state?.waiters.head;
+    if (head === undefined) {
+      if (!this.#closing.signal.aborted)
+        void this.#track(this.#store.release(new LockHandle(token, resource, 0, 0), true));
+      return;
+    }
+    const registration = state?.handOff;
+    if (state === undefined) return;
+    if (state.attempting) {
+      // The attempt in flight either registered this token (the message outran its reply) or will
+      // take the key itself (it carries the claim token): decide when its reply is in.
+      state.earlyGrant = message;
+      return;
+    }
+    if (registration?.token !== token) return;
+    // Spent: no later attempt of this locker may take the key as "granted to us" again.
+    state.handOff = undefined;
+    head.grant(this.#store.grantedHandle(resource, registration, Number(serverMs)));
   }
 
   #track<T>(promise: Promise<T>): Promise<T> {

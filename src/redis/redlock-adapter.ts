@@ -167,6 +167,10 @@ export class RedlockStore implements LockStore {
     return taken > 0 ? "taken" : "expired";
   }
 
+  grantedHandle(): LockHandle {
+    throw new Error("a quorum has no hand-off queue, so nothing is ever granted");
+  }
+
   async leaveQueue(): Promise<void> {}
 
   checkFencing(): void {

@@ -1,15 +1,20 @@
 import { defineScript } from "./script-runner.js";
 
 /*
- * Lua scripts. Lock keys hold a random 32-hex-character token, or `reserved:<waiter id>` while a
- * release hands the key to the next queued waiter. Every release deletes (or reserves) only while
- * the token matches and PUBLISHes on the key's channel in the same atomic step; the channel name
- * is the lock key itself (pub/sub channels do not share the key space). The message is the id of
- * the waiter the key is reserved for, or empty when anyone may take it.
+ * Lua scripts. Lock keys hold a random 32-hex-character token. Every release deletes (or hands
+ * over) only while the token matches and, when someone may be waiting, PUBLISHes on the key's
+ * channel in the same atomic step; the channel name is the lock key itself (pub/sub channels do
+ * not share the key space).
  *
  * The hand-off queue of a key (single node or Cluster only) is a sorted set of waiter ids by
- * arrival (server time in µs) plus a hash of each waiter's liveness deadline (server ms); waiters
- * refresh it whenever they try, and a release skips (and drops) waiters whose deadline passed.
+ * arrival (server time in µs) plus a hash of each waiter's registration, "<liveness deadline in
+ * server ms>:<token>": the token of the waiter's latest attempt. Waiters refresh it whenever they
+ * try; a release skips (and drops) waiters whose deadline passed and GRANTS the key to the first
+ * live one: it sets the key to that waiter's registered token, with a TTL of the hand-off grace,
+ * and publishes "g:<id>:<token>:<server ms>", so the waiter holds the lock without a claim round
+ * trip (its first extension lengthens the TTL). A waiter that died while counted alive blocks the
+ * key for at most the grace; one whose message was lost finds its own token in the key at its next
+ * attempt and takes it.
  */
 
 const NOW = `
@@ -21,44 +26,42 @@ end
 
 /**
  * One acquisition attempt on a single node. KEYS: lock, queue, liveness. ARGV: token, ttl (ms),
- * waiter id ("" = not queued), "join" to enter the queue on failure (or refresh liveness),
- * on success "leave" | "requeue" (to the back) | "keep", liveness window (ms).
- * A free key costs one command (SET NX); the queue is only touched when the attempt asks for it.
- * Claiming a reservation publishes "claimed", so other waiters need not poll for a lapsed one.
- * Returns 0 when acquired, else the lock's remaining TTL in ms (>= 1).
+ * waiter id ("" = not queued), "join" to enter the queue on failure (and register this attempt's
+ * token for a grant), on success "leave" (the queue) | "keep", liveness window (ms), claim token
+ * ("" = none): the locker's registration that it has not seen granted — an attempt that finds the
+ * key granted to it (the grant's message not read yet, or lost) takes it. Only the locker knows
+ * whether one of its waiters already took a grant, so the script never guesses from the hash.
+ * A free key costs one command (SET NX).
+ * Returns 0 when acquired, else { the lock's remaining TTL in ms (>= 1), server time in ms when it
+ * registered (0 when it did not join) }.
  */
 export const ACQUIRE = defineScript(`${NOW}
 local lock, queue, alive = KEYS[1], KEYS[2], KEYS[3]
 local token, ttl, id, join, onSuccess, window = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6])
 local acquired = redis.call("set", lock, token, "NX", "PX", ttl)
-if not acquired and id ~= "" and redis.call("get", lock) == "reserved:" .. id then
+if not acquired and ARGV[7] ~= "" and redis.call("get", lock) == ARGV[7] then
   redis.call("set", lock, token, "PX", ttl)
-  redis.call("publish", lock, "claimed")
   acquired = true
 end
 if acquired then
   if id ~= "" and onSuccess == "leave" then
     redis.call("zrem", queue, id)
     redis.call("hdel", alive, id)
-  elseif id ~= "" and onSuccess == "requeue" then
-    local now = now_us()
-    redis.call("zadd", queue, now, id)
-    redis.call("hset", alive, id, math.floor(now / 1000) + window)
-    redis.call("pexpire", queue, window)
-    redis.call("pexpire", alive, window)
   end
   return 0
 end
+local registered = 0
 if id ~= "" and join == "join" then
   local now = now_us()
+  registered = math.floor(now / 1000)
   redis.call("zadd", queue, "NX", now, id)
-  redis.call("hset", alive, id, math.floor(now / 1000) + window)
+  redis.call("hset", alive, id, (registered + window) .. ":" .. token)
   redis.call("pexpire", queue, window)
   redis.call("pexpire", alive, window)
 end
 local left = redis.call("pttl", lock)
-if left < 1 then return 1 end
-return left
+if left < 1 then left = 1 end
+return { left, registered }
 `);
 
 /**
@@ -97,12 +100,13 @@ return restored
 `);
 
 /**
- * Releases a lock and hands it over: if a live waiter is queued, the key is reserved for it for
- * `grace` ms and the channel hears its id; else the key is deleted, and the channel hears an empty
- * message (anyone may take it) only where there is no queue (a quorum node): with a queue, every
- * waiter of another process is in it, so an uncontended release touches the queue once (ZRANGE)
- * and publishes nothing. KEYS: lock, queue, liveness (the last two absent: no queue). ARGV: token,
- * grace (ms). Returns { 1 released | 0 already gone | -1 another token holds it, chosen waiter id }.
+ * Releases a lock and hands it over: if a live waiter is queued, the key is granted to it (set to
+ * its registered token for `grace` ms, the waiter taken out of the queue) and the channel hears
+ * "g:<id>:<token>:<server ms>"; else the key is deleted, and the channel hears an empty message
+ * (anyone may take it) only where there is no queue (a quorum node): with a queue, every waiter of
+ * another process is in it, so an uncontended release touches the queue once (ZRANGE) and
+ * publishes nothing. KEYS: lock, queue, liveness (the last two absent: no queue). ARGV: token,
+ * grace (ms). Returns { 1 released | 0 already gone | -1 another token holds it, granted waiter id }.
  */
 export const RELEASE = defineScript(`
 local current = redis.call("get", KEYS[1])
@@ -110,31 +114,31 @@ if current ~= ARGV[1] then
   if current then return { -1, "" } end
   return { 0, "" }
 end
-local chosen = ""
 if KEYS[2] then
   local head = redis.call("zrange", KEYS[2], 0, 0)[1]
   if head then
     local t = redis.call("time")
     local now_ms = math.floor(tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000)
     while head do
-      if tonumber(redis.call("hget", KEYS[3], head) or "0") > now_ms then
-        chosen = head
-        break
-      end
+      local entry = redis.call("hget", KEYS[3], head) or ""
+      local sep = string.find(entry, ":", 1, true)
       redis.call("zrem", KEYS[2], head)
       redis.call("hdel", KEYS[3], head)
+      if sep and tonumber(string.sub(entry, 1, sep - 1)) > now_ms then
+        local granted = string.sub(entry, sep + 1)
+        redis.call("set", KEYS[1], granted, "PX", ARGV[2])
+        redis.call("publish", KEYS[1], "g:" .. head .. ":" .. granted .. ":" .. now_ms)
+        return { 1, head }
+      end
       head = redis.call("zrange", KEYS[2], 0, 0)[1]
     end
   end
-end
-if chosen ~= "" then
-  redis.call("set", KEYS[1], "reserved:" .. chosen, "PX", ARGV[2])
-  redis.call("publish", KEYS[1], chosen)
-else
   redis.call("del", KEYS[1])
-  if not KEYS[2] then redis.call("publish", KEYS[1], "") end
+  return { 1, "" }
 end
-return { 1, chosen }
+redis.call("del", KEYS[1])
+redis.call("publish", KEYS[1], "")
+return { 1, "" }
 `);
 
 /** Leaves a key's hand-off queue. KEYS: queue, liveness. ARGV: waiter id. */

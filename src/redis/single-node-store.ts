@@ -3,7 +3,14 @@ import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { FENCING_COUNTER_TTL_MS, fencingCounterKey } from "./fencing.js";
 import { companionKey, hashTagOf } from "./keys.js";
-import { type AttemptOutcome, type ExtendOutcome, LockHandle, type LockStore, type QueueIntent } from "./lock-store.js";
+import {
+  type AttemptOutcome,
+  type ExtendOutcome,
+  LockHandle,
+  type LockStore,
+  type QueueIntent,
+  type Registration,
+} from "./lock-store.js";
 import { ScriptRunner } from "./script-runner.js";
 import { ACQUIRE, EXTEND_MANY, ISSUE_FENCING_TOKEN, LEAVE_QUEUE, RELEASE } from "./scripts.js";
 import { unavailable } from "./store-errors.js";
@@ -13,7 +20,7 @@ import type { RedisClient } from "./types.js";
 export interface SingleNodeStoreSettings {
   readonly commandTimeout: number;
   readonly driftFactor: number;
-  /** How long a release reserves the key for the waiter it hands it to, in ms. */
+  /** The TTL of a key a release grants to the next waiter, in ms (its first extension lengthens it). */
   readonly handOffGrace: number;
   /** How long a queued waiter counts as alive after it last tried, in ms. */
   readonly livenessWindow: number;
@@ -56,6 +63,7 @@ export class SingleNodeStore implements LockStore {
         intent?.join ? "join" : "",
         intent?.onSuccess ?? "keep",
         this.#settings.livenessWindow,
+        intent?.claimToken ?? "",
       ]);
     } catch (error) {
       // The attempt may still run when the node answers again (it timed out here, not there):
@@ -65,7 +73,12 @@ export class SingleNodeStore implements LockStore {
       void this.release(new LockHandle(token, resource, 0, 0), true);
       throw unavailable(resource, "acquire", [error]);
     }
-    if (reply !== 0) return { kind: "held", retryAfterMs: typeof reply === "number" ? reply : 1 };
+    if (reply !== 0) {
+      const [left, registeredMs] = Array.isArray(reply) ? reply : [];
+      const retryAfterMs = typeof left === "number" ? left : 1;
+      if (typeof registeredMs !== "number" || registeredMs <= 0) return { kind: "held", retryAfterMs };
+      return { kind: "held", retryAfterMs, registration: { token, sentAt: start, serverMs: registeredMs } };
+    }
     const handle = new LockHandle(token, resource, start, start + duration - this.#drift(duration));
     if (performance.now() >= handle.validUntil) {
       void this.release(handle);
@@ -132,6 +145,14 @@ export class SingleNodeStore implements LockStore {
     } catch {
       return "unknown";
     }
+  }
+
+  grantedHandle(resource: string, registration: Registration, grantedServerMs: number): LockHandle {
+    // The registration ran no earlier than it was sent; the grant ran (grantedServerMs −
+    // registration.serverMs) node milliseconds after it. Both are whole ms: 1 ms of slack.
+    const grace = this.#settings.handOffGrace;
+    const validFrom = registration.sentAt + (grantedServerMs - registration.serverMs) - 1;
+    return new LockHandle(registration.token, resource, validFrom, validFrom + grace - this.#drift(grace));
   }
 
   async leaveQueue(resource: string, waiterId: string): Promise<void> {
