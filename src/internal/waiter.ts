@@ -32,6 +32,11 @@ export class Waiter<G = unknown> implements Linked<Waiter<G>> {
     this.#wake?.("granted");
   }
 
+  /** True while a grant waits to be taken. */
+  get granted(): boolean {
+    return this.#grant !== undefined;
+  }
+
   /** The grant handed over, once (see {@link grant}). */
   takeGrant(): G | undefined {
     const grant = this.#grant;

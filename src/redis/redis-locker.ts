@@ -221,7 +221,8 @@ export class RedisLocker implements Locker {
       for (;;) {
         // Only the head competes; without a cross-process queue it also skips keys held here.
         const mayTry = state.waiters.head === waiter && (queued || state.held === 0);
-        if (mayTry && attemptNow) {
+        // A grant handed over meanwhile (say, while subscribing) is taken by the wait below.
+        if (mayTry && attemptNow && !waiter.granted) {
           // The lean first try is not in the hand-off queue: on success there is nothing to leave.
           const base = leanTry ? this.#intents.first : this.#intents.leave;
           const claimToken = state.handOff?.token;
