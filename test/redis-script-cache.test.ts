@@ -59,7 +59,7 @@ describe("after SCRIPT FLUSH", () => {
       const release = await holder.lock(undefined, key);
       await admin.script("FLUSH"); // the waiter's first attempt meets NOSCRIPT and is re-sent
       // Only the leave-queue script is cached: a leave sent at once would overtake the attempt.
-      await admin.eval(LEAVE_QUEUE.source, 2, "{warm}:queue", "{warm}:waiters", "nobody");
+      await admin.eval(LEAVE_QUEUE.source, 3, "{warm}", "{warm}:queue", "{warm}:waiters", "nobody", "", 100);
       const controller = new AbortController();
       const waiting = waiterLocker.lock(controller.signal, key).catch((e: unknown) => e);
       controller.abort(); // while the attempt is in flight

@@ -97,8 +97,11 @@ export interface LockStore {
    * node's time `grantedServerMs`: valid for the hand-off grace from then, as bounded locally.
    */
   grantedHandle(resource: string, registration: Registration, grantedServerMs: number): LockHandle;
-  /** Removes `waiterId` from `resource`'s hand-off queue. Never rejects. */
-  leaveQueue(resource: string, waiterId: string): Promise<void>;
+  /**
+   * Removes `waiterId` from `resource`'s hand-off queue, and hands the key over at once if it was
+   * granted to `claimToken` (the leaver's registration, not seen granted). Never rejects.
+   */
+  leaveQueue(resource: string, waiterId: string, claimToken?: string): Promise<void>;
   /** Whether {@link issueFencingToken} is available. */
   readonly supportsFencing: boolean;
   /** A fencing token for `handle`, or `undefined` when the key no longer holds its token. */

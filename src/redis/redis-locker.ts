@@ -286,7 +286,8 @@ export class RedisLocker implements Locker {
       this.#keys.leave(key, state, waiter, !acquired || queued);
       if (subscribed) this.#notifier.unsubscribe(resource);
       if (!acquired && !abandoned && queued && state.waiters.size === 0) {
-        void this.#track(this.#store.leaveQueue(resource, this.#waiterId));
+        void this.#track(this.#store.leaveQueue(resource, this.#waiterId, state.handOff?.token));
+        state.handOff = undefined;
       }
       // A grant that arrived during an attempt that then failed or was abandoned: decide now (the
       // next waiter here takes it, or, with nobody left, it is released).
@@ -370,17 +371,24 @@ export class RedisLocker implements Locker {
   /**
    * After an attempt that was abandoned in flight has settled — including a retry with the
    * script's body after a flushed script cache, which is sent after everything sent before it
-   * settled — leaves the hand-off queue (when nobody here waits for the key any more) and then
-   * releases a grant that arrived too late. Both are sent with the script body, in that order, so
-   * the release cannot reserve the key for this locker after it left.
+   * settled — leaves the hand-off queue (when nobody here waits for the key any more; a grant made
+   * to its registration meanwhile is handed over in the same step) and then releases a grant that
+   * arrived too late. Both are sent with the script body, in that order, so the release cannot
+   * grant the key to this locker after it left.
    */
   async #cleanUpAbandoned(attempt: Promise<Grant | Miss>, key: string, intent: QueueIntent): Promise<void> {
     const late = await attempt.catch(() => undefined);
     const resource = this.#options.prefix + key;
+    // The registration the key may have been granted to: the late attempt's own, else the one it
+    // carried.
+    const registered = late !== undefined && "kind" in late && late.kind === "held" ? late.registration : undefined;
+    const state = this.#keys.get(key);
     const leaving =
-      intent.join && (this.#keys.get(key)?.waiters.size ?? 0) === 0
-        ? this.#store.leaveQueue(resource, this.#waiterId)
+      intent.join && (state?.waiters.size ?? 0) === 0
+        ? this.#store.leaveQueue(resource, this.#waiterId, registered?.token ?? intent.claimToken)
         : undefined;
+    if (leaving !== undefined && state !== undefined) state.handOff = undefined;
+    if (leaving === undefined && registered !== undefined && state !== undefined) state.handOff = registered;
     const releasing = late !== undefined && "handle" in late ? this.#store.release(late.handle, true) : undefined;
     await Promise.all([leaving, releasing]);
   }

@@ -100,51 +100,70 @@ return restored
 `);
 
 /**
- * Releases a lock and hands it over: if a live waiter is queued, the key is granted to it (set to
- * its registered token for `grace` ms, the waiter taken out of the queue) and the channel hears
- * "g:<id>:<token>:<server ms>"; else the key is deleted, and the channel hears an empty message
- * (anyone may take it) only where there is no queue (a quorum node): with a queue, every waiter of
- * another process is in it, so an uncontended release touches the queue once (ZRANGE) and
- * publishes nothing. KEYS: lock, queue, liveness (the last two absent: no queue). ARGV: token,
- * grace (ms). Returns { 1 released | 0 already gone | -1 another token holds it, granted waiter id }.
+ * Lua: hands a key that its holder gives up to the first live waiter of its queue — sets it to that
+ * waiter's registered token for `grace` ms, takes the waiter out of the queue and publishes
+ * "g:<id>:<token>:<server ms>" — or deletes it. Waiters whose liveness deadline passed are dropped
+ * on the way. With a queue every waiter of another process is in it, so nothing is published when
+ * nobody is queued. Without a queue (a quorum node) it deletes the key and publishes an empty
+ * message: anyone may take it. Returns the id of the waiter it was granted to, or "".
  */
-export const RELEASE = defineScript(`
+const HAND_OVER = `
+local function hand_over(lock, queue, alive, grace)
+  if queue then
+    local head = redis.call("zrange", queue, 0, 0)[1]
+    if head then
+      local t = redis.call("time")
+      local now_ms = math.floor(tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000)
+      while head do
+        local entry = redis.call("hget", alive, head) or ""
+        local sep = string.find(entry, ":", 1, true)
+        redis.call("zrem", queue, head)
+        redis.call("hdel", alive, head)
+        if sep and tonumber(string.sub(entry, 1, sep - 1)) > now_ms then
+          local granted = string.sub(entry, sep + 1)
+          redis.call("set", lock, granted, "PX", grace)
+          redis.call("publish", lock, "g:" .. head .. ":" .. granted .. ":" .. now_ms)
+          return head
+        end
+        head = redis.call("zrange", queue, 0, 0)[1]
+      end
+    end
+    redis.call("del", lock)
+    return ""
+  end
+  redis.call("del", lock)
+  redis.call("publish", lock, "")
+  return ""
+end
+`;
+
+/**
+ * Releases a lock and hands it over (see HAND_OVER): an uncontended release touches the queue once
+ * (ZRANGE) and publishes nothing. KEYS: lock, queue, liveness (the last two absent: no queue).
+ * ARGV: token, grace (ms). Returns { 1 released | 0 already gone | -1 another token holds it,
+ * granted waiter id }.
+ */
+export const RELEASE = defineScript(`${HAND_OVER}
 local current = redis.call("get", KEYS[1])
 if current ~= ARGV[1] then
   if current then return { -1, "" } end
   return { 0, "" }
 end
-if KEYS[2] then
-  local head = redis.call("zrange", KEYS[2], 0, 0)[1]
-  if head then
-    local t = redis.call("time")
-    local now_ms = math.floor(tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000)
-    while head do
-      local entry = redis.call("hget", KEYS[3], head) or ""
-      local sep = string.find(entry, ":", 1, true)
-      redis.call("zrem", KEYS[2], head)
-      redis.call("hdel", KEYS[3], head)
-      if sep and tonumber(string.sub(entry, 1, sep - 1)) > now_ms then
-        local granted = string.sub(entry, sep + 1)
-        redis.call("set", KEYS[1], granted, "PX", ARGV[2])
-        redis.call("publish", KEYS[1], "g:" .. head .. ":" .. granted .. ":" .. now_ms)
-        return { 1, head }
-      end
-      head = redis.call("zrange", KEYS[2], 0, 0)[1]
-    end
-  end
-  redis.call("del", KEYS[1])
-  return { 1, "" }
-end
-redis.call("del", KEYS[1])
-redis.call("publish", KEYS[1], "")
-return { 1, "" }
+return { 1, hand_over(KEYS[1], KEYS[2], KEYS[3], ARGV[2]) }
 `);
 
-/** Leaves a key's hand-off queue. KEYS: queue, liveness. ARGV: waiter id. */
-export const LEAVE_QUEUE = defineScript(`
-redis.call("zrem", KEYS[1], ARGV[1])
-redis.call("hdel", KEYS[2], ARGV[1])
+/**
+ * Leaves a key's hand-off queue. If the key was granted to the leaver's registration meanwhile
+ * (the grant ran before the leave; its message was not acted on), it is handed over at once, in
+ * the same step, instead of blocking everyone for the grace. KEYS: lock, queue, liveness. ARGV:
+ * waiter id, the leaver's registration token not seen granted ("" = none), grace (ms).
+ */
+export const LEAVE_QUEUE = defineScript(`${HAND_OVER}
+redis.call("zrem", KEYS[2], ARGV[1])
+redis.call("hdel", KEYS[3], ARGV[1])
+if ARGV[2] ~= "" and redis.call("get", KEYS[1]) == ARGV[2] then
+  hand_over(KEYS[1], KEYS[2], KEYS[3], ARGV[3])
+end
 return 1
 `);
 

@@ -155,12 +155,14 @@ export class SingleNodeStore implements LockStore {
     return new LockHandle(registration.token, resource, validFrom, validFrom + grace - this.#drift(grace));
   }
 
-  async leaveQueue(resource: string, waiterId: string): Promise<void> {
+  async leaveQueue(resource: string, waiterId: string, claimToken = ""): Promise<void> {
     const queue = this.#queueKeys(resource);
     if (queue === undefined) return;
-    // Order matters (a release sent after it must not reserve the key for a waiter that left):
-    // sent with the script's body, so a flushed script cache cannot let a later command overtake.
-    await this.#runner.run(LEAVE_QUEUE, queue, [waiterId], true).catch(() => undefined);
+    // Order matters (a release sent after it must not grant the key to a waiter that left): sent
+    // with the script's body, so a flushed script cache cannot let a later command overtake it.
+    await this.#runner
+      .run(LEAVE_QUEUE, [resource, ...queue], [waiterId, claimToken, this.#settings.handOffGrace], true)
+      .catch(() => undefined);
   }
 
   checkFencing(resource: string): void {
