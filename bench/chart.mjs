@@ -1,7 +1,8 @@
 /**
  * A dependency-free SVG chart of the headline numbers: horizontal bars of (1) uncontended ops/s as
- * a ratio to the raw floor, (2) contended critical sections/s as a fraction of the limit, and
- * (3) hand-off latency p50 on a log scale, Redis and in-process.
+ * a ratio to the raw floor, (2) contended critical sections/s as a fraction of the limit,
+ * (3) hand-off latency p50 on a log scale, Redis and in-process, and (4) the acquire + release
+ * rate with 10,000 / 100,000 locks held as a ratio to the rate with none held.
  */
 
 const WIDTH = 920;
@@ -55,6 +56,8 @@ function barPanel({ title, rows, scale, min, max, ticks, tickLabel }, top) {
 /** Short names for the chart's labels, by contender / variant id. */
 const SHORT = {
   raw: "raw floor",
+  "raw-grant": "raw direct grant (floor)",
+  "raw-wake": "raw wake + SET NX claim",
   globallock: "globallock",
   "globallock-own": "globallock, locker per worker",
   "globallock-shared": "globallock, one shared locker",
@@ -154,6 +157,28 @@ export function renderChart(results) {
       max: 1000,
       ticks: [0.001, 0.01, 0.1, 1, 10, 100, 1000],
       tickLabel: msLabel,
+    });
+  }
+  if (results.held) {
+    const rows = results.held.rows
+      .filter((r) => r.held > 0)
+      .flatMap((r) => {
+        const who = r.contender === "globallock" ? "globallock" : "raw floor (control)";
+        const held = r.held.toLocaleString("en-US");
+        const color = r.contender === "globallock" ? COLORS[0] : COLORS[5];
+        return [
+          { label: `${who}, ${held} held, sequential`, value: r.seqRatio, text: `${fixed(2)(r.seqRatio)}×`, color },
+          { label: `${who}, ${held} held, 8 keys`, value: r.concRatio, text: `${fixed(2)(r.concRatio)}×`, color },
+        ];
+      });
+    panels.push({
+      title: "Locks held by the same locker: acquire+release ops/s with N held ÷ with none held",
+      rows,
+      scale: "linear",
+      min: 0,
+      max: 1.2,
+      ticks: [0, 0.25, 0.5, 0.75, 1],
+      tickLabel: (t) => `${t}×`,
     });
   }
   let y = 10;

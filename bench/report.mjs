@@ -28,6 +28,20 @@ function header(meta) {
   ].join("\n");
 }
 
+function targets(list) {
+  return [
+    "## Targets (issue #8)",
+    "",
+    "Each target checked against this run's numbers (details in the sections below).",
+    "",
+    table(
+      ["target", "goal", "measured", ""],
+      list.map((t) => [t.what, t.goal, t.measured, t.pass ? "✓" : "✗"]),
+      ["l", "l", "l", "l"],
+    ),
+  ].join("\n");
+}
+
 function uncontended(s) {
   const rows = s.results.map((r) => [
     r.label,
@@ -36,14 +50,17 @@ function uncontended(s) {
     num(r.seqPairP50Ms * 1000),
     num(r.seqPairP99Ms * 1000),
     int(r.seqCpuUsPerOp),
+    int(r.seqRedisCpuUsPerOp),
     int(r.concOpsPerSec),
     ratio(r.concRatio),
     int(r.concCpuUsPerOp),
+    int(r.concRedisCpuUsPerOp),
+    num(r.commandsPerOp),
   ]);
   return [
     "## 1–2. Uncontended acquire + release (Redis)",
     "",
-    `Sequential: one loop on one key. 8 keys: ${s.config.concurrency} concurrent loops on ${s.config.concurrency} keys sharing one connection. Medians of ${s.config.rounds} interleaved rounds of ${s.config.durationMs} ms; "× raw" is the median of the per-round ratios to the raw floor.`,
+    `Sequential: one loop on one key. 8 keys: ${s.config.concurrency} concurrent loops on ${s.config.concurrency} keys sharing one connection. Medians of ${s.config.rounds} interleaved rounds of ${s.config.durationMs} ms; "× raw" is the median of the per-round ratios to the raw floor. CPU per op: Node (process.cpuUsage, this process on CPU 0) and redis-server (INFO cpu, used_cpu_user + used_cpu_sys, on CPU 1), over each loop.`,
     "",
     table(
       [
@@ -53,11 +70,27 @@ function uncontended(s) {
         "pair p50 (µs)",
         "pair p99 (µs)",
         "Node CPU µs/op",
+        "Redis CPU µs/op",
         "8 keys ops/s",
         "× raw",
         "Node CPU µs/op",
+        "Redis CPU µs/op",
+        "Redis cmds/op",
       ],
       rows,
+    ),
+    "",
+    "Redis commands per acquire + release (sequential loop, pooled over rounds): every command Redis executed (INFO commandstats deltas, which count the commands run inside Lua scripts), split into top-level ones (requests the client sent, counted on the client side; EVALSHA is a script call) and inner ones (run inside those scripts: executed − sent).",
+    "",
+    table(
+      ["contender", "executed per op", "top-level (sent)", "inner (inside scripts)"],
+      s.results.map((r) => [
+        r.label,
+        num(r.commandsPerOp),
+        `${num(r.topLevelPerOp)}: ${breakdown(r.topLevelBreakdown)}`,
+        r.innerPerOp > 0 ? `${num(r.innerPerOp)}: ${breakdown(r.innerBreakdown)}` : "0",
+      ]),
+      ["l", "r", "l", "l"],
     ),
     "",
     `t_pair (globallock's median sequential acquire + release) = ${num(s.tPairMs * 1000)} µs, used for the contended limit below.`,
@@ -141,14 +174,29 @@ function handoff(s) {
     "",
     `A holds the key, B is blocked in lock(); latency = B's lock resolving − A calling release (includes A's release round trip). A releases 3–12 ms after B called lock. B in the same process flatters pollers (A's release timer and B's retry timer fire in the same event-loop turn); B in another process is the realistic figure. Samples pooled over ${s.config.rounds} interleaved rounds. Cross-process clock check: offset ${num(s.clockOffsetMs * 1000)} µs (IPC ping RTT ${num(s.clockPingRttMs * 1000)} µs).`,
     "",
+    `The raw floors (bench/lib/raw-direct-grant.mjs): **direct grant** — a blocked waiter's token is queued (RPUSH) in the script that found the key taken; the release script pops it, SETs the key to it with the TTL and PUBLISHes to the waiter's own channel, which the waiter takes as ownership (one round trip: the release); **wake then claim** — the release deletes and PUBLISHes on the key's channel, the waiter claims with SET NX (two round trips). "× grant" = this p50 (p99) ÷ the direct grant's p50 (p99) with B on the same side, pooled samples of this run.`,
+    "",
     table(
-      ["contender", "reps", "gave up", "p50 (ms)", "p99 (ms)", "mean (ms)", "min (ms)", "max (ms)"],
+      [
+        "contender",
+        "reps",
+        "gave up",
+        "p50 (ms)",
+        "p99 (ms)",
+        "p50 × grant",
+        "p99 × grant",
+        "mean (ms)",
+        "min (ms)",
+        "max (ms)",
+      ],
       s.results.map((r) => [
         r.label,
         r.reps,
         r.failures,
         num(r.p50Ms),
         num(r.p99Ms),
+        ratio(r.p50VsGrant),
+        ratio(r.p99VsGrant),
         num(r.meanMs),
         num(r.minMs),
         num(r.maxMs),
@@ -188,38 +236,125 @@ function memory(s) {
   ].join("\n");
 }
 
-function sweeper(s) {
+function held(s) {
   const c = s.config;
+  const stateLabel = (n) => (n === 0 ? "none" : int(n));
+  const sw = s.sweep;
   return [
-    "## 6. Sweeper (auto-extension)",
+    "## 6. Held locks: speed at scale (Redis)",
     "",
-    `One RedisLocker holding N locks with expiry ${c.expiryMs} ms (sweep every ${c.intervalMs} ms, default sweepConcurrency 256). Duration: first command of the sweep sent → last reply (observed on the locker's client); CPU: process.cpuUsage over the same window (Node only; Redis runs on its own CPU). The first sweep of each size runs partly cold (JIT warm-up, NOSCRIPT fallbacks); later sweeps, CPU, rate and commands are medians of sweeps 2–${c.sweeps}. Target: 10,000 locks within expiry/10 at the default 30 s expiry = ${int(c.targetMs)} ms.`,
+    `One RedisLocker (expiry ${int(c.expiryMs)} ms, its lease keeper extending every held lock) holds none, then ${c.sizes.map(int).join(", then ")} locks taken with tryLock on distinct keys; in each state, uncontended acquire + release on other keys of the same locker: sequential, and ${c.concurrency} keys at once. ${c.cycles} cycle(s) of none → ${c.sizes.map(int).join(" → ")} → extension round → release all; per state ${c.subRounds} sub-round(s) of ${c.durationMs} ms per loop, globallock and the raw control alternating. "÷ none" = rate with N held ÷ rate with none held at the start of the same cycle, median over cycles. The raw floor (own connection, same process) is a control: a drop it shares comes from the environment (a bigger heap to collect, more keys in Redis), not from the locker. CPU per op: Node (process.cpuUsage) and redis-server (INFO cpu) over each loop.`,
+    "",
+    table(
+      [
+        "contender",
+        "held",
+        "sequential ops/s",
+        "÷ none",
+        "Node CPU µs/op",
+        "Redis CPU µs/op",
+        "8 keys ops/s",
+        "÷ none",
+        "Node CPU µs/op",
+        "Redis CPU µs/op",
+      ],
+      s.rows.map((r) => [
+        r.label,
+        stateLabel(r.held),
+        int(r.seqOpsPerSec),
+        num(r.seqRatio, 3),
+        int(r.seqNodeCpuUsPerOp),
+        int(r.seqRedisCpuUsPerOp),
+        int(r.concOpsPerSec),
+        num(r.concRatio, 3),
+        int(r.concNodeCpuUsPerOp),
+        int(r.concRedisCpuUsPerOp),
+      ]),
+    ),
+    "",
+    `Memory: V8 heapUsed after forced full collections (gc() twice), with N held minus with none held (same cycle), ÷ N; the array holding the release functions is allocated before the baseline. Outside the heap: process.memoryUsage().external the same way. After releasing all: heapUsed minus the none-held baseline (${num(s.retainedAfterReleaseBytes / 1024)} KiB, median over cycles). Fill: concurrent tryLock, ${c.fillConcurrency} in flight; release of all: ${int(s.releasePerSec)}/s.`,
+    "",
+    table(
+      ["held", "fill (ms)", "tryLock/s", "heap per held lock (B)", "outside heap per lock (B)"],
+      s.memory.map((m) => [
+        int(m.held),
+        int(m.fillMs),
+        int(m.fillPerSec),
+        num(m.heapBytesPerLock),
+        num(m.externalBytesPerLock),
+      ]),
+    ),
+    "",
+    `One extension round of all ${int(sw.locks)} held locks, on the keeper's own schedule at the ${int(c.expiryMs)} ms expiry, observed once the rate loops were done (the process otherwise idle) on the locker's client: commands separated by 50 ms of quiet form a burst (the keeper extends leases taken close together in one burst, so a round may be several); a round is complete when its bursts extended every held lock (leaseStats.extensions). Wall = Σ over bursts of "in flight" (first extension command sent → last reply) + "pre-send" (the keeper's synchronous work before a burst's first command — collecting due leases, building batches — dated by a 2 ms heartbeat timer that runs while a round is observed: last tick → first command, so it includes up to 2 ms of idle time per burst); Node CPU = process.cpuUsage over the same intervals. Medians over the ${sw.observed} complete round(s) of ${sw.of}.`,
     "",
     table(
       [
         "locks",
-        "sweeps",
-        "fill (ms)",
-        "first sweep (ms)",
-        "later sweeps (ms)",
-        "CPU per sweep (ms)",
-        "extensions/s",
-        "commands per lock",
-        `< ${int(c.targetMs)} ms`,
-        "lost",
+        "bursts",
+        "commands",
+        "wall (ms)",
+        "in flight (ms)",
+        "pre-send (ms)",
+        "Node CPU (ms)",
+        "worst wall / CPU (ms)",
+        "errors",
+        "locks lost",
       ],
-      s.results.map((r) => [
-        int(r.size),
-        r.sweepsObserved,
-        int(r.fillMs),
-        num(r.firstSweepMs),
-        num(r.durationMs),
-        num(r.cpuMs),
-        int(r.extensionsPerSec),
-        num(r.commandsPerLock),
-        r.withinTarget ? "yes" : "**no**",
-        r.lost,
-      ]),
+      [
+        [
+          int(sw.locks),
+          num(sw.bursts),
+          int(sw.commands),
+          num(sw.wallMs),
+          num(sw.spanMs),
+          num(sw.preSendMs),
+          num(sw.cpuMs),
+          `${num(sw.worstWallMs)} / ${num(sw.worstCpuMs)}`,
+          num(sw.errors),
+          num(s.lost),
+        ],
+      ],
+    ),
+  ].join("\n");
+}
+
+function quorum(s) {
+  const c = s.config;
+  const row = (label, q) => [
+    label,
+    `${q.roundsAllWithinBound} / ${q.rounds}`,
+    `${q.sectionsWithinBound} / ${q.sectionsTotal}`,
+    num(q.sectionP50Ms),
+    num(q.sectionMaxMs),
+    num(q.boundMs),
+    num(q.totalMs),
+    num(q.handoffP50Ms),
+    num(q.failedPerSection),
+    num(q.maxFailedInSection),
+    `${q.lockstepAttempts} / ${q.attempts}`,
+    num(q.errors),
+  ];
+  return [
+    "## 7. Quorum contention with a node down (Redis)",
+    "",
+    `${c.nodes} independent redis-servers; ${c.processes} forked processes, each with one RedisLocker over all ${c.nodes} (client settings: ${c.client}), contend on one key for ${c.sections} critical sections in total, each a setTimeout(${c.holdMs}) hold. Per round: a run with every node up (control), then one node SIGKILLed and, ${c.settleMs} ms later, a run with ${c.nodes - 1} of ${c.nodes}; the node is restarted before the next round (a different node each round). Section time = previous section's release resolved (the first: the start) → this section's release resolved. Bound = 3 × (hold + 1 RTT), with the run's median hold (p50 ${num(s.oneDown.holdP50Ms)} ms) and the median PING round trip to a live node (${num(s.oneDown.rttMs * 1000)} µs). Hand-off = release called → next lock obtained. Attempts = the acquire script's EVALSHA as sent on one live node's client by each process while waiting in lock(); failed per section = attempts between the previous grant and this one, minus the winning one; lock-step = attempts landing within 1 ms of another process's attempt. Medians over ${c.rounds} round(s); "worst" over all.`,
+    "",
+    table(
+      [
+        "nodes",
+        "rounds all within bound",
+        "sections within bound",
+        "section p50 (ms)",
+        "worst section (ms)",
+        "bound (ms)",
+        "total (ms)",
+        "hand-off p50 (ms)",
+        "failed attempts / section",
+        "most failed in a section",
+        "lock-step attempts",
+        "errors",
+      ],
+      [row(`${c.nodes} of ${c.nodes} up`, s.allUp), row(`${c.nodes - 1} of ${c.nodes} up (one SIGKILLed)`, s.oneDown)],
     ),
   ].join("\n");
 }
@@ -231,10 +366,12 @@ function sweeper(s) {
  */
 export function renderMarkdown(results) {
   const sections = [header(results.meta)];
+  if (results.targets?.length > 0) sections.push(targets(results.targets));
   if (results.uncontended) sections.push(uncontended(results.uncontended));
   if (results.contended) sections.push(contended(results.contended));
   if (results.handoff) sections.push(handoff(results.handoff));
   if (results.memory) sections.push(memory(results.memory));
-  if (results.sweeper) sections.push(sweeper(results.sweeper));
+  if (results.held) sections.push(held(results.held));
+  if (results.quorum) sections.push(quorum(results.quorum));
   return `${sections.join("\n\n")}\n`;
 }

@@ -5,9 +5,9 @@
  * to CPU 1 when `taskset` exists, runs every scenario with the contenders interleaved, prints the
  * Markdown report and writes bench/results/latest.md, latest.json and chart.svg.
  *
- *   BENCH_QUICK=1           ~20-second smoke run
- *   BENCH_ONLY=a,b          only these scenarios (uncontended, contended, handoff, memory,
- *                           sweeper); the report is printed but bench/results is left alone
+ *   BENCH_QUICK=1           ~1-minute smoke run
+ *   BENCH_ONLY=a,b          only these scenarios (uncontended, contended, handoff, memory, held,
+ *                           quorum); the report is printed but bench/results is left alone
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -20,12 +20,14 @@ import { cpuInfo, pinSelf } from "./lib/cpu.mjs";
 import { connectClient } from "./lib/redis-client.mjs";
 import { redisServerVersion, startServer } from "./lib/redis-server.mjs";
 import { median, percentile } from "./lib/stats.mjs";
+import { computeTargets } from "./lib/targets.mjs";
 import { now } from "./lib/timing.mjs";
 import { renderMarkdown } from "./report.mjs";
 import { runContended } from "./scenarios/contended.mjs";
 import { runHandoff } from "./scenarios/handoff.mjs";
+import { runHeld } from "./scenarios/held.mjs";
 import { runMemory } from "./scenarios/memory.mjs";
-import { runSweeper } from "./scenarios/sweeper.mjs";
+import { runQuorum } from "./scenarios/quorum.mjs";
 import { runUncontended } from "./scenarios/uncontended.mjs";
 
 /** Every scenario, in the order they run. */
@@ -34,7 +36,8 @@ const RUNNERS = {
   contended: runContended,
   handoff: runHandoff,
   memory: runMemory,
-  sweeper: runSweeper,
+  held: runHeld,
+  quorum: runQuorum,
 };
 const SCENARIOS = Object.keys(RUNNERS);
 const RESULTS_DIR = fileURLToPath(new URL("./results/", import.meta.url));
@@ -127,6 +130,7 @@ async function main() {
     },
     ...results,
   };
+  report.targets = computeTargets(report);
   const markdown = renderMarkdown(report);
   process.stdout.write(markdown);
   if (selected.length === SCENARIOS.length) {

@@ -6,6 +6,7 @@
  */
 import { clientCommandSnapshot, countClientCommands, diffCounts, processCpuMs } from "./lib/command-stats.mjs";
 import { contend } from "./lib/contention.mjs";
+import { closeQuorum, openQuorum, runQuorumSections } from "./lib/quorum.mjs";
 import { CONTENDERS } from "./lib/redis-contenders.mjs";
 import { serve } from "./lib/rpc.mjs";
 import { epochNow, epochToLocal, runAt } from "./lib/timing.mjs";
@@ -16,6 +17,8 @@ countClientCommands();
 let contention;
 /** Hand-off sessions (side B) by id. */
 const handoffs = new Map();
+/** The quorum locker of this process (scenario 7). */
+let quorum;
 
 /** Opens `count` sessions of a contender, or one shared by all when `shared`. */
 async function openSessions(contender, port, count, shared) {
@@ -89,6 +92,22 @@ serve({
     if (release === undefined) return { t1: undefined };
     await release();
     return { t1 };
+  },
+
+  /** Opens this process's locker over the quorum's nodes. */
+  async openQuorum(args) {
+    quorum = await openQuorum(args);
+    return "ready";
+  },
+
+  /** Runs the quorum loop on the shared schedule (see lib/quorum.mjs). */
+  runQuorum: (args) => runQuorumSections(quorum, args),
+
+  /** Closes the quorum locker and its clients. */
+  async closeQuorum() {
+    if (quorum !== undefined) await closeQuorum(quorum);
+    quorum = undefined;
+    return "closed";
   },
 
   /** Closes every hand-off session. */

@@ -45,6 +45,70 @@ export async function readRedisCpuMs(client) {
   return (user + system) * 1000;
 }
 
+/**
+ * Both server counters in one request (`INFO cpu commandstats`): calls per command (housekeeping
+ * excluded) and redis-server's CPU time so far (user + system, ms).
+ * @param {import("ioredis").Redis} client
+ * @returns {Promise<{ calls: Record<string, number>, cpuMs: number }>}
+ */
+export async function readServerCounters(client) {
+  const text = await client.call("INFO", "cpu", "commandstats");
+  /** @type {Record<string, number>} */
+  const calls = {};
+  for (const match of text.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    if (!isHousekeeping(match[1])) calls[match[1]] = Number(match[2]);
+  }
+  const user = Number(/^used_cpu_user:([\d.]+)/m.exec(text)?.[1]);
+  const system = Number(/^used_cpu_sys:([\d.]+)/m.exec(text)?.[1]);
+  return { calls, cpuMs: (user + system) * 1000 };
+}
+
+/**
+ * Runs `fn` and reports what it cost: Node CPU (this process), redis-server CPU, commands Redis
+ * executed (INFO commandstats: top-level and inside scripts) and commands this process's clients
+ * sent (top-level only). The server is read before the Node counters are started and after they
+ * are stopped, so the probes' own Node CPU is left out.
+ * @template T
+ * @param {import("ioredis").Redis} monitor
+ * @param {() => Promise<T>} fn
+ * @returns {Promise<{ result: T, nodeCpuMs: number, redisCpuMs: number, server: Record<string, number>, client: Record<string, number> }>}
+ */
+export async function measureCosts(monitor, fn) {
+  const serverBefore = await readServerCounters(monitor);
+  const clientBefore = clientCommandSnapshot();
+  const nodeBefore = processCpuMs();
+  const result = await fn();
+  const nodeCpuMs = processCpuMs() - nodeBefore;
+  const client = diffCounts(clientBefore, clientCommandSnapshot());
+  const serverAfter = await readServerCounters(monitor);
+  return {
+    result,
+    nodeCpuMs,
+    redisCpuMs: serverAfter.cpuMs - serverBefore.cpuMs,
+    server: diffCounts(serverBefore.calls, serverAfter.calls),
+    client,
+  };
+}
+
+/**
+ * Splits the commands Redis executed into top-level ones (sent by clients) and those run inside
+ * Lua scripts: per command, inner = executed − sent.
+ * @param {Record<string, number>} server executed (INFO commandstats delta)
+ * @param {Record<string, number>} client sent (client-side delta)
+ */
+export function splitTopLevel(server, client) {
+  /** @type {Record<string, number>} */
+  const topLevel = {};
+  /** @type {Record<string, number>} */
+  const inner = {};
+  for (const [name, count] of Object.entries(server)) {
+    const sent = Math.min(count, client[name] ?? 0);
+    if (sent > 0) topLevel[name] = sent;
+    if (count - sent > 0) inner[name] = count - sent;
+  }
+  return { topLevel, inner };
+}
+
 /** This process's CPU time so far (user + system, ms). */
 export function processCpuMs() {
   const { user, system } = process.cpuUsage();

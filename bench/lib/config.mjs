@@ -1,6 +1,7 @@
 /**
- * Iteration counts and durations of every scenario. `BENCH_QUICK=1` selects a ~20-second smoke run;
- * the default full run takes about 2–4 minutes. Every loop is bounded both in time and in count.
+ * Iteration counts and durations of every scenario. `BENCH_QUICK=1` selects a ~1-minute smoke run
+ * (the held-locks scenario waits for one real extension round at the 30 s expiry, ~15 s); the
+ * default full run takes about 4–6 minutes. Every loop is bounded both in time and in count.
  */
 
 /** Whether `BENCH_QUICK=1` (or any non-empty value other than 0/false) is set. */
@@ -23,8 +24,29 @@ const full = {
     reps: 200,
     slowReps: 20,
   },
-  /** Scenario 6: sweeps measured per lock count, at this expiry (sweep every expiry / 2). */
-  sweeper: { sizes: [100, 1000, 10_000], sweeps: 4, expiryMs: 2000 },
+  /**
+   * Scenario 6: one locker holding none, then `sizes` locks (expiry `expiryMs`); per state,
+   * `subRounds` × (sequential + 8-key loops of `durationMs`) per contender; then one extension
+   * round of the largest size; `cycles` times over.
+   */
+  held: {
+    cycles: 3,
+    sizes: [10_000, 100_000],
+    expiryMs: 30_000,
+    subRounds: 2,
+    warmupMs: 300,
+    durationMs: 300,
+    maxOps: 200_000,
+    concurrency: 8,
+    fillConcurrency: 128,
+    roundTimeoutMs: 40_000,
+  },
+  /**
+   * Scenario 7: `nodes` independent redis-servers, `processes` forked processes with one locker
+   * each on one key, `sections` critical sections of `holdMs` per run; per round a run with every
+   * node up and one with a node killed.
+   */
+  quorum: { rounds: 5, nodes: 5, processes: 4, sections: 10, holdMs: 5, settleMs: 200, timeoutMs: 15_000 },
 };
 
 const quick = {
@@ -32,7 +54,19 @@ const quick = {
   contended: { rounds: 1, workers: 8, holdMs: 1, warmupMs: 150, durationMs: 600, drainMs: 3000 },
   handoff: { rounds: 2, reps: 20, slowReps: 4, maxMsPerContender: 3000, preHoldMinMs: 3, preHoldMaxMs: 12 },
   memory: { rounds: 2, uncontendedMs: 100, maxOps: 500_000, workers: 8, throughputMs: 300, reps: 40, slowReps: 4 },
-  sweeper: { sizes: [100, 1000, 10_000], sweeps: 2, expiryMs: 1000 },
+  held: {
+    cycles: 1,
+    sizes: [10_000, 100_000],
+    expiryMs: 30_000,
+    subRounds: 1,
+    warmupMs: 100,
+    durationMs: 150,
+    maxOps: 50_000,
+    concurrency: 8,
+    fillConcurrency: 128,
+    roundTimeoutMs: 40_000,
+  },
+  quorum: { rounds: 2, nodes: 5, processes: 4, sections: 10, holdMs: 5, settleMs: 200, timeoutMs: 15_000 },
 };
 
 /** The settings in effect for this run. */

@@ -13,6 +13,7 @@ import { randomBytes } from "node:crypto";
 import { RedisLocker } from "globallock";
 import { Mutex, TimeoutError } from "redis-semaphore";
 import Redlock, { ExecutionError } from "redlock";
+import { rawDirectGrant, rawWakeClaim } from "./raw-direct-grant.mjs";
 import { connectClient } from "./redis-client.mjs";
 
 /**
@@ -156,5 +157,7 @@ export const redisSemaphore = {
 
 /** Every contender by id (the forked worker looks them up by id). */
 export const CONTENDERS = Object.fromEntries(
-  [raw, globallock, redlockNoRetry, redlockDefault, redlock1ms, redisSemaphore].map((c) => [c.id, c]),
+  [raw, rawDirectGrant, rawWakeClaim, globallock, redlockNoRetry, redlockDefault, redlock1ms, redisSemaphore].map(
+    (c) => [c.id, c],
+  ),
 );

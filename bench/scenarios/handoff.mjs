@@ -12,9 +12,16 @@
  *   performance.now()`); the offset between the two processes' clocks is checked with an IPC ping
  *   (lowest-RTT sample) and reported. This is the realistic number.
  * Repetitions are spread over interleaved rounds and pooled.
+ *
+ * Two raw floors run with the libraries (bench/lib/raw-direct-grant.mjs): a direct grant (the
+ * release script hands the key to the next queued waiter and publishes to it; one round trip) and
+ * wake-then-claim (the release publishes, the waiter claims with SET NX; two round trips). Every
+ * contender's p50 and p99 are also given as ratios to the direct grant's, same side (B in the same
+ * process or in another), from the pooled samples of this run.
  */
 import { fileURLToPath } from "node:url";
 import { CONFIG } from "../lib/config.mjs";
+import { rawDirectGrant, rawWakeClaim } from "../lib/raw-direct-grant.mjs";
 import { globallock, redisSemaphore, redlock1ms, redlockDefault } from "../lib/redis-contenders.mjs";
 import { WorkerProcess } from "../lib/rpc.mjs";
 import { mean, median, percentile } from "../lib/stats.mjs";
@@ -23,6 +30,8 @@ import { epochNow, now, sleep } from "../lib/timing.mjs";
 const WORKER_MODULE = fileURLToPath(new URL("../worker.mjs", import.meta.url));
 
 const CONTENDERS = [
+  { contender: rawDirectGrant },
+  { contender: rawWakeClaim },
   { contender: globallock },
   { contender: redlockDefault, slow: true },
   { contender: redlock1ms },
@@ -133,7 +142,18 @@ export async function runHandoff({ port, monitor, log }) {
         samples: s.samples,
       };
     });
-    return { config: CONFIG.handoff, clockOffsetMs: clock.offset, clockPingRttMs: clock.rtt, results };
+    for (const r of results) {
+      const floor = results.find((f) => f.contender === rawDirectGrant.id && f.remote === r.remote);
+      r.p50VsGrant = r.p50Ms / floor.p50Ms;
+      r.p99VsGrant = r.p99Ms / floor.p99Ms;
+    }
+    return {
+      config: CONFIG.handoff,
+      floor: rawDirectGrant.id,
+      clockOffsetMs: clock.offset,
+      clockPingRttMs: clock.rtt,
+      results,
+    };
   } finally {
     for (const s of state.values()) {
       await s.a.close();

@@ -7,9 +7,13 @@
  * Contenders: the raw floor (SET NX PX + Lua compare-and-delete), globallock, redlock used directly
  * with retryCount 0, and redis-semaphore's Mutex. Rounds interleave the contenders (A, B, C, D, A,
  * B, …); the report gives medians across rounds and, per round, the ratio to the raw floor, plus
- * the Node CPU time per acquire + release (process.cpuUsage over the loop).
+ * the CPU time per acquire + release of Node (process.cpuUsage over the loop) and of redis-server
+ * (INFO cpu, used_cpu_user + used_cpu_sys, over the loop), and the Redis commands per acquire +
+ * release of the sequential loop: every command Redis executed (INFO commandstats, including
+ * those run inside Lua scripts), split into top-level ones (sent by the client, counted on the
+ * client side) and inner ones (executed − sent).
  */
-import { processCpuMs } from "../lib/command-stats.mjs";
+import { measureCosts, splitTopLevel, sumCounts, totalOf } from "../lib/command-stats.mjs";
 import { CONFIG } from "../lib/config.mjs";
 import { globallock, raw, redisSemaphore, redlockNoRetry } from "../lib/redis-contenders.mjs";
 import { median, percentile } from "../lib/stats.mjs";
@@ -22,7 +26,7 @@ const CONTENDERS = [raw, globallock, redlockNoRetry, redisSemaphore];
  * @param {import("../lib/redis-contenders.mjs").Session} session
  * @returns {Promise<{ ops: number, elapsedMs: number, pairs: Float64Array }>}
  */
-async function sequential(session, key, durationMs, maxOps) {
+export async function sequential(session, key, durationMs, maxOps) {
   const pairs = new Float64Array(maxOps);
   const start = now();
   const end = start + durationMs;
@@ -44,7 +48,7 @@ async function sequential(session, key, durationMs, maxOps) {
  * @param {import("../lib/redis-contenders.mjs").Session} session
  * @returns {Promise<{ ops: number, elapsedMs: number }>}
  */
-async function concurrent(session, keyPrefix, concurrency, durationMs, maxOps) {
+export async function concurrent(session, keyPrefix, concurrency, durationMs, maxOps) {
   const start = now();
   const end = start + durationMs;
   let ops = 0;
@@ -62,9 +66,9 @@ async function concurrent(session, keyPrefix, concurrency, durationMs, maxOps) {
 
 /**
  * Runs scenarios 1–2.
- * @param {{ port: number, log: (line: string) => void }} context
+ * @param {{ port: number, monitor: import("ioredis").Redis, log: (line: string) => void }} context
  */
-export async function runUncontended({ port, log }) {
+export async function runUncontended({ port, monitor, log }) {
   const { rounds, warmupMs, durationMs, maxOps, concurrency } = CONFIG.uncontended;
   const sessions = new Map();
   try {
@@ -81,18 +85,25 @@ export async function runUncontended({ port, log }) {
       for (const contender of CONTENDERS) {
         const session = sessions.get(contender.id);
         const key = `bench:uncontended:${contender.id}`;
-        const cpu0 = processCpuMs();
-        const seq = await sequential(session, key, durationMs, maxOps);
-        const cpu1 = processCpuMs();
-        const conc = await concurrent(session, key, concurrency, durationMs, maxOps);
-        const cpu2 = processCpuMs();
+        const seqCosts = await measureCosts(monitor, () => sequential(session, key, durationMs, maxOps));
+        const concCosts = await measureCosts(monitor, () => concurrent(session, key, concurrency, durationMs, maxOps));
+        const seq = seqCosts.result;
+        const conc = concCosts.result;
         perRound[contender.id].push({
           seqOpsPerSec: (seq.ops * 1000) / seq.elapsedMs,
           seqPairP50Ms: median(seq.pairs),
           seqPairP99Ms: percentile(seq.pairs, 99),
           concOpsPerSec: (conc.ops * 1000) / conc.elapsedMs,
-          seqCpuUsPerOp: ((cpu1 - cpu0) * 1000) / seq.ops,
-          concCpuUsPerOp: ((cpu2 - cpu1) * 1000) / conc.ops,
+          seqCpuUsPerOp: (seqCosts.nodeCpuMs * 1000) / seq.ops,
+          concCpuUsPerOp: (concCosts.nodeCpuMs * 1000) / conc.ops,
+          seqRedisCpuUsPerOp: (seqCosts.redisCpuMs * 1000) / seq.ops,
+          concRedisCpuUsPerOp: (concCosts.redisCpuMs * 1000) / conc.ops,
+          seqOps: seq.ops,
+          concOps: conc.ops,
+          seqServer: seqCosts.server,
+          seqClient: seqCosts.client,
+          concServer: concCosts.server,
+          concClient: concCosts.client,
         });
       }
       log(`uncontended: round ${round + 1}/${rounds} done`);
@@ -100,6 +111,18 @@ export async function runUncontended({ port, log }) {
     const floor = perRound.raw;
     const results = CONTENDERS.map((contender) => {
       const rows = perRound[contender.id];
+      // Commands per acquire + release, pooled over rounds (sequential loop; 8 keys in the JSON).
+      const perOp = (field, opsField) => {
+        const ops = rows.reduce((sum, r) => sum + r[opsField], 0);
+        return Object.fromEntries(
+          Object.entries(sumCounts(rows.map((r) => r[field])))
+            .sort((x, y) => y[1] - x[1])
+            .map(([name, count]) => [name, count / ops]),
+        );
+      };
+      const seqServer = perOp("seqServer", "seqOps");
+      const { topLevel, inner } = splitTopLevel(seqServer, perOp("seqClient", "seqOps"));
+      const concServer = perOp("concServer", "concOps");
       return {
         id: contender.id,
         label: contender.label,
@@ -110,6 +133,15 @@ export async function runUncontended({ port, log }) {
         concOpsPerSec: median(rows.map((r) => r.concOpsPerSec)),
         seqCpuUsPerOp: median(rows.map((r) => r.seqCpuUsPerOp)),
         concCpuUsPerOp: median(rows.map((r) => r.concCpuUsPerOp)),
+        seqRedisCpuUsPerOp: median(rows.map((r) => r.seqRedisCpuUsPerOp)),
+        concRedisCpuUsPerOp: median(rows.map((r) => r.concRedisCpuUsPerOp)),
+        commandsPerOp: totalOf(seqServer),
+        topLevelPerOp: totalOf(topLevel),
+        innerPerOp: totalOf(inner),
+        topLevelBreakdown: topLevel,
+        innerBreakdown: inner,
+        concCommandsPerOp: totalOf(concServer),
+        concServerBreakdown: concServer,
         // Ratio to the floor measured in the same round, then the median over rounds.
         seqRatio: median(rows.map((r, i) => r.seqOpsPerSec / floor[i].seqOpsPerSec)),
         concRatio: median(rows.map((r, i) => r.concOpsPerSec / floor[i].concOpsPerSec)),
