@@ -105,17 +105,29 @@ export class KeyState<G = unknown, H = unknown> {
   handOff: H | undefined;
   /** A grant message that arrived while the head's attempt was in flight (it may be for it). */
   earlyGrant: string | undefined;
+  /** Nothing held or waited for: kept for a later call on the key (see {@link KeyStates}). */
+  idle = false;
 }
 
+/** Idle key states kept before any purge (see {@link KeyStates}). */
+const IDLE_KEPT = 1024;
+
 /**
- * The {@link KeyState} of every key a locker holds or waits for. A key's state is deleted as soon
- * as nothing is held or waited for, so the map does not grow; everything else lives on the state
- * object itself, so an uncontended lock and release cost one map insertion and one deletion.
+ * The {@link KeyState} of every key a locker holds or waits for. Everything about a key lives on
+ * its state object, so an uncontended lock and release touch one map entry.
+ *
+ * A state whose key is no longer held or waited for is not deleted at once: inserting and deleting
+ * entries of a large V8 Map (10,000 held locks, say) costs microseconds and old-generation garbage
+ * as its table is rebuilt, while a key locked again and again would pay that on every call. Idle
+ * states stay (a later call on the key finds them), and are purged in one pass once there are more
+ * than 1,024 of them and they outnumber the busy ones: memory stays bounded by twice the busy keys
+ * (or 1,024), and the purge costs O(1) per call amortised.
  */
 export class KeyStates<G = unknown, H = unknown> {
   readonly #states = new Map<string, KeyState<G, H>>();
+  #idle = 0;
 
-  /** The state of `key`, if anything is held or waited for. */
+  /** The state of `key`, if anything is held or waited for (or it was, recently). */
   get(key: string): KeyState<G, H> | undefined {
     return this.#states.get(key);
   }
@@ -126,13 +138,34 @@ export class KeyStates<G = unknown, H = unknown> {
     if (state === undefined) {
       state = new KeyState<G, H>();
       this.#states.set(key, state);
+    } else if (state.idle) {
+      // What an idle state still knew of the hand-off is spent (its waiters left the queue).
+      state.idle = false;
+      state.handOff = undefined;
+      state.earlyGrant = undefined;
+      this.#idle -= 1;
     }
     return state;
   }
 
-  /** Deletes `key`'s state when nothing is held or waited for any more. */
-  tidy(key: string, state: KeyState<G, H>): void {
-    if (state.held === 0 && state.waiters.size === 0 && this.#states.get(key) === state) this.#states.delete(key);
+  /** Marks `key`'s state idle when nothing is held or waited for any more. */
+  tidy(_key: string, state: KeyState<G, H>): void {
+    if (state.idle || state.held !== 0 || state.waiters.size !== 0) return;
+    state.idle = true;
+    this.#idle += 1;
+    if (this.#idle > IDLE_KEPT && this.#idle * 2 > this.#states.size) this.#purge();
+  }
+
+  /** Number of keys held or waited for (idle states not counted). */
+  get busyCount(): number {
+    return this.#states.size - this.#idle;
+  }
+
+  #purge(): void {
+    for (const [key, state] of this.#states) {
+      if (state.idle) this.#states.delete(key);
+    }
+    this.#idle = 0;
   }
 
   /**
