@@ -63,6 +63,23 @@ describe("a 600 ms round trip", () => {
   }, 20_000);
 });
 
+describe("a 700 ms round trip with fencing", () => {
+  it("keeps a fenced lease: its token comes with the grant, so the first extension is not a round trip late", async () => {
+    const lost: LockLostError[] = [];
+    const locker = lockerThroughProxy({ expiry: 2000, operationTimeout: 900, onLockLost: (e) => lost.push(e) });
+    const [, warm] = await locker.tryLock(undefined, uniqueKey("warm"));
+    await warm();
+    proxy.setLatency(350);
+    const lease = await locker.acquire(undefined, uniqueKey("fenced-slow"), { fencing: true });
+    expect(typeof lease.fencingToken).toBe("bigint");
+    await sleep(3000);
+    expect(lost).toEqual([]);
+    expect(lease.lost.aborted).toBe(false);
+    expect(locker.leaseStats.minHeadroomMs).toBeGreaterThan(0);
+    expect(await lease.releaseWithOutcome()).toBe("released");
+  }, 20_000);
+});
+
 describe("a partition shorter than the lease", () => {
   it("retries the extension that timed out and keeps the lease", async () => {
     const lost: LockLostError[] = [];

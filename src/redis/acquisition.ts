@@ -31,8 +31,11 @@ export class Acquisition implements Linked<Acquisition> {
     readonly handle: LockHandle,
     /** The lease length this acquisition is extended by, in ms. */
     readonly duration: number,
-    /** The fencing token issued with this grant, when asked for. */
-    readonly fencingToken: bigint | undefined,
+    /**
+     * The fencing token issued with this grant, when asked for (set once, before the caller sees
+     * the acquisition, when it arrives after the grant).
+     */
+    public fencingToken: bigint | undefined,
   ) {}
 
   /** Aborts with a LockLostError when the lock is found lost (see {@link markLost}). */

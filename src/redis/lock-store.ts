@@ -58,7 +58,7 @@ export interface Registration {
 
 /** Result of one acquisition attempt. */
 export type AttemptOutcome =
-  | { readonly kind: "acquired"; readonly handle: LockHandle }
+  | { readonly kind: "acquired"; readonly handle: LockHandle; readonly fencingToken?: bigint }
   /** The key is held by another token (or granted to another waiter). */
   | { readonly kind: "held"; readonly retryAfterMs?: number; readonly registration?: Registration }
   /** Granted, but too late: its validity ran out before the reply arrived. */
@@ -78,8 +78,11 @@ export const MAX_EXTEND_BATCH = 256;
 export interface LockStore {
   /** True when releases of `resource` hand it to the next queued waiter (and publish its id). */
   hasQueue(resource: string): boolean;
-  /** One attempt to take `resource` for `duration` ms. Store failures throw StoreUnavailableError. */
-  acquire(resource: string, duration: number, intent?: QueueIntent): Promise<AttemptOutcome>;
+  /**
+   * One attempt to take `resource` for `duration` ms; with `fencing`, the grant carries a fencing
+   * token issued in the same atomic step. Store failures throw StoreUnavailableError.
+   */
+  acquire(resource: string, duration: number, intent?: QueueIntent, fencing?: boolean): Promise<AttemptOutcome>;
   /**
    * Extends each of `handles` (at most {@link MAX_EXTEND_BATCH}) to `duration` ms from now where
    * its token still matches, renewing the handle's validity. Never rejects: the outcome of

@@ -319,16 +319,24 @@ export class RedisLocker implements Locker {
       void this.#track(this.#store.release(handle, true));
       return undefined;
     }
-    if (!fencing) return this.#register(key, { handle });
+    // Kept (and extended: the grant's TTL is short) from now on, also while its fencing token is
+    // on its way: a round trip later would be too late on a slow link.
+    const acquisition = this.#register(key, { handle });
+    if (!fencing) return acquisition;
     let fencingToken: bigint | undefined;
     try {
       fencingToken = await this.#gate.race(this.#track(this.#store.issueFencingToken(handle)), signal);
     } catch (error) {
-      void this.#track(this.#store.release(handle, true));
+      void acquisition.releaser.run();
       throw error;
     }
     // No token means the key vanished meanwhile: not a grant after all.
-    return fencingToken === undefined ? undefined : this.#register(key, { handle, fencingToken });
+    if (fencingToken === undefined) {
+      void acquisition.releaser.run();
+      return undefined;
+    }
+    acquisition.fencingToken = fencingToken;
+    return acquisition;
   }
 
   /**
@@ -393,21 +401,21 @@ export class RedisLocker implements Locker {
     await Promise.all([leaving, releasing]);
   }
 
-  /** Acquires in Redis and issues the fencing token; the result is not yet tracked. */
+  /**
+   * Acquires in Redis, with the fencing token issued in the same step when asked for; the result
+   * is not yet tracked.
+   */
   async #grant(key: string, fencing: boolean, intent: QueueIntent): Promise<Grant | Miss> {
-    const outcome = await this.#store.acquire(this.#options.prefix + key, this.#options.expiry, intent);
+    const outcome = await this.#store.acquire(this.#options.prefix + key, this.#options.expiry, intent, fencing);
     if (outcome.kind !== "acquired") return outcome;
-    if (!fencing) return { handle: outcome.handle };
-    let fencingToken: bigint | undefined;
-    try {
-      fencingToken = await this.#store.issueFencingToken(outcome.handle);
-    } catch (error) {
+    if (fencing && outcome.fencingToken === undefined) {
+      // Only a store without fencing could answer so; checkFencing refused that up front.
       void this.#store.release(outcome.handle, true);
-      throw error;
+      return { kind: "expired-on-arrival" };
     }
-    // No token means the key vanished between grant and token: not a grant after all.
-    if (fencingToken === undefined) return { kind: "expired-on-arrival" };
-    return { handle: outcome.handle, fencingToken };
+    return outcome.fencingToken === undefined
+      ? { handle: outcome.handle }
+      : { handle: outcome.handle, fencingToken: outcome.fencingToken };
   }
 
   /** Starts tracking a fresh grant: extension, deadline, and its release. */

@@ -25,15 +25,17 @@ end
 `;
 
 /**
- * One acquisition attempt on a single node. KEYS: lock, queue, liveness. ARGV: token, ttl (ms),
+ * One acquisition attempt on a single node. KEYS: lock, queue, liveness, and the fencing counter
+ * when a fencing token is wanted: it is issued in the same step as the grant (as
+ * ISSUE_FENCING_TOKEN does), so a fenced acquisition costs no extra round trip. ARGV: token, ttl (ms),
  * waiter id ("" = not queued), "join" to enter the queue on failure (and register this attempt's
  * token for a grant), on success "leave" (the queue) | "keep", liveness window (ms), claim token
  * ("" = none): the locker's registration that it has not seen granted — an attempt that finds the
  * key granted to it (the grant's message not read yet, or lost) takes it. Only the locker knows
  * whether one of its waiters already took a grant, so the script never guesses from the hash.
- * A free key costs one command (SET NX).
- * Returns 0 when acquired, else { the lock's remaining TTL in ms (>= 1), server time in ms when it
- * registered (0 when it did not join) }.
+ * A free key costs one command (SET NX). ARGV[8]: the fencing counter's TTL (ms).
+ * Returns 0 when acquired (the fencing token as a decimal string when asked for), else { the
+ * lock's remaining TTL in ms (>= 1), server time in ms when it registered (0 when it did not join) }.
  */
 export const ACQUIRE = defineScript(`${NOW}
 local lock, queue, alive = KEYS[1], KEYS[2], KEYS[3]
@@ -47,6 +49,12 @@ if acquired then
   if id ~= "" and onSuccess == "leave" then
     redis.call("zrem", queue, id)
     redis.call("hdel", alive, id)
+  end
+  if KEYS[4] then
+    local last = tonumber(redis.call("get", KEYS[4]) or "0")
+    local fence = string.format("%.0f", math.max(now_us(), last + 1))
+    redis.call("set", KEYS[4], fence, "PX", ARGV[8])
+    return fence
   end
   return 0
 end

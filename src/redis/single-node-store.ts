@@ -49,14 +49,17 @@ export class SingleNodeStore implements LockStore {
     return this.#queueKeys(resource) !== undefined;
   }
 
-  async acquire(resource: string, duration: number, intent?: QueueIntent): Promise<AttemptOutcome> {
+  async acquire(resource: string, duration: number, intent?: QueueIntent, fencing = false): Promise<AttemptOutcome> {
     const queue = this.#queueKeys(resource);
     const token = newToken();
     const queued = queue !== undefined && intent !== undefined;
+    // Without queue keys (a Cluster key with "}" but no hash tag) fencing was refused up front.
+    const keys = queued ? [resource, ...queue] : [resource];
+    if (fencing && keys.length === 3) keys.push(fencingCounterKey(resource, this.#cluster));
     const start = performance.now();
     let reply: unknown;
     try {
-      reply = await this.#runner.run(ACQUIRE, queued ? [resource, ...queue] : [resource], [
+      reply = await this.#runner.run(ACQUIRE, keys, [
         token,
         duration,
         queued ? intent.waiterId : "",
@@ -64,6 +67,7 @@ export class SingleNodeStore implements LockStore {
         intent?.onSuccess ?? "keep",
         this.#settings.livenessWindow,
         intent?.claimToken ?? "",
+        FENCING_COUNTER_TTL_MS,
       ]);
     } catch (error) {
       // The attempt may still run when the node answers again (it timed out here, not there):
@@ -73,7 +77,7 @@ export class SingleNodeStore implements LockStore {
       void this.release(new LockHandle(token, resource, 0, 0), true);
       throw unavailable(resource, "acquire", [error]);
     }
-    if (reply !== 0) {
+    if (reply !== 0 && typeof reply !== "string") {
       const [left, registeredMs] = Array.isArray(reply) ? reply : [];
       const retryAfterMs = typeof left === "number" ? left : 1;
       if (typeof registeredMs !== "number" || registeredMs <= 0) return { kind: "held", retryAfterMs };
@@ -84,7 +88,9 @@ export class SingleNodeStore implements LockStore {
       void this.release(handle);
       return { kind: "expired-on-arrival" };
     }
-    return { kind: "acquired", handle };
+    return typeof reply === "string"
+      ? { kind: "acquired", handle, fencingToken: BigInt(reply) }
+      : { kind: "acquired", handle };
   }
 
   async extendMany(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
