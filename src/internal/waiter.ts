@@ -107,6 +107,8 @@ export class KeyState<G = unknown, H = unknown> {
   earlyGrant: string | undefined;
   /** Nothing held or waited for: kept for a later call on the key (see {@link KeyStates}). */
   idle = false;
+  /** The key's full store name, built once (a stable string hashes once in every map). */
+  resource: string | undefined;
 }
 
 /** Idle key states kept before any purge (see {@link KeyStates}). */

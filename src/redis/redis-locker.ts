@@ -200,8 +200,9 @@ export class RedisLocker implements Locker {
    * that, it waits for a release message or its safety-net timeout between attempts.
    */
   async #obtain(signal: AbortSignal | undefined, key: string, fencing: boolean): Promise<Acquisition> {
-    const resource = this.#options.prefix + key;
     const state = this.#keys.open(key);
+    state.resource ??= this.#options.prefix + key;
+    const resource = state.resource;
     const waiter = new Waiter<LockHandle>();
     state.waiters.push(waiter);
     const queued = this.#store.hasQueue(resource);
@@ -406,7 +407,8 @@ export class RedisLocker implements Locker {
    * is not yet tracked.
    */
   async #grant(key: string, fencing: boolean, intent: QueueIntent): Promise<Grant | Miss> {
-    const outcome = await this.#store.acquire(this.#options.prefix + key, this.#options.expiry, intent, fencing);
+    const resource = this.#keys.get(key)?.resource ?? this.#options.prefix + key;
+    const outcome = await this.#store.acquire(resource, this.#options.expiry, intent, fencing);
     if (outcome.kind !== "acquired") return outcome;
     if (fencing && outcome.fencingToken === undefined) {
       // Only a store without fencing could answer so; checkFencing refused that up front.

@@ -26,6 +26,18 @@ export interface SingleNodeStoreSettings {
   readonly livenessWindow: number;
 }
 
+/** The KEYS of one resource's scripts (see SingleNodeStore's #keysOf). */
+interface KeySet {
+  readonly plain: readonly string[];
+  /** Lock, hand-off queue and liveness hash; undefined when the key cannot have companions. */
+  readonly queued: readonly string[] | undefined;
+  /** `queued` plus the fencing counter, built on first use. */
+  fenced: readonly string[] | undefined;
+}
+
+/** Resources whose KEYS arrays a store keeps. */
+const KEY_CACHE_SIZE = 1024;
+
 /**
  * Locks on one Redis node or one Cluster (each key lives on one master), with our own scripts: an
  * attempt is one round trip (a failure also says how long the holder's lease has left and enters
@@ -37,6 +49,7 @@ export class SingleNodeStore implements LockStore {
   readonly #runner: ScriptRunner;
   readonly #cluster: boolean;
   readonly #settings: SingleNodeStoreSettings;
+  readonly #keyCache = new Map<string, KeySet>();
   readonly supportsFencing = true;
 
   constructor(client: RedisClient, settings: SingleNodeStoreSettings) {
@@ -46,16 +59,15 @@ export class SingleNodeStore implements LockStore {
   }
 
   hasQueue(resource: string): boolean {
-    return this.#queueKeys(resource) !== undefined;
+    return this.#keysOf(resource).queued !== undefined;
   }
 
   async acquire(resource: string, duration: number, intent?: QueueIntent, fencing = false): Promise<AttemptOutcome> {
-    const queue = this.#queueKeys(resource);
+    const keySet = this.#keysOf(resource);
     const token = newToken();
-    const queued = queue !== undefined && intent !== undefined;
+    const queued = keySet.queued !== undefined && intent !== undefined;
     // Without queue keys (a Cluster key with "}" but no hash tag) fencing was refused up front.
-    const keys = queued ? [resource, ...queue] : [resource];
-    if (fencing && keys.length === 3) keys.push(fencingCounterKey(resource, this.#cluster));
+    const keys = !queued ? keySet.plain : fencing ? this.#fencedKeys(keySet) : (keySet.queued as string[]);
     const start = performance.now();
     let reply: unknown;
     try {
@@ -137,11 +149,11 @@ export class SingleNodeStore implements LockStore {
   }
 
   async release(handle: LockHandle, ordered = false): Promise<ReleaseOutcome> {
-    const queue = this.#queueKeys(handle.resource) ?? [];
+    const keySet = this.#keysOf(handle.resource);
     try {
       const reply = await this.#runner.run(
         RELEASE,
-        [handle.resource, ...queue],
+        keySet.queued ?? keySet.plain,
         [handle.token, this.#settings.handOffGrace],
         ordered,
       );
@@ -162,12 +174,12 @@ export class SingleNodeStore implements LockStore {
   }
 
   async leaveQueue(resource: string, waiterId: string, claimToken = ""): Promise<void> {
-    const queue = this.#queueKeys(resource);
-    if (queue === undefined) return;
+    const keys = this.#keysOf(resource).queued;
+    if (keys === undefined) return;
     // Order matters (a release sent after it must not grant the key to a waiter that left): sent
     // with the script's body, so a flushed script cache cannot let a later command overtake it.
     await this.#runner
-      .run(LEAVE_QUEUE, [resource, ...queue], [waiterId, claimToken, this.#settings.handOffGrace], true)
+      .run(LEAVE_QUEUE, keys, [waiterId, claimToken, this.#settings.handOffGrace], true)
       .catch(() => undefined);
   }
 
@@ -190,10 +202,31 @@ export class SingleNodeStore implements LockStore {
     return typeof reply === "string" ? BigInt(reply) : undefined;
   }
 
-  #queueKeys(resource: string): [queue: string, liveness: string] | undefined {
-    const queue = companionKey(resource, "queue", this.#cluster);
-    const liveness = companionKey(resource, "waiters", this.#cluster);
-    return queue === undefined || liveness === undefined ? undefined : [queue, liveness];
+  /**
+   * The KEYS arrays of `resource`'s scripts, built once and cached (at most {@link KEY_CACHE_SIZE}
+   * resources; the cache starts afresh when full): a hot key costs a map hit, not three string
+   * concatenations per call. The arrays are shared: never mutate them.
+   */
+  #keysOf(resource: string): KeySet {
+    let keySet = this.#keyCache.get(resource);
+    if (keySet === undefined) {
+      const queue = companionKey(resource, "queue", this.#cluster);
+      const liveness = companionKey(resource, "waiters", this.#cluster);
+      keySet = {
+        plain: [resource],
+        queued: queue === undefined || liveness === undefined ? undefined : [resource, queue, liveness],
+        fenced: undefined,
+      };
+      if (this.#keyCache.size >= KEY_CACHE_SIZE) this.#keyCache.clear();
+      this.#keyCache.set(resource, keySet);
+    }
+    return keySet;
+  }
+
+  #fencedKeys(keySet: KeySet): readonly string[] {
+    const queued = keySet.queued as readonly string[];
+    keySet.fenced ??= [...queued, fencingCounterKey(queued[0] as string, this.#cluster)];
+    return keySet.fenced;
   }
 
   #drift(duration: number): number {
