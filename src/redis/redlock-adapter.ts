@@ -39,7 +39,9 @@ export class RedlockStore implements LockStore {
 
   constructor(clients: readonly RedisClient[], settings: RedlockStoreSettings) {
     this.#driftFactor = settings.driftFactor;
-    this.#runners = clients.map((client, index) => new ScriptRunner(client, `node #${index}`, settings.commandTimeout));
+    this.#runners = clients.map(
+      (client, index) => new ScriptRunner(client, `node #${index}`, settings.commandTimeout, true),
+    );
     // redlock is typed against ioredis clients but only calls evalsha/eval on them; ours time out.
     this.#redlock = new Redlock(
       this.#runners as unknown as RedisClient[],

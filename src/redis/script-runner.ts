@@ -37,10 +37,20 @@ export class ScriptRunner {
   /** Whether the scripts were sent to the node since it last answered NOSCRIPT. */
   #loaded: boolean;
 
-  constructor(client: RedisClient, label: string, timeoutMs: number) {
+  /** Reject at once, instead of queueing, while the client's connection is down (see constructor). */
+  readonly #failFast: boolean;
+
+  /**
+   * @param failFast reject a call at once while the client is reconnecting or closed, instead of
+   *   letting the client queue it until it reconnects or the timeout passes. A Redlock quorum sets
+   *   it: a node that is down then votes "failed" at once, so a vote (and a release) does not wait
+   *   for it while a majority has answered.
+   */
+  constructor(client: RedisClient, label: string, timeoutMs: number, failFast = false) {
     this.#client = client;
     this.#label = label;
     this.#timeoutMs = timeoutMs;
+    this.#failFast = failFast;
     // Checked every tenth of the timeout: a timeout fires at most 10% late.
     this.#deadlines = new DeadlineGroup(timeoutMs / 10);
     this.#loaded = client.isCluster;
@@ -97,6 +107,12 @@ export class ScriptRunner {
   }
 
   #call(command: "evalsha" | "eval", args: unknown[]): Promise<unknown> {
+    if (this.#failFast) {
+      const status = (this.#client as { status?: string }).status;
+      if (status === "reconnecting" || status === "close" || status === "end") {
+        return Promise.reject(new Error(`Redis ${this.#label} is not connected (${status})`));
+      }
+    }
     const method = this.#client[command] as (...a: unknown[]) => Promise<unknown>;
     return this.#deadlines.run(
       Promise.resolve(method.apply(this.#client, args)),
