@@ -37,11 +37,13 @@ function uncontendedTargets(s) {
     },
     {
       scenario: "uncontended",
-      what: "Redis commands per uncontended lock + release (executed, including inside scripts)",
+      // Counted as issue #8 counts them ("raw: 3"): every command Redis executed (including those
+      // run inside scripts) except the script invocations themselves (EVALSHA / EVAL).
+      what: "Redis data commands per uncontended lock + release (executed, inside scripts included; script calls not counted — raw floor: 3)",
       goal: "≤ 4",
-      measured: `${num(g.commandsPerOp)} (top-level: ${breakdown(g.topLevelBreakdown)}; inner: ${breakdown(g.innerBreakdown) || "none"})`,
+      measured: `${num(dataCommands(g))} (top-level: ${breakdown(g.topLevelBreakdown)}; inner: ${breakdown(g.innerBreakdown) || "none"}; with the script calls: ${num(g.commandsPerOp)})`,
       // An average over thousands of operations: compared as shown, to two decimals.
-      pass: atMost(Math.round(g.commandsPerOp * 100) / 100, 4),
+      pass: atMost(Math.round(dataCommands(g) * 100) / 100, 4),
     },
   ];
 }
@@ -169,4 +171,10 @@ export function computeTargets(report) {
   if (report.contended) targets.push(...contendedTargets(report.contended));
   if (report.quorum) targets.push(...quorumTargets(report.quorum));
   return targets;
+}
+
+/** Commands executed per operation, not counting script invocations (EVALSHA / EVAL). */
+function dataCommands(result) {
+  const calls = (result.topLevelBreakdown?.evalsha ?? 0) + (result.topLevelBreakdown?.eval ?? 0);
+  return result.commandsPerOp - calls;
 }
