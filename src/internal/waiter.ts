@@ -94,11 +94,15 @@ export class Waiter<G = unknown> implements Linked<Waiter<G>> {
  * here, first in, first out. Only the head of the queue competes for the key, so waiters in one
  * process are served in arrival order and one release costs one retry, not a thundering herd.
  */
-export class KeyState<G = unknown, H = unknown> {
+export class KeyState<G = unknown, H = unknown> extends IntrusiveList<Waiter<G>> {
   /** Acquisitions of this key that the locker holds (not released, not known lost). */
   held = 0;
-  /** Callers waiting for the key here, in arrival order. */
-  readonly waiters = new IntrusiveList<Waiter<G>>();
+
+  /** Callers waiting for the key here, in arrival order: the state is its own list (one object). */
+  get waiters(): IntrusiveList<Waiter<G>> {
+    return this;
+  }
+
   /** True while the head's attempt is in flight. */
   attempting = false;
   /** The locker's own bookkeeping of the key's cross-process hand-off (its latest registration). */

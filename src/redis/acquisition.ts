@@ -1,5 +1,6 @@
 import type { IntrusiveList, Linked } from "../internal/intrusive-list.js";
-import type { ReleaseOnce } from "../internal/release-func.js";
+import { Releasable } from "../internal/release-func.js";
+import type { ReleaseOutcome } from "../locker.js";
 import type { LockHandle } from "./lock-store.js";
 
 /** Lifecycle of one acquisition: held until released, or lost on the way. */
@@ -10,14 +11,17 @@ export type AcquisitionState = "held" | "lost" | "released";
  * extends, reports as lost, and releases. It carries its own links into the lease keeper's
  * schedule, so keeping it costs no entry in a shared Set or Map.
  */
-export class Acquisition implements Linked<Acquisition> {
+/** Who releases an {@link Acquisition} (its locker). */
+export interface AcquisitionOwner {
+  releaseAcquisition(acquisition: Acquisition): Promise<ReleaseOutcome>;
+}
+
+export class Acquisition extends Releasable implements Linked<Acquisition> {
   state: AcquisitionState = "held";
   /** Created on first use (most acquisitions never need one): aborted when the lock is lost. */
   #lost: AbortController | undefined;
   /** Why the lock was lost, once it was. */
   #lostReason: Error | undefined;
-  /** Set once by the locker right after construction. */
-  releaser!: ReleaseOnce;
   /** When the lease keeper next acts on it (monotonic ms): extend, or retry an extension. */
   due = 0;
   /** Links of the lease keeper's schedule (see {@link IntrusiveList}). */
@@ -26,6 +30,7 @@ export class Acquisition implements Linked<Acquisition> {
   list: IntrusiveList<Acquisition> | undefined;
 
   constructor(
+    readonly owner: AcquisitionOwner,
     /** The caller's key (no prefix). */
     readonly key: string,
     readonly handle: LockHandle,
@@ -36,7 +41,18 @@ export class Acquisition implements Linked<Acquisition> {
      * the acquisition, when it arrives after the grant).
      */
     public fencingToken: bigint | undefined,
-  ) {}
+  ) {
+    super();
+  }
+
+  /** Its own {@link Releasable} (kept as a name the locker's code reads well with). */
+  get releaser(): Releasable {
+    return this;
+  }
+
+  releaseRoutine(): Promise<ReleaseOutcome> {
+    return this.owner.releaseAcquisition(this);
+  }
 
   /** Aborts with a LockLostError when the lock is found lost (see {@link markLost}). */
   get lostSignal(): AbortSignal {

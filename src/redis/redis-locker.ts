@@ -4,11 +4,11 @@ import { LockerClosedError } from "../errors.js";
 import { abortable, CloseGate } from "../internal/abortable.js";
 import { Backoff } from "../internal/backoff.js";
 import { LeaseImpl } from "../internal/lease.js";
-import { noopRelease, ReleaseOnce } from "../internal/release-func.js";
+import { noopRelease } from "../internal/release-func.js";
 import { resolveAcquireOptions, validateKey, validateSignal } from "../internal/validate.js";
 import { KeyStates, Waiter } from "../internal/waiter.js";
 import type { AcquireOptions, Lease, Locker, ReleaseFunc, ReleaseOutcome } from "../locker.js";
-import { Acquisition } from "./acquisition.js";
+import { Acquisition, type AcquisitionOwner } from "./acquisition.js";
 import { LeaseKeeper, type LeaseKeeperStats } from "./lease-keeper.js";
 import { type AttemptOutcome, LockHandle, type LockStore, type QueueIntent, type Registration } from "./lock-store.js";
 import { type RedisLockerOptions, type ResolvedRedisLockerOptions, resolveClients, resolveOptions } from "./options.js";
@@ -57,6 +57,8 @@ export class RedisLocker implements Locker {
   readonly #gate = new CloseGate();
   /** This locker's id in the cross-process hand-off queues. */
   readonly #waiterId = randomBytes(8).toString("hex");
+  /** Releases this locker's acquisitions (one object for all of them, not a closure each). */
+  readonly #owner: AcquisitionOwner = { releaseAcquisition: (acquisition) => this.#release(acquisition) };
   /** The three ways an attempt relates to the hand-off queue (shared, so attempts allocate none). */
   readonly #intents: Readonly<Record<"first" | "leave" | "keep", QueueIntent>>;
   #closed: Promise<void> | undefined;
@@ -422,8 +424,7 @@ export class RedisLocker implements Locker {
 
   /** Starts tracking a fresh grant: extension, deadline, and its release. */
   #register(key: string, grant: Grant): Acquisition {
-    const acquisition = new Acquisition(key, grant.handle, this.#options.expiry, grant.fencingToken);
-    acquisition.releaser = new ReleaseOnce(() => this.#release(acquisition));
+    const acquisition = new Acquisition(this.#owner, key, grant.handle, this.#options.expiry, grant.fencingToken);
     this.#keys.open(key).held += 1;
     this.#keeper.add(acquisition);
     return acquisition;
