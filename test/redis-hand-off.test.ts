@@ -111,6 +111,43 @@ describe("hand-off queue across lockers (separate connections, as separate proce
     expect((await other.tryLock(undefined, key))[0]).toBe(true);
   });
 
+  it("does not starve a process: two lockers × two tasks looping on one key all get a fair share", {
+    timeout: 20_000,
+  }, async () => {
+    // Found by the torture suite: a waiter postponed by every grant to another locker never tried
+    // again, so its place in the hand-off queue went stale and was dropped; and a call behind its
+    // own locker's holder joined the queue only at its first poll.
+    const key = uniqueKey();
+    const lockers = [0, 1].map(() => fixture.locker({ expiry: 1000, backoff: { min: 20, max: 250 } }));
+    const counts = [0, 0, 0, 0];
+    let timedOut = 0;
+    let stop = false;
+    const task = async (locker: RedisLocker, index: number): Promise<void> => {
+      while (!stop) {
+        let release: (() => Promise<void>) | undefined;
+        try {
+          release = await locker.lock(AbortSignal.timeout(3000), key);
+        } catch {
+          timedOut += 1;
+          continue;
+        }
+        counts[index] = (counts[index] ?? 0) + 1;
+        await sleep(1);
+        await release();
+      }
+    };
+    const tasks = [task(lockers[0] as RedisLocker, 0), task(lockers[0] as RedisLocker, 1)];
+    await sleep(100);
+    tasks.push(task(lockers[1] as RedisLocker, 2), task(lockers[1] as RedisLocker, 3));
+    await sleep(6000);
+    stop = true;
+    await Promise.all(tasks);
+    expect(timedOut).toBe(0);
+    const fewest = Math.min(...counts);
+    const mean = counts.reduce((a, b) => a + b, 0) / counts.length;
+    expect(fewest).toBeGreaterThan(mean / 2);
+  });
+
   it("does not let a vanished waiter stall the key: its grant lapses after the grace and it is dropped", async () => {
     const key = uniqueKey();
     const holder = fixture.locker({ backoff: { min: 50, max: 300 } });

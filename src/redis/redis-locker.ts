@@ -213,12 +213,18 @@ export class RedisLocker implements Locker {
     let abandoned = false;
     let subscribed = false;
     try {
-      // The lean first try: nobody here holds or waits for the key.
-      let attemptNow = state.held === 0 && state.waiters.head === waiter;
-      let leanTry = attemptNow;
+      // The lean first try: nobody here holds or waits for the key. A head behind this locker's
+      // own holder tries at once too (with a hand-off queue): it fails, but takes the locker's
+      // place in the queue now rather than at its first poll — other processes' waiters would
+      // be served ahead of it meanwhile.
+      const isHead = state.waiters.head === waiter;
+      let leanTry = isHead && state.held === 0;
+      let attemptNow = leanTry || (isHead && queued);
       // If the channel was already confirmed before that try, no release can have slipped by.
-      const retryAfterSubscribing = attemptNow && !this.#notifier.isListening(resource);
+      const retryAfterSubscribing = leanTry && !this.#notifier.isListening(resource);
       let lastRetryAfter: number | undefined;
+      /** When this waiter last tried (which also refreshed its liveness in the hand-off queue). */
+      let lastAttemptAt = performance.now();
       let backoff: Backoff | undefined;
       let signals: Array<AbortSignal | undefined> | undefined;
       for (;;) {
@@ -233,6 +239,7 @@ export class RedisLocker implements Locker {
           leanTry = false;
           let outcome: Acquisition | Miss;
           state.attempting = true;
+          lastAttemptAt = performance.now();
           try {
             outcome = await this.#attempt(signal, key, fencing, intent);
           } catch (error) {
@@ -270,7 +277,13 @@ export class RedisLocker implements Locker {
           }
         }
         backoff ??= new Backoff(this.#options.backoffMin, this.#options.backoffMax);
-        const timeout = mayTry ? this.#safetyNetDelay(backoff, queued, lastRetryAfter) : undefined;
+        // However often grants to others postpone the wait, the head tries again within
+        // backoff.max of its last try: that keeps its place in the hand-off queue alive (a place
+        // not refreshed within the liveness window is dropped, and the locker would starve).
+        const pollBy = lastAttemptAt + this.#options.backoffMax - performance.now();
+        const timeout = mayTry
+          ? Math.max(1, Math.min(this.#safetyNetDelay(backoff, queued, lastRetryAfter), Math.ceil(pollBy)))
+          : undefined;
         const outcome = await waiter.wait(timeout, signals);
         if (outcome === "granted") {
           const granted = await this.#takeGrant(signal, key, waiter, fencing);
