@@ -81,9 +81,10 @@ export interface Lease extends AsyncDisposable {
  *    successful acquisition never leaks a lock. There is no cap on tries.
  * 4. **Waiters wake on release** (in-process notification; Redis pub/sub), with a bounded,
  *    jittered backoff as the safety net for expiries and lost notifications.
- * 5. **Auto-extension** (Redis): one sweeper per locker extends every held lock every
- *    `expiry / 2`, only while its token still matches. A lost lock is reported through the
- *    `onLockLost` hook; the holder is never cancelled.
+ * 5. **Auto-extension** (Redis): the locker extends every held lock every `expiry / 2`, each
+ *    scheduled from its own validity (earlier when `operationTimeout` requires it), batched,
+ *    only while its token still matches. A lost lock is reported through the `onLockLost` hook;
+ *    the holder is never cancelled.
  * 6. **Errors are honest.** "Someone else holds it" means wait (`lock`) or `false` (`tryLock`);
  *    an unreachable store is a {@link StoreUnavailableError} carrying its cause, never a hang and
  *    never a false success.

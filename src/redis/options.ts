@@ -35,7 +35,10 @@ export interface RedisLockerOptions {
    * Catches the expiry of a crashed holder's lock and lost notifications.
    */
   backoff?: { min?: number | undefined; max?: number | undefined } | undefined;
-  /** Maximum number of extensions the sweeper runs at once (default `256`). */
+  /**
+   * Maximum number of extension commands in flight at once (default `256`); each command extends
+   * up to 256 locks of one node (one Cluster hash tag).
+   */
   sweepConcurrency?: number | undefined;
   /**
    * Called (synchronously, errors swallowed) when a held lock is found lost: an extension saw its

@@ -30,11 +30,12 @@ type Miss = Exclude<AttemptOutcome, { kind: "acquired" }>;
  * A {@link Locker} over one Redis node, a Redis Cluster, or a Redlock quorum of independent nodes.
  *
  * - Each acquisition sets `prefix + key` to a random 16-byte token with a TTL of `expiry`; release
- *   is an atomic compare-and-delete that also publishes on the key's channel.
+ *   is an atomic compare-and-delete that publishes on the key's channel when someone may wait.
  * - Waiters wake on that publication (one subscriber connection per node, duplicated from the
  *   caller's client). In one locker, waiters of a key queue FIFO and only the head competes. On one
- *   node or a Cluster, lockers also queue across processes: a release reserves the key for the
- *   longest-waiting live locker and names it in the message, so one release wakes one waiter.
+ *   node or a Cluster, lockers also queue across processes: a release grants the key to the
+ *   longest-waiting live locker (sets it to the token that locker registered) and tells it so, so
+ *   one release wakes one waiter, which holds the lock without a further round trip.
  * - Every held lock is extended from its own validity: every `expiry / 2`, and early enough that
  *   an extension answering within `operationTimeout` lands before the lease runs out (see
  *   {@link LeaseKeeper}). A lock found lost is reported through `onLockLost` and the lease's
