@@ -5,10 +5,12 @@
  * it to settle. Each case flushes the cache, then warms exactly the scripts that let a later
  * command overtake an earlier one.
  */
-import type { Redis } from "ioredis";
+
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { StoreUnavailableError } from "../src/index.js";
-import { ACQUIRE, LEAVE_QUEUE, RELEASE } from "../src/redis/scripts.js";
+import { RedisLocker, StoreUnavailableError } from "../src/index.js";
+import { ACQUIRE, LEAVE_QUEUE, REDLOCK_RELEASE_SCRIPT, RELEASE } from "../src/redis/scripts.js";
+import { TcpProxy } from "../support/tcp-proxy.mjs";
 import { uniqueKey } from "./contract.js";
 import { RedisFixture } from "./helpers/redis-harness.js";
 import { eventually, sleep } from "./helpers/wait.js";
@@ -96,5 +98,43 @@ describe("after SCRIPT FLUSH", () => {
     expect(ok).toBe(true);
     await release();
     await admin.del(`globallock:${held}`);
+  });
+
+  it("on a quorum, a failed attempt's clean-up cannot overtake the attempt on a node whose cache was emptied", async () => {
+    // Found by the torture suite (quorum-restore): redlock re-sends a NOSCRIPT attempt as EVAL only
+    // when that reply arrives; its clean-up, already queued behind, then ran first and the attempt
+    // left a key nobody owns on that node for a whole expiry.
+    const quorum = await RedisFixture.start(3);
+    const third = quorum.servers[2];
+    if (third === undefined) throw new Error("no server");
+    const proxy = await TcpProxy.start(third.port, { latencyMs: 20 });
+    const viaProxy = new Redis({
+      host: "127.0.0.1",
+      port: proxy.port,
+      maxRetriesPerRequest: 1,
+      retryStrategy: () => 50,
+    });
+    viaProxy.on("error", () => undefined);
+    try {
+      const holder = quorum.locker({ expiry: 3000 });
+      const [first, second] = quorum.connect();
+      const contender = new RedisLocker([first as Redis, second as Redis, viaProxy], { expiry: 3000 });
+      const admin = quorum.admin(2);
+      const key = uniqueKey("quorum-flush");
+      const lease = await holder.acquire(undefined, key);
+      // Node 2 as after a restart: no key, and only the clean-up's script cached.
+      await admin.del(`globallock:${key}`);
+      await admin.script("FLUSH");
+      await admin.eval(REDLOCK_RELEASE_SCRIPT, 1, "{warm-up}", "nobody");
+      expect((await contender.tryLock(undefined, key))[0]).toBe(false);
+      await sleep(200); // the attempt's EVAL, if it was retried, has long arrived
+      expect(await admin.get(`globallock:${key}`)).toBeNull();
+      await contender.close();
+      await lease.release();
+    } finally {
+      viaProxy.disconnect();
+      await proxy.close();
+      await quorum.stop();
+    }
   });
 });

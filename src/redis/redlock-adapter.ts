@@ -43,12 +43,25 @@ export class RedlockStore implements LockStore {
       (client, index) => new ScriptRunner(client, `node #${index}`, settings.commandTimeout, true),
     );
     // redlock is typed against ioredis clients but only calls evalsha/eval on them; ours time out.
+    // Its EVALSHA goes out as EVAL with the script's body: redlock retries a NOSCRIPT as EVAL only
+    // when that reply arrives, and the clean-up it sends after a failed vote (queued behind the
+    // attempt on the same connection) would then run before the attempt it undoes, leaving a key
+    // nobody owns for a whole expiry on a node whose script cache was emptied.
+    const sources = new Map<string, string>();
+    const facades = this.#runners.map((runner) => ({
+      evalsha: (hash: unknown, ...rest: unknown[]) => {
+        const source = typeof hash === "string" ? sources.get(hash) : undefined;
+        return source === undefined ? runner.evalsha(hash, ...rest) : runner.eval(source, ...rest);
+      },
+      eval: (...args: unknown[]) => runner.eval(...args),
+    }));
     this.#redlock = new Redlock(
-      this.#runners as unknown as RedisClient[],
+      facades as unknown as RedisClient[],
       { retryCount: 0, driftFactor: settings.driftFactor },
       // redlock ignores script strings; only a function (a modifier of its own script) is used.
       { releaseScript: () => REDLOCK_RELEASE_SCRIPT },
     );
+    for (const script of Object.values(this.#redlock.scripts)) sources.set(script.hash, script.value);
   }
 
   hasQueue(): boolean {
