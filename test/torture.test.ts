@@ -164,4 +164,73 @@ describe("torture, short profile", () => {
     },
     TIMEOUT,
   );
+
+  it(
+    "9. a 600 ms round trip (expiry 2000, operationTimeout 900): long sections keep their leases",
+    async () => {
+      const { metrics } = await run("slow-link", [
+        "no lease lost",
+        "lock key held (read directly) whenever its holder is inside",
+        "every confirmed extension had validity to spare",
+        "lock connections went through the proxy",
+      ]);
+      expect(metrics.lostLeases).toBe(0);
+      expect(metrics.extensions).toBeGreaterThan(0);
+      expect(metrics.minHeadroomMs).toBeGreaterThan(0);
+      expect(metrics.overlaps).toBe(0);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "10. SCRIPT FLUSH under contention with aborting waiters: no key kept for a waiter that left",
+    async () => {
+      const { metrics } = await run("script-flush", [
+        "EVALSHA met NOSCRIPT",
+        "with nobody waiting, key free and hand-off queue empty after the settle time",
+        "a key nobody holds never stays unavailable (while others wait) longer than the bound",
+        "C1 no overlap",
+        "C2 no lost update",
+      ]);
+      expect(metrics.noscript).toBeGreaterThan(0);
+      expect(metrics.leftoverProbes).toBe(0);
+      expect(metrics.overlaps).toBe(0);
+      expect(metrics.lostUpdates).toBe(0);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "11. a 5-node quorum restores a held key after two minority restarts: the lease survives both",
+    async () => {
+      const { metrics } = await run("quorum-restore", [
+        "first restart: key restored on the restarted nodes with the holder's token",
+        "second restart: key restored on the restarted nodes with the holder's token",
+        "holder's lease never lost",
+        "no contender granted during the section",
+      ]);
+      expect(metrics.lostLeases).toBe(0);
+      expect(metrics.grantsDuring).toBe(0);
+      expect(metrics.overlaps).toBe(0);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "12. a Sentinel failover: the unreplicated lock is reported lost, tokens rise, work goes on",
+    async () => {
+      const { metrics } = await run("sentinel-failover", [
+        "the Sentinels promoted the replica",
+        "the victim's key never reached the new master",
+        "the unreplicated lock is reported lost during its section",
+        "no lock silently kept: every lock held across is reported lost, or kept its key to the end",
+        "fencing tokens rise across the failover",
+        "sections complete on the new master",
+      ]);
+      expect(metrics.tokensRose).toBe(1);
+      expect(metrics.staleAccepted).toBe(0);
+      expect(metrics.otherErrors).toBe(0);
+    },
+    TIMEOUT,
+  );
 });

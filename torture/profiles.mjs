@@ -1,6 +1,6 @@
 /**
  * Parameters of every scenario in each profile. `full` is what `npm run torture` runs (several
- * seeds, more processes and sections; about 3 minutes on 2 cores); `short` is the profile the
+ * seeds, more processes and sections; about 6 minutes on 2 cores); `short` is the profile the
  * vitest suite runs inside `npm test` (one seed, fewer processes and sections).
  *
  * Times are in ms. `expiry` is the lease length; `backoffMax` the locker's safety-net wake-up bound;
@@ -44,6 +44,61 @@ const redisPaused = {
 const quorum = { ...common, noQuorumMs: 1500, sectionsPerPhase: 10 };
 /** Scenario 8b (opt-in): a 4-node quorum under contention; each acquire is given `acquireTimeoutMs`. */
 const quorumEven = { ...common, processes: 3, sections: 30, acquireTimeoutMs: 5000, runMs: 40_000 };
+/**
+ * Scenario 9: the workers' lock connections through a TCP proxy adding `latencyMs` each way; every
+ * section holds 2–3 × expiry; two tasks per process, so a process often holds two leases.
+ */
+const SLOW_EXPIRY = 2000;
+const slowLink = {
+  ...common,
+  expiry: SLOW_EXPIRY,
+  operationTimeout: 900,
+  latencyMs: 300,
+  tasks: 2,
+  hold: { min: 2 * SLOW_EXPIRY, max: 3 * SLOW_EXPIRY },
+  sampleMs: 50,
+  timeoutMs: 120_000,
+};
+/**
+ * Scenario 10: SCRIPT FLUSH every `flushEveryMs` (seeded) while `processes` × `tasks` contend for
+ * one key and `abortWaits.chance` of the attempts time out after `abortWaits.minMs`–`maxMs`; every
+ * `contentionMs` a quiet probe pauses everyone and watches the key for `settleMs` (operationTimeout
+ * 250 + hand-off grace 250 + 200), reading it every `probeEveryMs`.
+ */
+const scriptFlush = {
+  ...common,
+  tasks: 2,
+  flushEveryMs: { min: 50, max: 200 },
+  abortWaits: { chance: 0.3, minMs: 1, maxMs: 30 },
+  acquireTimeoutMs: 5000,
+  errorRetryMs: 20,
+  contentionMs: 1000,
+  settleMs: 700,
+  probeEveryMs: 5,
+  sampleEveryMs: 1,
+  unavailableBoundMs: 125,
+  waitBoundMs: EXPIRY,
+};
+/**
+ * Scenario 11: 5 nodes; the holder sleeps `holdFactor` × expiry; two restarts of two nodes each,
+ * the key read on every node every `sampleMs`, expected back everywhere within `restoreBoundMs`
+ * (two extension rounds); the next step waits for it up to `restoreWaitMs`.
+ */
+const quorumRestore = { ...common, holdFactor: 5, restoreBoundMs: EXPIRY, restoreWaitMs: 3 * EXPIRY, sampleMs: 10 };
+/**
+ * Scenario 12: a Sentinel group (down-after `downAfterMs`); expiry 5000 so that a lock replicated
+ * before the failover can outlive it; the two locks held across it are held `holdMs`; the run waits
+ * `failoverWaitMs` at most for the Sentinels to agree, then for `sectionsAfterFailover` sections.
+ */
+const sentinelFailover = {
+  ...common,
+  expiry: 5000,
+  holdMs: 4000,
+  downAfterMs: 500,
+  failoverTimeoutMs: 2000,
+  failoverWaitMs: 20_000,
+  sectionsAfterFailover: 10,
+};
 const loopBlocked = { ...staleHolder, faultFactor: 1.5, afterBlockMs: EXPIRY / 2, successorHoldMs: 2 * EXPIRY };
 
 export const PROFILES = {
@@ -59,6 +114,10 @@ export const PROFILES = {
     "redis-paused": { ...redisPaused, seeds: [1, 2, 3, 4, 5], processes: 4, warmup: 10 },
     quorum: { ...quorum, seeds: [1, 2, 3, 4, 5], processes: 4, keys: 2, warmup: 10, sectionsPerPhase: 20 },
     "quorum-even": { ...quorumEven, seeds: [1, 2, 3] },
+    "slow-link": { ...slowLink, seeds: [1, 2, 3], processes: 3, keys: 3, sections: 2 },
+    "script-flush": { ...scriptFlush, seeds: [1, 2, 3], processes: 4, probes: 6, contentionMs: 1500 },
+    "quorum-restore": { ...quorumRestore, seeds: [1, 2, 3, 4, 5], contenders: 3, warmup: 10 },
+    "sentinel-failover": { ...sentinelFailover, seeds: [1, 2, 3], processes: 4, warmup: 10, sectionsAfterFailover: 20 },
   },
   short: {
     control: { ...common, seeds: [1], processes: 3, sections: 20, hold: { min: 1, max: 4 } },
@@ -72,6 +131,18 @@ export const PROFILES = {
     "redis-paused": { ...redisPaused, seeds: [1], processes: 3, warmup: 5 },
     quorum: { ...quorum, seeds: [1], processes: 3, keys: 1, warmup: 5 },
     "quorum-even": { ...quorumEven, seeds: [1] },
+    "slow-link": {
+      ...slowLink,
+      seeds: [1],
+      processes: 2,
+      tasks: 1,
+      keys: 4,
+      sections: 1,
+      hold: { min: 2 * SLOW_EXPIRY, max: 2 * SLOW_EXPIRY },
+    },
+    "script-flush": { ...scriptFlush, seeds: [1], processes: 3, probes: 3 },
+    "quorum-restore": { ...quorumRestore, seeds: [1], contenders: 2, warmup: 5, holdFactor: 4 },
+    "sentinel-failover": { ...sentinelFailover, seeds: [1], processes: 3, warmup: 5 },
   },
 };
 

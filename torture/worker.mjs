@@ -14,7 +14,12 @@
  * Parent → worker: start {config}, go, arm {hold}, setHold {min,max}, pause (finish the attempt or
  * section under way, then wait; acknowledged by "paused"), resume, stop.
  * Worker → parent: ready, acquired, entered, lost, released, acquireError, special, paused,
- * unhandled, done {stats}.
+ * unhandled, done {stats} (with the locker's `leaseStats` for a RedisLocker).
+ *
+ * The lock connections go to `config.lockPorts` (one client per port: one node or a quorum; a
+ * scenario may point them at a TCP proxy), or, with `config.sentinel` ({ ports, name }), one ioredis
+ * Sentinel client that finds the master itself. With `config.abortWaits` ({ chance, minMs, maxMs }),
+ * that share of attempts gets a short, seeded AbortSignal timeout instead of `acquireTimeoutMs`.
  */
 import { fencedWrite, MemoryLocker, RedisLocker } from "globallock";
 import { Redis } from "ioredis";
@@ -131,8 +136,7 @@ async function setUp(received) {
   referee = new RefereeRecorder(refereeClient, config.namespace);
   await refereeClient.ping();
   if (config.mode === "redis") {
-    const lockClients = config.lockPorts.map((port) => {
-      const client = new Redis({ host: "127.0.0.1", port, ...RESILIENT_CLIENT });
+    const lockClients = lockConnections().map((client) => {
       client.on("error", () => undefined);
       clients.push(client);
       return client;
@@ -146,6 +150,16 @@ async function setUp(received) {
     locker = new MemoryLocker();
   }
   send({ type: "ready", pid: process.pid, t: now() });
+}
+
+/** The lock connections: one per lock port, or one Sentinel client (it finds the master itself). */
+function lockConnections() {
+  const sentinel = config.sentinel;
+  if (sentinel) {
+    const sentinels = sentinel.ports.map((port) => ({ host: "127.0.0.1", port }));
+    return [new Redis({ sentinels, name: sentinel.name, ...RESILIENT_CLIENT, sentinelRetryStrategy: () => 50 })];
+  }
+  return config.lockPorts.map((port) => new Redis({ host: "127.0.0.1", port, ...RESILIENT_CLIENT }));
 }
 
 async function runAll() {
@@ -176,11 +190,18 @@ function fakeLease() {
   };
 }
 
+/** This attempt's timeout: usually `acquireTimeoutMs`; with `abortWaits`, sometimes a short one. */
+function attemptTimeout() {
+  const abort = config.abortWaits;
+  if (abort && rng.next() < abort.chance) return rng.int(abort.minMs, abort.maxMs);
+  return config.acquireTimeoutMs;
+}
+
 /** Waits for the lock; resolves to the lease, or undefined when the attempt failed or was interrupted. */
-async function acquire(key) {
+async function acquire(key, timeoutMs) {
   if (config.mode === "none") return fakeLease();
   const startedAt = now();
-  const signal = AbortSignal.any([interrupt.signal, AbortSignal.timeout(config.acquireTimeoutMs)]);
+  const signal = AbortSignal.any([interrupt.signal, AbortSignal.timeout(timeoutMs)]);
   try {
     return await locker.acquire(signal, key, { fencing: config.fencing });
   } catch (error) {
@@ -189,7 +210,15 @@ async function acquire(key) {
     const code = typeof error?.code === "string" ? error.code : (error?.name ?? "unknown");
     count(stats.errors, code);
     stats.lastFailedAttemptAt = now();
-    send({ type: "acquireError", code, name: error?.name, message: String(error?.message), startedAt, t: now() });
+    send({
+      type: "acquireError",
+      code,
+      name: error?.name,
+      message: String(error?.message),
+      timeoutMs,
+      startedAt,
+      t: now(),
+    });
     if (!String(code).startsWith("ERR_GLOBALLOCK_") && code !== "TimeoutError") noteUnexpected("acquire", error);
     await sleep(rng.int(config.errorRetryMs / 2, config.errorRetryMs));
     return undefined;
@@ -200,7 +229,8 @@ async function acquire(key) {
 async function section(task, attempt) {
   const key = rng.pick(config.keys);
   const startedAt = now();
-  const lease = await acquire(key);
+  const timeoutMs = attemptTimeout();
+  const lease = await acquire(key, timeoutMs);
   if (lease === undefined) return false;
   const holderId = `${config.id}.${task}`;
   const special = armed;
@@ -208,7 +238,17 @@ async function section(task, attempt) {
   const token = lease.fencingToken?.toString();
   const acquiredAt = now();
   stats.acquired += 1;
-  send({ type: "acquired", key, task, attempt, token, startedAt, t: acquiredAt, special: special !== undefined });
+  send({
+    type: "acquired",
+    key,
+    task,
+    attempt,
+    token,
+    timeoutMs,
+    startedAt,
+    t: acquiredAt,
+    special: special !== undefined,
+  });
   let lostAt;
   let lostReason;
   const onLost = () => {
@@ -311,6 +351,8 @@ async function tearDown() {
   } catch (error) {
     noteUnexpected("close", error);
   }
+  // What the lease keeper measured (RedisLocker only): extensions, batches, retries, least headroom.
+  if (locker?.leaseStats !== undefined) stats.leaseStats = locker.leaseStats;
   for (const client of clients) client.disconnect();
   finished = true;
   send({ type: "done", stats, t: now() });

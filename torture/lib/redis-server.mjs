@@ -6,7 +6,11 @@
  * own temporary directory. Faults are real: SIGKILL, restart (empty, on the same port), SIGSTOP and
  * SIGCONT.
  */
-import { RedisServer as SharedRedisServer, startServers as sharedStartServers } from "../../support/redis-server.mjs";
+import {
+  RedisServer as SharedRedisServer,
+  startSentinelGroup as sharedStartSentinelGroup,
+  startServers as sharedStartServers,
+} from "../../support/redis-server.mjs";
 import { track } from "./cleanup.mjs";
 
 export { assertRedisServerInstalled, freePort, RESILIENT_CLIENT } from "../../support/redis-server.mjs";
@@ -29,4 +33,14 @@ export function startServer(options) {
 /** Starts `count` independent tracked servers (stopping the others if one fails). */
 export function startServers(count, options) {
   return sharedStartServers(count, tracked(options));
+}
+
+/**
+ * Starts a tracked Sentinel group (master, replicas, Sentinels; see support/redis-server.mjs):
+ * every process of it is registered with the cleanup backstop.
+ * @param {import("../../support/redis-server.mjs").SentinelGroupOptions} [options]
+ * @returns {Promise<import("../../support/redis-server.mjs").SentinelGroup>}
+ */
+export function startSentinelGroup(options = {}) {
+  return sharedStartSentinelGroup({ ...options, serverOptions: tracked(options.serverOptions) });
 }

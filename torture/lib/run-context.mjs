@@ -30,6 +30,8 @@ export class RunContext {
   pool = new WorkerPool();
   #refereeClient;
   #closers = [];
+  /** Servers a scenario started itself (e.g. a Sentinel group): stopped and checked at teardown. */
+  #adopted = [];
 
   /**
    * @param {{ scenario: string, seed: number, lockNodes: number }} options
@@ -61,15 +63,26 @@ export class RunContext {
     }
   }
 
-  /** Registers something to close at teardown (a monitor connection, a sampler). */
+  /** Registers something to close at teardown (a monitor connection, a sampler, a proxy). */
   onTeardown(close) {
     this.#closers.push(close);
   }
 
   /**
+   * Servers the scenario started itself (a Sentinel group's master, replicas and Sentinels): they
+   * are stopped at teardown, after the closers, and counted by "no process left running".
+   * @param {import("../../support/redis-server.mjs").RedisServer[]} servers
+   */
+  adoptServers(servers) {
+    this.#adopted.push(...servers);
+  }
+
+  /**
    * Configuration of worker `index` (see worker.mjs), from the scenario's parameters.
    * @param {number} index
-   * @param {object} settings mode, keys, sections, tasks, hold, fencing, expiry, backoffMax, writer…
+   * @param {object} settings mode, keys, sections, tasks, hold, fencing, expiry, backoffMax, writer,
+   *   operationTimeout, and optionally `lockPorts` (where the lock connections go instead of the
+   *   lock servers, e.g. a proxy), `sentinel` ({ ports, name }), `abortWaits` ({ chance, minMs, maxMs })
    */
   workerConfig(index, settings) {
     const lockerOptions = { expiry: settings.expiry, backoff: { min: 20, max: settings.backoffMax } };
@@ -81,7 +94,9 @@ export class RunContext {
       mode: settings.mode ?? "redis",
       writer: settings.writer ?? "fenced",
       refereePort: this.refereeServer.port,
-      lockPorts: this.lockServers.map((server) => server.port),
+      lockPorts: settings.lockPorts ?? this.lockServers.map((server) => server.port),
+      sentinel: settings.sentinel ?? null,
+      abortWaits: settings.abortWaits ?? null,
       namespace: this.namespace,
       prefix: this.prefix,
       keys: settings.keys,
@@ -263,7 +278,7 @@ export class RunContext {
     }
     this.#refereeClient?.disconnect();
     for (const admin of this.lockAdmins) admin.disconnect();
-    const servers = [this.refereeServer, ...this.lockServers].filter(Boolean);
+    const servers = [this.refereeServer, ...this.lockServers, ...this.#adopted].filter(Boolean);
     await Promise.allSettled(servers.map((server) => server.stop()));
     const pids = [...this.pool.workers.map((w) => w.pid), ...servers.flatMap((s) => s.pids)];
     let alive = pids.filter(pidAlive);
@@ -273,6 +288,23 @@ export class RunContext {
     }
     checks.add("no process left running", alive.length === 0, "none", alive.length === 0 ? "none" : alive.join(", "));
   }
+}
+
+/**
+ * The lease keepers' statistics of every worker that reported them (in its "done" stats), summed:
+ * extensions, batches and retries added up, the least headroom and the worst timer lateness.
+ * @param {import("./worker-pool.mjs").WorkerHandle[]} workers
+ */
+export function leaseStatsOf(workers) {
+  const all = workers.map((w) => w.stats?.leaseStats).filter(Boolean);
+  return {
+    reported: all.length,
+    extensions: all.reduce((n, s) => n + s.extensions, 0),
+    batches: all.reduce((n, s) => n + s.batches, 0),
+    retries: all.reduce((n, s) => n + s.retries, 0),
+    minHeadroomMs: Math.min(...all.map((s) => s.minHeadroomMs)),
+    maxLatenessMs: Math.max(0, ...all.map((s) => s.maxLatenessMs)),
+  };
 }
 
 /** Events of type `type` from `events` (newest last) with `t` after `since`. */

@@ -8,8 +8,12 @@ import memory from "./memory.mjs";
 import noFaults from "./no-faults.mjs";
 import quorum from "./quorum.mjs";
 import quorumEven from "./quorum-even.mjs";
+import quorumRestore from "./quorum-restore.mjs";
 import redisPaused from "./redis-paused.mjs";
 import redisRestart from "./redis-restart.mjs";
+import scriptFlush from "./script-flush.mjs";
+import sentinelFailover from "./sentinel-failover.mjs";
+import slowLink from "./slow-link.mjs";
 
 /** The scenarios of the profiles, in report order. */
 export const SCENARIOS = [
@@ -23,6 +27,10 @@ export const SCENARIOS = [
   redisRestart,
   redisPaused,
   quorum,
+  slowLink,
+  scriptFlush,
+  quorumRestore,
+  sentinelFailover,
 ];
 
 /** Scenarios run only when asked for by id (`--only`): they document known failures. */
