@@ -187,8 +187,11 @@ export class LeaseKeeper {
   #arm(at: number): void {
     if (this.#timer !== undefined && this.#timerAt <= at) return;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
-    const delay = Math.min(MAX_TIMER_DELAY_MS, Math.max(0, Math.ceil(at - performance.now())));
-    this.#timerAt = at;
+    const now = performance.now();
+    const delay = Math.min(MAX_TIMER_DELAY_MS, Math.max(0, Math.ceil(at - now)));
+    // Lateness is measured from when the timer could first fire: a due time already past when the
+    // timer is armed is not the timer's lateness.
+    this.#timerAt = Math.max(at, now);
     this.#timer = setTimeout(() => this.#onTimer(), delay);
     this.#timer.unref();
   }
