@@ -1,8 +1,9 @@
 /**
  * Records, with Redis MONITOR, every SET of a lock key with an acquisition token on a lock server,
  * including the SETs run inside Lua scripts (an acquisition SETs the key with a fresh token; an
- * extension may SET it again with the same one; a hand-off reservation, `reserved:<waiter>`, is not
- * a token and is left out). Each attachment
+ * extension may SET it again with the same one; a hand-off grant SETs it to the token the next
+ * waiter registered; a `reserved:<waiter>` value of builds before the direct grant is not a token
+ * and is left out). Each attachment
  * is one "generation": attach before a restart, attach again after it, and compare. A token SET in
  * a later generation that was already SET in an earlier one means something re-created a lock from
  * before the restart (an extension, say) instead of a fresh acquisition making a new token.
@@ -10,7 +11,7 @@
 import { Redis } from "ioredis";
 import { now, sleep } from "./clock.mjs";
 
-/** Prefix of a lock key's value while a release reserves it for the next queued waiter. */
+/** Prefix of a lock key's value while a release reserved it for the next waiter (builds before the direct grant). */
 export const RESERVATION = "reserved:";
 
 export class LockSetRecorder {

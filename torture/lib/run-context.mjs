@@ -228,10 +228,10 @@ export class RunContext {
   }
 
   /**
-   * No lock may outlive its workers. A key that still holds a token is a leak. A hand-off
-   * reservation (`reserved:<waiter>`) or a queue companion key may be left by a release that raced
-   * a waiter's departure: it must lapse by itself (it has a short TTL), which is checked by waiting
-   * for it.
+   * No lock may outlive its workers. A key that still holds a token is a leak (a grant to a waiter
+   * that left is handed over by its leave). A queue companion key, or a `reserved:<waiter>` value
+   * of builds before the direct grant, may be left by a release that raced a waiter's departure: it
+   * must lapse by itself (it has a short TTL), which is checked by waiting for it.
    */
   async #checkLeftovers(checks) {
     const left = await this.lockKeys();
