@@ -12,7 +12,31 @@ export type GlobalLockErrorCode =
   | "ERR_GLOBALLOCK_LOCK_LOST"
   | "ERR_GLOBALLOCK_UNSUPPORTED";
 
-/** Base class of every error raised by globallock. */
+/**
+ * A registered symbol (the same in every copy of this package in a process — the ESM and the
+ * CommonJS build, or two installed versions) under which each error records the names of its
+ * classes, so `instanceof` works across copies.
+ */
+const BRAND = Symbol.for("globallock.error.classes");
+
+/** The class names of `target`'s prototype chain up to (and including) GlobalLockError. */
+function classNames(target: object): string[] {
+  const names: string[] = [];
+  for (let proto = Object.getPrototypeOf(target); proto !== null && proto !== Error.prototype; ) {
+    names.push((proto.constructor as { name: string }).name);
+    proto = Object.getPrototypeOf(proto);
+  }
+  return names;
+}
+
+/**
+ * Base class of every error raised by globallock.
+ *
+ * `instanceof` works across module copies: an error thrown by the CommonJS build is an
+ * `instanceof GlobalLockError` (and of its own subclass) imported from the ESM build, and the
+ * other way round. Each error carries the names of its classes under a registered symbol, which
+ * `Symbol.hasInstance` checks when the ordinary prototype check fails.
+ */
 export class GlobalLockError extends Error {
   /** Stable code; see {@link GlobalLockErrorCode}. */
   readonly code: GlobalLockErrorCode;
@@ -21,6 +45,15 @@ export class GlobalLockError extends Error {
     super(message, options);
     this.name = new.target.name;
     this.code = code;
+    Object.defineProperty(this, BRAND, { value: classNames(this), enumerable: false });
+  }
+
+  /** `value instanceof C`: by prototype, or by the brand of an error from another module copy. */
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
+    if (typeof value !== "object" || value === null) return false;
+    const names = (value as { [BRAND]?: unknown })[BRAND];
+    return Array.isArray(names) && names.includes(this.name);
   }
 }
 

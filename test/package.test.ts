@@ -81,3 +81,36 @@ void use(memory); void use(redis);
     }
   });
 });
+
+describe("errors across module copies (the dual-package hazard)", () => {
+  it("instanceof works between the CommonJS and the ESM build, for the base class and each subclass", async () => {
+    const required = createRequire(join(root, "package.json"))("globallock");
+    const packageName = "globallock";
+    const imported = await import(packageName);
+    expect(required.GlobalLockError).not.toBe(imported.GlobalLockError); // two copies
+    const fromCjs = new required.InvalidArgumentError("key", "a string", 1);
+    const fromEsm = new imported.LockerClosedError();
+    expect(fromCjs).toBeInstanceOf(imported.GlobalLockError);
+    expect(fromCjs).toBeInstanceOf(imported.InvalidArgumentError);
+    expect(fromCjs).not.toBeInstanceOf(imported.LockerClosedError);
+    expect(fromEsm).toBeInstanceOf(required.GlobalLockError);
+    expect(fromEsm).toBeInstanceOf(required.LockerClosedError);
+    expect(fromEsm).not.toBeInstanceOf(required.StoreUnavailableError);
+    expect(fromCjs).toBeInstanceOf(Error);
+    expect(new Error("plain")).not.toBeInstanceOf(imported.GlobalLockError);
+    expect({ code: "ERR_GLOBALLOCK_CLOSED" }).not.toBeInstanceOf(required.GlobalLockError);
+    // The brand is not enumerable: logs and JSON stay as they were.
+    expect(Object.keys(fromCjs)).not.toContain(Symbol.for("globallock.error.classes"));
+    expect(JSON.stringify(fromEsm)).not.toContain("classes");
+  });
+
+  it("a user's subclass of an error stays an instance of it and of the library's classes", async () => {
+    const imported = await import("../src/index.js");
+    class MyLost extends imported.LockLostError {}
+    const error = new MyLost("k", "taken");
+    expect(error).toBeInstanceOf(MyLost);
+    expect(error).toBeInstanceOf(imported.LockLostError);
+    expect(error).toBeInstanceOf(imported.GlobalLockError);
+    expect(new imported.LockLostError("k", "taken")).not.toBeInstanceOf(MyLost);
+  });
+});
