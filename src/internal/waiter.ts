@@ -162,11 +162,6 @@ export class KeyStates<G = unknown, H = unknown> {
     if (this.#idle > IDLE_KEPT && this.#idle * 2 > this.#states.size) this.#purge();
   }
 
-  /** Number of keys held or waited for (idle states not counted). */
-  get busyCount(): number {
-    return this.#states.size - this.#idle;
-  }
-
   #purge(): void {
     for (const [key, state] of this.#states) {
       if (state.idle) this.#states.delete(key);
