@@ -29,6 +29,14 @@ function classNames(target: object): string[] {
   return names;
 }
 
+/** Whether `value` is an instance of `cls`: by prototype, or by the brand of another copy's error. */
+function isInstanceOf(cls: { name: string }, value: unknown): boolean {
+  if (Function.prototype[Symbol.hasInstance].call(cls, value)) return true;
+  if (typeof value !== "object" || value === null) return false;
+  const names = (value as { [BRAND]?: unknown })[BRAND];
+  return Array.isArray(names) && names.includes(cls.name);
+}
+
 /**
  * Base class of every error raised by globallock.
  *
@@ -50,10 +58,8 @@ export class GlobalLockError extends Error {
 
   /** `value instanceof C`: by prototype, or by the brand of an error from another module copy. */
   static override [Symbol.hasInstance](value: unknown): boolean {
-    if (Function.prototype[Symbol.hasInstance].call(this, value)) return true;
-    if (typeof value !== "object" || value === null) return false;
-    const names = (value as { [BRAND]?: unknown })[BRAND];
-    return Array.isArray(names) && names.includes(this.name);
+    // biome-ignore lint/complexity/noThisInStatic: `this` is the class on the right of `instanceof` (subclasses inherit this method), not GlobalLockError itself.
+    return isInstanceOf(this, value);
   }
 }
 
