@@ -25,6 +25,19 @@ end
 `;
 
 /**
+ * Lua (needs NOW): the next fencing token of a lock, max(server time in µs, last + 1), stored in
+ * its counter for `ttl` ms; returned as a decimal string.
+ */
+const NEXT_FENCE = `
+local function next_fence(counter, ttl)
+  local last = tonumber(redis.call("get", counter) or "0")
+  local token = string.format("%.0f", math.max(now_us(), last + 1))
+  redis.call("set", counter, token, "PX", ttl)
+  return token
+end
+`;
+
+/**
  * One acquisition attempt on a single node. KEYS: lock, queue, liveness, and the fencing counter
  * when a fencing token is wanted: it is issued in the same step as the grant (as
  * ISSUE_FENCING_TOKEN does), so a fenced acquisition costs no extra round trip. ARGV: token, ttl (ms),
@@ -37,7 +50,7 @@ end
  * Returns 0 when acquired (the fencing token as a decimal string when asked for), else { the
  * lock's remaining TTL in ms (>= 1), server time in ms when it registered (0 when it did not join) }.
  */
-export const ACQUIRE = defineScript(`${NOW}
+export const ACQUIRE = defineScript(`${NOW}${NEXT_FENCE}
 local lock, queue, alive = KEYS[1], KEYS[2], KEYS[3]
 local token, ttl, id, join, onSuccess, window = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6])
 local acquired = redis.call("set", lock, token, "NX", "PX", ttl)
@@ -50,12 +63,7 @@ if acquired then
     redis.call("zrem", queue, id)
     redis.call("hdel", alive, id)
   end
-  if KEYS[4] then
-    local last = tonumber(redis.call("get", KEYS[4]) or "0")
-    local fence = string.format("%.0f", math.max(now_us(), last + 1))
-    redis.call("set", KEYS[4], fence, "PX", ARGV[8])
-    return fence
-  end
+  if KEYS[4] then return next_fence(KEYS[4], ARGV[8]) end
   return 0
 end
 local registered = 0
@@ -199,10 +207,7 @@ return count
  * counter makes them strictly rising within a microsecond. Returns the token as a decimal string,
  * or nil when the lock is not held by ARGV[1]. KEYS: lock, counter. ARGV: token, counter TTL (ms).
  */
-export const ISSUE_FENCING_TOKEN = defineScript(`${NOW}
+export const ISSUE_FENCING_TOKEN = defineScript(`${NOW}${NEXT_FENCE}
 if redis.call("get", KEYS[1]) ~= ARGV[1] then return false end
-local last = tonumber(redis.call("get", KEYS[2]) or "0")
-local token = string.format("%.0f", math.max(now_us(), last + 1))
-redis.call("set", KEYS[2], token, "PX", ARGV[2])
-return token
+return next_fence(KEYS[2], ARGV[2])
 `);
