@@ -257,15 +257,13 @@ export class RedisLocker implements Locker {
             acquired = true;
             return outcome;
           }
-          const early = state.earlyGrant;
-          state.earlyGrant = undefined;
           if (outcome.kind === "held") {
             lastRetryAfter = outcome.retryAfterMs;
             // The key may be granted to this registration (the locker's place in the queue) —
             // perhaps already: a grant's message can outrun the reply of the attempt it names.
             if (outcome.registration !== undefined) state.handOff = outcome.registration;
-            if (early !== undefined) this.#onGrant(key, resource, early);
           }
+          this.#settleEarlyGrant(key, resource, state);
         }
         signals ??= [signal, this.#closing.signal];
         if (!subscribed) {
@@ -308,10 +306,18 @@ export class RedisLocker implements Locker {
       }
       // A grant that arrived during an attempt that then failed or was abandoned: decide now (the
       // next waiter here takes it, or, with nobody left, it is released).
-      const early = state.earlyGrant;
-      state.earlyGrant = undefined;
-      if (early !== undefined) this.#onGrant(key, resource, early);
+      this.#settleEarlyGrant(key, resource, state);
     }
+  }
+
+  /**
+   * Acts on a grant message that arrived while the head's attempt was in flight, now that the
+   * attempt has settled (and, if it registered, its registration is known).
+   */
+  #settleEarlyGrant(key: string, resource: string, state: { earlyGrant: string | undefined }): void {
+    const early = state.earlyGrant;
+    state.earlyGrant = undefined;
+    if (early !== undefined) this.#onGrant(key, resource, early);
   }
 
   /** True when `error` is this call's abort or the locker's close, not a failed attempt. */
@@ -496,13 +502,12 @@ export class RedisLocker implements Locker {
     if (token === undefined) return;
     const state = this.#keys.get(key);
     const head = state?.waiters.head;
-    if (head === undefined) {
+    if (state === undefined || head === undefined) {
       if (!this.#closing.signal.aborted)
         void this.#track(this.#store.release(new LockHandle(token, resource, 0, 0), true));
       return;
     }
-    const registration = state?.handOff;
-    if (state === undefined) return;
+    const registration = state.handOff;
     if (state.attempting) {
       // The attempt in flight either registered this token (the message outran its reply) or will
       // take the key itself (it carries the claim token): decide when its reply is in.
