@@ -19,11 +19,11 @@ export interface AbortSubscription {
 const hubs = new WeakMap<AbortSignal, AbortHub>();
 
 /** One subscriber of a hub, linked in place. */
-class Subscriber implements AbortSubscription {
+class Subscriber implements AbortSubscription, Linked<Subscriber> {
   prev: Subscriber | undefined;
   next: Subscriber | undefined;
   /** The hub this subscriber is linked into; `undefined` once it fired or was cancelled. */
-  hub: AbortHub | undefined;
+  list: IntrusiveList<Subscriber> | undefined;
   readonly callback: (reason: unknown) => void;
 
   constructor(callback: (reason: unknown) => void) {
@@ -31,47 +31,31 @@ class Subscriber implements AbortSubscription {
   }
 
   cancel(): void {
-    this.hub?.remove(this);
+    if (this.list instanceof AbortHub) this.list.leave(this);
   }
 }
 
-/** Listens once on its signal and calls every subscriber, in subscription order, on abort. */
-class AbortHub {
+/**
+ * Listens once on its signal and calls every subscriber, in subscription order, on abort. The hub
+ * is itself the list of its subscribers.
+ */
+class AbortHub extends IntrusiveList<Subscriber> {
   readonly #signal: AbortSignal;
-  #head: Subscriber | undefined;
-  #tail: Subscriber | undefined;
   readonly #listener = (): void => this.#fire();
 
   constructor(signal: AbortSignal) {
+    super();
     this.#signal = signal;
     signal.addEventListener("abort", this.#listener, { once: true });
   }
 
-  add(subscriber: Subscriber): void {
-    subscriber.hub = this;
-    subscriber.prev = this.#tail;
-    if (this.#tail === undefined) this.#head = subscriber;
-    else this.#tail.next = subscriber;
-    this.#tail = subscriber;
-  }
-
   /** Unlinks `subscriber`; the last one out takes the listener off the signal. */
-  remove(subscriber: Subscriber): void {
-    this.#unlink(subscriber);
-    if (this.#head === undefined && hubs.get(this.#signal) === this) {
+  leave(subscriber: Subscriber): void {
+    this.remove(subscriber);
+    if (this.size === 0 && hubs.get(this.#signal) === this) {
       hubs.delete(this.#signal);
       this.#signal.removeEventListener("abort", this.#listener);
     }
-  }
-
-  #unlink(subscriber: Subscriber): void {
-    if (subscriber.prev === undefined) this.#head = subscriber.next;
-    else subscriber.prev.next = subscriber.next;
-    if (subscriber.next === undefined) this.#tail = subscriber.prev;
-    else subscriber.next.prev = subscriber.prev;
-    subscriber.prev = undefined;
-    subscriber.next = undefined;
-    subscriber.hub = undefined;
   }
 
   /**
@@ -82,8 +66,7 @@ class AbortHub {
   #fire(): void {
     hubs.delete(this.#signal);
     const reason: unknown = this.#signal.reason;
-    for (let subscriber = this.#head; subscriber !== undefined; subscriber = this.#head) {
-      this.#unlink(subscriber);
+    for (let subscriber = this.shift(); subscriber !== undefined; subscriber = this.shift()) {
       try {
         subscriber.callback(reason);
       } catch (error) {
@@ -119,7 +102,7 @@ export function subscribeAbort(signal: AbortSignal, callback: (reason: unknown) 
     hub = new AbortHub(signal);
     hubs.set(signal, hub);
   }
-  hub.add(subscriber);
+  hub.push(subscriber);
   return subscriber;
 }
 
