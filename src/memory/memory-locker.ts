@@ -1,9 +1,9 @@
 import { LockerClosedError } from "../errors.js";
 import { onAnyAbort } from "../internal/abortable.js";
-import { LeaseImpl } from "../internal/lease.js";
 import { noopRelease, ReleaseOnce } from "../internal/release-func.js";
-import { resolveAcquireOptions, snapshotOptions, validateKey, validateSignal } from "../internal/validate.js";
+import { snapshotOptions, validateKey, validateSignal } from "../internal/validate.js";
 import type { AcquireOptions, Lease, Locker, ReleaseFunc, ReleaseOutcome } from "../locker.js";
+import { type MemoryAcquireOptions, memoryLease, resolveMemoryAcquireOptions } from "./memory-lease.js";
 
 /**
  * Options of {@link MemoryLocker}. There are none yet; the bag is reserved for the future: pass
@@ -22,8 +22,8 @@ interface HeldKey {
   readonly queue: Set<QueuedCaller>;
 }
 
-/** A memory lock never expires, so a lease's `lost` signal never aborts. */
-const NEVER_LOST = new AbortController().signal;
+/** What `weight` above 1 is refused with. */
+const LOCK_LIMIT = "a lock's limit is 1";
 
 /**
  * An in-process {@link Locker}: mutual exclusion between callers of one Node.js process.
@@ -32,6 +32,11 @@ const NEVER_LOST = new AbortController().signal;
  * not its 100 ms polling: a release hands the key straight to the longest-waiting caller (FIFO),
  * with no timer on the path. An aborted waiter leaves the queue at once and leaves nothing behind;
  * a key's entry is deleted as soon as nobody holds or waits for it.
+ *
+ * A lock is held by its process and never expires, so `expiry` alone changes nothing. With
+ * `{ autoExtend: false, expiry }` the lock is freed `expiry` ms after the grant unless released
+ * first (an unref'ed timer, only for such acquisitions): the next waiter gets it, the lease's
+ * `lost` aborts with reason `"expired"`, and a later release reports `"expired"`.
  */
 export class MemoryLocker implements Locker {
   readonly #held = new Map<string, HeldKey>();
@@ -65,18 +70,17 @@ export class MemoryLocker implements Locker {
 
   /** {@inheritDoc Locker.acquire} */
   async acquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease> {
-    const { fencing } = resolveAcquireOptions(options);
+    const resolved = resolveMemoryAcquireOptions(options, 1, LOCK_LIMIT);
     this.#checkCall(signal, key);
-    const token = await this.#obtain(signal, key);
-    const releaser = this.#releaser(key, token);
-    return new LeaseImpl({
-      key,
-      releaser,
-      lost: NEVER_LOST,
-      validUntil: () => Number.POSITIVE_INFINITY,
-      onDeadlinePassed: () => undefined,
-      fencingToken: fencing ? ++this.#lastFencingToken : undefined,
-    });
+    return this.#lease(key, await this.#obtain(signal, key), resolved);
+  }
+
+  /** {@inheritDoc Locker.tryAcquire} */
+  async tryAcquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease | undefined> {
+    const resolved = resolveMemoryAcquireOptions(options, 1, LOCK_LIMIT);
+    this.#checkCall(signal, key);
+    if (this.#held.has(key)) return undefined;
+    return this.#lease(key, this.#take(key), resolved);
   }
 
   /** {@inheritDoc Locker.close} */
@@ -102,6 +106,11 @@ export class MemoryLocker implements Locker {
     const token = Symbol(key);
     this.#held.set(key, { token, queue: new Set() });
     return token;
+  }
+
+  #lease(key: string, token: symbol, { fencing, expiry }: MemoryAcquireOptions): Lease {
+    const fencingToken = fencing ? ++this.#lastFencingToken : undefined;
+    return memoryLease(key, () => this.#release(key, token), expiry, fencingToken);
   }
 
   #releaser(key: string, token: symbol): ReleaseOnce {
