@@ -25,14 +25,33 @@ export type ReleaseFunc = (() => Promise<void>) & AsyncDisposable;
  */
 export type ReleaseOutcome = "released" | "expired" | "taken" | "unknown";
 
-/** Options of {@link Locker.acquire}. */
+/** Options of {@link Locker.acquire} and {@link Locker.tryAcquire}. */
 export interface AcquireOptions {
   /**
-   * Issue a fencing token with the grant (default `false`). Supported by {@link MemoryLocker} and by
-   * {@link RedisLocker} on one node or a Cluster; on a multi-node quorum it is an
-   * {@link UnsupportedError}.
+   * Issue a fencing token with the grant (default `false`). Supported where the grant is exclusive:
+   * locks ({@link MemoryLocker}; {@link RedisLocker} on one node or a Cluster), semaphores with
+   * `limit: 1`, and the `write` view of a read-write locker. Elsewhere (a multi-node quorum, a
+   * semaphore with `limit > 1`, the `read` view) it is an {@link UnsupportedError}.
    */
-  fencing?: boolean;
+  fencing?: boolean | undefined;
+  /**
+   * Permits this acquisition takes (default `1`): an integer from 1 to the locker's limit. A lock's
+   * limit is 1, and so is each view's of a read-write locker; a semaphore's is its `limit`.
+   */
+  weight?: number | undefined;
+  /**
+   * Keep the lease alive while it is held (default `true`). With `false` the lease is never
+   * extended: it simply expires `expiry` ms after it was granted unless released first (the
+   * "at most once per period" job). Its `lost` signal then aborts at expiry, with reason
+   * `"expired"`, and {@link Lease.releaseWithOutcome} says `"expired"`.
+   */
+  autoExtend?: boolean | undefined;
+  /**
+   * This acquisition's lease length in ms (default: the locker's `expiry`). An in-memory lock is
+   * held by its process and never expires while auto-extended; with `autoExtend: false` it needs
+   * an `expiry` and is freed after it.
+   */
+  expiry?: number | undefined;
 }
 
 /**
@@ -115,6 +134,12 @@ export interface Locker {
   acquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease>;
 
   /**
+   * Makes one attempt like {@link Locker.tryLock} and resolves to a {@link Lease} when it acquired,
+   * or to `undefined` when the key (or, for a semaphore, not enough of its permits) is taken.
+   */
+  tryAcquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease | undefined>;
+
+  /**
    * Stops the locker: idempotent; stops auto-extension at once, refuses new calls, rejects waiters
    * with {@link LockerClosedError}, and resolves when nothing of the locker is running.
    */
@@ -122,41 +147,43 @@ export interface Locker {
 }
 
 /**
- * Runs `fn` while holding the lock on `key` (waiting for it like {@link Locker.lock}) and releases
- * the lock afterwards, whether `fn` returns or throws. Resolves to `fn`'s result.
+ * Runs `fn` while holding the lock on `key` (waiting for it like {@link Locker.acquire}) and
+ * releases the lock afterwards, whether `fn` returns or throws. `fn` receives the {@link Lease}, so
+ * it can pass `lease.lost` on or call `lease.assertHeld()` before it commits. Resolves to `fn`'s
+ * result.
  */
 export async function lockAndDo<T>(
   locker: Locker,
   signal: AbortSignal | undefined,
   key: string,
-  fn: () => T | Promise<T>,
+  fn: (lease: Lease) => T | Promise<T>,
 ): Promise<T> {
   validateArguments(signal, key, fn);
-  const release = await locker.lock(signal, key);
+  const lease = await locker.acquire(signal, key);
   try {
-    return await fn();
+    return await fn(lease);
   } finally {
-    await release();
+    await lease.release();
   }
 }
 
 /**
  * Like {@link lockAndDo} but does not wait: resolves to `[false, undefined]` without running `fn`
- * when someone else holds the lock, otherwise to `[true, result]`.
+ * when someone else holds the lock, otherwise to `[true, result]` (so `if (ok)` narrows `result`).
  */
 export async function tryLockAndDo<T>(
   locker: Locker,
   signal: AbortSignal | undefined,
   key: string,
-  fn: () => T | Promise<T>,
-): Promise<[acquired: boolean, result: T | undefined]> {
+  fn: (lease: Lease) => T | Promise<T>,
+): Promise<[acquired: true, result: T] | [acquired: false, result: undefined]> {
   validateArguments(signal, key, fn);
-  const [acquired, release] = await locker.tryLock(signal, key);
-  if (!acquired) return [false, undefined];
+  const lease = await locker.tryAcquire(signal, key);
+  if (lease === undefined) return [false, undefined];
   try {
-    return [true, await fn()];
+    return [true, await fn(lease)];
   } finally {
-    await release();
+    await lease.release();
   }
 }
 

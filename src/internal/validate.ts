@@ -124,21 +124,62 @@ export function optionalBoolean(argument: string, value: unknown, fallback: bool
   return value;
 }
 
-/** `AcquireOptions` with every default filled in and validated. */
+/**
+ * `AcquireOptions` with every default filled in and validated as far as no locker is needed:
+ * `weight` against the limit and `expiry` against the locker's bounds are checked by the locker.
+ */
 export interface ResolvedAcquireOptions {
   /** Issue a fencing token with the grant. */
   readonly fencing: boolean;
+  /** Permits to take (a positive safe integer). */
+  readonly weight: number;
+  /** Extend the lease while it is held. */
+  readonly autoExtend: boolean;
+  /** The lease length in ms, or `undefined` for the locker's own. */
+  readonly expiry: number | undefined;
 }
 
 /** One resolver per acquire option: adding an option is one line here (and one in the type). */
 const ACQUIRE_OPTIONS: OptionResolvers<ResolvedAcquireOptions> = {
   fencing: (value, argument) => optionalBoolean(argument, value, false),
+  weight: (value, argument) => {
+    if (value === undefined) return 1;
+    if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1) {
+      throw new InvalidArgumentError(argument, "a safe integer >= 1 (permits)", value);
+    }
+    return value;
+  },
+  autoExtend: (value, argument) => optionalBoolean(argument, value, true),
+  expiry: (value, argument) => {
+    if (value === undefined) return undefined;
+    validatePositiveInteger(argument, value);
+    return value as number;
+  },
 };
+
+/** The options of a call that passed none (shared: resolving nothing allocates nothing). */
+export const DEFAULT_ACQUIRE_OPTIONS: ResolvedAcquireOptions = Object.freeze({
+  fencing: false,
+  weight: 1,
+  autoExtend: true,
+  expiry: undefined,
+});
 
 /**
  * Validates `acquire` options and fills in defaults: each option is read once, an unknown key or
  * a `null` value is an {@link InvalidArgumentError}.
  */
 export function resolveAcquireOptions(options: unknown): ResolvedAcquireOptions {
+  if (options === undefined) return DEFAULT_ACQUIRE_OPTIONS;
   return resolveEachOption("options", options, ACQUIRE_OPTIONS);
+}
+
+/**
+ * Throws unless `weight` (already a positive integer) is at most the locker's `limit` of permits
+ * per key (1 for a lock and for each view of a read-write locker).
+ */
+export function checkWeight(weight: number, limit: number, what: string): void {
+  if (weight > limit) {
+    throw new InvalidArgumentError("options.weight", `an integer from 1 to ${limit} (${what})`, weight);
+  }
 }

@@ -22,6 +22,12 @@ export class Acquisition extends Releasable implements Linked<Acquisition> {
   #lost: AbortController | undefined;
   /** Why the lock was lost, once it was. */
   #lostReason: Error | undefined;
+  /**
+   * How the lease keeper keeps it: extended while held (`"always"`), extended once to its full
+   * lease and then left to expire (`"once"`: a hand-off grant with `autoExtend: false`, whose TTL
+   * is the short grace), or never (`"never"`: left to expire).
+   */
+  keepAlive: "always" | "once" | "never" = "always";
   /** When the lease keeper next acts on it (monotonic ms): extend, or retry an extension. */
   due = 0;
   /** Links of the lease keeper's schedule (see {@link IntrusiveList}). */

@@ -106,7 +106,8 @@ export class LeaseKeeper {
   add(acquisition: Acquisition): void {
     this.#size += 1;
     const lane = this.#lane(acquisition.duration);
-    if (this.#stopped) {
+    if (this.#stopped || acquisition.keepAlive === "never") {
+      // Left to expire: only its deadline is watched.
       lane.pending.insertSorted(acquisition, byDeadline);
       this.#arm(acquisition.handle.validUntil);
       return;
@@ -129,8 +130,10 @@ export class LeaseKeeper {
     if (!this.remove(acquisition)) return;
     const error = new LockLostError(acquisition.key, reason);
     acquisition.markLost(error);
+    // A lease that was not to be extended expiring is what its holder asked for, not a loss to report.
+    const expected = acquisition.keepAlive === "never" && reason === "expired";
     try {
-      this.#settings.onLockLost?.(error);
+      if (!expected) this.#settings.onLockLost?.(error);
     } catch {
       // A throwing hook must not break the keeper or surface as an unhandled rejection.
     }
@@ -300,7 +303,8 @@ export class LeaseKeeper {
     this.#stats.minHeadroomMs = Math.min(this.#stats.minHeadroomMs, previousDeadline - now);
     const lane = this.#lane(acquisition.duration);
     acquisition.list?.remove(acquisition);
-    if (this.#stopped) {
+    if (acquisition.keepAlive === "once") acquisition.keepAlive = "never";
+    if (this.#stopped || acquisition.keepAlive === "never") {
       lane.pending.insertSorted(acquisition, byDeadline);
       return;
     }

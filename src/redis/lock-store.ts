@@ -52,6 +52,8 @@ export interface QueueIntent {
  */
 export interface Registration {
   readonly token: string;
+  /** Permits the registered attempt asked for (1 for a lock). */
+  readonly weight: number;
   readonly sentAt: number;
   readonly serverMs: number;
 }
@@ -79,10 +81,19 @@ export interface LockStore {
   /** True when releases of `resource` hand it to the next queued waiter (and publish its id). */
   hasQueue(resource: string): boolean;
   /**
-   * One attempt to take `resource` for `duration` ms; with `fencing`, the grant carries a fencing
-   * token issued in the same atomic step. Store failures throw StoreUnavailableError.
+   * One attempt to take `resource` (`weight` permits of it, for counted locks) for `duration` ms;
+   * with `fencing`, the grant carries a fencing token issued in the same atomic step. Store
+   * failures throw StoreUnavailableError.
    */
-  acquire(resource: string, duration: number, intent?: QueueIntent, fencing?: boolean): Promise<AttemptOutcome>;
+  acquire(
+    resource: string,
+    duration: number,
+    intent?: QueueIntent,
+    fencing?: boolean,
+    weight?: number,
+  ): Promise<AttemptOutcome>;
+  /** Throws an UnsupportedError when `resource` cannot be used by this store (before anything is sent). */
+  checkResource(resource: string): void;
   /**
    * Extends each of `handles` (at most {@link MAX_EXTEND_BATCH}) to `duration` ms from now where
    * its token still matches, renewing the handle's validity. Never rejects: the outcome of

@@ -3,6 +3,7 @@ import {
   MAX_TIMER_DELAY_MS,
   snapshotOptions,
   validateFunction,
+  validateOptionsObject,
   validatePositiveInteger,
   validateTimerDelay,
 } from "../internal/validate.js";
@@ -169,4 +170,15 @@ function isRedisClient(value: unknown): value is RedisClient & { options?: { key
   if (value === null || typeof value !== "object") return false;
   const candidate = value as Record<string, unknown>;
   return typeof candidate.evalsha === "function" && typeof candidate.duplicate === "function";
+}
+
+/**
+ * A copy of `options` (read once, property by property) whose `prefix` defaults to `prefix`:
+ * counted locks default to their own prefixes, so their keys never collide with locks' keys.
+ */
+export function withDefaultPrefix(options: unknown, prefix: string): RedisLockerOptions {
+  validateOptionsObject("options", options);
+  const copy: RedisLockerOptions = { ...(options as RedisLockerOptions | undefined) };
+  if (copy.prefix === undefined) copy.prefix = prefix;
+  return copy;
 }

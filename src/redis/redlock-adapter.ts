@@ -64,6 +64,8 @@ export class RedlockStore implements LockStore {
     for (const script of Object.values(this.#redlock.scripts)) sources.set(script.hash, script.value);
   }
 
+  checkResource(): void {}
+
   hasQueue(): boolean {
     return false;
   }

@@ -1,4 +1,5 @@
 import { performance } from "node:perf_hooks";
+import { UnsupportedError } from "../errors.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { FENCING_COUNTER_TTL_MS, fencingCounterKey } from "./fencing.js";
@@ -11,7 +12,14 @@ import {
   type QueueIntent,
   type Registration,
 } from "./lock-store.js";
-import { ScriptRunner } from "./script-runner.js";
+import {
+  ACQUIRE_PERMITS,
+  EXTEND_PERMITS,
+  ISSUE_PERMIT_FENCING_TOKEN,
+  LEAVE_PERMIT_QUEUE,
+  RELEASE_PERMITS,
+} from "./permit-scripts.js";
+import { type Script, ScriptRunner } from "./script-runner.js";
 import { ACQUIRE, EXTEND_MANY, ISSUE_FENCING_TOKEN, LEAVE_QUEUE, RELEASE } from "./scripts.js";
 import { unavailable } from "./store-errors.js";
 import type { RedisClient } from "./types.js";
@@ -24,7 +32,37 @@ export interface SingleNodeStoreSettings {
   readonly handOffGrace: number;
   /** How long a queued waiter counts as alive after it last tried, in ms. */
   readonly livenessWindow: number;
+  /**
+   * Permits per key, for counted locks (semaphores, read-write locks: see permit-scripts.ts);
+   * `undefined` for plain locks (one token per key, scripts.ts).
+   */
+  readonly limit?: number | undefined;
 }
+
+/** The scripts a store runs: the same KEYS and ARGV for locks and for counted locks. */
+interface ScriptSet {
+  readonly acquire: Script;
+  readonly extendMany: Script;
+  readonly release: Script;
+  readonly leaveQueue: Script;
+  readonly issueFencingToken: Script;
+}
+
+const LOCK_SCRIPTS: ScriptSet = {
+  acquire: ACQUIRE,
+  extendMany: EXTEND_MANY,
+  release: RELEASE,
+  leaveQueue: LEAVE_QUEUE,
+  issueFencingToken: ISSUE_FENCING_TOKEN,
+};
+
+const PERMIT_SCRIPTS: ScriptSet = {
+  acquire: ACQUIRE_PERMITS,
+  extendMany: EXTEND_PERMITS,
+  release: RELEASE_PERMITS,
+  leaveQueue: LEAVE_PERMIT_QUEUE,
+  issueFencingToken: ISSUE_PERMIT_FENCING_TOKEN,
+};
 
 /** The KEYS of one resource's scripts (see SingleNodeStore's #keysOf). */
 interface KeySet {
@@ -44,34 +82,60 @@ const KEY_CACHE_SIZE = 1024;
  * the key's hand-off queue), and a release hands the key to the longest-waiting live locker
  * instead of letting every waiter race for it. For a single client a quorum is trivial, so redlock
  * would only add a clean-up round trip to every failed attempt.
+ *
+ * With a `limit` it keeps counted locks instead (semaphores, read-write locks): a key is a set of
+ * holders, each taking `weight` permits, and the queue is served strictly in arrival order.
  */
 export class SingleNodeStore implements LockStore {
   readonly #runner: ScriptRunner;
   readonly #cluster: boolean;
   readonly #settings: SingleNodeStoreSettings;
   readonly #keyCache = new Map<string, KeySet>();
+  readonly #scripts: ScriptSet;
+  /** ARGV appended to acquire calls of counted locks: limit, grace (none for locks). */
+  readonly #permitArgs: readonly number[];
+  /** ARGV appended to release and leave-queue calls of counted locks: limit (none for locks). */
+  readonly #limitArgs: readonly number[];
   readonly supportsFencing = true;
 
   constructor(client: RedisClient, settings: SingleNodeStoreSettings) {
     this.#runner = new ScriptRunner(client, "node", settings.commandTimeout);
     this.#cluster = client.isCluster;
     this.#settings = settings;
+    this.#scripts = settings.limit === undefined ? LOCK_SCRIPTS : PERMIT_SCRIPTS;
+    this.#permitArgs = settings.limit === undefined ? [] : [settings.limit, settings.handOffGrace];
+    this.#limitArgs = settings.limit === undefined ? [] : [settings.limit];
   }
 
   hasQueue(resource: string): boolean {
     return this.#keysOf(resource).queued !== undefined;
   }
 
-  async acquire(resource: string, duration: number, intent?: QueueIntent, fencing = false): Promise<AttemptOutcome> {
+  checkResource(resource: string): void {
+    if (this.#settings.limit !== undefined && this.#keysOf(resource).queued === undefined) {
+      throw new UnsupportedError(
+        `Semaphores and read-write locks on a Redis Cluster need a key without "}" or with a {hash tag}; received "${resource}"`,
+      );
+    }
+  }
+
+  async acquire(
+    resource: string,
+    duration: number,
+    intent?: QueueIntent,
+    fencing = false,
+    weight = 1,
+  ): Promise<AttemptOutcome> {
     const keySet = this.#keysOf(resource);
-    const token = newToken();
+    // A holder of several permits carries its weight in its token (see permit-scripts.ts).
+    const token = weight === 1 ? newToken() : `${newToken()}.${weight}`;
     const queued = keySet.queued !== undefined && intent !== undefined;
     // Without queue keys (a Cluster key with "}" but no hash tag) fencing was refused up front.
     const keys = !queued ? keySet.plain : fencing ? this.#fencedKeys(keySet) : (keySet.queued as string[]);
     const start = performance.now();
     let reply: unknown;
     try {
-      reply = await this.#runner.run(ACQUIRE, keys, [
+      reply = await this.#runner.run(this.#scripts.acquire, keys, [
         token,
         duration,
         queued ? intent.waiterId : "",
@@ -80,6 +144,7 @@ export class SingleNodeStore implements LockStore {
         this.#settings.livenessWindow,
         intent?.claimToken ?? "",
         FENCING_COUNTER_TTL_MS,
+        ...this.#permitArgs,
       ]);
     } catch (error) {
       // The attempt may still run when the node answers again (it timed out here, not there):
@@ -93,7 +158,7 @@ export class SingleNodeStore implements LockStore {
       const [left, registeredMs] = Array.isArray(reply) ? reply : [];
       const retryAfterMs = typeof left === "number" ? left : 1;
       if (typeof registeredMs !== "number" || registeredMs <= 0) return { kind: "held", retryAfterMs };
-      return { kind: "held", retryAfterMs, registration: { token, sentAt: start, serverMs: registeredMs } };
+      return { kind: "held", retryAfterMs, registration: { token, weight, sentAt: start, serverMs: registeredMs } };
     }
     const handle = new LockHandle(token, resource, start, start + duration - this.#drift(duration));
     if (performance.now() >= handle.validUntil) {
@@ -124,7 +189,7 @@ export class SingleNodeStore implements LockStore {
         let replies: unknown;
         try {
           replies = await this.#runner.run(
-            EXTEND_MANY,
+            this.#scripts.extendMany,
             batch.map((handle) => handle.resource),
             [duration, ...batch.map((handle) => handle.token)],
           );
@@ -152,9 +217,9 @@ export class SingleNodeStore implements LockStore {
     const keySet = this.#keysOf(handle.resource);
     try {
       const reply = await this.#runner.run(
-        RELEASE,
+        this.#scripts.release,
         keySet.queued ?? keySet.plain,
-        [handle.token, this.#settings.handOffGrace],
+        [handle.token, this.#settings.handOffGrace, ...this.#limitArgs],
         ordered,
       );
       const [code, chosen] = Array.isArray(reply) ? reply : [];
@@ -179,7 +244,12 @@ export class SingleNodeStore implements LockStore {
     // Order matters (a release sent after it must not grant the key to a waiter that left): sent
     // with the script's body, so a flushed script cache cannot let a later command overtake it.
     await this.#runner
-      .run(LEAVE_QUEUE, keys, [waiterId, claimToken, this.#settings.handOffGrace], true)
+      .run(
+        this.#scripts.leaveQueue,
+        keys,
+        [waiterId, claimToken, this.#settings.handOffGrace, ...this.#limitArgs],
+        true,
+      )
       .catch(() => undefined);
   }
 
@@ -192,7 +262,7 @@ export class SingleNodeStore implements LockStore {
     let reply: unknown;
     try {
       reply = await this.#runner.run(
-        ISSUE_FENCING_TOKEN,
+        this.#scripts.issueFencingToken,
         [handle.resource, counter],
         [handle.token, FENCING_COUNTER_TTL_MS],
       );

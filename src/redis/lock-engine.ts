@@ -1,0 +1,605 @@
+import { randomBytes } from "node:crypto";
+import { setMaxListeners } from "node:events";
+import { InvalidArgumentError, LockerClosedError, UnsupportedError } from "../errors.js";
+import { abortable, CloseGate } from "../internal/abortable.js";
+import { Backoff } from "../internal/backoff.js";
+import { LeaseImpl } from "../internal/lease.js";
+import {
+  type ResolvedAcquireOptions,
+  resolveAcquireOptions,
+  validateKey,
+  validateSignal,
+} from "../internal/validate.js";
+import { KeyStates, Waiter } from "../internal/waiter.js";
+import type { AcquireOptions, Lease, ReleaseOutcome } from "../locker.js";
+import { Acquisition, type AcquisitionOwner } from "./acquisition.js";
+import { LeaseKeeper, type LeaseKeeperStats } from "./lease-keeper.js";
+import { type AttemptOutcome, LockHandle, type LockStore, type QueueIntent, type Registration } from "./lock-store.js";
+import { MIN_EXPIRY_MS, type ResolvedRedisLockerOptions } from "./options.js";
+import { RedlockStore } from "./redlock-adapter.js";
+import { ReleaseNotifier } from "./release-notifier.js";
+import { SingleNodeStore } from "./single-node-store.js";
+import type { RedisClient } from "./types.js";
+
+/** A grant that is not yet tracked by the locker. */
+interface Grant {
+  readonly handle: LockHandle;
+  readonly fencingToken?: bigint;
+}
+
+/** An attempt that did not acquire: someone else holds the key, or the grant came too late. */
+type Miss = Exclude<AttemptOutcome, { kind: "acquired" }>;
+
+/**
+ * The machinery behind every Redis locker ({@link RedisLocker}, `RedisSemaphore`, the views of
+ * `RedisReadWriteLocker`): one node, a Redis Cluster, or (locks only) a Redlock quorum.
+ *
+ * - Each acquisition sets `prefix + key` to a random 16-byte token with a TTL of `expiry`; release
+ *   is an atomic compare-and-delete that publishes on the key's channel when someone may wait.
+ * - Waiters wake on that publication (one subscriber connection per node, duplicated from the
+ *   caller's client). In one locker, waiters of a key queue FIFO and only the head competes. On one
+ *   node or a Cluster, lockers also queue across processes: a release grants the key to the
+ *   longest-waiting live locker (sets it to the token that locker registered) and tells it so, so
+ *   one release wakes one waiter, which holds the lock without a further round trip.
+ * - Every held lock is extended from its own validity: every `expiry / 2`, and early enough that
+ *   an extension answering within `operationTimeout` lands before the lease runs out (see
+ *   {@link LeaseKeeper}). A lock found lost is reported through `onLockLost` and the lease's
+ *   `lost` signal; its holder keeps running.
+ * - The caller owns the clients: `close()` never closes them.
+ */
+export class LockEngine {
+  readonly #options: ResolvedRedisLockerOptions;
+  readonly #store: LockStore;
+  readonly #notifier: ReleaseNotifier;
+  readonly #keeper: LeaseKeeper;
+  /** Per key: how many acquisitions are held here, and who waits here (FIFO). */
+  readonly #keys = new KeyStates<LockHandle, Registration>();
+  /** Redis operations in flight (close() waits for them); a count, not a Set of promises. */
+  #inFlight = 0;
+  /** Resolves close()'s wait once the last in-flight operation has settled. */
+  #drained: (() => void) | undefined;
+  readonly #closing = new AbortController();
+  /** Cuts in-flight attempts short on close (waits listen to `#closing` instead). */
+  readonly #gate = new CloseGate();
+  /** This locker's id in the cross-process hand-off queues. */
+  readonly #waiterId = randomBytes(8).toString("hex");
+  /** Releases this locker's acquisitions (one object for all of them, not a closure each). */
+  readonly #owner: AcquisitionOwner = { releaseAcquisition: (acquisition) => this.#release(acquisition) };
+  /** The three ways an attempt relates to the hand-off queue (shared, so attempts allocate none). */
+  readonly #intents: Readonly<Record<"first" | "leave" | "keep", QueueIntent>>;
+  #closed: Promise<void> | undefined;
+
+  /** Permits per key (1 for locks); counted locks use the permit scripts. */
+  readonly #limit: number;
+
+  /**
+   * @param list validated clients: one (single node or Cluster), or one per independent Redis node
+   *   for a Redlock quorum (locks only).
+   * @param options validated options.
+   * @param limit permits per key for counted locks (semaphores, read-write locks); `undefined` for locks.
+   */
+  constructor(list: RedisClient[], options: ResolvedRedisLockerOptions, limit?: number) {
+    if (limit !== undefined && list.length > 1) {
+      throw new UnsupportedError("Counted locks need one Redis node or a Cluster, not a Redlock quorum");
+    }
+    // Every waiter listens for close; many waiters are normal, not a leak.
+    setMaxListeners(0, this.#closing.signal);
+    this.#options = options;
+    this.#limit = limit ?? 1;
+    this.#intents = {
+      first: { waiterId: this.#waiterId, join: true, onSuccess: "keep" },
+      leave: { waiterId: this.#waiterId, join: true, onSuccess: "leave" },
+      keep: { waiterId: this.#waiterId, join: false, onSuccess: "keep" },
+    };
+    const { operationTimeout, driftFactor, sweepConcurrency, backoffMax } = this.#options;
+    const [only] = list;
+    this.#store =
+      list.length === 1 && only !== undefined
+        ? new SingleNodeStore(only, {
+            commandTimeout: operationTimeout,
+            driftFactor,
+            handOffGrace: Math.max(20, Math.min(250, operationTimeout)),
+            livenessWindow: 3 * backoffMax + operationTimeout,
+            limit,
+          })
+        : new RedlockStore(list, { commandTimeout: operationTimeout, driftFactor });
+    this.#notifier = new ReleaseNotifier(
+      list,
+      { timeoutMs: operationTimeout, lingerMs: backoffMax },
+      (channel, message) => this.#onReleaseMessage(channel, message),
+      () => this.#keys.notifyAllHeads(),
+    );
+    this.#keeper = new LeaseKeeper(this.#store, {
+      operationTimeout,
+      sweepConcurrency,
+      onLockLost: this.#options.onLockLost,
+      // A lost lock frees the key as far as this process knows: let the next waiter try.
+      onLost: (acquisition) => {
+        this.#forget(acquisition);
+        this.#keys.notifyHead(acquisition.key);
+      },
+      track: (operation) => this.#track(operation),
+    });
+  }
+
+  /** The resolved options (defaults filled in). */
+  get options(): Readonly<Omit<ResolvedRedisLockerOptions, "onLockLost">> {
+    const { onLockLost: _hook, ...rest } = this.#options;
+    return rest;
+  }
+
+  /** Number of locks this locker currently holds and extends. */
+  get heldCount(): number {
+    return this.#keeper.size;
+  }
+
+  /**
+   * What the lease keeper measured: extensions and extension commands sent, transient failures
+   * retried, the least validity a lease had left when its extension was confirmed
+   * (`minHeadroomMs`), and the latest its timer fired (`maxLatenessMs`).
+   */
+  get leaseStats(): LeaseKeeperStats {
+    return this.#keeper.stats;
+  }
+
+  /**
+   * Validates acquire options as far as every Redis locker agrees: `expiry` at least
+   * {@link MIN_EXPIRY_MS} and, when auto-extended, more than twice `operationTimeout` (an extension
+   * must fit in half a lease). `weight` against the limit is the caller's check.
+   */
+  resolveRequest(options: AcquireOptions | undefined): ResolvedAcquireOptions {
+    const request = resolveAcquireOptions(options);
+    const { expiry } = request;
+    if (expiry !== undefined) {
+      const floor = request.autoExtend
+        ? Math.max(MIN_EXPIRY_MS, 2 * this.#options.operationTimeout + 1)
+        : MIN_EXPIRY_MS;
+      if (expiry < floor) {
+        const why = request.autoExtend ? ", and above 2 × operationTimeout to be extended in time" : "";
+        throw new InvalidArgumentError("options.expiry", `a safe integer >= ${floor} (milliseconds${why})`, expiry);
+      }
+    }
+    return request;
+  }
+
+  /**
+   * Throws an {@link UnsupportedError} when `key` cannot be fenced here (several Redlock nodes, or
+   * a Cluster key with no usable hash tag), before anything is sent.
+   */
+  checkFencing(key: string): void {
+    this.#store.checkFencing(this.#options.prefix + key);
+  }
+
+  /** Waits for `key` (see {@link #obtain}); call {@link checkCall} first. */
+  obtain(signal: AbortSignal | undefined, key: string, request: ResolvedAcquireOptions): Promise<Acquisition> {
+    this.#store.checkResource(this.#resourceOf(key));
+    return this.#obtain(signal, key, request);
+  }
+
+  /** One attempt on `key`, not queued: the acquisition, or undefined when it is taken. */
+  async tryObtain(
+    signal: AbortSignal | undefined,
+    key: string,
+    request: ResolvedAcquireOptions,
+  ): Promise<Acquisition | undefined> {
+    // A lock held here is held: no need to ask. (Permits held here may leave room for more.)
+    if (this.#limit === 1 && (this.#keys.get(key)?.held ?? 0) > 0) return undefined;
+    this.#store.checkResource(this.#resourceOf(key));
+    const outcome = await this.#attempt(signal, key, request, this.#intents.keep);
+    return outcome instanceof Acquisition ? outcome : undefined;
+  }
+
+  /** The {@link Lease} of `acquisition`. */
+  leaseOf(acquisition: Acquisition): Lease {
+    return new LeaseImpl({
+      key: acquisition.key,
+      releaser: acquisition.releaser,
+      lost: acquisition.lostSignal,
+      validUntil: () => acquisition.handle.validUntil,
+      onDeadlinePassed: () => this.#keeper.markLost(acquisition, "expired"),
+      fencingToken: acquisition.fencingToken,
+    });
+  }
+
+  /**
+   * Stops the engine (see `Locker.close`). Held locks are neither deleted nor extended any more:
+   * they expire within their lease. Their releases still work.
+   */
+  close(): Promise<void> {
+    this.#closed ??= this.#shutDown();
+    return this.#closed;
+  }
+
+  async #shutDown(): Promise<void> {
+    const closed = new LockerClosedError();
+    this.#closing.abort(closed);
+    this.#gate.close(closed);
+    await this.#keeper.stop();
+    if (this.#inFlight > 0) {
+      await new Promise<void>((resolve) => {
+        this.#drained = resolve;
+      });
+    }
+    await this.#notifier.close();
+  }
+
+  /** Validates a call's signal and key; throws the close error or the signal's reason. */
+  checkCall(signal: unknown, key: unknown): asserts signal is AbortSignal | undefined {
+    validateSignal(signal);
+    validateKey(key);
+    if (this.#closing.signal.aborted) throw this.#closing.signal.reason;
+    signal?.throwIfAborted();
+  }
+
+  /**
+   * Waits in the key's local FIFO queue until an attempt succeeds, the signal aborts, or close.
+   * Every call joins the queue at once, so calls made in the same tick keep their order. The head
+   * of a queue nobody here holds tries at once, before subscribing (the uncontended path); after
+   * that, it waits for a release message or its safety-net timeout between attempts.
+   */
+  async #obtain(signal: AbortSignal | undefined, key: string, request: ResolvedAcquireOptions): Promise<Acquisition> {
+    const state = this.#keys.open(key);
+    state.resource ??= this.#options.prefix + key;
+    const resource = state.resource;
+    const waiter = new Waiter<LockHandle>();
+    waiter.weight = request.weight;
+    state.waiters.push(waiter);
+    const queued = this.#store.hasQueue(resource);
+    let acquired = false;
+    /** An attempt was cut short in flight: its own clean-up leaves the hand-off queue. */
+    let abandoned = false;
+    let subscribed = false;
+    try {
+      // The lean first try: nobody here holds or waits for the key. A head behind this locker's
+      // own holder tries at once too (with a hand-off queue): it fails, but takes the locker's
+      // place in the queue now rather than at its first poll — other processes' waiters would
+      // be served ahead of it meanwhile.
+      const isHead = state.waiters.head === waiter;
+      let leanTry = isHead && state.held === 0;
+      let attemptNow = leanTry || (isHead && queued);
+      // If the channel was already confirmed before that try, no release can have slipped by.
+      const retryAfterSubscribing = leanTry && !this.#notifier.isListening(resource);
+      let lastRetryAfter: number | undefined;
+      /** When this waiter last tried (which also refreshed its liveness in the hand-off queue). */
+      let lastAttemptAt = performance.now();
+      let backoff: Backoff | undefined;
+      let signals: Array<AbortSignal | undefined> | undefined;
+      for (;;) {
+        // Only the head competes; without a cross-process queue it also skips keys held here.
+        const mayTry = state.waiters.head === waiter && (queued || state.held === 0);
+        // A registration of another weight cannot be claimed by this waiter: give back what may
+        // have been granted to it (sent before the attempt, on the same connection), and queue anew.
+        if (mayTry && attemptNow && state.handOff !== undefined && state.handOff.weight !== request.weight) {
+          void this.#track(this.#store.leaveQueue(resource, this.#waiterId, state.handOff.token));
+          state.handOff = undefined;
+        }
+        // A grant handed over meanwhile (say, while subscribing) is taken by the wait below.
+        if (mayTry && attemptNow && !waiter.granted) {
+          // The lean first try is not in the hand-off queue: on success there is nothing to leave.
+          const base = leanTry ? this.#intents.first : this.#intents.leave;
+          const claimToken = state.handOff?.token;
+          const intent = claimToken === undefined ? base : { ...base, claimToken };
+          leanTry = false;
+          let outcome: Acquisition | Miss;
+          state.attempting = true;
+          lastAttemptAt = performance.now();
+          try {
+            outcome = await this.#attempt(signal, key, request, intent);
+          } catch (error) {
+            abandoned = this.#isAbandonment(error, signal);
+            throw error;
+          } finally {
+            state.attempting = false;
+          }
+          if (outcome instanceof Acquisition) {
+            // Whether or not it took a grant to the registration, that registration is spent
+            // (and a grant message that arrived meanwhile was for it).
+            state.handOff = undefined;
+            state.earlyGrant = undefined;
+            acquired = true;
+            return outcome;
+          }
+          if (outcome.kind === "held") {
+            lastRetryAfter = outcome.retryAfterMs;
+            // The key may be granted to this registration (the locker's place in the queue) —
+            // perhaps already: a grant's message can outrun the reply of the attempt it names.
+            if (outcome.registration !== undefined) state.handOff = outcome.registration;
+          }
+          this.#settleEarlyGrant(key, resource, state);
+        }
+        signals ??= [signal, this.#closing.signal];
+        if (!subscribed) {
+          subscribed = true;
+          await abortable(this.#notifier.subscribe(resource), signals);
+          // A release may have happened between the failed try and the subscription.
+          if (retryAfterSubscribing && state.waiters.head === waiter) {
+            attemptNow = true;
+            continue;
+          }
+        }
+        backoff ??= new Backoff(this.#options.backoffMin, this.#options.backoffMax);
+        // However often grants to others postpone the wait, the head tries again within
+        // backoff.max of its last try: that keeps its place in the hand-off queue alive (a place
+        // not refreshed within the liveness window is dropped, and the locker would starve).
+        const pollBy = lastAttemptAt + this.#options.backoffMax - performance.now();
+        const timeout = mayTry
+          ? Math.max(1, Math.min(this.#safetyNetDelay(backoff, queued, lastRetryAfter), Math.ceil(pollBy)))
+          : undefined;
+        const outcome = await waiter.wait(timeout, signals);
+        if (outcome === "granted") {
+          const granted = await this.#takeGrant(signal, key, waiter, request);
+          if (granted !== undefined) {
+            acquired = true;
+            return granted;
+          }
+        }
+        // "Postponed": another locker was granted the key; keep waiting, poll later.
+        attemptNow = outcome !== "postponed";
+        if (outcome === "postponed") lastRetryAfter = undefined;
+      }
+    } finally {
+      // The next waiter here is not in the cross-process queue (a holder's locker leaves it):
+      // whoever leaves the head, having taken the key or not, wakes it so that it joins.
+      this.#keys.leave(key, state, waiter, !acquired || queued);
+      if (subscribed) this.#notifier.unsubscribe(resource);
+      if (!acquired && !abandoned && queued && state.waiters.size === 0) {
+        void this.#track(this.#store.leaveQueue(resource, this.#waiterId, state.handOff?.token));
+        state.handOff = undefined;
+      }
+      // A grant that arrived during an attempt that then failed or was abandoned: decide now (the
+      // next waiter here takes it, or, with nobody left, it is released).
+      this.#settleEarlyGrant(key, resource, state);
+    }
+  }
+
+  /**
+   * Acts on a grant message that arrived while the head's attempt was in flight, now that the
+   * attempt has settled (and, if it registered, its registration is known).
+   */
+  #settleEarlyGrant(key: string, resource: string, state: { earlyGrant: string | undefined }): void {
+    const early = state.earlyGrant;
+    state.earlyGrant = undefined;
+    if (early !== undefined) this.#onGrant(key, resource, early);
+  }
+
+  /** True when `error` is this call's abort or the locker's close, not a failed attempt. */
+  #isAbandonment(error: unknown, signal: AbortSignal | undefined): boolean {
+    return (signal?.aborted === true && error === signal.reason) || error === this.#closing.signal.reason;
+  }
+
+  /**
+   * Turns a grant handed to `waiter` into an acquisition: registers it (its first extension, due at
+   * once, lengthens the grant's short TTL) and issues a fencing token when asked. Resolves to
+   * undefined when the grant's validity had already run out (it is released; the caller tries).
+   */
+  async #takeGrant(
+    signal: AbortSignal | undefined,
+    key: string,
+    waiter: Waiter<LockHandle>,
+    request: ResolvedAcquireOptions,
+  ): Promise<Acquisition | undefined> {
+    const handle = waiter.takeGrant();
+    if (handle === undefined) return undefined;
+    if (performance.now() >= handle.validUntil) {
+      void this.#track(this.#store.release(handle, true));
+      return undefined;
+    }
+    // Kept (and extended: the grant's TTL is short) from now on, also while its fencing token is
+    // on its way: a round trip later would be too late on a slow link.
+    const acquisition = this.#register(key, { handle }, request, true);
+    if (!request.fencing) return acquisition;
+    let fencingToken: bigint | undefined;
+    try {
+      fencingToken = await this.#gate.race(this.#track(this.#store.issueFencingToken(handle)), signal);
+    } catch (error) {
+      void acquisition.releaser.run();
+      throw error;
+    }
+    // No token means the key vanished meanwhile: not a grant after all.
+    if (fencingToken === undefined) {
+      void acquisition.releaser.run();
+      return undefined;
+    }
+    acquisition.fencingToken = fencingToken;
+    return acquisition;
+  }
+
+  /**
+   * How long the head waits for a release message before it tries anyway: the safety net for a
+   * crashed holder, a grant whose message was lost, or a lost wake-up. With a hand-off queue,
+   * releases reliably name the next waiter, so the head polls only when the holder's lease could
+   * have run out, and at least every `backoff.max` (which also keeps its place in the queue alive).
+   */
+  #safetyNetDelay(backoff: Backoff, queued: boolean, retryAfterMs: number | undefined): number {
+    if (!queued) return backoff.next();
+    const { backoffMax } = this.#options;
+    const jitter = Math.random() * Math.min(20, backoffMax / 10);
+    return Math.max(1, Math.round(Math.min(backoffMax, retryAfterMs ?? backoffMax) + jitter));
+  }
+
+  /**
+   * One acquisition attempt (plus its fencing token when asked), abortable: if `signal` aborts or
+   * the locker closes while it is in flight, it rejects at once and the attempt is cleaned up
+   * once it settles (see {@link #cleanUpAbandoned}). Resolves to the acquisition, or to what the
+   * attempt found instead.
+   */
+  async #attempt(
+    signal: AbortSignal | undefined,
+    key: string,
+    request: ResolvedAcquireOptions,
+    intent: QueueIntent,
+  ): Promise<Acquisition | Miss> {
+    const attempt = this.#track(this.#grant(key, request, intent));
+    let result: Grant | Miss;
+    try {
+      result = await this.#gate.race(attempt, signal);
+    } catch (error) {
+      if (this.#isAbandonment(error, signal)) void this.#track(this.#cleanUpAbandoned(attempt, key, intent));
+      throw error;
+    }
+    if ("kind" in result) return result;
+    return this.#register(key, result, request, false);
+  }
+
+  /**
+   * After an attempt that was abandoned in flight has settled — including a retry with the
+   * script's body after a flushed script cache, which is sent after everything sent before it
+   * settled — leaves the hand-off queue (when nobody here waits for the key any more; a grant made
+   * to its registration meanwhile is handed over in the same step) and then releases a grant that
+   * arrived too late. Both are sent with the script body, in that order, so the release cannot
+   * grant the key to this locker after it left.
+   */
+  async #cleanUpAbandoned(attempt: Promise<Grant | Miss>, key: string, intent: QueueIntent): Promise<void> {
+    const late = await attempt.catch(() => undefined);
+    const resource = this.#options.prefix + key;
+    // The registration the key may have been granted to: the late attempt's own, else the one it
+    // carried.
+    const registered = late !== undefined && "kind" in late && late.kind === "held" ? late.registration : undefined;
+    const state = this.#keys.get(key);
+    const leaving =
+      intent.join && (state?.waiters.size ?? 0) === 0
+        ? this.#store.leaveQueue(resource, this.#waiterId, registered?.token ?? intent.claimToken)
+        : undefined;
+    if (leaving !== undefined && state !== undefined) state.handOff = undefined;
+    if (leaving === undefined && registered !== undefined && state !== undefined) state.handOff = registered;
+    const releasing = late !== undefined && "handle" in late ? this.#store.release(late.handle, true) : undefined;
+    await Promise.all([leaving, releasing]);
+  }
+
+  /**
+   * Acquires in Redis, with the fencing token issued in the same step when asked for; the result
+   * is not yet tracked.
+   */
+  async #grant(key: string, request: ResolvedAcquireOptions, intent: QueueIntent): Promise<Grant | Miss> {
+    const { fencing } = request;
+    const outcome = await this.#store.acquire(
+      this.#resourceOf(key),
+      request.expiry ?? this.#options.expiry,
+      intent,
+      fencing,
+      request.weight,
+    );
+    if (outcome.kind !== "acquired") return outcome;
+    if (fencing && outcome.fencingToken === undefined) {
+      // Only a store without fencing could answer so; checkFencing refused that up front.
+      void this.#store.release(outcome.handle, true);
+      return { kind: "expired-on-arrival" };
+    }
+    return outcome.fencingToken === undefined
+      ? { handle: outcome.handle }
+      : { handle: outcome.handle, fencingToken: outcome.fencingToken };
+  }
+
+  #resourceOf(key: string): string {
+    return this.#keys.get(key)?.resource ?? this.#options.prefix + key;
+  }
+
+  /**
+   * Starts tracking a fresh grant: extension, deadline, and its release. A hand-off grant's TTL is
+   * the short grace, so a lease that is not auto-extended is still extended once, to its expiry.
+   */
+  #register(key: string, grant: Grant, request: ResolvedAcquireOptions, handedOver: boolean): Acquisition {
+    const acquisition = new Acquisition(
+      this.#owner,
+      key,
+      grant.handle,
+      request.expiry ?? this.#options.expiry,
+      grant.fencingToken,
+    );
+    if (!request.autoExtend) acquisition.keepAlive = handedOver ? "once" : "never";
+    this.#keys.open(key).held += 1;
+    this.#keeper.add(acquisition);
+    return acquisition;
+  }
+
+  /** Stops counting `acquisition` as held by this locker (it was released or lost). */
+  #forget(acquisition: Acquisition): void {
+    const state = this.#keys.get(acquisition.key);
+    if (state === undefined) return;
+    state.held -= 1;
+    this.#keys.tidy(acquisition.key, state);
+  }
+
+  async #release(acquisition: Acquisition): Promise<ReleaseOutcome> {
+    if (this.#keeper.remove(acquisition)) this.#forget(acquisition);
+    acquisition.state = "released";
+    const { handle } = acquisition;
+    const outcome = await this.#track(this.#store.release(handle));
+    // Without a cross-process queue, wake this process's next waiter without waiting for our own
+    // message; with one, the release message says whose turn it is — and a release that found
+    // nobody queued publishes nothing, so this process's own waiters (not yet in the queue) are
+    // woken here.
+    if (!this.#store.hasQueue(handle.resource) || handle.handedTo === "" || outcome === "unknown") {
+      this.#keys.notifyHead(acquisition.key);
+    }
+    return outcome;
+  }
+
+  #onReleaseMessage(channel: string, message: string): void {
+    const { prefix } = this.#options;
+    if (!channel.startsWith(prefix)) return;
+    const key = channel.slice(prefix.length);
+    if (message.startsWith("g:")) {
+      this.#onGrant(key, channel, message);
+      return;
+    }
+    // An empty message: a release where there is no hand-off queue; anyone may take the key.
+    // While this locker holds the key, it is stale (or our own).
+    if (message === "" && (this.#keys.get(key)?.held ?? 0) === 0) this.#keys.notifyHead(key);
+  }
+
+  /**
+   * A release granted `resource` to the waiter named in "g:<id>:<token>:<server ms>". Another
+   * locker's grant means nothing to try yet. Ours goes to the head of the key's queue — when its
+   * token is this locker's latest registration and no attempt is in flight (an attempt sent after
+   * the registration takes the granted key itself). Nobody here waiting any more: the key is
+   * released at once instead of blocking everyone for the grace.
+   */
+  #onGrant(key: string, resource: string, message: string): void {
+    const [, waiterId, token, serverMs] = message.split(":");
+    if (waiterId !== this.#waiterId) {
+      this.#keys.postponeHead(key);
+      return;
+    }
+    if (token === undefined) return;
+    const state = this.#keys.get(key);
+    const head = state?.waiters.head;
+    if (state === undefined || head === undefined) {
+      this.#giveBack(token, resource);
+      return;
+    }
+    const registration = state.handOff;
+    if (state.attempting) {
+      // The attempt in flight either registered this token (the message outran its reply) or will
+      // take the key itself (it carries the claim token): decide when its reply is in.
+      state.earlyGrant = message;
+      return;
+    }
+    if (registration?.token !== token) return;
+    // Spent: no later attempt of this locker may take the key as "granted to us" again.
+    state.handOff = undefined;
+    if (head.weight !== registration.weight) {
+      // Counted locks: the waiter that registered left, and the head asks for another weight.
+      this.#giveBack(token, resource);
+      head.notify();
+      return;
+    }
+    head.grant(this.#store.grantedHandle(resource, registration, Number(serverMs)));
+  }
+
+  /** Releases a grant nobody here takes, at once, rather than block others for the grace. */
+  #giveBack(token: string, resource: string): void {
+    if (!this.#closing.signal.aborted)
+      void this.#track(this.#store.release(new LockHandle(token, resource, 0, 0), true));
+  }
+
+  #track<T>(promise: Promise<T>): Promise<T> {
+    this.#inFlight += 1;
+    const forget = (): void => {
+      this.#inFlight -= 1;
+      if (this.#inFlight === 0) this.#drained?.();
+    };
+    promise.then(forget, forget);
+    return promise;
+  }
+}

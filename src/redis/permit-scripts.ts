@@ -1,0 +1,205 @@
+import { defineScript } from "./script-runner.js";
+
+/*
+ * Lua scripts of counted locks: semaphores and read-write locks (a reader takes one permit of a
+ * huge limit, a writer takes all of them). They mirror the lock scripts of scripts.ts — same KEYS
+ * and ARGV, plus the limit — so one store and one locker engine run both.
+ *
+ * A key's holders are a sorted set: member = the holder's token, with ".<weight>" appended when it
+ * takes more than one permit; score = its deadline in server ms. Entries expire on their own: every
+ * script first drops members whose deadline passed, so a crashed holder's permits come back after
+ * its lease, and the set itself expires with its last deadline.
+ *
+ * The hand-off queue is the lock's (arrival-ordered sorted set of waiter ids plus a hash of each
+ * waiter's "<liveness deadline>:<token>"), served strictly first in, first out: an attempt takes
+ * permits only when no live waiter is queued ahead of it, and a release (or a waiter that leaves)
+ * grants permits to queued waiters from the head for as long as they fit, stopping at the first one
+ * that does not. So a heavy waiter is never overtaken by lighter ones queued behind it. A grant
+ * adds the waiter's registered token with a deadline of the hand-off grace and publishes
+ * "g:<id>:<token>:<server ms>" on the set's key, as for locks.
+ */
+
+const PERMITS = `
+local t = redis.call("time")
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now = math.floor(now_us / 1000)
+
+local function weight_of(member)
+  local w = string.match(member, "%.(%d+)$")
+  if w then return tonumber(w) end
+  return 1
+end
+
+-- Drops holders whose deadline passed; returns the permits the others hold.
+local function permits_used(holders)
+  redis.call("zremrangebyscore", holders, "-inf", now)
+  local used = 0
+  for _, member in ipairs(redis.call("zrange", holders, 0, -1)) do used = used + weight_of(member) end
+  return used
+end
+
+local function add_holder(holders, member, ttl)
+  redis.call("zadd", holders, now + ttl, member)
+  if redis.call("pttl", holders) < ttl then redis.call("pexpire", holders, ttl) end
+end
+
+-- The token registered by live waiter id, or nil (a waiter whose liveness passed is dropped).
+local function live_token(queue, alive, id)
+  local entry = redis.call("hget", alive, id) or ""
+  local sep = string.find(entry, ":", 1, true)
+  if sep and tonumber(string.sub(entry, 1, sep - 1)) > now then return string.sub(entry, sep + 1) end
+  redis.call("zrem", queue, id)
+  redis.call("hdel", alive, id)
+  return nil
+end
+
+-- Grants permits to queued waiters from the head while they fit. Returns the first id granted, or "".
+local function admit(holders, queue, alive, limit, grace, used)
+  local first = ""
+  local head = redis.call("zrange", queue, 0, 0)[1]
+  while head do
+    local token = live_token(queue, alive, head)
+    if token then
+      local weight = weight_of(token)
+      if used + weight > limit then break end
+      redis.call("zrem", queue, head)
+      redis.call("hdel", alive, head)
+      add_holder(holders, token, grace)
+      redis.call("publish", holders, "g:" .. head .. ":" .. token .. ":" .. now)
+      used = used + weight
+      if first == "" then first = head end
+    end
+    head = redis.call("zrange", queue, 0, 0)[1]
+  end
+  return first
+end
+`;
+
+/** Lua: the next fencing token (see NEXT_FENCE in scripts.ts; here after PERMITS, which reads the time). */
+const NEXT_FENCE = `
+local function next_fence(counter, ttl)
+  local last = tonumber(redis.call("get", counter) or "0")
+  local token = string.format("%.0f", math.max(now_us, last + 1))
+  redis.call("set", counter, token, "PX", ttl)
+  return token
+end
+`;
+
+/**
+ * One attempt to take permits. KEYS: holders, queue, liveness, and the fencing counter when a
+ * token is wanted. ARGV: token (with its weight), ttl (ms), waiter id ("" = not queued), "join",
+ * on success "leave" | "keep", liveness window (ms), claim token ("" = none: a registration of this
+ * locker that may have been granted permits), fencing counter TTL, limit, hand-off grace (ms).
+ * Returns 0 when acquired (the fencing token as a string when asked for), else { ms until the
+ * earliest holder's deadline (>= 1), server ms when it registered (0 when it did not join) }.
+ */
+export const ACQUIRE_PERMITS = defineScript(`${PERMITS}${NEXT_FENCE}
+local holders, queue, alive = KEYS[1], KEYS[2], KEYS[3]
+local token, ttl, id, join, onSuccess = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
+local window, claim, limit, grace = tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[9]), tonumber(ARGV[10])
+local used = permits_used(holders)
+local claimed = false
+local ahead = false
+if claim ~= "" and redis.call("zscore", holders, claim) then
+  -- Granted to this locker already: its turn has come, whatever is queued now.
+  redis.call("zrem", holders, claim)
+  used = used - weight_of(claim)
+  claimed = true
+else
+  local head = redis.call("zrange", queue, 0, 0)[1]
+  while head and head ~= id do
+    if live_token(queue, alive, head) then
+      ahead = true
+      break
+    end
+    head = redis.call("zrange", queue, 0, 0)[1]
+  end
+end
+local weight = weight_of(token)
+if not ahead and used + weight <= limit then
+  add_holder(holders, token, ttl)
+  if id ~= "" and onSuccess == "leave" then
+    redis.call("zrem", queue, id)
+    redis.call("hdel", alive, id)
+  end
+  -- Permits freed by expired holders (nobody's release granted them): the queue may fit in too.
+  admit(holders, queue, alive, limit, grace, used + weight)
+  if KEYS[4] then return next_fence(KEYS[4], ARGV[8]) end
+  return 0
+end
+if claimed then admit(holders, queue, alive, limit, grace, used) end
+local registered = 0
+if id ~= "" and join == "join" then
+  registered = now
+  redis.call("zadd", queue, "NX", now_us, id)
+  redis.call("hset", alive, id, (now + window) .. ":" .. token)
+  redis.call("pexpire", queue, window)
+  redis.call("pexpire", alive, window)
+end
+local retry = 1
+local earliest = redis.call("zrange", holders, 0, 0, "WITHSCORES")[2]
+if earliest and tonumber(earliest) - now > retry then retry = tonumber(earliest) - now end
+return { retry, registered }
+`);
+
+/**
+ * Extends many holders (one node, one Cluster slot) while each is still in its set and not past
+ * its deadline. KEYS: the holders' sets (repeated for holders of one key). ARGV: ttl, then one
+ * token per key. Returns 1 (extended) or 0 (gone) per key.
+ */
+export const EXTEND_PERMITS = defineScript(`${PERMITS}
+local ttl = tonumber(ARGV[1])
+local out = {}
+for i, key in ipairs(KEYS) do
+  local member = ARGV[i + 1]
+  local score = redis.call("zscore", key, member)
+  if score and tonumber(score) > now then
+    redis.call("zadd", key, "XX", now + ttl, member)
+    if redis.call("pttl", key) < ttl then redis.call("pexpire", key, ttl) end
+    out[i] = 1
+  else
+    if score then redis.call("zrem", key, member) end
+    out[i] = 0
+  end
+end
+return out
+`);
+
+/**
+ * Releases a holder's permits and grants them on (see admit). KEYS: holders, queue, liveness.
+ * ARGV: token, grace (ms), limit. Returns { 1 released | 0 already gone or expired, first waiter
+ * id granted or "" }.
+ */
+export const RELEASE_PERMITS = defineScript(`${PERMITS}
+local holders, queue, alive = KEYS[1], KEYS[2], KEYS[3]
+local score = redis.call("zscore", holders, ARGV[1])
+if not score then return { 0, "" } end
+redis.call("zrem", holders, ARGV[1])
+local first = admit(holders, queue, alive, tonumber(ARGV[3]), tonumber(ARGV[2]), permits_used(holders))
+if tonumber(score) <= now then return { 0, first } end
+return { 1, first }
+`);
+
+/**
+ * Leaves a key's queue; permits granted to the leaver's registration meanwhile are given back.
+ * Either may let the waiters behind it in (a heavy head that leaves unblocks lighter ones).
+ * KEYS: holders, queue, liveness. ARGV: waiter id, claim token ("" = none), grace, limit.
+ */
+export const LEAVE_PERMIT_QUEUE = defineScript(`${PERMITS}
+local holders, queue, alive = KEYS[1], KEYS[2], KEYS[3]
+redis.call("zrem", queue, ARGV[1])
+redis.call("hdel", alive, ARGV[1])
+if ARGV[2] ~= "" then redis.call("zrem", holders, ARGV[2]) end
+admit(holders, queue, alive, tonumber(ARGV[4]), tonumber(ARGV[3]), permits_used(holders))
+return 1
+`);
+
+/**
+ * A fencing token for a holder, only while it holds its permits. KEYS: holders, counter. ARGV:
+ * token, counter TTL (ms). Returns the token as a decimal string, or nil.
+ */
+export const ISSUE_PERMIT_FENCING_TOKEN = defineScript(`${PERMITS}${NEXT_FENCE}
+local score = redis.call("zscore", KEYS[1], ARGV[1])
+if not score or tonumber(score) <= now then return false end
+return next_fence(KEYS[2], ARGV[2])
+`);

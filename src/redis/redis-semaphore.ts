@@ -1,0 +1,78 @@
+import { InvalidArgumentError, UnsupportedError } from "../errors.js";
+import {
+  checkWeight,
+  DEFAULT_ACQUIRE_OPTIONS,
+  type ResolvedAcquireOptions,
+  validateOptionsObject,
+} from "../internal/validate.js";
+import { EngineLocker } from "./engine-locker.js";
+import { LockEngine } from "./lock-engine.js";
+import { type RedisLockerOptions, resolveClients, resolveOptions, withDefaultPrefix } from "./options.js";
+import type { RedisClient } from "./types.js";
+
+/** Options of {@link RedisSemaphore}: the locker's options plus the number of permits per key. */
+export interface RedisSemaphoreOptions extends RedisLockerOptions {
+  /**
+   * Permits per key (required): a positive safe integer. Every semaphore using a key must pass
+   * the same limit (it is sent with every call; Redis does not store it).
+   */
+  limit: number;
+}
+
+/** The default `prefix` of a {@link RedisSemaphore}: its keys never collide with locks' keys. */
+export const SEMAPHORE_PREFIX = "globallock:semaphore:";
+
+/**
+ * A counting semaphore on one Redis node or a Redis Cluster: at most `limit` permits of a key are
+ * held at once, across every process using the same Redis. It is a {@link Locker}: `lock` takes
+ * one permit, `acquire(…, { weight })` several (1..limit), and every lease is extended, reported
+ * lost and released like a lock's.
+ *
+ * - A key is a sorted set of holders (token and weight, scored by deadline): entries expire on
+ *   their own, so a crashed holder's permits come back after `expiry`.
+ * - Waiters are served strictly in arrival order, across processes: an attempt never takes
+ *   permits while a live waiter is queued ahead of it, and a release grants the freed permits to
+ *   queued waiters from the head for as long as they fit. A heavy waiter is therefore never
+ *   overtaken by lighter ones that arrived after it (they wait behind it).
+ * - A Redlock quorum is refused with an {@link UnsupportedError}: with permits counted on each
+ *   node, holders that each won a different majority can exceed the limit (three nodes, limit 2:
+ *   holders on nodes {1,2}, {2,3} and {1,3} are three holders while no node counts more than two).
+ * - `fencing: true` is an {@link UnsupportedError} unless `limit` is 1: tokens order exclusive
+ *   grants, and permits are shared.
+ */
+export class RedisSemaphore extends EngineLocker {
+  protected readonly defaultRequest: ResolvedAcquireOptions = DEFAULT_ACQUIRE_OPTIONS;
+  /** Permits per key. */
+  readonly limit: number;
+
+  /**
+   * @param clients one ioredis client (a single node or a Cluster); the caller owns it.
+   * @param options the locker's options (default prefix {@link SEMAPHORE_PREFIX}) and `limit`.
+   */
+  constructor(clients: RedisClient | RedisClient[], options: RedisSemaphoreOptions) {
+    const list = resolveClients(clients);
+    validateOptionsObject("options", options);
+    const { limit, ...rest } = (options ?? {}) as Partial<RedisSemaphoreOptions>;
+    if (typeof limit !== "number" || !Number.isSafeInteger(limit) || limit < 1) {
+      throw new InvalidArgumentError("options.limit", "a safe integer >= 1 (permits per key)", limit);
+    }
+    if (list.length > 1) {
+      throw new UnsupportedError(
+        `RedisSemaphore needs one Redis node or a Cluster, not a Redlock quorum of ${list.length} nodes: permits counted on each node can exceed the limit when holders win different majorities`,
+      );
+    }
+    const resolved = resolveOptions(withDefaultPrefix(rest, SEMAPHORE_PREFIX));
+    super(new LockEngine(list, resolved, limit));
+    this.limit = limit;
+  }
+
+  protected request(options: ResolvedAcquireOptions): ResolvedAcquireOptions {
+    checkWeight(options.weight, this.limit, `the semaphore's limit is ${this.limit}`);
+    if (options.fencing && this.limit > 1) {
+      throw new UnsupportedError(
+        `Fencing tokens need an exclusive grant; a semaphore with limit ${this.limit} shares its permits`,
+      );
+    }
+    return options;
+  }
+}
