@@ -4,9 +4,10 @@
  * harness behave like two processes sharing a Redis.
  */
 import { getEventListeners } from "node:events";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, expectTypeOf, it } from "vitest";
 import {
   InvalidArgumentError,
+  type Lease,
   type Locker,
   LockerClosedError,
   LockLostError,
@@ -47,6 +48,44 @@ async function expectAbortReason(promise: Promise<unknown>, signal: AbortSignal)
 }
 
 const tick = (ms = 0): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Resolves with `signal.reason` once `signal` aborts (at once if it already has). */
+export function whenAborted(signal: AbortSignal): Promise<unknown> {
+  if (signal.aborted) return Promise.resolve(signal.reason);
+  return new Promise((resolve) => signal.addEventListener("abort", () => resolve(signal.reason), { once: true }));
+}
+
+/** Asserts that `promise` rejects with an InvalidArgumentError about `argument` that holds `value`. */
+export async function expectInvalid(promise: Promise<unknown>, argument: string, value: unknown): Promise<void> {
+  const error = await promise.then(
+    () => new Error("expected a rejection"),
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(InvalidArgumentError);
+  expect((error as InvalidArgumentError).argument).toBe(argument);
+  expect((error as InvalidArgumentError).received).toBe(value);
+}
+
+/**
+ * Bad values of the acquire options that every locker refuses with an InvalidArgumentError naming
+ * them (before anything is taken). Weights above a locker's limit are tested per primitive.
+ */
+export const BAD_ACQUIRE_OPTIONS: ReadonlyArray<[option: "weight" | "autoExtend" | "expiry", value: unknown]> = [
+  ["weight", 0],
+  ["weight", -1],
+  ["weight", 1.5],
+  ["weight", "1"],
+  ["weight", null],
+  ["weight", Number.NaN],
+  ["autoExtend", "no"],
+  ["autoExtend", 0],
+  ["autoExtend", null],
+  ["expiry", 0],
+  ["expiry", -300],
+  ["expiry", 300.5],
+  ["expiry", "300"],
+  ["expiry", null],
+];
 
 /** Registers the contract suite for one Locker implementation. */
 export function lockerContract(name: string, setup: () => Promise<LockerHarness>): void {
@@ -381,6 +420,167 @@ export function lockerContract(name: string, setup: () => Promise<LockerHarness>
           /options\.fencing.*boolean.*number 1/,
         );
       });
+    });
+
+    describe("tryAcquire and acquire options", () => {
+      it("tryAcquire: a lease when free, undefined while held (here or by a peer), a lease after release", async () => {
+        const l = await fresh();
+        const other = await harness.peer(l);
+        const key = uniqueKey();
+        const lease = await l.tryAcquire(undefined, key);
+        expect(lease).toBeDefined();
+        expect(lease?.key).toBe(key);
+        expect(lease?.lost.aborted).toBe(false);
+        lease?.assertHeld();
+        expect(await l.tryAcquire(undefined, key)).toBeUndefined();
+        expect(await other.tryAcquire(undefined, key)).toBeUndefined();
+        expect((await l.tryLock(undefined, key))[0]).toBe(false);
+        expect(await lease?.releaseWithOutcome()).toBe("released");
+        const again = await other.tryAcquire(undefined, key);
+        expect(again?.key).toBe(key);
+        expect(await l.tryAcquire(undefined, key)).toBeUndefined();
+        await again?.release();
+      });
+
+      it("tryAcquire rejects at once on an aborted signal and refuses bad input like acquire", async () => {
+        const l = await fresh();
+        const key = uniqueKey();
+        const controller = new AbortController();
+        controller.abort(new Error("gave up"));
+        await expect(l.tryAcquire(controller.signal, key)).rejects.toBe(controller.signal.reason);
+        await expectInvalid(l.tryAcquire(undefined, ""), "key", "");
+        await expectInvalid(l.tryAcquire(undefined, key, { fencing: "yes" as never }), "options.fencing", "yes");
+        const lease = await l.tryAcquire(undefined, key);
+        expect(lease).toBeDefined();
+        await lease?.release();
+      });
+
+      it("tryAcquire with fencing issues a rising token (or refuses with a typed error)", async () => {
+        const l = await fresh();
+        const key = uniqueKey();
+        if (!harness.fencing) {
+          await expect(l.tryAcquire(undefined, key, { fencing: true })).rejects.toBeInstanceOf(UnsupportedError);
+          expect((await l.tryLock(undefined, key))[0]).toBe(true);
+          return;
+        }
+        const first = await l.tryAcquire(undefined, key, { fencing: true });
+        expect(typeof first?.fencingToken).toBe("bigint");
+        await first?.release();
+        const second = await l.acquire(undefined, key, { fencing: true });
+        expect(second.fencingToken).toBeGreaterThan(first?.fencingToken as bigint);
+        await second.release();
+      });
+
+      it("lockAndDo passes the lease to fn, released once fn is done", async () => {
+        const l = await fresh();
+        const key = uniqueKey();
+        let seen: Lease | undefined;
+        const result = await lockAndDo(l, undefined, key, (lease) => {
+          seen = lease;
+          expect(lease.key).toBe(key);
+          expect(lease.lost).toBeInstanceOf(AbortSignal);
+          expect(lease.lost.aborted).toBe(false);
+          lease.assertHeld();
+          return lease.key.length;
+        });
+        expect(result).toBe(key.length);
+        expect(() => seen?.assertHeld()).toThrow(LockLostError);
+        expect((await l.tryLock(undefined, key))[0]).toBe(true);
+      });
+
+      it("tryLockAndDo resolves to [true, T] | [false, undefined], so `if (ok)` narrows", async () => {
+        const l = await fresh();
+        const key = uniqueKey();
+        const ran = await tryLockAndDo(l, undefined, key, (lease) => lease.key.length);
+        expectTypeOf(ran).toEqualTypeOf<[true, number] | [false, undefined]>();
+        const [ok, value] = ran;
+        if (ok) {
+          expectTypeOf(value).toEqualTypeOf<number>();
+          expect(value).toBe(key.length);
+        } else {
+          expectTypeOf(value).toEqualTypeOf<undefined>();
+          throw new Error("expected the free key to be taken");
+        }
+        const release = await l.lock(undefined, key);
+        let runs = 0;
+        const missed = await tryLockAndDo(l, undefined, key, () => {
+          runs += 1;
+          return "ran";
+        });
+        expect(missed).toEqual([false, undefined]);
+        expect(runs).toBe(0);
+        await release();
+      });
+
+      it('autoExtend: false expires on time: lost aborts with "expired", another caller gets in, release says expired', async () => {
+        const l = await fresh();
+        const other = await harness.peer(l);
+        const key = uniqueKey();
+        const started = performance.now();
+        const lease = await l.acquire(undefined, key, { autoExtend: false, expiry: 300 });
+        lease.assertHeld();
+        expect(await other.tryAcquire(undefined, key)).toBeUndefined();
+        const waiting = other.acquire(AbortSignal.timeout(5000), key);
+        const reason = await whenAborted(lease.lost);
+        const lostAfter = performance.now() - started;
+        expect(reason).toBeInstanceOf(LockLostError);
+        expect((reason as LockLostError).reason).toBe("expired");
+        expect(lostAfter).toBeGreaterThanOrEqual(250);
+        expect(lostAfter).toBeLessThan(2000);
+        expect(() => lease.assertHeld()).toThrow(LockLostError);
+        const next = await waiting;
+        expect(performance.now() - started).toBeLessThan(4000);
+        expect(await lease.releaseWithOutcome()).toBe("expired");
+        // The stale release left the next holder alone.
+        expect(await l.tryAcquire(undefined, key)).toBeUndefined();
+        expect(await next.releaseWithOutcome()).toBe("released");
+      });
+
+      it("autoExtend: false released before expiry is released, and nothing expires later", async () => {
+        const l = await fresh();
+        const key = uniqueKey();
+        const lease = await l.acquire(undefined, key, { autoExtend: false, expiry: 300 });
+        expect(await lease.releaseWithOutcome()).toBe("released");
+        const next = await l.acquire(undefined, key);
+        await tick(450);
+        expect(lease.lost.aborted).toBe(false);
+        next.assertHeld();
+        expect(await l.tryAcquire(undefined, key)).toBeUndefined();
+        await next.release();
+      });
+
+      it("an auto-extended lease with its own short expiry stays held past it", async () => {
+        const l = await fresh();
+        const key = uniqueKey();
+        const lease = await l.acquire(undefined, key, { expiry: 300 });
+        await tick(800);
+        expect(lease.lost.aborted).toBe(false);
+        lease.assertHeld();
+        expect(await (await harness.peer(l)).tryAcquire(undefined, key)).toBeUndefined();
+        expect(await lease.releaseWithOutcome()).toBe("released");
+      });
+
+      it("weight: 2 on a lock is an InvalidArgumentError naming 2, and nothing is taken", async () => {
+        const l = await fresh();
+        const key = uniqueKey();
+        await expectInvalid(l.acquire(undefined, key, { weight: 2 }), "options.weight", 2);
+        await expectInvalid(l.tryAcquire(undefined, key, { weight: 2 }), "options.weight", 2);
+        await expect(l.acquire(undefined, key, { weight: 2 })).rejects.toThrow(/options\.weight.*number 2/);
+        const lease = await l.tryAcquire(undefined, key, { weight: 1 });
+        expect(lease).toBeDefined();
+        await lease?.release();
+      });
+
+      for (const [option, value] of BAD_ACQUIRE_OPTIONS) {
+        it(`${option}: ${typeof value} ${String(value)} is an InvalidArgumentError naming it`, async () => {
+          const l = await fresh();
+          const key = uniqueKey();
+          const options = { autoExtend: false, expiry: 1000, [option]: value };
+          await expectInvalid(l.acquire(undefined, key, options), `options.${option}`, value);
+          await expectInvalid(l.tryAcquire(undefined, key, options), `options.${option}`, value);
+          expect((await l.tryLock(undefined, key))[0]).toBe(true); // nothing was left half-acquired
+        });
+      }
     });
 
     describe("rejects bad input with a typed error naming the value", () => {
