@@ -11,6 +11,7 @@ export {
 } from "./errors.js";
 export { fencedWrite } from "./fencing/fenced-write.js";
 export { MAX_KEY_BYTES } from "./internal/validate.js";
+export { lockAll, tryLockAll } from "./lock-all.js";
 export {
   type AcquireOptions,
   type Lease,
@@ -21,7 +22,12 @@ export {
   tryLockAndDo,
 } from "./locker.js";
 export { MemoryLocker, type MemoryLockerOptions } from "./memory/memory-locker.js";
+export { MemoryReadWriteLocker, type MemoryReadWriteLockerOptions } from "./memory/memory-read-write-locker.js";
+export { MemorySemaphore, type MemorySemaphoreOptions } from "./memory/memory-semaphore.js";
+export type { ReadWriteLocker } from "./read-write.js";
 export { FENCING_COUNTER_TTL_MS } from "./redis/fencing.js";
 export { MIN_EXPIRY_MS, type RedisLockerOptions } from "./redis/options.js";
 export { RedisLocker } from "./redis/redis-locker.js";
+export { READ_WRITE_PREFIX, RedisReadWriteLocker } from "./redis/redis-read-write-locker.js";
+export { RedisSemaphore, type RedisSemaphoreOptions, SEMAPHORE_PREFIX } from "./redis/redis-semaphore.js";
 export type { RedisClient } from "./redis/types.js";

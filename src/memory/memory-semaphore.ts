@@ -1,0 +1,99 @@
+import { InvalidArgumentError } from "../errors.js";
+import { type OptionResolvers, resolveEachOption } from "../internal/validate.js";
+import type { AcquireOptions, Lease, Locker, ReleaseFunc } from "../locker.js";
+import { PermitLocker, PermitStore } from "./permits.js";
+
+/** Options of {@link MemorySemaphore}. */
+export interface MemorySemaphoreOptions {
+  /** Permits of each key that may be held at once: a positive safe integer (1 makes it a lock). */
+  limit: number;
+}
+
+const SEMAPHORE_OPTIONS: OptionResolvers<MemorySemaphoreOptions> = {
+  limit: (value, argument) => {
+    if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1) {
+      throw new InvalidArgumentError(argument, "a safe integer >= 1 (permits per key)", value);
+    }
+    return value;
+  },
+};
+
+/**
+ * An in-process counting semaphore, a {@link Locker}: at most `limit` permits of each key are
+ * held at once. Each acquisition takes `weight` permits (option of {@link Locker.acquire}; default
+ * 1, at most `limit`); `lock` and `tryLock` take one. With `limit: 1` it is a lock and passes the
+ * lock contract, fencing tokens included.
+ *
+ * - **Strict arrival order per key.** A caller whose weight does not fit waits, and callers who
+ *   arrive after it wait behind it even when they would fit, so a heavy caller is never overtaken
+ *   forever by light ones. A release admits queued callers from the head for as long as they fit.
+ *   `tryLock`/`tryAcquire` fail while anyone is queued: they never jump the queue.
+ * - **Wake on release**, with no timer on the path; an aborted waiter leaves the queue at once
+ *   (and may let the callers behind it in). `close()` rejects waiters; releases keep working.
+ * - **Leases** never expire (the semaphore lives in its process) unless acquired with
+ *   `{ autoExtend: false, expiry }`: then the permits come back `expiry` ms after the grant unless
+ *   released first, and the lease's `lost` aborts with reason `"expired"`.
+ * - **Fencing** needs an exclusive grant: with `limit > 1`, `{ fencing: true }` is an
+ *   {@link UnsupportedError} (thrown before anything is taken).
+ */
+export class MemorySemaphore implements Locker {
+  readonly #core: PermitLocker;
+  /** Permits of each key that may be held at once. */
+  readonly limit: number;
+
+  /**
+   * Creates an empty semaphore. `limit` must be a positive safe integer; a missing or bad limit,
+   * or an unknown option, is an {@link InvalidArgumentError} naming the value.
+   */
+  constructor(options: MemorySemaphoreOptions) {
+    const { limit } = resolveEachOption("options", options, SEMAPHORE_OPTIONS);
+    this.limit = limit;
+    this.#core = new PermitLocker({
+      store: new PermitStore(limit),
+      closing: new AbortController(),
+      maxWeight: limit,
+      maxWeightReason: `the semaphore's limit is ${limit}`,
+      permits: (weight) => weight,
+      unfenced:
+        limit === 1
+          ? undefined
+          : `Fencing tokens need an exclusive grant: this semaphore lets up to ${limit} holders in at once (limit ${limit}), ` +
+            "so no token can order their writes; use a lock or a semaphore with limit 1",
+    });
+  }
+
+  /** Number of keys with permits held now. */
+  get heldCount(): number {
+    return this.#core.heldCount;
+  }
+
+  /** Number of callers queued for permits, over all keys. */
+  get waitingCount(): number {
+    return this.#core.waitingCount;
+  }
+
+  /** {@inheritDoc Locker.lock} */
+  lock(signal: AbortSignal | undefined, key: string): Promise<ReleaseFunc> {
+    return this.#core.lock(signal, key);
+  }
+
+  /** {@inheritDoc Locker.tryLock} */
+  tryLock(signal: AbortSignal | undefined, key: string): Promise<[acquired: boolean, release: ReleaseFunc]> {
+    return this.#core.tryLock(signal, key);
+  }
+
+  /** {@inheritDoc Locker.acquire} */
+  acquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease> {
+    return this.#core.acquire(signal, key, options);
+  }
+
+  /** {@inheritDoc Locker.tryAcquire} */
+  tryAcquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease | undefined> {
+    return this.#core.tryAcquire(signal, key, options);
+  }
+
+  /** {@inheritDoc Locker.close} */
+  close(): Promise<void> {
+    return this.#core.close();
+  }
+}
