@@ -69,8 +69,8 @@ export class LockEngine {
   readonly #intents: Readonly<Record<"first" | "leave" | "keep", QueueIntent>>;
   #closed: Promise<void> | undefined;
 
-  /** Permits per key (1 for locks); counted locks use the permit scripts. */
-  readonly #limit: number;
+  /** Counted locks (semaphores, read-write locks) use the permit scripts; locks the lock scripts. */
+  readonly #counted: boolean;
 
   /**
    * @param list validated clients: one (single node or Cluster), or one per independent Redis node
@@ -85,7 +85,7 @@ export class LockEngine {
     // Every waiter listens for close; many waiters are normal, not a leak.
     setMaxListeners(0, this.#closing.signal);
     this.#options = options;
-    this.#limit = limit ?? 1;
+    this.#counted = limit !== undefined;
     this.#intents = {
       first: { waiterId: this.#waiterId, join: true, onSuccess: "keep" },
       leave: { waiterId: this.#waiterId, join: true, onSuccess: "leave" },
@@ -172,7 +172,7 @@ export class LockEngine {
 
   /** Waits for `key` (see {@link #obtain}); call {@link checkCall} first. */
   obtain(signal: AbortSignal | undefined, key: string, request: ResolvedAcquireOptions): Promise<Acquisition> {
-    this.#store.checkResource(this.#resourceOf(key));
+    if (this.#counted) this.#store.checkResource(this.#resourceOf(key));
     return this.#obtain(signal, key, request);
   }
 
@@ -183,8 +183,8 @@ export class LockEngine {
     request: ResolvedAcquireOptions,
   ): Promise<Acquisition | undefined> {
     // A lock held here is held: no need to ask. (Permits held here may leave room for more.)
-    if (this.#limit === 1 && (this.#keys.get(key)?.held ?? 0) > 0) return undefined;
-    this.#store.checkResource(this.#resourceOf(key));
+    if (this.#counted) this.#store.checkResource(this.#resourceOf(key));
+    else if ((this.#keys.get(key)?.held ?? 0) > 0) return undefined;
     const outcome = await this.#attempt(signal, key, request, this.#intents.keep);
     return outcome instanceof Acquisition ? outcome : undefined;
   }
