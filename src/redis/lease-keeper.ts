@@ -182,8 +182,18 @@ export class LeaseKeeper {
   #dueTime(acquisition: Acquisition): number {
     const { validFrom, validUntil } = acquisition.handle;
     const margin = Math.min(acquisition.duration / 8, 5 + 2 * this.#lateness);
-    const lead = this.#settings.operationTimeout * 1.1 + margin;
-    return Math.min(validFrom + acquisition.duration / 2, validUntil - lead);
+    return Math.min(validFrom + acquisition.duration / 2, validUntil - this.#lead(acquisition) - margin);
+  }
+
+  /**
+   * How long before its deadline an extension must be sent to land in time: the command timeout
+   * plus 10 % (the timeout's own lateness) — but at most half the lease, so a lease shorter than
+   * the timeout allows (an acquisition's own `expiry`) is still extended about half-way through its
+   * life, never back to back; an extension slower than that half lands too late and the lease is
+   * reported lost.
+   */
+  #lead(acquisition: Acquisition): number {
+    return Math.min(this.#settings.operationTimeout * 1.1, acquisition.duration / 2);
   }
 
   /** Makes sure the timer fires no later than `at`. */
@@ -321,7 +331,7 @@ export class LeaseKeeper {
     if (this.#stopped) return; // stays in pending: its deadline is watched
     const lane = this.#lane(acquisition.duration);
     const timeLeft = acquisition.handle.validUntil - now;
-    const lastChance = timeLeft - this.#settings.operationTimeout * 1.1;
+    const lastChance = timeLeft - this.#lead(acquisition);
     acquisition.list?.remove(acquisition);
     acquisition.due = now + Math.max(1, Math.min(acquisition.duration / 8, lastChance));
     lane.retry.insertSorted(acquisition, byDue);

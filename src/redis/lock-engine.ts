@@ -144,20 +144,14 @@ export class LockEngine {
 
   /**
    * Validates acquire options as far as every Redis locker agrees: `expiry` at least
-   * {@link MIN_EXPIRY_MS} and, when auto-extended, more than twice `operationTimeout` (an extension
-   * must fit in half a lease). `weight` against the limit is the caller's check.
+   * {@link MIN_EXPIRY_MS} (a lease shorter than 2 × `operationTimeout` is still extended at half
+   * its life: see the lease keeper). `weight` against the limit is the caller's check.
    */
   resolveRequest(options: AcquireOptions | undefined): ResolvedAcquireOptions {
     const request = resolveAcquireOptions(options);
     const { expiry } = request;
-    if (expiry !== undefined) {
-      const floor = request.autoExtend
-        ? Math.max(MIN_EXPIRY_MS, 2 * this.#options.operationTimeout + 1)
-        : MIN_EXPIRY_MS;
-      if (expiry < floor) {
-        const why = request.autoExtend ? ", and above 2 × operationTimeout to be extended in time" : "";
-        throw new InvalidArgumentError("options.expiry", `a safe integer >= ${floor} (milliseconds${why})`, expiry);
-      }
+    if (expiry !== undefined && expiry < MIN_EXPIRY_MS) {
+      throw new InvalidArgumentError("options.expiry", `a safe integer >= ${MIN_EXPIRY_MS} (milliseconds)`, expiry);
     }
     return request;
   }
@@ -524,6 +518,7 @@ export class LockEngine {
     if (this.#keeper.remove(acquisition)) this.#forget(acquisition);
     acquisition.state = "released";
     const { handle } = acquisition;
+    const wasPastDeadline = performance.now() >= handle.validUntil;
     const outcome = await this.#track(this.#store.release(handle));
     // Without a cross-process queue, wake this process's next waiter without waiting for our own
     // message; with one, the release message says whose turn it is — and a release that found
@@ -532,6 +527,8 @@ export class LockEngine {
     if (!this.#store.hasQueue(handle.resource) || handle.handedTo === "" || outcome === "unknown") {
       this.#keys.notifyHead(acquisition.key);
     }
+    // A lease left to expire that ran out before its release expired, whoever holds the key now.
+    if (outcome === "taken" && acquisition.keepAlive === "never" && wasPastDeadline) return "expired";
     return outcome;
   }
 
