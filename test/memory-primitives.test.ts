@@ -1,0 +1,226 @@
+import { describe, expect, it } from "vitest";
+import {
+  InvalidArgumentError,
+  type Locker,
+  lockAndDo,
+  MemoryReadWriteLocker,
+  MemorySemaphore,
+  type ReadWriteLocker,
+} from "../src/index.js";
+import { lockerContract, uniqueKey } from "./contract.js";
+import { sleep } from "./helpers/wait.js";
+import { lockAllSuite } from "./lock-all-contract.js";
+import { readWriteContract } from "./read-write-contract.js";
+import { semaphoreContract } from "./semaphore-contract.js";
+
+/** A harness whose peer is the same instance (a memory store is its instance). */
+function sameInstanceHarness<T extends { close(): Promise<void> }, O>(make: (options: O) => T) {
+  const made: T[] = [];
+  return {
+    create: async (options: O): Promise<T> => {
+      const item = make(options);
+      made.push(item);
+      return item;
+    },
+    peer: async (item: T): Promise<T> => item,
+    cleanup: async (): Promise<void> => {
+      await Promise.all(made.map((item) => item.close()));
+    },
+  };
+}
+
+const activeTimers = (): number => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+
+lockerContract("MemorySemaphore, limit 1", async () => ({
+  ...sameInstanceHarness<Locker, unknown>(() => new MemorySemaphore({ limit: 1 })),
+  fencing: true,
+}));
+
+lockerContract("MemoryReadWriteLocker, write view", async () => {
+  const lockers: ReadWriteLocker[] = [];
+  return {
+    async create() {
+      const rw = new MemoryReadWriteLocker();
+      lockers.push(rw);
+      return rw.write;
+    },
+    async peer(locker) {
+      return locker; // the same instance's write view
+    },
+    fencing: true,
+    async cleanup() {
+      await Promise.all(lockers.map((rw) => rw.close()));
+    },
+  };
+});
+
+semaphoreContract("MemorySemaphore", async () => ({
+  ...sameInstanceHarness<Locker, { limit: number }>(({ limit }) => new MemorySemaphore({ limit })),
+  expires: false,
+}));
+
+readWriteContract("MemoryReadWriteLocker", async () => ({
+  ...sameInstanceHarness<ReadWriteLocker, unknown>(() => new MemoryReadWriteLocker()),
+  fencing: true,
+}));
+
+lockAllSuite("MemorySemaphore, limit 1", async () => ({
+  ...sameInstanceHarness<Locker, unknown>(() => new MemorySemaphore({ limit: 1 })),
+  fencing: true,
+}));
+
+describe("MemorySemaphore specifics", () => {
+  it("rejects a limit that is not a positive safe integer, naming the value", () => {
+    for (const limit of [0, -1, 1.5, "2", Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53, null, undefined]) {
+      let error: unknown;
+      try {
+        new MemorySemaphore({ limit: limit as number });
+      } catch (e) {
+        error = e;
+      }
+      expect(error).toBeInstanceOf(InvalidArgumentError);
+      expect((error as InvalidArgumentError).argument).toBe("options.limit");
+      expect((error as InvalidArgumentError).received).toBe(limit);
+    }
+    expect(() => new MemorySemaphore({ limit: 0 })).toThrow(/options\.limit.*safe integer >= 1.*number 0/);
+  });
+
+  it("rejects a missing or non-object options bag and unknown options", () => {
+    expect(() => new (MemorySemaphore as new () => MemorySemaphore)()).toThrow(/options\.limit.*undefined/);
+    expect(() => new MemorySemaphore("x" as never)).toThrow(InvalidArgumentError);
+    expect(() => new MemorySemaphore({ limit: 2, max: 3 } as never)).toThrow(/options\.max.*valid options: limit/);
+    expect(new MemorySemaphore({ limit: Number.MAX_SAFE_INTEGER }).limit).toBe(Number.MAX_SAFE_INTEGER);
+  });
+
+  it("hands permits over with no timer on the path", async () => {
+    const semaphore = new MemorySemaphore({ limit: 2 });
+    const key = uniqueKey();
+    const full = await semaphore.acquire(undefined, key, { weight: 2 });
+    const waiting = semaphore.acquire(undefined, key, { weight: 2 });
+    await full.release();
+    let viaTimer = false;
+    setImmediate(() => {
+      viaTimer = true;
+    });
+    const next = await waiting;
+    expect(viaTimer).toBe(false);
+    await next.release();
+  });
+
+  it("does not grow: no entries, waiters, timers or listeners left after acquisitions, releases, aborts, expiries", async () => {
+    const semaphore = new MemorySemaphore({ limit: 3 });
+    const timersBefore = activeTimers();
+    for (let round = 0; round < 30; round++) {
+      const key = uniqueKey();
+      const held = await semaphore.acquire(undefined, key, { weight: 2 });
+      const controller = new AbortController();
+      const aborted = semaphore.acquire(controller.signal, key, { weight: 3 }).catch(() => undefined);
+      const waiting = semaphore.acquire(undefined, key, { weight: 1 });
+      const expiring = semaphore.acquire(undefined, key, { weight: 1, autoExtend: false, expiry: 60_000 });
+      expect(semaphore.waitingCount).toBe(3);
+      controller.abort();
+      await aborted;
+      await (await waiting).release();
+      await (await expiring).release(); // its timer is cleared
+      await held.release();
+    }
+    expect(semaphore.heldCount).toBe(0);
+    expect(semaphore.waitingCount).toBe(0);
+    expect(activeTimers()).toBe(timersBefore);
+    await semaphore.close();
+  });
+
+  it("counts held keys and waiting callers", async () => {
+    const semaphore = new MemorySemaphore({ limit: 2 });
+    const [a, b] = [uniqueKey(), uniqueKey()];
+    const leases = [await semaphore.acquire(undefined, a), await semaphore.acquire(undefined, b, { weight: 2 })];
+    const waiting = semaphore.acquire(undefined, b);
+    expect(semaphore.heldCount).toBe(2);
+    expect(semaphore.waitingCount).toBe(1);
+    await leases[1]?.release();
+    await (await waiting).release();
+    await leases[0]?.release();
+    expect(semaphore.heldCount).toBe(0);
+  });
+
+  it("issues rising fencing tokens with limit 1 only", async () => {
+    const one = new MemorySemaphore({ limit: 1 });
+    const key = uniqueKey();
+    const first = await lockAndDo(one, undefined, key, (lease) => lease.fencingToken);
+    expect(first).toBeUndefined();
+    const tokens: bigint[] = [];
+    for (let i = 0; i < 3; i++) {
+      const lease = await one.acquire(undefined, key, { fencing: true });
+      tokens.push(lease.fencingToken as bigint);
+      await lease.release();
+    }
+    expect(tokens[1]).toBeGreaterThan(tokens[0] as bigint);
+    expect(tokens[2]).toBeGreaterThan(tokens[1] as bigint);
+    await expect(new MemorySemaphore({ limit: 2 }).acquire(undefined, key, { fencing: true })).rejects.toThrow(
+      /exclusive grant.*limit 2/,
+    );
+  });
+});
+
+describe("MemoryReadWriteLocker specifics", () => {
+  it("rejects options it does not know", () => {
+    expect(() => new MemoryReadWriteLocker({ fair: true } as never)).toThrow(/options\.fair/);
+    expect(() => new MemoryReadWriteLocker("x" as never)).toThrow(InvalidArgumentError);
+    expect(() => new MemoryReadWriteLocker({})).not.toThrow();
+  });
+
+  it("does not grow: no entries or waiters left after reads, writes and aborts", async () => {
+    const rw = new MemoryReadWriteLocker();
+    for (let round = 0; round < 30; round++) {
+      const key = uniqueKey();
+      const reader = await rw.read.acquire(undefined, key);
+      const controller = new AbortController();
+      const writer = rw.write.acquire(controller.signal, key).catch(() => undefined);
+      const lateReader = rw.read.acquire(undefined, key);
+      await sleep(0);
+      expect(rw.waitingCount).toBe(2);
+      controller.abort(); // the late reader was queued only behind the writer: it gets in
+      await writer;
+      await (await lateReader).release();
+      await reader.release();
+    }
+    expect(rw.heldCount).toBe(0);
+    expect(rw.waitingCount).toBe(0);
+    await rw.close();
+  });
+
+  it("a read lease with autoExtend: false expires and lets a queued writer in", async () => {
+    const rw = new MemoryReadWriteLocker();
+    const key = uniqueKey();
+    const reader = await rw.read.acquire(undefined, key, { autoExtend: false, expiry: 50 });
+    const writer = await rw.write.acquire(AbortSignal.timeout(2000), key);
+    expect(reader.lost.aborted).toBe(true);
+    expect(await reader.releaseWithOutcome()).toBe("expired");
+    expect(await writer.releaseWithOutcome()).toBe("released");
+    await rw.close();
+  });
+});
+
+describe("memory leases with autoExtend: false", () => {
+  const lockers: Array<[string, () => Locker]> = [
+    ["MemorySemaphore", () => new MemorySemaphore({ limit: 1 })],
+    ["the write view", () => new MemoryReadWriteLocker().write],
+  ];
+  for (const [name, make] of lockers) {
+    it(`${name}: requires an expiry, which must be a timer delay`, async () => {
+      const locker = make();
+      const key = uniqueKey();
+      await expect(locker.acquire(undefined, key, { autoExtend: false })).rejects.toThrow(
+        /options\.expiry.*no default expiry.*undefined/,
+      );
+      await expect(locker.tryAcquire(undefined, key, { autoExtend: false, expiry: 2 ** 31 })).rejects.toThrow(
+        /options\.expiry.*2147483647/,
+      );
+      const lease = await locker.tryAcquire(undefined, key, { expiry: 10 }); // ignored: held until released
+      await sleep(40);
+      expect(lease?.lost.aborted).toBe(false);
+      expect(await lease?.releaseWithOutcome()).toBe("released");
+      await locker.close();
+    });
+  }
+});
