@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
 import { InvalidArgumentError, type Locker, MemoryLocker } from "../src/index.js";
 import { lockerContract, uniqueKey } from "./contract.js";
@@ -54,6 +55,39 @@ describe("MemoryLocker specifics", () => {
     }
     expect(locker.heldCount).toBe(0);
     expect(process.getActiveResourcesInfo().filter((r) => r === "Timeout").length).toBe(timersBefore);
+    await locker.close();
+  });
+
+  it("tryAcquire and expiring leases leave no entries or listeners behind either", async () => {
+    const locker = new MemoryLocker();
+    const shared = new AbortController(); // one signal shared by many waits, never aborted
+    for (let round = 0; round < 50; round++) {
+      const key = uniqueKey();
+      const lease = await locker.tryAcquire(shared.signal, key, { weight: 1 });
+      expect(await locker.tryAcquire(shared.signal, key)).toBeUndefined();
+      const expiring = locker.acquire(shared.signal, key, { autoExtend: false, expiry: 5 });
+      await lease?.release();
+      const expired = await expiring;
+      await new Promise((resolve) => expired.lost.addEventListener("abort", resolve, { once: true }));
+      expect(await expired.releaseWithOutcome()).toBe("expired");
+    }
+    expect(locker.heldCount).toBe(0);
+    expect(getEventListeners(shared.signal, "abort")).toHaveLength(0);
+    await locker.close();
+  });
+
+  it("hands an expired lock to the next waiter with no extra timer on the path", async () => {
+    const locker = new MemoryLocker();
+    const key = uniqueKey();
+    const lease = await locker.acquire(undefined, key, { autoExtend: false, expiry: 30 });
+    let lostAt = 0;
+    lease.lost.addEventListener("abort", () => {
+      lostAt = performance.now();
+    });
+    const next = await locker.acquire(AbortSignal.timeout(2000), key);
+    expect(lostAt).toBeGreaterThan(0); // granted by the expiry itself, in the same turn
+    expect(performance.now() - lostAt).toBeLessThan(20);
+    expect(await next.releaseWithOutcome()).toBe("released");
     await locker.close();
   });
 

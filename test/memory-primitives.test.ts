@@ -1,8 +1,12 @@
+import { createHook } from "node:async_hooks";
+import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
 import {
   InvalidArgumentError,
   type Locker,
+  type LockLostError,
   lockAndDo,
+  MemoryLocker,
   MemoryReadWriteLocker,
   MemorySemaphore,
   type ReadWriteLocker,
@@ -29,7 +33,22 @@ function sameInstanceHarness<T extends { close(): Promise<void> }, O>(make: (opt
   };
 }
 
-const activeTimers = (): number => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+/**
+ * Counts the Timeout objects created from now on that are still pending (unref'ed ones too, which
+ * `process.getActiveResourcesInfo()` does not list), through an async hook.
+ */
+function trackTimers(): { live(): number; stop(): void } {
+  const pending = new Set<number>();
+  const hook = createHook({
+    init(id, type) {
+      if (type === "Timeout") pending.add(id);
+    },
+    destroy(id) {
+      pending.delete(id);
+    },
+  }).enable();
+  return { live: () => pending.size, stop: () => hook.disable() };
+}
 
 lockerContract("MemorySemaphore, limit 1", async () => ({
   ...sameInstanceHarness<Locker, unknown>(() => new MemorySemaphore({ limit: 1 })),
@@ -109,14 +128,15 @@ describe("MemorySemaphore specifics", () => {
 
   it("does not grow: no entries, waiters, timers or listeners left after acquisitions, releases, aborts, expiries", async () => {
     const semaphore = new MemorySemaphore({ limit: 3 });
-    const timersBefore = activeTimers();
+    const timers = trackTimers();
+    const shared = new AbortController(); // one signal shared by many waits, never aborted
     for (let round = 0; round < 30; round++) {
       const key = uniqueKey();
-      const held = await semaphore.acquire(undefined, key, { weight: 2 });
+      const held = await semaphore.acquire(shared.signal, key, { weight: 2 });
       const controller = new AbortController();
       const aborted = semaphore.acquire(controller.signal, key, { weight: 3 }).catch(() => undefined);
-      const waiting = semaphore.acquire(undefined, key, { weight: 1 });
-      const expiring = semaphore.acquire(undefined, key, { weight: 1, autoExtend: false, expiry: 60_000 });
+      const waiting = semaphore.acquire(shared.signal, key, { weight: 1 });
+      const expiring = semaphore.acquire(shared.signal, key, { weight: 1, autoExtend: false, expiry: 60_000 });
       expect(semaphore.waitingCount).toBe(3);
       controller.abort();
       await aborted;
@@ -126,7 +146,10 @@ describe("MemorySemaphore specifics", () => {
     }
     expect(semaphore.heldCount).toBe(0);
     expect(semaphore.waitingCount).toBe(0);
-    expect(activeTimers()).toBe(timersBefore);
+    expect(getEventListeners(shared.signal, "abort")).toHaveLength(0);
+    await new Promise((resolve) => setImmediate(resolve)); // destroy hooks run after the release
+    expect(timers.live()).toBe(0);
+    timers.stop();
     await semaphore.close();
   });
 
@@ -201,13 +224,14 @@ describe("MemoryReadWriteLocker specifics", () => {
   });
 });
 
-describe("memory leases with autoExtend: false", () => {
+describe("memory leases: expiry and autoExtend: false", () => {
   const lockers: Array<[string, () => Locker]> = [
+    ["MemoryLocker", () => new MemoryLocker()],
     ["MemorySemaphore", () => new MemorySemaphore({ limit: 1 })],
     ["the write view", () => new MemoryReadWriteLocker().write],
   ];
   for (const [name, make] of lockers) {
-    it(`${name}: requires an expiry, which must be a timer delay`, async () => {
+    it(`${name}: autoExtend: false requires an expiry, which must be a timer delay; expiry alone changes nothing`, async () => {
       const locker = make();
       const key = uniqueKey();
       await expect(locker.acquire(undefined, key, { autoExtend: false })).rejects.toThrow(
@@ -219,8 +243,60 @@ describe("memory leases with autoExtend: false", () => {
       const lease = await locker.tryAcquire(undefined, key, { expiry: 10 }); // ignored: held until released
       await sleep(40);
       expect(lease?.lost.aborted).toBe(false);
+      lease?.assertHeld();
       expect(await lease?.releaseWithOutcome()).toBe("released");
       await locker.close();
+    });
+
+    it(`${name}: past the deadline, a blocked event loop's late timer does not matter`, async () => {
+      const locker = make();
+      const key = uniqueKey();
+      const lease = await locker.acquire(undefined, key, { autoExtend: false, expiry: 20 });
+      const waiting = locker.acquire(AbortSignal.timeout(2000), key);
+      const until = performance.now() + 40;
+      while (performance.now() < until) {
+        // Blocks the event loop past the deadline: the expiry timer cannot fire.
+      }
+      expect(lease.lost.aborted).toBe(false);
+      expect(() => lease.assertHeld()).toThrow(/expired|ran out/);
+      expect(lease.lost.aborted).toBe(true); // assertHeld expired it: the lock is freed
+      const next = await waiting;
+      expect(await lease.releaseWithOutcome()).toBe("expired");
+      next.assertHeld();
+      expect(await next.releaseWithOutcome()).toBe("released");
+      const late = await locker.acquire(undefined, key, { autoExtend: false, expiry: 20 });
+      const stop = performance.now() + 40;
+      while (performance.now() < stop) {
+        // Blocked again; this time the release is what notices.
+      }
+      expect(await late.releaseWithOutcome()).toBe("expired");
+      expect((late.lost.reason as LockLostError).reason).toBe("expired");
+      await locker.close();
+    });
+
+    it(`${name}: expiring leases leave no timer behind once released or expired`, async () => {
+      const locker = make();
+      const timers = trackTimers();
+      try {
+        const leases = await Promise.all(
+          Array.from({ length: 20 }, () =>
+            locker.acquire(undefined, uniqueKey(), { autoExtend: false, expiry: 60_000 }),
+          ),
+        );
+        expect(timers.live()).toBe(20);
+        await Promise.all(leases.map((lease) => lease.release()));
+        const short = await locker.acquire(undefined, uniqueKey(), { autoExtend: false, expiry: 10 });
+        await new Promise((resolve) => short.lost.addEventListener("abort", resolve, { once: true }));
+        await new Promise((resolve) => setImmediate(resolve)); // destroy hooks run after the callback
+        expect(timers.live()).toBe(0);
+        // Held until released: no timer at all.
+        const plain = await locker.acquire(undefined, uniqueKey(), { expiry: 10 });
+        expect(timers.live()).toBe(0);
+        await plain.release();
+      } finally {
+        timers.stop();
+        await locker.close();
+      }
     });
   }
 });
