@@ -13,8 +13,6 @@ export type WaitOutcome = "notified" | "timeout" | "postponed" | "granted";
  * middle of an attempt) is remembered, so the next `wait` returns at once: no wake-up is lost.
  */
 export class Waiter<G = unknown> implements Linked<Waiter<G>> {
-  /** Permits this waiter asks for (1 for a lock). */
-  weight = 1;
   #pending = false;
   #grant: G | undefined;
   prev: Waiter<G> | undefined;

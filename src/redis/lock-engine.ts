@@ -71,6 +71,9 @@ export class LockEngine {
 
   /** Counted locks (semaphores, read-write locks) use the permit scripts; locks the lock scripts. */
   readonly #counted: boolean;
+  /** Counted locks: waiters by their own id in the store's queue (see {@link #obtainCounted}). */
+  readonly #countedWaiters = new Map<string, CountedWaiter>();
+  #waiterSeq = 0;
 
   /**
    * @param list validated clients: one (single node or Cluster), or one per independent Redis node
@@ -166,8 +169,9 @@ export class LockEngine {
 
   /** Waits for `key` (see {@link #obtain}); call {@link checkCall} first. */
   obtain(signal: AbortSignal | undefined, key: string, request: ResolvedAcquireOptions): Promise<Acquisition> {
-    if (this.#counted) this.#store.checkResource(this.#resourceOf(key));
-    return this.#obtain(signal, key, request);
+    if (!this.#counted) return this.#obtain(signal, key, request);
+    this.#store.checkResource(this.#resourceOf(key));
+    return this.#obtainCounted(signal, key, request);
   }
 
   /** One attempt on `key`, not queued: the acquisition, or undefined when it is taken. */
@@ -177,8 +181,12 @@ export class LockEngine {
     request: ResolvedAcquireOptions,
   ): Promise<Acquisition | undefined> {
     // A lock held here is held: no need to ask. (Permits held here may leave room for more.)
-    if (this.#counted) this.#store.checkResource(this.#resourceOf(key));
-    else if ((this.#keys.get(key)?.held ?? 0) > 0) return undefined;
+    const state = this.#keys.get(key);
+    if (this.#counted) {
+      // Waiters queued here come first (across processes, the store's queue sees to that).
+      if ((state?.waiters.size ?? 0) > 0) return undefined;
+      this.#store.checkResource(this.#resourceOf(key));
+    } else if ((state?.held ?? 0) > 0) return undefined;
     const outcome = await this.#attempt(signal, key, request, this.#intents.keep);
     return outcome instanceof Acquisition ? outcome : undefined;
   }
@@ -236,7 +244,6 @@ export class LockEngine {
     state.resource ??= this.#options.prefix + key;
     const resource = state.resource;
     const waiter = new Waiter<LockHandle>();
-    waiter.weight = request.weight;
     state.waiters.push(waiter);
     const queued = this.#store.hasQueue(resource);
     let acquired = false;
@@ -261,12 +268,6 @@ export class LockEngine {
       for (;;) {
         // Only the head competes; without a cross-process queue it also skips keys held here.
         const mayTry = state.waiters.head === waiter && (queued || state.held === 0);
-        // A registration of another weight cannot be claimed by this waiter: give back what may
-        // have been granted to it (sent before the attempt, on the same connection), and queue anew.
-        if (mayTry && attemptNow && state.handOff !== undefined && state.handOff.weight !== request.weight) {
-          void this.#track(this.#store.leaveQueue(resource, this.#waiterId, state.handOff.token));
-          state.handOff = undefined;
-        }
         // A grant handed over meanwhile (say, while subscribing) is taken by the wait below.
         if (mayTry && attemptNow && !waiter.granted) {
           // The lean first try is not in the hand-off queue: on success there is nothing to leave.
@@ -344,6 +345,145 @@ export class LockEngine {
       // next waiter here takes it, or, with nobody left, it is released).
       this.#settleEarlyGrant(key, resource, state);
     }
+  }
+
+  /**
+   * Waits for permits of a counted lock. Unlike a lock's waiters (whose locker keeps one place in
+   * the store's queue, for its head), every waiter of a counted lock has its own place: it tries at
+   * once, and its first failed attempt queues it under its own id, so waiters are served in
+   * arrival order across processes — readers queued before a writer, in any process, all get in
+   * when the writer releases. A grant names the waiter, which then holds its permits at once.
+   */
+  async #obtainCounted(
+    signal: AbortSignal | undefined,
+    key: string,
+    request: ResolvedAcquireOptions,
+  ): Promise<Acquisition> {
+    const state = this.#keys.open(key);
+    state.resource ??= this.#options.prefix + key;
+    const resource = state.resource;
+    this.#waiterSeq += 1;
+    const waiter = new CountedWaiter(`${this.#waiterId}.${this.#waiterSeq}`);
+    state.waiters.push(waiter);
+    this.#countedWaiters.set(waiter.id, waiter);
+    let acquired = false;
+    let abandoned = false;
+    let subscribed = false;
+    try {
+      let attemptNow = true;
+      const retryAfterSubscribing = !this.#notifier.isListening(resource);
+      let lastRetryAfter: number | undefined;
+      let lastAttemptAt = performance.now();
+      let backoff: Backoff | undefined;
+      let signals: Array<AbortSignal | undefined> | undefined;
+      for (;;) {
+        if (attemptNow && !waiter.granted) {
+          const intent: QueueIntent = {
+            waiterId: waiter.id,
+            join: true,
+            onSuccess: "leave",
+            claimToken: waiter.registration?.token,
+          };
+          let outcome: Acquisition | Miss;
+          waiter.attempting = true;
+          lastAttemptAt = performance.now();
+          try {
+            outcome = await this.#attempt(signal, key, request, intent);
+          } catch (error) {
+            abandoned = this.#isAbandonment(error, signal);
+            throw error;
+          } finally {
+            waiter.attempting = false;
+          }
+          if (outcome instanceof Acquisition) {
+            waiter.registration = undefined;
+            waiter.earlyGrant = undefined;
+            acquired = true;
+            return outcome;
+          }
+          if (outcome.kind === "held") {
+            lastRetryAfter = outcome.retryAfterMs;
+            if (outcome.registration !== undefined) waiter.registration = outcome.registration;
+          }
+          this.#settleCountedGrant(resource, waiter);
+        }
+        signals ??= [signal, this.#closing.signal];
+        if (!subscribed) {
+          subscribed = true;
+          await abortable(this.#notifier.subscribe(resource), signals);
+          if (retryAfterSubscribing && !waiter.granted) {
+            attemptNow = true;
+            continue;
+          }
+        }
+        backoff ??= new Backoff(this.#options.backoffMin, this.#options.backoffMax);
+        // Try again within backoff.max of the last try: that keeps the waiter's place alive.
+        const pollBy = lastAttemptAt + this.#options.backoffMax - performance.now();
+        const timeout = Math.max(1, Math.min(this.#safetyNetDelay(backoff, true, lastRetryAfter), Math.ceil(pollBy)));
+        const outcome = await waiter.wait(timeout, signals);
+        if (outcome === "granted") {
+          const granted = await this.#takeGrant(signal, key, waiter, request);
+          if (granted !== undefined) {
+            acquired = true;
+            return granted;
+          }
+        }
+        attemptNow = true;
+      }
+    } finally {
+      this.#countedWaiters.delete(waiter.id);
+      this.#keys.leave(key, state, waiter, false);
+      if (subscribed) this.#notifier.unsubscribe(resource);
+      if (!acquired && !abandoned && waiter.registration !== undefined) {
+        // Leaves its place; permits granted to it meanwhile go back (and on to those behind it).
+        void this.#track(this.#store.leaveQueue(resource, waiter.id, waiter.registration.token));
+        waiter.registration = undefined;
+      }
+      // A grant that arrived during an attempt that then failed or was abandoned goes back.
+      const early = waiter.earlyGrant;
+      waiter.earlyGrant = undefined;
+      if (early !== undefined && !acquired) this.#onGrant(key, resource, early);
+    }
+  }
+
+  /** A grant message that arrived during a counted waiter's attempt, acted on once it settled. */
+  #settleCountedGrant(resource: string, waiter: CountedWaiter): void {
+    const early = waiter.earlyGrant;
+    waiter.earlyGrant = undefined;
+    if (early === undefined) return;
+    const [, waiterId, token, serverMs] = early.split(":");
+    this.#onCountedGrant(resource, early, waiterId, token, serverMs);
+  }
+
+  /**
+   * A release granted permits to the counted waiter named in "g:<id>:<token>:<server ms>": hand
+   * them to that waiter if it is still here and the token is its latest registration; otherwise
+   * give them back at once (rather than hold them for the grace).
+   */
+  #onCountedGrant(
+    resource: string,
+    message: string,
+    waiterId: string | undefined,
+    token: string | undefined,
+    serverMs: string | undefined,
+  ): void {
+    if (waiterId === undefined || token === undefined || !waiterId.startsWith(`${this.#waiterId}.`)) return;
+    const waiter = this.#countedWaiters.get(waiterId);
+    if (waiter === undefined) {
+      this.#giveBack(token, resource);
+      return;
+    }
+    if (waiter.attempting) {
+      waiter.earlyGrant = message;
+      return;
+    }
+    const registration = waiter.registration;
+    if (registration?.token !== token) {
+      this.#giveBack(token, resource);
+      return;
+    }
+    waiter.registration = undefined;
+    waiter.grant(this.#store.grantedHandle(resource, registration, Number(serverMs)));
   }
 
   /**
@@ -450,10 +590,19 @@ export class LockEngine {
     // carried.
     const registered = late !== undefined && "kind" in late && late.kind === "held" ? late.registration : undefined;
     const state = this.#keys.get(key);
+    // A counted lock's waiter has its own entry (its own id): it always leaves.
+    const ownEntry = intent.waiterId !== this.#waiterId;
     const leaving =
-      intent.join && (state?.waiters.size ?? 0) === 0
-        ? this.#store.leaveQueue(resource, this.#waiterId, registered?.token ?? intent.claimToken)
+      intent.join && (ownEntry || (state?.waiters.size ?? 0) === 0)
+        ? this.#store.leaveQueue(resource, intent.waiterId, registered?.token ?? intent.claimToken)
         : undefined;
+    if (ownEntry) {
+      await Promise.all([
+        leaving,
+        late !== undefined && "handle" in late ? this.#store.release(late.handle, true) : undefined,
+      ]);
+      return;
+    }
     if (leaving !== undefined && state !== undefined) state.handOff = undefined;
     if (leaving === undefined && registered !== undefined && state !== undefined) state.handOff = registered;
     const releasing = late !== undefined && "handle" in late ? this.#store.release(late.handle, true) : undefined;
@@ -554,6 +703,10 @@ export class LockEngine {
    */
   #onGrant(key: string, resource: string, message: string): void {
     const [, waiterId, token, serverMs] = message.split(":");
+    if (this.#counted) {
+      this.#onCountedGrant(resource, message, waiterId, token, serverMs);
+      return;
+    }
     if (waiterId !== this.#waiterId) {
       this.#keys.postponeHead(key);
       return;
@@ -575,12 +728,6 @@ export class LockEngine {
     if (registration?.token !== token) return;
     // Spent: no later attempt of this locker may take the key as "granted to us" again.
     state.handOff = undefined;
-    if (head.weight !== registration.weight) {
-      // Counted locks: the waiter that registered left, and the head asks for another weight.
-      this.#giveBack(token, resource);
-      head.notify();
-      return;
-    }
     head.grant(this.#store.grantedHandle(resource, registration, Number(serverMs)));
   }
 
@@ -598,5 +745,22 @@ export class LockEngine {
     };
     promise.then(forget, forget);
     return promise;
+  }
+}
+
+/** A waiter of a counted lock: it has its own place in the store's queue (see `#obtainCounted`). */
+class CountedWaiter extends Waiter<LockHandle> {
+  /** True while its attempt is in flight. */
+  attempting = false;
+  /** Its latest registration in the store's queue, not yet seen granted. */
+  registration: Registration | undefined;
+  /** A grant message that arrived while its attempt was in flight. */
+  earlyGrant: string | undefined;
+
+  constructor(
+    /** Its id in the store's queue: the locker's id, a dot, and a sequence number. */
+    readonly id: string,
+  ) {
+    super();
   }
 }
