@@ -1,25 +1,13 @@
 import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
-import { InvalidArgumentError, type Locker, MemoryLocker } from "../src/index.js";
+import { InvalidArgumentError, MemoryLocker } from "../src/index.js";
 import { lockerContract, uniqueKey } from "./contract.js";
+import { memoryLockerHarness } from "./helpers/memory-harness.js";
 
-lockerContract("MemoryLocker", async () => {
-  const lockers: Locker[] = [];
-  return {
-    async create() {
-      const locker = new MemoryLocker();
-      lockers.push(locker);
-      return locker;
-    },
-    async peer(locker) {
-      return locker;
-    },
-    fencing: true,
-    async cleanup() {
-      await Promise.all(lockers.map((l) => l.close()));
-    },
-  };
-});
+lockerContract(
+  "MemoryLocker",
+  memoryLockerHarness(() => new MemoryLocker()),
+);
 
 describe("MemoryLocker specifics", () => {
   it("hands the key to the next waiter with no timer on the path", async () => {

@@ -12,26 +12,11 @@ import {
   type ReadWriteLocker,
 } from "../src/index.js";
 import { lockerContract, uniqueKey } from "./contract.js";
+import { memoryLockerHarness, sameInstanceHarness } from "./helpers/memory-harness.js";
 import { sleep } from "./helpers/wait.js";
 import { lockAllSuite } from "./lock-all-contract.js";
 import { readWriteContract } from "./read-write-contract.js";
 import { semaphoreContract } from "./semaphore-contract.js";
-
-/** A harness whose peer is the same instance (a memory store is its instance). */
-function sameInstanceHarness<T extends { close(): Promise<void> }, O>(make: (options: O) => T) {
-  const made: T[] = [];
-  return {
-    create: async (options: O): Promise<T> => {
-      const item = make(options);
-      made.push(item);
-      return item;
-    },
-    peer: async (item: T): Promise<T> => item,
-    cleanup: async (): Promise<void> => {
-      await Promise.all(made.map((item) => item.close()));
-    },
-  };
-}
 
 /**
  * Counts the Timeout objects created from now on that are still pending (unref'ed ones too, which
@@ -50,28 +35,16 @@ function trackTimers(): { live(): number; stop(): void } {
   return { live: () => pending.size, stop: () => hook.disable() };
 }
 
-lockerContract("MemorySemaphore, limit 1", async () => ({
-  ...sameInstanceHarness<Locker, unknown>(() => new MemorySemaphore({ limit: 1 })),
-  fencing: true,
-}));
+lockerContract(
+  "MemorySemaphore, limit 1",
+  memoryLockerHarness(() => new MemorySemaphore({ limit: 1 })),
+);
 
-lockerContract("MemoryReadWriteLocker, write view", async () => {
-  const lockers: ReadWriteLocker[] = [];
-  return {
-    async create() {
-      const rw = new MemoryReadWriteLocker();
-      lockers.push(rw);
-      return rw.write;
-    },
-    async peer(locker) {
-      return locker; // the same instance's write view
-    },
-    fencing: true,
-    async cleanup() {
-      await Promise.all(lockers.map((rw) => rw.close()));
-    },
-  };
-});
+// The peer of a write view is the same instance's write view.
+lockerContract(
+  "MemoryReadWriteLocker, write view",
+  memoryLockerHarness(() => new MemoryReadWriteLocker().write),
+);
 
 semaphoreContract("MemorySemaphore", async () => ({
   ...sameInstanceHarness<Locker, { limit: number }>(({ limit }) => new MemorySemaphore({ limit })),
@@ -83,10 +56,10 @@ readWriteContract("MemoryReadWriteLocker", async () => ({
   fencing: true,
 }));
 
-lockAllSuite("MemorySemaphore, limit 1", async () => ({
-  ...sameInstanceHarness<Locker, unknown>(() => new MemorySemaphore({ limit: 1 })),
-  fencing: true,
-}));
+lockAllSuite(
+  "MemorySemaphore, limit 1",
+  memoryLockerHarness(() => new MemorySemaphore({ limit: 1 })),
+);
 
 describe("MemorySemaphore specifics", () => {
   it("rejects a limit that is not a positive safe integer, naming the value", () => {

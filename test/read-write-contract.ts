@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Lease, LockerClosedError, type ReadWriteLocker, UnsupportedError } from "../src/index.js";
 import { expectInvalid, uniqueKey } from "./contract.js";
+import { overlappingHolders } from "./helpers/overlap.js";
 import { eventually, sleep } from "./helpers/wait.js";
 
 export interface ReadWriteHarness {
@@ -148,31 +149,13 @@ export function readWriteContract(name: string, setup: () => Promise<ReadWriteHa
       const rw = await harness.create();
       const other = await harness.peer(rw);
       const key = uniqueKey("rw");
-      const stop = new AbortController();
-      const stream = (async () => {
-        const holders: Array<Promise<void>> = [];
-        for (let i = 0; !stop.signal.aborted; i++) {
-          holders.push(
-            (i % 2 === 0 ? rw : other).read.acquire(stop.signal, key).then(
-              async (lease) => {
-                await sleep(60);
-                await lease.release();
-              },
-              () => undefined,
-            ),
-          );
-          await sleep(20);
-        }
-        await Promise.all(holders);
-      })();
+      const stream = overlappingHolders((signal, i) => (i % 2 === 0 ? rw : other).read.acquire(signal, key));
       await sleep(150); // the readers overlap: the key is never free of them
       const started = performance.now();
       const writer = await other.write.acquire(timeout(), key);
       const waited = performance.now() - started;
       expect(await rw.read.tryAcquire(undefined, key)).toBeUndefined();
-      stop.abort();
-      await writer.release();
-      await stream;
+      await Promise.all([stream.stop(), writer.release()]);
       expect(waited).toBeLessThan(5000);
     });
 

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Lease, type Locker, LockerClosedError, LockLostError, UnsupportedError } from "../src/index.js";
 import { expectInvalid, uniqueKey, whenAborted } from "./contract.js";
+import { overlappingHolders } from "./helpers/overlap.js";
 import { eventually, sleep } from "./helpers/wait.js";
 
 export interface SemaphoreHarness {
@@ -152,30 +153,12 @@ export function semaphoreContract(name: string, setup: () => Promise<SemaphoreHa
       const s = await harness.create({ limit });
       const heavySide = await harness.peer(s);
       const key = uniqueKey("sem");
-      const stop = new AbortController();
-      const stream = (async () => {
-        const holders: Array<Promise<void>> = [];
-        while (!stop.signal.aborted) {
-          holders.push(
-            s.acquire(stop.signal, key, { weight: 1 }).then(
-              async (lease) => {
-                await sleep(60);
-                await lease.release();
-              },
-              () => undefined,
-            ),
-          );
-          await sleep(20);
-        }
-        await Promise.all(holders);
-      })();
+      const stream = overlappingHolders((signal) => s.acquire(signal, key, { weight: 1 }));
       await sleep(150); // the light holders overlap: the key is never free
       const started = performance.now();
       const heavy = await heavySide.acquire(AbortSignal.timeout(10_000), key, { weight: limit });
       const waited = performance.now() - started;
-      stop.abort();
-      await heavy.release();
-      await stream;
+      await Promise.all([stream.stop(), heavy.release()]);
       expect(waited).toBeLessThan(5000);
     });
 
