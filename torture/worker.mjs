@@ -11,8 +11,10 @@
  * It does not check its lease before writing, on purpose: it is the naive holder whose overlaps the
  * checkers must see, and whose stale writes the fenced resource must refuse.
  *
- * Parent → worker: start {config}, go, arm {hold}, setHold {min,max}, pause (finish the attempt or
- * section under way, then wait; acknowledged by "paused"), resume, stop.
+ * Parent → worker: start {config}, go, arm {hold} (the hold may carry `weight` or `role`: they apply
+ * from the next attempt), setHold {min,max,role?} (role: only that role's sections), setWriterShare
+ * {share}, pause (finish the attempt or section under way, then wait; acknowledged by "paused"),
+ * resume, stop.
  * Worker → parent: ready, acquired, entered, lost, released, acquireError, special, paused,
  * unhandled, done {stats} (with the locker's `leaseStats` for a RedisLocker).
  *
@@ -20,13 +22,21 @@
  * scenario may point them at a TCP proxy), or, with `config.sentinel` ({ ports, name }), one ioredis
  * Sentinel client that finds the master itself. With `config.abortWaits` ({ chance, minMs, maxMs }),
  * that share of attempts gets a short, seeded AbortSignal timeout instead of `acquireTimeoutMs`.
+ *
+ * Counted locks (`config.mode`): "semaphore" — a `RedisSemaphore` with `config.limit`; each section
+ * takes a seeded weight in `config.weights` ({ min, max }), enters the referee with that weight
+ * against the limit (C1 counts permits), holds, and counts as a shared completion (no C2 counter:
+ * holders legitimately overlap). "rw" — a `RedisReadWriteLocker`; each section is a writer with
+ * probability `config.writerShare`, else a reader. A writer is a lock holder (fencing, C2, C3) that
+ * enters the referee with the weight of every permit (`RW_WRITER_WEIGHT`), a reader enters with 1
+ * and only reads the counter, so C1 sees a writer with anyone, or two writers, as an overlap.
  */
-import { fencedWrite, MemoryLocker, RedisLocker } from "globallock";
+import { fencedWrite, MemoryLocker, RedisLocker, RedisReadWriteLocker, RedisSemaphore } from "globallock";
 import { Redis } from "ioredis";
 import { busyWait, now, sleep } from "./lib/clock.mjs";
 import { Prng } from "./lib/prng.mjs";
 import { RESILIENT_CLIENT } from "./lib/redis-server.mjs";
-import { compareTokens, RefereeRecorder } from "./lib/referee.mjs";
+import { compareTokens, RefereeRecorder, RW_WRITER_WEIGHT } from "./lib/referee.mjs";
 
 /** @type {any} */
 let config;
@@ -36,6 +46,10 @@ let locker;
 /** @type {Redis[]} */
 const clients = [];
 let holdRange;
+/** Hold ranges of one role only (set by a "setHold" with a role), over `holdRange`. */
+const holdByRole = {};
+/** Mode "rw": the share of sections that are writers. */
+let writerShare = 0;
 /** Next special section, set by an "arm" message and taken by the first task that acquires. */
 let armed;
 let stopping = false;
@@ -105,7 +119,11 @@ process.on("message", (message) => {
       armed = message.hold;
       break;
     case "setHold":
-      holdRange = { min: message.min, max: message.max };
+      if (message.role === undefined) holdRange = { min: message.min, max: message.max };
+      else holdByRole[message.role] = { min: message.min, max: message.max };
+      break;
+    case "setWriterShare":
+      writerShare = message.share;
       break;
     case "pause":
       // Gates new attempts only: an attempt in flight settles first, so "paused" means quiet.
@@ -130,6 +148,7 @@ async function setUp(received) {
   config = received;
   rng = new Prng(config.seed);
   holdRange = { ...config.hold };
+  writerShare = config.writerShare ?? 0;
   const refereeClient = new Redis({ host: "127.0.0.1", port: config.refereePort, ...RESILIENT_CLIENT });
   refereeClient.on("error", () => undefined);
   clients.push(refereeClient);
@@ -146,6 +165,16 @@ async function setUp(received) {
       ...config.lockerOptions,
       prefix: config.prefix,
     });
+  } else if (config.mode === "semaphore" || config.mode === "rw") {
+    const client = new Redis({ host: "127.0.0.1", port: config.lockPorts[0], ...RESILIENT_CLIENT });
+    client.on("error", () => undefined);
+    clients.push(client);
+    await client.ping();
+    const options = { ...config.lockerOptions, prefix: config.prefix };
+    locker =
+      config.mode === "semaphore"
+        ? new RedisSemaphore(client, { ...options, limit: config.limit })
+        : new RedisReadWriteLocker(client, options);
   } else if (config.mode === "memory") {
     locker = new MemoryLocker();
   }
@@ -197,13 +226,39 @@ function attemptTimeout() {
   return config.acquireTimeoutMs;
 }
 
+/**
+ * What one section takes: its role ("" for a lock, "permit" for a semaphore, "read" or "write"),
+ * its weight in the locker, how it counts on the referee (weight against limit), whether it writes
+ * (C2 counter and C3 fenced writes, as a lock holder does) and whether it asks for a fencing token.
+ * An armed special section may fix the weight or the role.
+ */
+function planSection(special) {
+  if (config.mode === "semaphore") {
+    const weight = special?.weight ?? rng.int(config.weights.min, config.weights.max);
+    return { role: "", weight, referee: { weight, limit: config.limit }, writes: false, fencing: false };
+  }
+  if (config.mode === "rw") {
+    const role = special?.role ?? (rng.next() < writerShare ? "write" : "read");
+    const writer = role === "write";
+    const referee = { weight: writer ? RW_WRITER_WEIGHT : 1, limit: RW_WRITER_WEIGHT, role };
+    return { role, weight: 1, referee, writes: writer, fencing: writer && config.fencing };
+  }
+  return { role: "", weight: 1, referee: undefined, writes: true, fencing: config.fencing };
+}
+
+/** The locker of a section's role (a read-write locker's view). */
+function lockerFor(plan) {
+  return config.mode === "rw" ? locker[plan.role] : locker;
+}
+
 /** Waits for the lock; resolves to the lease, or undefined when the attempt failed or was interrupted. */
-async function acquire(key, timeoutMs) {
+async function acquire(key, timeoutMs, plan) {
   if (config.mode === "none") return fakeLease();
   const startedAt = now();
   const signal = AbortSignal.any([interrupt.signal, AbortSignal.timeout(timeoutMs)]);
+  const options = config.mode === "semaphore" ? { weight: plan.weight } : { fencing: plan.fencing };
   try {
-    return await locker.acquire(signal, key, { fencing: config.fencing });
+    return await lockerFor(plan).acquire(signal, key, options);
   } catch (error) {
     if (interrupt.signal.aborted && error === interrupt.signal.reason) return undefined;
     // A library error has a string code; a DOMException's numeric code means nothing here.
@@ -230,11 +285,25 @@ async function section(task, attempt) {
   const key = rng.pick(config.keys);
   const startedAt = now();
   const timeoutMs = attemptTimeout();
-  const lease = await acquire(key, timeoutMs);
-  if (lease === undefined) return false;
+  // A special section that fixes the weight or role is taken before the attempt (it shapes it);
+  // any other is taken by the first task that acquires.
+  const shapesAttempt = (hold) => hold?.weight !== undefined || hold?.role !== undefined;
+  let special;
+  if (shapesAttempt(armed)) {
+    special = armed;
+    armed = undefined;
+  }
+  const plan = planSection(special);
+  const lease = await acquire(key, timeoutMs, plan);
+  if (lease === undefined) {
+    armed ??= special;
+    return false;
+  }
   const holderId = `${config.id}.${task}`;
-  const special = armed;
-  armed = undefined;
+  if (special === undefined && !shapesAttempt(armed)) {
+    special = armed;
+    armed = undefined;
+  }
   const token = lease.fencingToken?.toString();
   const acquiredAt = now();
   stats.acquired += 1;
@@ -244,6 +313,8 @@ async function section(task, attempt) {
     task,
     attempt,
     token,
+    role: plan.role,
+    weight: plan.weight,
     timeoutMs,
     startedAt,
     t: acquiredAt,
@@ -269,12 +340,16 @@ async function section(task, attempt) {
       holderId,
       { pid: process.pid, attempt, token: token ?? null, t: Math.round(now()) },
       token,
+      plan.referee,
     );
     entered = true;
-    if (special !== undefined) send({ type: "entered", key, task, attempt, token, holderId, t: now() });
-    const value = await referee.readCounter(key);
-    blockEndedAt = await hold(special);
-    await referee.writeCounter(key, value + 1);
+    if (special !== undefined) {
+      send({ type: "entered", key, task, attempt, token, holderId, role: plan.role, weight: plan.weight, t: now() });
+    }
+    const value = config.mode === "semaphore" ? 0 : await referee.readCounter(key);
+    blockEndedAt = await hold(special, plan.role);
+    if (plan.writes) await referee.writeCounter(key, value + 1);
+    else await referee.completeShared(key);
     if (token !== undefined) commit = await fenced(key, token, `${holderId}#${attempt}:commit`);
     completed = true;
     stats.sections += 1;
@@ -312,9 +387,10 @@ async function section(task, attempt) {
  * The pause inside the section: a seeded short sleep, or what the parent armed (a long sleep, or a
  * busy-wait that blocks the event loop, then an optional sleep). Resolves to when a busy-wait ended.
  */
-async function hold(special) {
+async function hold(special, role) {
   if (special === undefined) {
-    const ms = rng.int(holdRange.min, holdRange.max);
+    const range = holdByRole[role] ?? holdRange;
+    const ms = rng.int(range.min, range.max);
     if (ms > 0) await sleep(ms);
     else await new Promise((resolve) => setImmediate(resolve));
     return;
@@ -352,7 +428,8 @@ async function tearDown() {
     noteUnexpected("close", error);
   }
   // What the lease keeper measured (RedisLocker only): extensions, batches, retries, least headroom.
-  if (locker?.leaseStats !== undefined) stats.leaseStats = locker.leaseStats;
+  const keeper = config.mode === "rw" ? locker?.write : locker;
+  if (keeper?.leaseStats !== undefined) stats.leaseStats = keeper.leaseStats;
   for (const client of clients) client.disconnect();
   finished = true;
   send({ type: "done", stats, t: now() });

@@ -46,16 +46,14 @@ export class Checks {
   }
 }
 
-/** C1: no two holders inside at once. */
-export function checkNoOverlap(checks, history) {
+/**
+ * C1: no two holders inside at once — for a counted lock, never more permits in use than its limit
+ * (`name` then says so).
+ */
+export function checkNoOverlap(checks, history, name = "C1 no overlap") {
   const first = history.overlaps[0];
   const detail = first === undefined ? "" : ` (first: ${JSON.stringify(first)})`;
-  return checks.add(
-    "C1 no overlap",
-    history.overlaps.length === 0,
-    "0 overlaps",
-    `${history.overlaps.length}${detail}`,
-  );
+  return checks.add(name, history.overlaps.length === 0, "0 overlaps", `${history.overlaps.length}${detail}`);
 }
 
 /** C2: the counter equals the number of completed sections. */
@@ -85,4 +83,21 @@ export function overlapsOnlyWith(history, holderId) {
   return history.overlaps.every(
     (record) => record.entrant?.holder === holderId || record.holders.some((h) => h.holder === holderId),
   );
+}
+
+/**
+ * Overlap records that `holderId` does not explain: without its weight, the others inside would
+ * still exceed the limit (a third party overlapping the successor while the stale holder is in).
+ * Records of entries that did not involve `holderId` at all count too.
+ */
+export function overlapsNotExplainedBy(history, holderId) {
+  return history.overlaps.filter((record) => {
+    const parties = record.holders.some((h) => h.holder === record.entrant?.holder)
+      ? record.holders
+      : [...record.holders, record.entrant];
+    const others = parties.filter((h) => h.holder !== holderId);
+    if (others.length === parties.length) return true;
+    const used = others.reduce((total, h) => total + (Number(h.weight) || 1), 0);
+    return used > (record.limit ?? 1);
+  });
 }

@@ -3,9 +3,14 @@
  * their critical sections, and where the checkers read the history afterwards. All keys of one run
  * live under a namespace. Per lock key `k`:
  *
- * - `inside:k`   (C1) incremented on entry, decremented on exit: above 1 means two holders at once;
- * - `holders:k`  who is inside now (holder id → entry record), to name the parties of an overlap;
- * - `overlaps`   (C1) one JSON record per entry that found someone else inside (who, when);
+ * - `inside:k`   (C1) permits in use: incremented by the holder's weight on entry (1 for a lock),
+ *                decremented on exit; above the limit (1 for a lock) means too many holders at once;
+ * - `holders:k`  who is inside now (holder id → entry record, with its weight and role), to name
+ *                the parties of an overlap;
+ * - `overlaps`   (C1) one JSON record per entry that took `inside` above the limit (who, when);
+ * - `roles:k`    holders inside now per role ("read", "write"; counted locks with roles only);
+ * - `peaks:k`    the most ever inside at once: `permits` (of `inside`), `holders`, and per role;
+ * - `shared:k`   sections that completed without the C2 counter (semaphore holders, readers);
  * - `counter:k`  (C2) a counter updated with a non-atomic read, pause, write;
  * - `completed:k`(C2) sections whose write happened (set in the same MULTI as the write);
  * - `granted:k`  (C3) the highest fencing token that has entered a section (registered on entry);
@@ -19,18 +24,26 @@
  */
 
 /**
- * Entry into a critical section, atomically: count, remember who is inside, record an overlap with
- * everyone inside if there is one (with the referee's clock), and register the fencing token.
- * KEYS: inside, holders, overlaps, granted. ARGV: holder id, entry record (JSON object), token or "".
+ * Entry into a critical section, atomically: add the holder's weight to the permits in use,
+ * remember who is inside, record an overlap with everyone inside if that exceeds the limit (with
+ * the referee's clock), keep the peaks, and register the fencing token. A lock is weight 1, limit 1.
+ * KEYS: inside, holders, overlaps, granted, peaks, roles. ARGV: holder id, entry record (JSON
+ * object), token or "", weight, limit, role or "".
  */
 const ENTER = `
-local n = redis.call("incr", KEYS[1])
+local n = redis.call("incrby", KEYS[1], tonumber(ARGV[4]))
 redis.call("hset", KEYS[2], ARGV[1], ARGV[2])
-if n > 1 then
+local function peak(field, value)
+  if value > tonumber(redis.call("hget", KEYS[5], field) or "0") then redis.call("hset", KEYS[5], field, value) end
+end
+peak("permits", n)
+peak("holders", redis.call("hlen", KEYS[2]))
+if ARGV[6] ~= "" then peak(ARGV[6], redis.call("hincrby", KEYS[6], ARGV[6], 1)) end
+if n > tonumber(ARGV[5]) then
   local t = redis.call("time")
   local at = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local holders = redis.call("hvals", KEYS[2])
-  redis.call("rpush", KEYS[3], '{"at":' .. at .. ',"inside":' .. n .. ',"entrant":' .. ARGV[2] ..
+  redis.call("rpush", KEYS[3], '{"at":' .. at .. ',"inside":' .. n .. ',"limit":' .. ARGV[5] .. ',"entrant":' .. ARGV[2] ..
     ',"holders":[' .. table.concat(holders, ",") .. ']}')
 end
 local token = ARGV[3]
@@ -44,13 +57,19 @@ return n
 `;
 
 /**
- * Exit from a critical section: forget the holder and decrement, only if it was inside (so that the
- * compensation for a killed holder and a real exit can never both count). KEYS: inside, holders.
- * ARGV: holder id. Returns the new count, or -1 when the holder was not inside.
+ * Exit from a critical section: forget the holder and give back its weight (from its entry record;
+ * 1 when it has none), only if it was inside (so that the compensation for a killed holder and a
+ * real exit can never both count). KEYS: inside, holders, roles. ARGV: holder id. Returns the new
+ * count, or -1 when the holder was not inside.
  */
 const EXIT = `
-if redis.call("hdel", KEYS[2], ARGV[1]) == 1 then return redis.call("decr", KEYS[1]) end
-return -1
+local record = redis.call("hget", KEYS[2], ARGV[1])
+if not record then return -1 end
+redis.call("hdel", KEYS[2], ARGV[1])
+local entry = cjson.decode(record)
+local role = entry.role
+if type(role) == "string" and role ~= "" then redis.call("hincrby", KEYS[3], role, -1) end
+return redis.call("decrby", KEYS[1], tonumber(entry.weight) or 1)
 `;
 
 /** A plain, unconditional write of the resource (only for the checker's control run). */
@@ -58,6 +77,12 @@ const UNFENCED_WRITE = `
 redis.call("hset", KEYS[1], "fence", ARGV[1], "value", ARGV[2])
 return 1
 `;
+
+/**
+ * The referee weight of a read-write locker's writer: the limit its sections enter against, so a
+ * writer with anyone (readers are weight 1), or two writers, exceed it.
+ */
+export const RW_WRITER_WEIGHT = 1000;
 
 /** Compares two non-negative decimal strings numerically (exact beyond 2^53). */
 export function compareTokens(a, b) {
@@ -86,6 +111,15 @@ export class RefereeKeys {
   granted(key) {
     return `${this.namespace}granted:${key}`;
   }
+  roles(key) {
+    return `${this.namespace}roles:${key}`;
+  }
+  peaks(key) {
+    return `${this.namespace}peaks:${key}`;
+  }
+  shared(key) {
+    return `${this.namespace}shared:${key}`;
+  }
   resource(key) {
     return `${this.namespace}resource:${key}`;
   }
@@ -111,28 +145,43 @@ export class RefereeRecorder {
     this.keys = new RefereeKeys(namespace);
   }
 
-  /** C1 entry; resolves to how many holders are inside now, this one included. */
-  async enter(key, holderId, entry, token) {
+  /**
+   * C1 entry; resolves to the permits in use now, this holder's included. A lock's holder takes
+   * weight 1 of limit 1; a counted lock's passes its weight, the limit and its role, if any.
+   */
+  async enter(key, holderId, entry, token, { weight = 1, limit = 1, role = "" } = {}) {
     const k = this.keys;
-    const record = JSON.stringify({ holder: holderId, ...entry });
+    const record = JSON.stringify(
+      role === "" ? { holder: holderId, weight, ...entry } : { holder: holderId, weight, role, ...entry },
+    );
     return Number(
       await this.client.eval(
         ENTER,
-        4,
+        6,
         k.inside(key),
         k.holders(key),
         k.overlaps,
         k.granted(key),
+        k.peaks(key),
+        k.roles(key),
         holderId,
         record,
         token ?? "",
+        weight,
+        limit,
+        role,
       ),
     );
   }
 
-  /** C1 exit; resolves to the count after leaving (or -1 if this holder was not inside). */
+  /** C1 exit; resolves to the permits in use after leaving (or -1 if this holder was not inside). */
   async exit(key, holderId) {
-    return Number(await this.client.eval(EXIT, 2, this.keys.inside(key), this.keys.holders(key), holderId));
+    return exitOf(this.client, this.keys, key, holderId);
+  }
+
+  /** A section that completed without the C2 counter (a semaphore holder's, a reader's). */
+  async completeShared(key) {
+    await this.client.incr(this.keys.shared(key));
   }
 
   /** C2 read. */
@@ -198,7 +247,7 @@ export class RefereeReader {
    * have. Must run before anyone else can enter (the killed holder's lock is still in place).
    */
   async forget(key, holderId) {
-    return Number(await this.client.eval(EXIT, 2, this.keys.inside(key), this.keys.holders(key), holderId));
+    return exitOf(this.client, this.keys, key, holderId);
   }
 
   /** The whole history of the run, summarised for the checkers. */
@@ -206,10 +255,17 @@ export class RefereeReader {
     const k = this.keys;
     let completed = 0;
     let counter = 0;
+    let shared = 0;
+    /** The highest of each peak over the keys: permits, holders, and per role. */
+    const peaks = {};
     const stillInside = {};
     for (const key of keys) {
       completed += Number((await this.client.get(k.completed(key))) ?? "0");
       counter += Number((await this.client.get(k.counter(key))) ?? "0");
+      shared += Number((await this.client.get(k.shared(key))) ?? "0");
+      for (const [field, value] of Object.entries(await this.client.hgetall(k.peaks(key)))) {
+        peaks[field] = Math.max(peaks[field] ?? 0, Number(value));
+      }
       const inside = Number((await this.client.get(k.inside(key))) ?? "0");
       if (inside !== 0) stillInside[key] = { inside, holders: await this.holders(key) };
     }
@@ -221,6 +277,8 @@ export class RefereeReader {
       completed,
       counter,
       lostUpdates: completed - counter,
+      shared,
+      peaks,
       stillInside,
       fenced: {
         staleRejected: count("stale-rejected"),
@@ -231,4 +289,9 @@ export class RefereeReader {
       staleAcceptedRecords: staleAccepted,
     };
   }
+}
+
+/** The exit script for `holderId` on `key` (a worker's exit, or the parent's clean-up of a killed holder). */
+async function exitOf(client, keys, key, holderId) {
+  return Number(await client.eval(EXIT, 3, keys.inside(key), keys.holders(key), keys.roles(key), holderId));
 }

@@ -82,7 +82,9 @@ export class RunContext {
    * @param {number} index
    * @param {object} settings mode, keys, sections, tasks, hold, fencing, expiry, backoffMax, writer,
    *   operationTimeout, and optionally `lockPorts` (where the lock connections go instead of the
-   *   lock servers, e.g. a proxy), `sentinel` ({ ports, name }), `abortWaits` ({ chance, minMs, maxMs })
+   *   lock servers, e.g. a proxy), `sentinel` ({ ports, name }), `abortWaits` ({ chance, minMs, maxMs }),
+   *   and for counted locks `limit` and `weights` ({ min, max }) (mode "semaphore") or `writerShare`
+   *   (mode "rw")
    */
   workerConfig(index, settings) {
     const lockerOptions = { expiry: settings.expiry, backoff: { min: 20, max: settings.backoffMax } };
@@ -107,6 +109,9 @@ export class RunContext {
       lockerOptions,
       acquireTimeoutMs: settings.acquireTimeoutMs ?? 30_000,
       errorRetryMs: settings.errorRetryMs ?? 100,
+      limit: settings.limit ?? null,
+      weights: settings.weights ?? null,
+      writerShare: settings.writerShare ?? 0,
     };
   }
 
@@ -176,6 +181,18 @@ export class RunContext {
   /** The current value of `key`'s lock on lock server `node` (null when absent). */
   lockValue(key, node = 0) {
     return this.lockAdmins[node].get(`${this.prefix}${key}`);
+  }
+
+  /**
+   * Who holds `key` on lock server `node`, whatever the kind of lock: a lock's token, or a counted
+   * lock's holders (its sorted set's members, comma-separated); null when nobody does.
+   */
+  async holdersValue(key, node = 0) {
+    const admin = this.lockAdmins[node];
+    const lockKey = `${this.prefix}${key}`;
+    if ((await admin.type(lockKey)) !== "zset") return admin.get(lockKey);
+    const members = await admin.zrange(lockKey, 0, -1);
+    return members.length === 0 ? null : members.sort().join(",");
   }
 
   /**

@@ -12,33 +12,49 @@
  * The successor is made to hold long (a "setHold" sent to every contender while the stale holder
  * is inside, so whoever takes over holds) so that its key is still there when the stale release
  * runs, and the check that it survives is meaningful.
+ *
+ * With read-write locks (the `READ_WRITE` variant, scenario 4c) the stale holder is a writer; the
+ * contenders, readers and writers, all turn writers while it is inside, and the successor is the
+ * first writer after it (readers queued before that took short holds): only a writer registers a
+ * higher fencing token, which is what makes the stale commit refusable.
  */
-import { checkNoStaleAccepted, overlapsOnlyWith } from "../lib/checks.mjs";
+import { checkNoStaleAccepted, overlapsNotExplainedBy, overlapsOnlyWith } from "../lib/checks.mjs";
 import { now, sleep } from "../lib/clock.mjs";
+
+/** Plain locks (scenarios 4 and 5): any contender's acquisition is the succession. */
+export const LOCK = { settings: {}, victimArm: {}, successorRole: undefined };
 
 /**
  * @param {import("../lib/run-context.mjs").RunContext} ctx
  * @param {object} p parameters
  * @param {import("../lib/checks.mjs").Checks} checks
  * @param {"pause" | "block"} fault
+ * @param {{ settings: object, victimArm: object, successorRole: string | undefined }} variant the
+ *   workers' extra settings, what the stale holder's section takes (e.g. `{ role: "write" }`), and
+ *   the role of the successor (its hold is made long, and other roles are turned into it)
  */
-export async function runStaleHolder(ctx, p, checks, fault) {
+export async function runStaleHolder(ctx, p, checks, fault, variant = LOCK) {
   const keys = ["k0"];
   const expiry = p.expiry;
-  const [victim] = await ctx.startWarmedUp(p.contenders + 1, keys, p);
+  const [victim] = await ctx.startWarmedUp(p.contenders + 1, keys, p, variant.settings);
+  const role = variant.successorRole;
 
   const faultMs = p.faultFactor * expiry;
   victim.send({
     type: "arm",
-    hold:
-      fault === "pause"
+    hold: {
+      ...(fault === "pause"
         ? { kind: "sleep", ms: p.victimHoldMs }
-        : { kind: "block", ms: faultMs, thenSleepMs: p.afterBlockMs },
+        : { kind: "block", ms: faultMs, thenSleepMs: p.afterBlockMs }),
+      ...variant.victimArm,
+    },
   });
   const entered = await victim.waitForNext((e) => e.type === "entered", 20_000, "stale holder inside");
   // Whoever takes over next holds long: its key must still be there when the stale release runs.
-  ctx.pool.broadcast({ type: "setHold", min: p.successorHoldMs, max: p.successorHoldMs }, [victim]);
-  const isSuccession = (e) => e.type === "acquired" && e.worker !== victim.id && e.t > entered.t;
+  ctx.pool.broadcast({ type: "setHold", min: p.successorHoldMs, max: p.successorHoldMs, role }, [victim]);
+  if (role !== undefined) ctx.pool.broadcast({ type: "setWriterShare", share: 1 }, [victim]);
+  const isSuccession = (e) =>
+    e.type === "acquired" && e.worker !== victim.id && e.t > entered.t && (role === undefined || e.role === role);
 
   let resumedAt;
   let successor;
@@ -58,15 +74,16 @@ export async function runStaleHolder(ctx, p, checks, fault) {
   } else {
     successor = await ctx.firstEvent(isSuccession, faultMs + 5 * expiry, "a contender takes over");
   }
-  const successorToken = await ctx.lockValue("k0");
+  const successorToken = await ctx.holdersValue("k0");
   const special = await victim.waitFor((e) => e.type === "special", 10 * expiry, "stale holder finished");
   await sleep(p.settleMs);
-  const tokenAfter = await ctx.lockValue("k0");
+  const tokenAfter = await ctx.holdersValue("k0");
   const holdersAfter = await ctx.referee.holders("k0");
   const successorId = successor ? `${successor.worker}.${successor.task}` : undefined;
   const successorInside = successorId !== undefined && successorId in holdersAfter;
 
-  ctx.pool.broadcast({ type: "setHold", ...p.hold }, [victim]);
+  ctx.pool.broadcast({ type: "setHold", ...p.hold, role }, [victim]);
+  if (role !== undefined) ctx.pool.broadcast({ type: "setWriterShare", share: p.writerShare }, [victim]);
   await ctx.sectionsAfter(now(), p.warmup, 10 * expiry + p.successorHoldMs, "sections after the fault");
   const history = await ctx.finish(checks, keys);
 
@@ -80,6 +97,13 @@ export async function runStaleHolder(ctx, p, checks, fault) {
     history.overlaps
       .map((o) => `${o.entrant.holder} entered with ${o.holders.map((h) => h.holder).join("+")}`)
       .join("; "),
+  );
+  const unexplained = overlapsNotExplainedBy(history, entered.holderId);
+  checks.add(
+    "without the stale holder, no overlap among the others",
+    unexplained.length === 0,
+    "0",
+    unexplained.length === 0 ? "0" : `${unexplained.length} (first: ${JSON.stringify(unexplained[0])})`,
   );
   const runsAgainAt = fault === "pause" ? resumedAt : special.blockEndedAt;
   const lostDelay = special.lostAt === undefined ? Number.NaN : special.lostAt - runsAgainAt;
