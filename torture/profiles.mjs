@@ -99,6 +99,19 @@ const sentinelFailover = {
   failoverWaitMs: 20_000,
   sectionsAfterFailover: 10,
 };
+/**
+ * Scenarios 13–16, counted locks on one node. Semaphores: `limit` permits, each section a seeded
+ * weight in `weights`; read-write locks: a seeded `writerShare` of sections are writers. Holds are
+ * a little longer than a lock's so that holders share; `waitBoundMs` bounds every wait (FIFO: no
+ * waiter is overtaken for long).
+ */
+const COUNTED_HOLD = { min: 1, max: 5 };
+const semaphore = { ...common, limit: 4, weights: { min: 1, max: 3 }, hold: COUNTED_HOLD, waitBoundMs: EXPIRY };
+const readWrite = { ...common, writerShare: 0.25, hold: COUNTED_HOLD, waitBoundMs: EXPIRY };
+/** Scenario 14: as scenario 3; the victim takes every permit. */
+const semaphoreKill = { ...semaphore, marginMs: 500, clockSlackMs: 20 };
+/** Scenario 16: as scenario 4, with a writer. */
+const readWriteStop = { ...holderPaused, writerShare: 0.5 };
 const loopBlocked = { ...staleHolder, faultFactor: 1.5, afterBlockMs: EXPIRY / 2, successorHoldMs: 2 * EXPIRY };
 
 export const PROFILES = {
@@ -118,6 +131,10 @@ export const PROFILES = {
     "script-flush": { ...scriptFlush, seeds: [1, 2, 3], processes: 4, probes: 6, contentionMs: 1500 },
     "quorum-restore": { ...quorumRestore, seeds: [1, 2, 3, 4, 5], contenders: 3, warmup: 10 },
     "sentinel-failover": { ...sentinelFailover, seeds: [1, 2, 3], processes: 4, warmup: 10, sectionsAfterFailover: 20 },
+    semaphore: { ...semaphore, seeds: [1, 2, 3], processes: 8, sections: 100, keys: 1 },
+    "semaphore-kill": { ...semaphoreKill, seeds: [1, 2, 3], contenders: 7, warmup: 20 },
+    "read-write": { ...readWrite, seeds: [1, 2, 3], processes: 8, sections: 100 },
+    "read-write-stop": { ...readWriteStop, seeds: [1, 2, 3], contenders: 7, warmup: 10 },
   },
   short: {
     control: { ...common, seeds: [1], processes: 3, sections: 20, hold: { min: 1, max: 4 } },
@@ -143,6 +160,10 @@ export const PROFILES = {
     "script-flush": { ...scriptFlush, seeds: [1], processes: 3, probes: 3 },
     "quorum-restore": { ...quorumRestore, seeds: [1], contenders: 2, warmup: 5, holdFactor: 4 },
     "sentinel-failover": { ...sentinelFailover, seeds: [1], processes: 3, warmup: 5 },
+    semaphore: { ...semaphore, seeds: [1], processes: 8, sections: 20, keys: 1 },
+    "semaphore-kill": { ...semaphoreKill, seeds: [1], contenders: 4, warmup: 5 },
+    "read-write": { ...readWrite, seeds: [1], processes: 8, sections: 20 },
+    "read-write-stop": { ...readWriteStop, seeds: [1], contenders: 4, warmup: 5 },
   },
 };
 

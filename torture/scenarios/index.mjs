@@ -9,9 +9,13 @@ import noFaults from "./no-faults.mjs";
 import quorum from "./quorum.mjs";
 import quorumEven from "./quorum-even.mjs";
 import quorumRestore from "./quorum-restore.mjs";
+import readWrite from "./read-write.mjs";
+import readWriteStop from "./read-write-stop.mjs";
 import redisPaused from "./redis-paused.mjs";
 import redisRestart from "./redis-restart.mjs";
 import scriptFlush from "./script-flush.mjs";
+import semaphore from "./semaphore.mjs";
+import semaphoreKill from "./semaphore-kill.mjs";
 import sentinelFailover from "./sentinel-failover.mjs";
 import slowLink from "./slow-link.mjs";
 
@@ -31,6 +35,10 @@ export const SCENARIOS = [
   scriptFlush,
   quorumRestore,
   sentinelFailover,
+  semaphore,
+  semaphoreKill,
+  readWrite,
+  readWriteStop,
 ];
 
 /** Scenarios run only when asked for by id (`--only`): they document known failures. */
