@@ -1,18 +1,21 @@
 /**
  * The counted Redis lockers on a real three-master Redis Cluster (through an ioredis Cluster):
  * the lock contract unchanged for `RedisSemaphore({ limit: 1 })` and the write view, and the
- * semaphore and read-write contracts. One Cluster serves every suite of this file.
+ * semaphore and read-write contracts; and lockAll over keys in different slots. One Cluster serves
+ * every suite of this file.
  */
 import { Cluster } from "ioredis";
 import { lockerContract } from "./contract.js";
 import { startCluster, stopServers } from "./helpers/redis.js";
 import {
+  lockerHarness,
   readWriteHarness,
   SharedDeployment,
   semaphoreAsLockHarness,
   semaphoreHarness,
   writeViewHarness,
 } from "./helpers/redis-primitives-harness.js";
+import { lockAllSuite } from "./lock-all-contract.js";
 import { readWriteContract } from "./read-write-contract.js";
 import { semaphoreContract } from "./semaphore-contract.js";
 
@@ -35,3 +38,5 @@ lockerContract("RedisSemaphore { limit: 1 } on a Redis Cluster", () => semaphore
 lockerContract("RedisReadWriteLocker write view on a Redis Cluster", () => writeViewHarness(cluster));
 semaphoreContract("RedisSemaphore on a Redis Cluster", () => semaphoreHarness(cluster));
 readWriteContract("RedisReadWriteLocker on a Redis Cluster", () => readWriteHarness(cluster));
+// Each key is its own lock, so lockAll works across Cluster slots.
+lockAllSuite("RedisLocker on a Redis Cluster (keys in different slots)", () => lockerHarness(cluster));

@@ -4,7 +4,13 @@
  * gets its own client, like a separate process sharing the Redis.
  */
 import type { Cluster, Redis } from "ioredis";
-import { type Locker, type RedisLockerOptions, RedisReadWriteLocker, RedisSemaphore } from "../../src/index.js";
+import {
+  type Locker,
+  RedisLocker,
+  type RedisLockerOptions,
+  RedisReadWriteLocker,
+  RedisSemaphore,
+} from "../../src/index.js";
 import type { LockerHarness } from "../contract.js";
 import type { ReadWriteHarness } from "../read-write-contract.js";
 import type { SemaphoreHarness } from "../semaphore-contract.js";
@@ -54,6 +60,25 @@ class Made {
     await Promise.allSettled(this.#closables.map((closable) => closable.close()));
     for (const client of this.#clients) client.disconnect();
   }
+}
+
+/** The lock contract's harness for `RedisLocker` (for suites over any Locker, such as lockAll's). */
+export async function lockerHarness(deployment: SharedDeployment): Promise<LockerHarness> {
+  const connect = await deployment.join();
+  const made = new Made();
+  const create = async (options?: { wakeOnly?: boolean }): Promise<Locker> => {
+    const client = connect();
+    return made.add(new RedisLocker(client, options?.wakeOnly ? WAKE_ONLY : {}), client);
+  };
+  return {
+    create,
+    peer: (_locker, options) => create(options),
+    fencing: true,
+    async cleanup() {
+      await made.close();
+      await deployment.leave();
+    },
+  };
 }
 
 /** The lock contract's harness for `RedisSemaphore({ limit: 1 })`. */
