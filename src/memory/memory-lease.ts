@@ -40,6 +40,8 @@ const PLAIN: MemoryAcquireOptions = Object.freeze({ fencing: false, weight: 1, e
 
 /** A memory grant held until released never expires, so its lease's `lost` signal never aborts. */
 const NEVER_LOST = new AbortController().signal;
+const never = (): number => Number.POSITIVE_INFINITY;
+const nothing = (): undefined => undefined;
 
 /**
  * A memory grant with `autoExtend: false`: freed by its holder's release or, at the latest,
@@ -120,8 +122,8 @@ function heldLease(key: string, releaser: Releasable, fencingToken: bigint | und
     key,
     releaser,
     lost: NEVER_LOST,
-    validUntil: () => Number.POSITIVE_INFINITY,
-    onDeadlinePassed: () => undefined,
+    validUntil: never,
+    onDeadlinePassed: nothing,
     fencingToken,
   });
 }

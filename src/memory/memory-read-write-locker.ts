@@ -1,6 +1,8 @@
 import { snapshotOptions } from "../internal/validate.js";
 import type { Locker } from "../locker.js";
 import type { ReadWriteLocker } from "../read-write.js";
+// Referenced from doc comments only.
+import type { MemoryLocker } from "./memory-locker.js";
 import { PermitLocker, PermitStore } from "./permits.js";
 
 /**

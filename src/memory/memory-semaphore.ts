@@ -1,4 +1,5 @@
-import { InvalidArgumentError } from "../errors.js";
+// UnsupportedError is referenced from doc comments only.
+import { InvalidArgumentError, type UnsupportedError } from "../errors.js";
 import { type OptionResolvers, resolveEachOption } from "../internal/validate.js";
 import type { AcquireOptions, Lease, Locker, ReleaseFunc } from "../locker.js";
 import { PermitLocker, PermitStore } from "./permits.js";
