@@ -1,6 +1,7 @@
 import { UnsupportedError } from "../errors.js";
 import { checkWeight, DEFAULT_ACQUIRE_OPTIONS, type ResolvedAcquireOptions } from "../internal/validate.js";
 import type { Locker } from "../locker.js";
+import type { ReadWriteLocker } from "../read-write.js";
 import { EngineLocker } from "./engine-locker.js";
 import { LockEngine } from "./lock-engine.js";
 import { type RedisLockerOptions, resolveClients, resolveOptions, withDefaultPrefix } from "./options.js";
@@ -47,7 +48,7 @@ class ReadWriteView extends EngineLocker {
  * - Closing either view closes both (they share connections and the lease keeper).
  * - A Redlock quorum is refused with an {@link UnsupportedError} (like `RedisSemaphore`).
  */
-export class RedisReadWriteLocker {
+export class RedisReadWriteLocker implements ReadWriteLocker {
   /** Shared (read) leases: many at once, none while a writer holds the key. */
   readonly read: Locker;
   /** Exclusive (write) leases. */
