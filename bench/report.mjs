@@ -42,8 +42,9 @@ function targets(list) {
   ].join("\n");
 }
 
-function uncontended(s) {
-  const rows = s.results.map((r) => [
+/** The uncontended table (ops/s, ratio to the floor, pair times, CPU, commands) of `results`. */
+function uncontendedTable(results) {
+  const rows = results.map((r) => [
     r.label,
     int(r.seqOpsPerSec),
     ratio(r.seqRatio),
@@ -57,41 +58,55 @@ function uncontended(s) {
     int(r.concRedisCpuUsPerOp),
     num(r.commandsPerOp),
   ]);
+  return table(
+    [
+      "contender",
+      "sequential ops/s",
+      "× raw",
+      "pair p50 (µs)",
+      "pair p99 (µs)",
+      "Node CPU µs/op",
+      "Redis CPU µs/op",
+      "8 keys ops/s",
+      "× raw",
+      "Node CPU µs/op",
+      "Redis CPU µs/op",
+      "Redis cmds/op",
+    ],
+    rows,
+  );
+}
+
+/** The commands per acquire + release of `results`, top-level and inside scripts. */
+function commandsTable(results) {
+  return table(
+    ["contender", "executed per op", "top-level (sent)", "inner (inside scripts)"],
+    results.map((r) => [
+      r.label,
+      num(r.commandsPerOp),
+      `${num(r.topLevelPerOp)}: ${breakdown(r.topLevelBreakdown)}`,
+      r.innerPerOp > 0 ? `${num(r.innerPerOp)}: ${breakdown(r.innerBreakdown)}` : "0",
+    ]),
+    ["l", "r", "l", "l"],
+  );
+}
+
+/** How to read the uncontended table, for `config` ({ concurrency, rounds, durationMs }). */
+function uncontendedNote(config) {
+  return `Sequential: one loop on one key. 8 keys: ${config.concurrency} concurrent loops on ${config.concurrency} keys sharing one connection. Medians of ${config.rounds} interleaved rounds of ${config.durationMs} ms; "× raw" is the median of the per-round ratios to the raw floor. CPU per op: Node (process.cpuUsage, this process on CPU 0) and redis-server (INFO cpu, used_cpu_user + used_cpu_sys, on CPU 1), over each loop.`;
+}
+
+function uncontended(s) {
   return [
     "## 1–2. Uncontended acquire + release (Redis)",
     "",
-    `Sequential: one loop on one key. 8 keys: ${s.config.concurrency} concurrent loops on ${s.config.concurrency} keys sharing one connection. Medians of ${s.config.rounds} interleaved rounds of ${s.config.durationMs} ms; "× raw" is the median of the per-round ratios to the raw floor. CPU per op: Node (process.cpuUsage, this process on CPU 0) and redis-server (INFO cpu, used_cpu_user + used_cpu_sys, on CPU 1), over each loop.`,
+    uncontendedNote(s.config),
     "",
-    table(
-      [
-        "contender",
-        "sequential ops/s",
-        "× raw",
-        "pair p50 (µs)",
-        "pair p99 (µs)",
-        "Node CPU µs/op",
-        "Redis CPU µs/op",
-        "8 keys ops/s",
-        "× raw",
-        "Node CPU µs/op",
-        "Redis CPU µs/op",
-        "Redis cmds/op",
-      ],
-      rows,
-    ),
+    uncontendedTable(s.results),
     "",
     "Redis commands per acquire + release (sequential loop, pooled over rounds): every command Redis executed (INFO commandstats deltas, which count the commands run inside Lua scripts), split into top-level ones (requests the client sent, counted on the client side; EVALSHA is a script call) and inner ones (run inside those scripts: executed − sent).",
     "",
-    table(
-      ["contender", "executed per op", "top-level (sent)", "inner (inside scripts)"],
-      s.results.map((r) => [
-        r.label,
-        num(r.commandsPerOp),
-        `${num(r.topLevelPerOp)}: ${breakdown(r.topLevelBreakdown)}`,
-        r.innerPerOp > 0 ? `${num(r.innerPerOp)}: ${breakdown(r.innerBreakdown)}` : "0",
-      ]),
-      ["l", "r", "l", "l"],
-    ),
+    commandsTable(s.results),
     "",
     `t_pair (globallock's median sequential acquire + release) = ${num(s.tPairMs * 1000)} µs, used for the contended limit below.`,
   ].join("\n");
@@ -168,6 +183,36 @@ function contended(s) {
   ].join("\n");
 }
 
+/** The hand-off table of `results`: reps, p50/p99 and their ratios to the raw direct grant's. */
+function handoffTable(results) {
+  return table(
+    [
+      "contender",
+      "reps",
+      "gave up",
+      "p50 (ms)",
+      "p99 (ms)",
+      "p50 × grant",
+      "p99 × grant",
+      "mean (ms)",
+      "min (ms)",
+      "max (ms)",
+    ],
+    results.map((r) => [
+      r.label,
+      r.reps,
+      r.failures,
+      num(r.p50Ms),
+      num(r.p99Ms),
+      ratio(r.p50VsGrant),
+      ratio(r.p99VsGrant),
+      num(r.meanMs),
+      num(r.minMs),
+      num(r.maxMs),
+    ]),
+  );
+}
+
 function handoff(s) {
   return [
     "## 4. Hand-off latency (Redis)",
@@ -176,32 +221,7 @@ function handoff(s) {
     "",
     `The raw floors (bench/lib/raw-direct-grant.mjs): **direct grant** — a blocked waiter's token is queued (RPUSH) in the script that found the key taken; the release script pops it, SETs the key to it with the TTL and PUBLISHes to the waiter's own channel, which the waiter takes as ownership (one round trip: the release); **wake then claim** — the release deletes and PUBLISHes on the key's channel, the waiter claims with SET NX (two round trips). "× grant" = this p50 (p99) ÷ the direct grant's p50 (p99) with B on the same side, pooled samples of this run.`,
     "",
-    table(
-      [
-        "contender",
-        "reps",
-        "gave up",
-        "p50 (ms)",
-        "p99 (ms)",
-        "p50 × grant",
-        "p99 × grant",
-        "mean (ms)",
-        "min (ms)",
-        "max (ms)",
-      ],
-      s.results.map((r) => [
-        r.label,
-        r.reps,
-        r.failures,
-        num(r.p50Ms),
-        num(r.p99Ms),
-        ratio(r.p50VsGrant),
-        ratio(r.p99VsGrant),
-        num(r.meanMs),
-        num(r.minMs),
-        num(r.maxMs),
-      ]),
-    ),
+    handoffTable(s.results),
   ].join("\n");
 }
 
@@ -359,6 +379,44 @@ function quorum(s) {
   ].join("\n");
 }
 
+function semaphore(s) {
+  const u = s.uncontended;
+  const c = s.contended.config;
+  const h = s.handoff;
+  const holdP50 = s.contended.inProcess.find((r) => r.id === "globallock-own")?.holdP50Ms;
+  return [
+    `## 8. Semaphores: limit ${s.limit} (Redis)`,
+    "",
+    `globallock's RedisSemaphore against redis-semaphore's Semaphore (one instance per acquisition, as its README does; retryInterval 1 ms instead of its default 10 ms), both with ${s.limit} permits per key and one permit per acquisition (\`lock\` / \`acquire()\`), default options otherwise.`,
+    "",
+    "### Uncontended acquire + release",
+    "",
+    `${uncontendedNote(u.config)} The raw floor runs in the same rounds.`,
+    "",
+    uncontendedTable(u.results),
+    "",
+    commandsTable(u.results),
+    "",
+    `### Contended: ${c.workers} workers, one key, limit ${c.limit}`,
+    "",
+    `Each critical section is \`setTimeout(${c.holdMs})\` (measured hold p50 ≈ ${num(holdP50)} ms). ${c.warmupMs} ms warm-up, then a ${c.durationMs} ms window; medians of ${c.rounds} interleaved round(s). "of limit" = CS/s ÷ (${c.limit} × 1000 / (hold p50 + t_pair)), with t_pair = RedisSemaphore's median uncontended acquire + release above (${num(c.tPairMs * 1000)} µs): ${c.limit} permits, each handed over in one acquire + release. Jain = fairness over the ${c.workers} workers (1 = even). Other columns as in scenario 3.`,
+    "",
+    "One process:",
+    "",
+    contendedTable(s.contended.inProcess),
+    "",
+    `${c.processes} processes × ${c.workers / c.processes} workers:`,
+    "",
+    contendedTable(s.contended.twoProcesses),
+    "",
+    "### Hand-off latency",
+    "",
+    `As scenario 4, with the key's other ${s.limit - 1} permits held throughout (by a third session of the same library), so that B waits for A's permit. The raw direct grant is a mutex hand-off (one round trip), the floor. Samples pooled over ${h.config.rounds} interleaved rounds; cross-process clock offset ${num(h.clockOffsetMs * 1000)} µs (IPC ping RTT ${num(h.clockPingRttMs * 1000)} µs).`,
+    "",
+    handoffTable(h.results),
+  ].join("\n");
+}
+
 /**
  * The whole report.
  * @param {object} results as assembled by bench/run.mjs
@@ -373,5 +431,6 @@ export function renderMarkdown(results) {
   if (results.memory) sections.push(memory(results.memory));
   if (results.held) sections.push(held(results.held));
   if (results.quorum) sections.push(quorum(results.quorum));
+  if (results.semaphore) sections.push(semaphore(results.semaphore));
   return `${sections.join("\n\n")}\n`;
 }

@@ -7,7 +7,7 @@
  *
  *   BENCH_QUICK=1           ~1-minute smoke run
  *   BENCH_ONLY=a,b          only these scenarios (uncontended, contended, handoff, memory, held,
- *                           quorum); the report is printed but bench/results is left alone
+ *                           quorum, semaphore); the report is printed but bench/results is left alone
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -28,6 +28,7 @@ import { runHandoff } from "./scenarios/handoff.mjs";
 import { runHeld } from "./scenarios/held.mjs";
 import { runMemory } from "./scenarios/memory.mjs";
 import { runQuorum } from "./scenarios/quorum.mjs";
+import { runSemaphore } from "./scenarios/semaphore.mjs";
 import { runUncontended } from "./scenarios/uncontended.mjs";
 
 /** Every scenario, in the order they run. */
@@ -38,6 +39,7 @@ const RUNNERS = {
   memory: runMemory,
   held: runHeld,
   quorum: runQuorum,
+  semaphore: runSemaphore,
 };
 const SCENARIOS = Object.keys(RUNNERS);
 const RESULTS_DIR = fileURLToPath(new URL("./results/", import.meta.url));

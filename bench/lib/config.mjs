@@ -47,6 +47,15 @@ const full = {
    * node up and one with a node killed.
    */
   quorum: { rounds: 5, nodes: 5, processes: 4, sections: 10, holdMs: 5, settleMs: 200, timeoutMs: 15_000 },
+  /**
+   * Scenario 8: semaphores (limit 4). `uncontended` as scenarios 1–2; `contended`: `workers` on one
+   * key, hold 1 ms, as scenario 3; `handoff`: as scenario 4 (same pre-release hold), the other 3 permits held throughout.
+   */
+  semaphore: {
+    uncontended: { rounds: 5, warmupMs: 300, durationMs: 400, maxOps: 200_000, concurrency: 8 },
+    contended: { rounds: 3, workers: 16, holdMs: 1, warmupMs: 300, durationMs: 2000, drainMs: 5000 },
+    handoff: { rounds: 4, reps: 200, slowReps: 40, maxMsPerContender: 12_000 },
+  },
 };
 
 const quick = {
@@ -67,6 +76,11 @@ const quick = {
     roundTimeoutMs: 40_000,
   },
   quorum: { rounds: 2, nodes: 5, processes: 4, sections: 10, holdMs: 5, settleMs: 200, timeoutMs: 15_000 },
+  semaphore: {
+    uncontended: { rounds: 2, warmupMs: 50, durationMs: 150, maxOps: 50_000, concurrency: 8 },
+    contended: { rounds: 1, workers: 16, holdMs: 1, warmupMs: 150, durationMs: 600, drainMs: 3000 },
+    handoff: { rounds: 2, reps: 20, slowReps: 4, maxMsPerContender: 3000 },
+  },
 };
 
 /** The settings in effect for this run. */

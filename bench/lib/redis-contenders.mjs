@@ -10,8 +10,8 @@
  * A session may be used by several concurrent callers (they then share its connection).
  */
 import { randomBytes } from "node:crypto";
-import { RedisLocker } from "globallock";
-import { Mutex, TimeoutError } from "redis-semaphore";
+import { RedisLocker, RedisSemaphore } from "globallock";
+import { Mutex, Semaphore, TimeoutError } from "redis-semaphore";
 import Redlock, { ExecutionError } from "redlock";
 import { rawDirectGrant, rawWakeClaim } from "./raw-direct-grant.mjs";
 import { connectClient } from "./redis-client.mjs";
@@ -24,6 +24,9 @@ import { connectClient } from "./redis-client.mjs";
 
 /** Lease length used by every contender (ms). */
 export const LEASE_MS = 30_000;
+
+/** Permits per key of the semaphore contenders (scenario 8). */
+export const SEMAPHORE_LIMIT = 4;
 
 /** The floor's compare-and-delete, verbatim from the benchmark brief. */
 const COMPARE_AND_DELETE =
@@ -57,24 +60,36 @@ export const raw = {
 };
 
 /**
- * globallock's RedisLocker with default options over its own client.
- * @type {Contender}
+ * A globallock Locker over its own client; `lock` takes the key (one permit of a semaphore).
+ * @param {string} id
+ * @param {string} label
+ * @param {(client: import("ioredis").Redis) => import("globallock").Locker} create
+ * @returns {Contender}
  */
-export const globallock = {
-  id: "globallock",
-  label: "globallock RedisLocker",
-  async open(port) {
-    const client = await connectClient(port);
-    const locker = new RedisLocker(client);
-    return {
-      lock: (key) => locker.lock(undefined, key),
-      async close() {
-        await locker.close();
-        client.disconnect();
-      },
-    };
-  },
-};
+function globallockContender(id, label, create) {
+  return {
+    id,
+    label,
+    async open(port) {
+      const client = await connectClient(port);
+      const locker = create(client);
+      return {
+        lock: (key) => locker.lock(undefined, key),
+        async close() {
+          await locker.close();
+          client.disconnect();
+        },
+      };
+    },
+  };
+}
+
+/** globallock's RedisLocker with default options. */
+export const globallock = globallockContender(
+  "globallock",
+  "globallock RedisLocker",
+  (client) => new RedisLocker(client),
+);
 
 /**
  * redlock 5 used directly, `new Redlock([client], settings)`; an ExecutionError (no quorum within
@@ -128,36 +143,71 @@ export const redlock1ms = redlockContender("redlock-1ms", "redlock 5 (retry ever
 });
 
 /**
- * redis-semaphore's Mutex, one instance per acquisition (as its README does), polling every 1 ms
+ * A redis-semaphore primitive, one instance per acquisition (as its README does), polling every 1 ms
  * instead of its default 10 ms; it gives up (TimeoutError) after its default acquireTimeout (10 s).
- * @type {Contender}
+ * @param {string} id
+ * @param {string} label
+ * @param {(client: import("ioredis").Redis, key: string, options: object) => { acquire(): Promise<void>, release(): Promise<void> }} create
+ * @returns {Contender}
  */
-export const redisSemaphore = {
-  id: "redis-semaphore",
-  label: "redis-semaphore Mutex (retryInterval 1 ms)",
-  async open(port) {
-    const client = await connectClient(port);
-    return {
-      async lock(key) {
-        const mutex = new Mutex(client, key, { lockTimeout: LEASE_MS, retryInterval: 1, onLockLost: ignore });
-        try {
-          await mutex.acquire();
-        } catch (error) {
-          if (error instanceof TimeoutError) return undefined;
-          throw error;
-        }
-        return () => mutex.release();
-      },
-      async close() {
-        client.disconnect();
-      },
-    };
-  },
-};
+function redisSemaphoreContender(id, label, create) {
+  return {
+    id,
+    label,
+    async open(port) {
+      const client = await connectClient(port);
+      return {
+        async lock(key) {
+          const primitive = create(client, key, { lockTimeout: LEASE_MS, retryInterval: 1, onLockLost: ignore });
+          try {
+            await primitive.acquire();
+          } catch (error) {
+            if (error instanceof TimeoutError) return undefined;
+            throw error;
+          }
+          return () => primitive.release();
+        },
+        async close() {
+          client.disconnect();
+        },
+      };
+    },
+  };
+}
+
+/** redis-semaphore's Mutex. */
+export const redisSemaphore = redisSemaphoreContender(
+  "redis-semaphore",
+  "redis-semaphore Mutex (retryInterval 1 ms)",
+  (client, key, options) => new Mutex(client, key, options),
+);
+
+/** redis-semaphore's Semaphore with {@link SEMAPHORE_LIMIT} permits; one permit per acquisition. */
+export const redisSemaphoreSemaphore = redisSemaphoreContender(
+  "redis-semaphore-semaphore",
+  `redis-semaphore Semaphore (limit ${SEMAPHORE_LIMIT}, retryInterval 1 ms)`,
+  (client, key, options) => new Semaphore(client, key, SEMAPHORE_LIMIT, options),
+);
+
+/** globallock's RedisSemaphore with {@link SEMAPHORE_LIMIT} permits and default options. */
+export const globallockSemaphore = globallockContender(
+  "globallock-semaphore",
+  `globallock RedisSemaphore (limit ${SEMAPHORE_LIMIT})`,
+  (client) => new RedisSemaphore(client, { limit: SEMAPHORE_LIMIT }),
+);
 
 /** Every contender by id (the forked worker looks them up by id). */
 export const CONTENDERS = Object.fromEntries(
-  [raw, rawDirectGrant, rawWakeClaim, globallock, redlockNoRetry, redlockDefault, redlock1ms, redisSemaphore].map(
-    (c) => [c.id, c],
-  ),
+  [
+    raw,
+    rawDirectGrant,
+    rawWakeClaim,
+    globallock,
+    redlockNoRetry,
+    redlockDefault,
+    redlock1ms,
+    redisSemaphore,
+    globallockSemaphore,
+    redisSemaphoreSemaphore,
+  ].map((c) => [c.id, c]),
 );

@@ -80,9 +80,12 @@ async function serverSnapshot(monitor) {
   return { server: await readCommandStats(monitor), redisCpuMs: await readRedisCpuMs(monitor) };
 }
 
-/** One in-process run. */
-async function runInProcess(variant, key, port, monitor) {
-  const { workers, holdMs, warmupMs, durationMs, drainMs } = CONFIG.contended;
+/**
+ * One in-process run.
+ * @param {{ workers: number, holdMs: number, warmupMs: number, durationMs: number, drainMs: number }} [settings]
+ */
+export async function runInProcess(variant, key, port, monitor, settings = CONFIG.contended) {
+  const { workers, holdMs, warmupMs, durationMs, drainMs } = settings;
   const sessions = await openSessions(variant, port, workers);
   try {
     const startAt = now() + 20;
@@ -105,8 +108,8 @@ async function runInProcess(variant, key, port, monitor) {
 }
 
 /** One run across the forked worker processes, started on a shared epoch schedule. */
-async function runAcrossProcesses(variant, key, port, monitor, processes) {
-  const { workers, holdMs, warmupMs, durationMs, drainMs } = CONFIG.contended;
+export async function runAcrossProcesses(variant, key, port, monitor, processes, settings = CONFIG.contended) {
+  const { workers, holdMs, warmupMs, durationMs, drainMs } = settings;
   const perProcess = workers / processes.length;
   await Promise.all(
     processes.map((p) =>
@@ -143,12 +146,15 @@ async function runAcrossProcesses(variant, key, port, monitor, processes) {
   };
 }
 
-/** The per-run metrics of one contention run. */
-function metricsOf(run, durationMs, tPairMs) {
+/**
+ * The per-run metrics of one contention run. With `permits` holders at once (a semaphore), the
+ * limit is `permits` times a lock's.
+ */
+function metricsOf(run, durationMs, tPairMs, permits) {
   const cs = run.completions.reduce((a, b) => a + b, 0);
   const holdP50Ms = median(run.holds);
   const csPerSec = (cs * 1000) / durationMs;
-  const limitPerSec = 1000 / (holdP50Ms + tPairMs);
+  const limitPerSec = (permits * 1000) / (holdP50Ms + tPairMs);
   return {
     cs,
     csPerSec,
@@ -186,10 +192,12 @@ const FIELDS = [
   "redisCpuUsPerCs",
 ];
 
-/** Medians over rounds plus the pooled per-command breakdown (commands per critical section). */
-function summarize(variant, runs, tPairMs) {
-  const { durationMs } = CONFIG.contended;
-  const rounds = runs.map((run) => ({ ...metricsOf(run, durationMs, tPairMs), completions: run.completions }));
+/**
+ * Medians over rounds plus the pooled per-command breakdown (commands per critical section).
+ * `permits`: how many may hold at once (1 for locks).
+ */
+export function summarize(variant, runs, tPairMs, { durationMs } = CONFIG.contended, permits = 1) {
+  const rounds = runs.map((run) => ({ ...metricsOf(run, durationMs, tPairMs, permits), completions: run.completions }));
   const totalCs = rounds.reduce((sum, r) => sum + r.cs, 0);
   const perCs = (maps) =>
     Object.fromEntries(

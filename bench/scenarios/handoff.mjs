@@ -38,10 +38,27 @@ const CONTENDERS = [
   { contender: redisSemaphore },
 ];
 
-const VARIANTS = CONTENDERS.flatMap(({ contender, slow }) => [
-  { id: `${contender.id}:local`, label: `${contender.label} — B in same process`, contender, slow },
-  { id: `${contender.id}:remote`, label: `${contender.label} — B in other process`, contender, slow, remote: true },
-]);
+/**
+ * Each contender twice: B in this process and B in another. `fill` (optional): takes what must be
+ * held on the key before the repetitions (a semaphore's other permits) and resolves to something
+ * with `close()`.
+ * @param {{ contender: object, slow?: boolean, fill?: (port: number, key: string) => Promise<{ close(): Promise<void> }> }[]} contenders
+ */
+export function handoffVariants(contenders) {
+  return contenders.flatMap(({ contender, slow, fill }) => [
+    { id: `${contender.id}:local`, label: `${contender.label} — B in same process`, contender, slow, fill },
+    {
+      id: `${contender.id}:remote`,
+      label: `${contender.label} — B in other process`,
+      contender,
+      slow,
+      fill,
+      remote: true,
+    },
+  ]);
+}
+
+const VARIANTS = handoffVariants(CONTENDERS);
 
 /** A random pre-release hold in [min, max] ms. */
 function preHold() {
@@ -50,7 +67,7 @@ function preHold() {
 }
 
 /** B in this process: the latency in ms, or undefined when B gave up. */
-async function localRep(a, b, key) {
+export async function localRep(a, b, key) {
   const releaseA = await a.lock(key);
   let t1 = 0;
   const blocked = b.lock(key).then((release) => {
@@ -67,7 +84,7 @@ async function localRep(a, b, key) {
 }
 
 /** B in the worker process: the latency on the epoch clock, or undefined when B gave up. */
-async function remoteRep(a, worker, sessionId, key) {
+export async function remoteRep(a, worker, sessionId, key) {
   const releaseA = await a.lock(key);
   await worker.call("block", { sessionId, key });
   await sleep(preHold());
@@ -78,7 +95,7 @@ async function remoteRep(a, worker, sessionId, key) {
 }
 
 /** Estimated offset of the worker's epoch clock from ours (ms), from the lowest-RTT of 30 pings. */
-async function clockOffset(worker) {
+export async function clockOffset(worker) {
   let best = { rtt: Number.POSITIVE_INFINITY, offset: Number.NaN };
   for (let i = 0; i < 30; i++) {
     const sent = epochNow();
@@ -90,15 +107,21 @@ async function clockOffset(worker) {
 }
 
 /**
- * Runs scenario 4.
+ * Interleaved hand-off repetitions of `variants` (see {@link handoffVariants}), B in this process or
+ * in a forked one; per variant the pooled samples' p50, p99, mean, min, max, and, when the raw direct
+ * grant is among the variants, the ratios to its p50 and p99 on the same side. Also used by the
+ * semaphore scenario.
  * @param {{ port: number, monitor: import("ioredis").Redis, log: (line: string) => void }} context
+ * @param {{ rounds: number, reps: number, slowReps: number, maxMsPerContender: number }} settings
+ * @param {string} name the scenario's name in progress lines and keys
  */
-export async function runHandoff({ port, monitor, log }) {
-  const { rounds, reps, slowReps, maxMsPerContender } = CONFIG.handoff;
+export async function measureHandoff(variants, { port, monitor, log }, settings, name = "handoff") {
+  const { rounds, reps, slowReps, maxMsPerContender } = settings;
   const worker = new WorkerProcess(WORKER_MODULE);
   const state = new Map();
+  const keyOf = (variant) => `bench:${name}:${variant.id}`;
   try {
-    for (const variant of VARIANTS) {
+    for (const variant of variants) {
       const a = await variant.contender.open(port);
       const b = variant.remote ? undefined : await variant.contender.open(port);
       if (variant.remote) {
@@ -108,11 +131,12 @@ export async function runHandoff({ port, monitor, log }) {
     }
     const clock = await clockOffset(worker);
     await monitor.flushall();
+    for (const variant of variants) state.get(variant.id).filled = await variant.fill?.(port, keyOf(variant));
     for (let round = 0; round < rounds; round++) {
-      for (const variant of VARIANTS) {
+      for (const variant of variants) {
         const s = state.get(variant.id);
         const quota = Math.ceil((s.target * (round + 1)) / rounds);
-        const key = `bench:handoff:${variant.id}`;
+        const key = keyOf(variant);
         const started = now();
         while (s.samples.length + s.failures < quota && s.spentMs + (now() - started) < maxMsPerContender) {
           const latency = variant.remote
@@ -123,9 +147,9 @@ export async function runHandoff({ port, monitor, log }) {
         }
         s.spentMs += now() - started;
       }
-      log(`hand-off: round ${round + 1}/${rounds} done`);
+      log(`${name}: hand-off round ${round + 1}/${rounds} done`);
     }
-    const results = VARIANTS.map((variant) => {
+    const results = variants.map((variant) => {
       const s = state.get(variant.id);
       return {
         id: variant.id,
@@ -144,22 +168,26 @@ export async function runHandoff({ port, monitor, log }) {
     });
     for (const r of results) {
       const floor = results.find((f) => f.contender === rawDirectGrant.id && f.remote === r.remote);
-      r.p50VsGrant = r.p50Ms / floor.p50Ms;
-      r.p99VsGrant = r.p99Ms / floor.p99Ms;
+      r.p50VsGrant = r.p50Ms / floor?.p50Ms;
+      r.p99VsGrant = r.p99Ms / floor?.p99Ms;
     }
-    return {
-      config: CONFIG.handoff,
-      floor: rawDirectGrant.id,
-      clockOffsetMs: clock.offset,
-      clockPingRttMs: clock.rtt,
-      results,
-    };
+    return { clockOffsetMs: clock.offset, clockPingRttMs: clock.rtt, results };
   } finally {
     for (const s of state.values()) {
+      await s.filled?.close();
       await s.a.close();
       await s.b?.close();
     }
     await worker.call("closeHandoffs").catch(() => undefined);
     await worker.close();
   }
+}
+
+/**
+ * Runs scenario 4.
+ * @param {{ port: number, monitor: import("ioredis").Redis, log: (line: string) => void }} context
+ */
+export async function runHandoff(context) {
+  const measured = await measureHandoff(VARIANTS, context, CONFIG.handoff);
+  return { config: CONFIG.handoff, floor: rawDirectGrant.id, ...measured };
 }

@@ -65,14 +65,19 @@ export async function concurrent(session, keyPrefix, concurrency, durationMs, ma
 }
 
 /**
- * Runs scenarios 1–2.
+ * Interleaved rounds of the sequential and 8-key loops over `contenders` (one of them the raw floor,
+ * id "raw"): per contender, medians over rounds, ratios to the floor of the same round, CPU and
+ * Redis commands per acquire + release. Also used by the semaphore scenario.
+ * @param {import("../lib/redis-contenders.mjs").Contender[]} contenders
  * @param {{ port: number, monitor: import("ioredis").Redis, log: (line: string) => void }} context
+ * @param {{ rounds: number, warmupMs: number, durationMs: number, maxOps: number, concurrency: number }} settings
+ * @param {string} name the scenario's name in progress lines and keys
  */
-export async function runUncontended({ port, monitor, log }) {
-  const { rounds, warmupMs, durationMs, maxOps, concurrency } = CONFIG.uncontended;
+export async function measureUncontended(contenders, { port, monitor, log }, settings, name = "uncontended") {
+  const { rounds, warmupMs, durationMs, maxOps, concurrency } = settings;
   const sessions = new Map();
   try {
-    for (const contender of CONTENDERS) {
+    for (const contender of contenders) {
       const session = await contender.open(port);
       sessions.set(contender.id, session);
       // Warm-up: connection, script cache, JIT.
@@ -80,11 +85,11 @@ export async function runUncontended({ port, monitor, log }) {
       await concurrent(session, `bench:warm:${contender.id}`, concurrency, warmupMs, maxOps);
     }
     /** @type {Record<string, object[]>} */
-    const perRound = Object.fromEntries(CONTENDERS.map((c) => [c.id, []]));
+    const perRound = Object.fromEntries(contenders.map((c) => [c.id, []]));
     for (let round = 0; round < rounds; round++) {
-      for (const contender of CONTENDERS) {
+      for (const contender of contenders) {
         const session = sessions.get(contender.id);
-        const key = `bench:uncontended:${contender.id}`;
+        const key = `bench:${name}:${contender.id}`;
         const seqCosts = await measureCosts(monitor, () => sequential(session, key, durationMs, maxOps));
         const concCosts = await measureCosts(monitor, () => concurrent(session, key, concurrency, durationMs, maxOps));
         const seq = seqCosts.result;
@@ -106,10 +111,10 @@ export async function runUncontended({ port, monitor, log }) {
           concClient: concCosts.client,
         });
       }
-      log(`uncontended: round ${round + 1}/${rounds} done`);
+      log(`${name}: round ${round + 1}/${rounds} done`);
     }
     const floor = perRound.raw;
-    const results = CONTENDERS.map((contender) => {
+    return contenders.map((contender) => {
       const rows = perRound[contender.id];
       // Commands per acquire + release, pooled over rounds (sequential loop; 8 keys in the JSON).
       const perOp = (field, opsField) => {
@@ -117,7 +122,7 @@ export async function runUncontended({ port, monitor, log }) {
         return Object.fromEntries(
           Object.entries(sumCounts(rows.map((r) => r[field])))
             .sort((x, y) => y[1] - x[1])
-            .map(([name, count]) => [name, count / ops]),
+            .map(([command, count]) => [command, count / ops]),
         );
       };
       const seqServer = perOp("seqServer", "seqOps");
@@ -147,9 +152,18 @@ export async function runUncontended({ port, monitor, log }) {
         concRatio: median(rows.map((r, i) => r.concOpsPerSec / floor[i].concOpsPerSec)),
       };
     });
-    const tPairMs = results.find((r) => r.id === "globallock").seqPairP50Ms;
-    return { config: { rounds, durationMs, maxOps, concurrency }, results, tPairMs };
   } finally {
     for (const session of sessions.values()) await session.close();
   }
+}
+
+/**
+ * Runs scenarios 1–2.
+ * @param {{ port: number, monitor: import("ioredis").Redis, log: (line: string) => void }} context
+ */
+export async function runUncontended(context) {
+  const { rounds, durationMs, maxOps, concurrency } = CONFIG.uncontended;
+  const results = await measureUncontended(CONTENDERS, context, CONFIG.uncontended);
+  const tPairMs = results.find((r) => r.id === "globallock").seqPairP50Ms;
+  return { config: { rounds, durationMs, maxOps, concurrency }, results, tPairMs };
 }
