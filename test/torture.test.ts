@@ -233,4 +233,68 @@ describe("torture, short profile", () => {
     },
     TIMEOUT,
   );
+
+  it(
+    "13. a semaphore across processes never has more permits in use than its limit, and holders share",
+    async () => {
+      const { metrics } = await run("semaphore", [
+        "C1 permits in use never above the limit (4)",
+        "holders share the permits (most holders at once)",
+        "every wait ≤ 1000 ms (FIFO: nobody overtaken for long)",
+        "the heaviest weight (3) is served",
+      ]);
+      expect(metrics.overlaps).toBe(0);
+      expect(metrics.maxPermits).toBeLessThanOrEqual(4);
+      expect(metrics.maxHolders).toBeGreaterThan(1);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "14. a SIGKILLed holder of every permit: its permits come back after their lease, within expiry + backoff.max",
+    async () => {
+      const { metrics } = await run("semaphore-kill", [
+        "the victim held every permit, alone, at the kill",
+        "next grant not before the dead holder's permits expired",
+        "next grant within expiry + backoff.max + margin",
+        "C1 permits in use never above the limit (4)",
+      ]);
+      expect(metrics.overlaps).toBe(0);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "15. read-write locks across processes: never a writer with anyone, readers together, writers not starved",
+    async () => {
+      const { metrics } = await run("read-write", [
+        "C1 never a writer together with anyone",
+        "C2 no lost update",
+        "readers do overlap (most readers at once)",
+        "writers not starved: every writer wait ≤ 1000 ms",
+      ]);
+      expect(metrics.overlaps).toBe(0);
+      expect(metrics.lostUpdates).toBe(0);
+      expect(metrics.maxReaders).toBeGreaterThan(1);
+      expect(metrics.maxWriters).toBe(1);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "16. a SIGSTOPped writer overlaps (C1 sees it), learns of the loss on SIGCONT, and is fenced off",
+    async () => {
+      const { metrics } = await run("read-write-stop", [
+        "C1 sees the overlap",
+        "without the stale holder, no overlap among the others",
+        "lost fires as soon as the holder runs again (after SIGCONT)",
+        "C3 refuses the stale holder's commit write",
+        "successor's key survives the stale release",
+      ]);
+      expect(metrics.overlaps).toBeGreaterThan(0);
+      expect(metrics.staleRejected).toBeGreaterThan(0);
+      expect(metrics.staleAccepted).toBe(0);
+    },
+    TIMEOUT,
+  );
 });

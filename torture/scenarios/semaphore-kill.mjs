@@ -10,8 +10,13 @@ import { now } from "../lib/clock.mjs";
 import { range, sum } from "../report.mjs";
 import { semaphoreSettings } from "./counted.mjs";
 
-/** The holders of `key`'s permits and the ms each has left, by the lock server's clock. */
+/**
+ * The holders of `key`'s permits and the ms each has left, by the lock server's clock, read in one
+ * transaction; `sentAt`: when it was sent (the server read its clock after that, so a deadline is
+ * no earlier than `sentAt` + what it had left).
+ */
 async function permitsLeft(ctx, key) {
+  const sentAt = now();
   const [[, time], [, flat]] = await ctx.lockAdmins[0]
     .multi()
     .time()
@@ -20,7 +25,7 @@ async function permitsLeft(ctx, key) {
   const serverMs = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
   const holders = [];
   for (let i = 0; i < flat.length; i += 2) holders.push({ member: flat[i], leftMs: Number(flat[i + 1]) - serverMs });
-  return holders;
+  return { sentAt, holders };
 }
 
 export default {
@@ -45,9 +50,9 @@ export default {
     const killAt = now();
     victim.signal("SIGKILL");
     await victim.exited;
-    const holders = await permitsLeft(ctx, entered.key);
+    const { sentAt, holders } = await permitsLeft(ctx, entered.key);
     const leftMs = Math.max(...holders.map((h) => h.leftMs));
-    const expiresAt = now() + leftMs;
+    const expiresAt = sentAt + leftMs;
     // The dead holder never leaves the referee by itself; its permits still keep everyone out.
     await ctx.referee.forget(entered.key, entered.holderId);
 
@@ -65,9 +70,9 @@ export default {
     const bound = p.expiry + p.backoffMax + p.marginMs;
     checks.add(
       "the victim held every permit, alone, at the kill",
-      entered.weight === p.limit && holders.length === 1 && leftMs > 0,
-      `weight ${p.limit}, 1 holder, lease left > 0`,
-      `weight ${entered.weight}, ${holders.length} holder(s), lease left ${leftMs} ms`,
+      entered.weight === p.limit && holders.length === 1 && holders[0].member.endsWith(`.${p.limit}`) && leftMs > 0,
+      `weight ${p.limit}, 1 holder (member of weight ${p.limit}), lease left > 0`,
+      `weight ${entered.weight}, ${holders.length} holder(s) (${holders.map((h) => h.member).join(", ")}), lease left ${leftMs} ms`,
     );
     checks.atLeast(
       "next grant not before the dead holder's permits expired",
