@@ -1,7 +1,7 @@
 /**
  * Iteration counts and durations of every scenario. `BENCH_QUICK=1` selects a ~1-minute smoke run
  * (the held-locks scenario waits for one real extension round at the 30 s expiry, ~15 s); the
- * default full run takes about 4–6 minutes. Every loop is bounded both in time and in count.
+ * default full run takes about 5–7 minutes. Every loop is bounded both in time and in count.
  */
 
 /** Whether `BENCH_QUICK=1` (or any non-empty value other than 0/false) is set. */
