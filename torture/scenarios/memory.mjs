@@ -3,9 +3,8 @@
  * (fencing on: the memory locker issues rising tokens too). Same verdict as scenario 1.
  */
 
-import { now } from "../lib/clock.mjs";
 import { sum } from "../report.mjs";
-import { summarizeCleanRun } from "./no-faults.mjs";
+import { runClean } from "./no-faults.mjs";
 
 export default {
   id: "memory",
@@ -19,19 +18,7 @@ export default {
 
   async run(ctx, p, _seed, checks) {
     const keys = Array.from({ length: p.keys }, (_, i) => `k${i}`);
-    await ctx.startWorkers(1, {
-      mode: "memory",
-      fencing: true,
-      tasks: p.tasks,
-      keys,
-      sections: p.sections,
-      hold: p.hold,
-    });
-    const startedAt = now();
-    ctx.pool.go();
-    await ctx.pool.finished(p.timeoutMs);
-    const seconds = (now() - startedAt) / 1000;
-    const history = await ctx.finish(checks, keys);
-    return summarizeCleanRun(ctx, checks, history, p.tasks * p.sections, seconds);
+    const settings = { mode: "memory", fencing: true, tasks: p.tasks };
+    return (await runClean(ctx, p, checks, { count: 1, keys, settings })).clean;
   },
 };

@@ -23,21 +23,32 @@ export default {
 
   async run(ctx, p, _seed, checks) {
     const keys = Array.from({ length: p.keys }, (_, i) => `k${i}`);
-    await ctx.startWorkers(p.processes, {
-      keys,
-      sections: p.sections,
-      hold: p.hold,
-      expiry: p.expiry,
-      backoffMax: p.backoffMax,
-    });
-    const startedAt = now();
-    ctx.pool.go();
-    await ctx.pool.finished(p.timeoutMs);
-    const seconds = (now() - startedAt) / 1000;
-    const history = await ctx.finish(checks, keys);
-    return summarizeCleanRun(ctx, checks, history, p.processes * p.sections, seconds);
+    return (await runClean(ctx, p, checks, { count: p.processes, keys })).clean;
   },
 };
+
+/**
+ * A run without faults: `count` workers (with the profile's sections, hold, expiry and backoff,
+ * plus `settings`) run their sections on `keys` to the end; then the checks of
+ * {@link summarizeCleanRun}. Resolves to the referee's history and the clean-run metrics.
+ */
+export async function runClean(ctx, p, checks, { count, keys, settings = {}, overlapCheck = undefined }) {
+  await ctx.startWorkers(count, {
+    keys,
+    sections: p.sections,
+    hold: p.hold,
+    expiry: p.expiry,
+    backoffMax: p.backoffMax,
+    ...settings,
+  });
+  const startedAt = now();
+  ctx.pool.go();
+  await ctx.pool.finished(p.timeoutMs);
+  const seconds = (now() - startedAt) / 1000;
+  const history = await ctx.finish(checks, keys);
+  const expected = count * (settings.tasks ?? 1) * p.sections;
+  return { history, clean: summarizeCleanRun(ctx, checks, history, expected, seconds, overlapCheck) };
+}
 
 /**
  * The checks of a run without faults (also used by the memory, semaphore and read-write variants,

@@ -6,10 +6,9 @@
  * only read. Readers must actually overlap (two or more at once), and writers must not be starved:
  * a waiting writer blocks the readers that arrive after it, so its wait stays short.
  */
-import { now } from "../lib/clock.mjs";
 import { range, sum } from "../report.mjs";
 import { describeWaits, readWriteSettings, waitsOf } from "./counted.mjs";
-import { summarizeCleanRun } from "./no-faults.mjs";
+import { runClean } from "./no-faults.mjs";
 
 export default {
   id: "read-write",
@@ -27,22 +26,12 @@ export default {
     `${sum(results, "lostUpdates")}, stale writes ${sum(results, "staleWrites")}, errors ${sum(results, "errors")}`,
 
   async run(ctx, p, _seed, checks) {
-    const keys = ["k0"];
-    await ctx.startWorkers(p.processes, {
-      ...readWriteSettings(p),
-      keys,
-      sections: p.sections,
-      hold: p.hold,
-      expiry: p.expiry,
-      backoffMax: p.backoffMax,
+    const { history, clean } = await runClean(ctx, p, checks, {
+      count: p.processes,
+      keys: ["k0"],
+      settings: readWriteSettings(p),
+      overlapCheck: "C1 never a writer together with anyone",
     });
-    const startedAt = now();
-    ctx.pool.go();
-    await ctx.pool.finished(p.timeoutMs);
-    const seconds = (now() - startedAt) / 1000;
-    const history = await ctx.finish(checks, keys);
-    const overlapCheck = "C1 never a writer together with anyone";
-    const clean = summarizeCleanRun(ctx, checks, history, p.processes * p.sections, seconds, overlapCheck);
     const { read = 0, write = 0 } = history.peaks;
     checks.atMost("most writers at once", write, 1);
     checks.atLeast("readers do overlap (most readers at once)", read, 2);

@@ -6,10 +6,9 @@
  * may wait long (strict FIFO: a heavy waiter is not overtaken forever by light ones), and nothing
  * may fail: no lost lease, no error, every release "released".
  */
-import { now } from "../lib/clock.mjs";
 import { range, sum } from "../report.mjs";
 import { describeWaits, semaphoreSettings, waitsOf } from "./counted.mjs";
-import { summarizeCleanRun } from "./no-faults.mjs";
+import { runClean } from "./no-faults.mjs";
 
 export default {
   id: "semaphore",
@@ -28,27 +27,12 @@ export default {
 
   async run(ctx, p, _seed, checks) {
     const keys = Array.from({ length: p.keys }, (_, i) => `k${i}`);
-    await ctx.startWorkers(p.processes, {
-      ...semaphoreSettings(p),
+    const { history, clean } = await runClean(ctx, p, checks, {
+      count: p.processes,
       keys,
-      sections: p.sections,
-      hold: p.hold,
-      expiry: p.expiry,
-      backoffMax: p.backoffMax,
+      settings: semaphoreSettings(p),
+      overlapCheck: `C1 permits in use never above the limit (${p.limit})`,
     });
-    const startedAt = now();
-    ctx.pool.go();
-    await ctx.pool.finished(p.timeoutMs);
-    const seconds = (now() - startedAt) / 1000;
-    const history = await ctx.finish(checks, keys);
-    const clean = summarizeCleanRun(
-      ctx,
-      checks,
-      history,
-      p.processes * p.sections,
-      seconds,
-      `C1 permits in use never above the limit (${p.limit})`,
-    );
     const { permits = 0, holders = 0 } = history.peaks;
     checks.atMost("most permits in use at once (referee)", permits, p.limit);
     checks.atLeast("holders share the permits (most holders at once)", holders, 2);
