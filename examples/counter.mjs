@@ -2,7 +2,7 @@
 // with a read, a pause, and a write. Without a lock, updates are lost; with one, the count is exact.
 //
 //   npm run example                      # in-process, MemoryLocker
-//   REDIS_URL=redis://127.0.0.1:6380 npm run example   # across connections, RedisLocker
+//   REDIS_URL=redis://127.0.0.1:6379 npm run example   # across connections, RedisLocker
 //
 // With REDIS_URL, the counter lives in Redis and every worker has its own connection and locker,
 // as separate processes would.

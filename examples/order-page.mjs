@@ -2,7 +2,7 @@
 // has the order to itself. A waiting update blocks readers that arrive after it.
 //
 //   node examples/order-page.mjs                                  # in-process, MemoryReadWriteLocker
-//   REDIS_URL=redis://127.0.0.1:6380 node examples/order-page.mjs # across connections, RedisReadWriteLocker
+//   REDIS_URL=redis://127.0.0.1:6379 node examples/order-page.mjs # across connections, RedisReadWriteLocker
 
 import { lockAndDo, MemoryReadWriteLocker, RedisReadWriteLocker } from "globallock";
 import { Redis } from "ioredis";

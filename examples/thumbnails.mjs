@@ -1,7 +1,7 @@
 // A counting semaphore: at most 10 thumbnail jobs render at once, and a 4K job counts as 2.
 //
 //   node examples/thumbnails.mjs                                  # in-process, MemorySemaphore
-//   REDIS_URL=redis://127.0.0.1:6380 node examples/thumbnails.mjs # across connections, RedisSemaphore
+//   REDIS_URL=redis://127.0.0.1:6379 node examples/thumbnails.mjs # across connections, RedisSemaphore
 //
 // With REDIS_URL, each of the 4 "servers" below has its own connection and semaphore, as separate
 // processes would; the limit holds across all of them.

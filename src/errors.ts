@@ -131,7 +131,7 @@ export class LockLostError extends GlobalLockError {
       reason === "taken"
         ? `Lock "${key}" was lost: its key is gone or now belongs to another holder`
         : reason === "expired"
-          ? `Lock "${key}" was lost: its lease ran out before it could be extended`
+          ? `Lock "${key}" was lost: its lease ran out (not extended in time, or not to be extended)`
           : `Lock "${key}" is no longer held: it was released`,
       options,
     );

@@ -75,3 +75,23 @@ describe("examples/thumbnails.mjs and examples/order-page.mjs (the README's sema
     }
   });
 });
+
+describe("examples/quick-start.mjs (the README's first example)", () => {
+  it("takes and releases one lock on Redis and prints the result", async () => {
+    const server = await RedisServer.start();
+    try {
+      const { stdout } = await run(process.execPath, ["examples/quick-start.mjs"], {
+        env: { ...process.env, REDIS_URL: server.url },
+      });
+      expect(stdout).toMatch(/recomputed \{ id: 42, total: 99\.5 \}/);
+      const admin = server.client();
+      try {
+        expect(await admin.dbsize()).toBe(0);
+      } finally {
+        admin.disconnect();
+      }
+    } finally {
+      await server.stop();
+    }
+  });
+});

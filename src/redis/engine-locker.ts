@@ -1,4 +1,6 @@
 import { noopRelease } from "../internal/release-func.js";
+// Referenced from doc comments only.
+import type { LockerClosedError } from "../errors.js";
 import type { ResolvedAcquireOptions } from "../internal/validate.js";
 import type { AcquireOptions, Lease, Locker, ReleaseFunc } from "../locker.js";
 import type { LeaseKeeperStats } from "./lease-keeper.js";
@@ -16,12 +18,16 @@ export abstract class EngineLocker implements Locker {
     this.#engine = engine;
   }
 
-  /** The request of a call that passed no options (shared by every such call). */
+  /**
+   * The request of a call that passed no options (shared by every such call).
+   * @internal
+   */
   protected abstract readonly defaultRequest: ResolvedAcquireOptions;
 
   /**
    * Validates `options` (already resolved by the engine) for this locker and returns the request
    * sent to the engine: checks `weight` against the limit and refuses unsupported fencing.
+   * @internal
    */
   protected abstract request(options: ResolvedAcquireOptions): ResolvedAcquireOptions;
 
@@ -71,10 +77,10 @@ export abstract class EngineLocker implements Locker {
   }
 
   /**
-   * {@inheritDoc Locker.close}
-   *
-   * Held leases are neither deleted nor extended any more: they expire within their `expiry`.
-   * Their releases still work (and still free the key while its token matches).
+   * Stops the locker: idempotent; stops auto-extension at once, refuses new calls, rejects waiters
+   * with {@link LockerClosedError}, and resolves when nothing of the locker is running. Held leases
+   * are neither deleted nor extended any more: they expire within their `expiry`. Their releases
+   * still work (and still free the key while its token matches).
    */
   close(): Promise<void> {
     return this.#engine.close();

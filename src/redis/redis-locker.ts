@@ -23,6 +23,7 @@ import type { RedisClient } from "./types.js";
  * - The caller owns the clients: `close()` never closes them.
  */
 export class RedisLocker extends EngineLocker {
+  /** @internal */
   protected readonly defaultRequest: ResolvedAcquireOptions = DEFAULT_ACQUIRE_OPTIONS;
 
   /**
@@ -35,6 +36,7 @@ export class RedisLocker extends EngineLocker {
     super(new LockEngine(list, resolveOptions(options)));
   }
 
+  /** @internal */
   protected request(options: ResolvedAcquireOptions): ResolvedAcquireOptions {
     checkWeight(options.weight, 1, "a lock's limit is 1");
     return options;

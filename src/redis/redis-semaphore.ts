@@ -41,6 +41,7 @@ export const SEMAPHORE_PREFIX = "globallock:semaphore:";
  *   grants, and permits are shared.
  */
 export class RedisSemaphore extends EngineLocker {
+  /** @internal */
   protected readonly defaultRequest: ResolvedAcquireOptions = DEFAULT_ACQUIRE_OPTIONS;
   /** Permits per key. */
   readonly limit: number;
@@ -66,6 +67,7 @@ export class RedisSemaphore extends EngineLocker {
     this.limit = limit;
   }
 
+  /** @internal */
   protected request(options: ResolvedAcquireOptions): ResolvedAcquireOptions {
     checkWeight(options.weight, this.limit, `the semaphore's limit is ${this.limit}`);
     if (options.fencing && this.limit > 1) {

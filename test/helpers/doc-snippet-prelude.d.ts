@@ -1,0 +1,42 @@
+/**
+ * What the code blocks of README.md and docs/*.md may use without importing it: the package's
+ * exports (as if imported from "globallock") and a few application stand-ins. Checked by
+ * test/docs-snippets.test.ts, which type-checks every `ts` block against this prelude.
+ */
+
+// The package, as if imported.
+declare const lockAndDo: typeof import("globallock").lockAndDo;
+declare const tryLockAndDo: typeof import("globallock").tryLockAndDo;
+declare const lockAll: typeof import("globallock").lockAll;
+declare const tryLockAll: typeof import("globallock").tryLockAll;
+declare const fencedWrite: typeof import("globallock").fencedWrite;
+declare const MemoryLocker: typeof import("globallock").MemoryLocker;
+type MemoryLocker = import("globallock").MemoryLocker;
+declare const MemorySemaphore: typeof import("globallock").MemorySemaphore;
+declare const MemoryReadWriteLocker: typeof import("globallock").MemoryReadWriteLocker;
+declare const RedisLocker: typeof import("globallock").RedisLocker;
+type RedisLocker = import("globallock").RedisLocker;
+declare const RedisSemaphore: typeof import("globallock").RedisSemaphore;
+declare const RedisReadWriteLocker: typeof import("globallock").RedisReadWriteLocker;
+declare const LockLostError: typeof import("globallock").LockLostError;
+type Locker = import("globallock").Locker;
+type Lease = import("globallock").Lease;
+type AcquireOptions = import("globallock").AcquireOptions;
+type ReleaseFunc = import("globallock").ReleaseFunc;
+
+// The application around the snippets.
+declare const redis: import("ioredis").Redis;
+declare const signal: AbortSignal;
+declare const locker: import("globallock").Locker;
+declare const jobId: string;
+declare const is4k: boolean;
+declare const rows: string[];
+declare const db: {
+  write(rows: string[], fencingToken: bigint | undefined): Promise<void>;
+  updateOrder(id: number, change: { status: string }, fencingToken: bigint | undefined): Promise<void>;
+};
+declare function compute(): Promise<string[]>;
+declare function sendNightlyReport(): Promise<void>;
+declare function runLeaderDuties(signal: AbortSignal): Promise<void>;
+declare function computeJob(id: string): Promise<string>;
+declare function renderOrderPage(id: number): Promise<string>;
