@@ -1,4 +1,18 @@
 export {
+  ACQUIRE_CHANNEL,
+  type AcquireMessage,
+  type AcquireMode,
+  type AcquireOutcome,
+  EXTEND_CHANNEL,
+  type ExtendMessage,
+  type ExtendOutcome,
+  LOST_CHANNEL,
+  type LockerKind,
+  type LostMessage,
+  RELEASE_CHANNEL,
+  type ReleaseMessage,
+} from "./diagnostics.js";
+export {
   describeValue,
   GlobalLockError,
   type GlobalLockErrorCode,

@@ -1,5 +1,12 @@
 import { performance } from "node:perf_hooks";
 import { InvalidArgumentError, LockLostError } from "../errors.js";
+import {
+  type DiagnosticSource,
+  grantTime,
+  publishLost,
+  publishRelease,
+  reportingRelease,
+} from "../internal/diagnostics.js";
 import { LeaseImpl } from "../internal/lease.js";
 import { Releasable, ReleaseOnce } from "../internal/release-func.js";
 import { checkWeight, resolveAcquireOptions, validateTimerDelay } from "../internal/validate.js";
@@ -47,19 +54,24 @@ const nothing = (): undefined => undefined;
  * A memory grant with `autoExtend: false`: freed by its holder's release or, at the latest,
  * `expiry` ms after the grant by an unref'ed timer, whichever comes first. At expiry the grant is
  * freed in the store (so the next waiter is granted) and `lost` aborts with a
- * `LockLostError(key, "expired")`; a release afterwards reports `"expired"` and touches nothing.
+ * `LockLostError(key, "expired")` (published as an expected loss); a release afterwards reports
+ * `"expired"` and touches nothing.
  */
 class ExpiringHold extends Releasable {
+  readonly #source: DiagnosticSource;
   readonly #key: string;
   readonly #free: () => ReleaseOutcome;
+  /** When it was granted, if anyone listened for releases then. */
+  readonly #grantedAt = grantTime();
   readonly #lost = new AbortController();
   readonly #timer: NodeJS.Timeout;
   /** `performance.now()` at which the grant expires. */
   readonly deadline: number;
   #ended = false;
 
-  constructor(key: string, expiry: number, free: () => ReleaseOutcome) {
+  constructor(source: DiagnosticSource, key: string, expiry: number, free: () => ReleaseOutcome) {
     super();
+    this.#source = source;
     this.#key = key;
     this.#free = free;
     this.deadline = performance.now() + expiry;
@@ -75,13 +87,16 @@ class ExpiringHold extends Releasable {
   expire(): void {
     if (this.#end()) return;
     this.#free();
-    this.#lost.abort(new LockLostError(this.#key, "expired"));
+    const error = new LockLostError(this.#key, "expired");
+    this.#lost.abort(error);
+    publishLost(this.#source, error, true);
   }
 
   releaseRoutine(): ReleaseOutcome {
     // Past the deadline, a timer delayed by a busy event loop has not fired yet: it is expired all the same.
     if (performance.now() >= this.deadline) this.expire();
-    return this.#end() ? "expired" : this.#free();
+    const outcome = this.#end() ? "expired" : this.#free();
+    return publishRelease(this.#source, this.#key, this.#grantedAt, outcome);
   }
 
   /** Marks the grant ended and stops its timer; returns whether it had already ended. */
@@ -94,18 +109,20 @@ class ExpiringHold extends Releasable {
 }
 
 /**
- * The {@link Lease} of an in-memory grant: `free` gives the grant back to its store (once; it
- * must leave a later holder alone). With `expiry`, the grant is freed at expiry unless released
- * first (see {@link ExpiringHold}); without, it is held until released and never reported lost.
+ * The {@link Lease} of an in-memory grant of `source` (the locker, for diagnostics): `free` gives
+ * the grant back to its store (once; it must leave a later holder alone). With `expiry`, the grant
+ * is freed at expiry unless released first (see {@link ExpiringHold}); without, it is held until
+ * released and never reported lost.
  */
 export function memoryLease(
+  source: DiagnosticSource,
   key: string,
   free: () => ReleaseOutcome,
   expiry: number | undefined,
   fencingToken: bigint | undefined,
 ): Lease {
-  if (expiry === undefined) return heldLease(key, new ReleaseOnce(free), fencingToken);
-  const hold = new ExpiringHold(key, expiry, free);
+  if (expiry === undefined) return heldLease(key, new ReleaseOnce(reportingRelease(source, key, free)), fencingToken);
+  const hold = new ExpiringHold(source, key, expiry, free);
   return new LeaseImpl({
     key,
     releaser: hold,

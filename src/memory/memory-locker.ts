@@ -1,5 +1,12 @@
 import { LockerClosedError } from "../errors.js";
 import { onAnyAbort } from "../internal/abortable.js";
+import {
+  type AcquireProbe,
+  acquireTraced,
+  type DiagnosticSource,
+  reportingRelease,
+  traceAcquire,
+} from "../internal/diagnostics.js";
 import { noopRelease, ReleaseOnce } from "../internal/release-func.js";
 import { snapshotOptions, validateKey, validateSignal } from "../internal/validate.js";
 import type { AcquireOptions, Lease, Locker, ReleaseFunc, ReleaseOutcome } from "../locker.js";
@@ -43,6 +50,10 @@ export class MemoryLocker implements Locker {
   readonly #closing = new AbortController();
   /** One counter for every key: it rises with every fenced grant, so it rises per key too. */
   #lastFencingToken = 0n;
+  /** Callers queued for a held key. */
+  #waiting = 0;
+  /** This locker in diagnostics messages. */
+  readonly #source: DiagnosticSource = { locker: this, kind: "memory-lock" };
 
   /** Creates an empty locker. `options` is reserved and must be undefined or an empty object. */
   constructor(options?: MemoryLockerOptions) {
@@ -54,33 +65,37 @@ export class MemoryLocker implements Locker {
     return this.#held.size;
   }
 
+  /** Number of callers waiting in `lock` or `acquire` for a key held now. */
+  get waitingCount(): number {
+    return this.#waiting;
+  }
+
   /** {@inheritDoc Locker.lock} */
-  async lock(signal: AbortSignal | undefined, key: string): Promise<ReleaseFunc> {
-    this.#checkCall(signal, key);
-    const token = await this.#obtain(signal, key);
-    return this.#releaser(key, token).release;
+  lock(signal: AbortSignal | undefined, key: string): Promise<ReleaseFunc> {
+    if (!acquireTraced()) return this.#lock(signal, key, undefined);
+    return traceAcquire(this.#source, "lock", key, 1, signal, (probe) => this.#lock(signal, key, probe));
   }
 
   /** {@inheritDoc Locker.tryLock} */
-  async tryLock(signal: AbortSignal | undefined, key: string): Promise<[acquired: boolean, release: ReleaseFunc]> {
-    this.#checkCall(signal, key);
-    if (this.#held.has(key)) return [false, noopRelease()];
-    return [true, this.#releaser(key, this.#take(key)).release];
+  tryLock(signal: AbortSignal | undefined, key: string): Promise<[acquired: boolean, release: ReleaseFunc]> {
+    if (!acquireTraced()) return this.#tryLock(signal, key, undefined);
+    return traceAcquire(this.#source, "tryLock", key, 1, signal, (probe) => this.#tryLock(signal, key, probe));
   }
 
   /** {@inheritDoc Locker.acquire} */
-  async acquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease> {
-    const resolved = resolveMemoryAcquireOptions(options, 1, LOCK_LIMIT);
-    this.#checkCall(signal, key);
-    return this.#lease(key, await this.#obtain(signal, key), resolved);
+  acquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease> {
+    if (!acquireTraced()) return this.#acquire(signal, key, options, undefined);
+    return traceAcquire(this.#source, "acquire", key, undefined, signal, (probe) =>
+      this.#acquire(signal, key, options, probe),
+    );
   }
 
   /** {@inheritDoc Locker.tryAcquire} */
-  async tryAcquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease | undefined> {
-    const resolved = resolveMemoryAcquireOptions(options, 1, LOCK_LIMIT);
-    this.#checkCall(signal, key);
-    if (this.#held.has(key)) return undefined;
-    return this.#lease(key, this.#take(key), resolved);
+  tryAcquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease | undefined> {
+    if (!acquireTraced()) return this.#tryAcquire(signal, key, options, undefined);
+    return traceAcquire(this.#source, "tryAcquire", key, undefined, signal, (probe) =>
+      this.#tryAcquire(signal, key, options, probe),
+    );
   }
 
   /** {@inheritDoc Locker.close} */
@@ -89,11 +104,60 @@ export class MemoryLocker implements Locker {
     this.#closing.abort(new LockerClosedError());
   }
 
-  #checkCall(signal: unknown, key: unknown): asserts signal is AbortSignal | undefined {
+  // The calls themselves; `probe` is the diagnostics message while the call is traced.
+
+  async #lock(signal: AbortSignal | undefined, key: string, probe: AcquireProbe | undefined): Promise<ReleaseFunc> {
+    this.#checkCall(signal, key, probe);
+    const token = await this.#obtain(signal, key);
+    return this.#releaser(key, token).release;
+  }
+
+  async #tryLock(
+    signal: AbortSignal | undefined,
+    key: string,
+    probe: AcquireProbe | undefined,
+  ): Promise<[acquired: boolean, release: ReleaseFunc]> {
+    this.#checkCall(signal, key, probe);
+    if (this.#held.has(key)) return [false, noopRelease()];
+    return [true, this.#releaser(key, this.#take(key)).release];
+  }
+
+  async #acquire(
+    signal: AbortSignal | undefined,
+    key: string,
+    options: AcquireOptions | undefined,
+    probe: AcquireProbe | undefined,
+  ): Promise<Lease> {
+    const resolved = resolveMemoryAcquireOptions(options, 1, LOCK_LIMIT);
+    if (probe !== undefined) probe.weight = resolved.weight;
+    this.#checkCall(signal, key, probe);
+    return this.#lease(key, await this.#obtain(signal, key), resolved);
+  }
+
+  async #tryAcquire(
+    signal: AbortSignal | undefined,
+    key: string,
+    options: AcquireOptions | undefined,
+    probe: AcquireProbe | undefined,
+  ): Promise<Lease | undefined> {
+    const resolved = resolveMemoryAcquireOptions(options, 1, LOCK_LIMIT);
+    if (probe !== undefined) probe.weight = resolved.weight;
+    this.#checkCall(signal, key, probe);
+    if (this.#held.has(key)) return undefined;
+    return this.#lease(key, this.#take(key), resolved);
+  }
+
+  /** Validates a call and refuses it when closed or aborted; a traced call then makes its one attempt. */
+  #checkCall(
+    signal: unknown,
+    key: unknown,
+    probe: AcquireProbe | undefined,
+  ): asserts signal is AbortSignal | undefined {
     validateSignal(signal);
     validateKey(key);
     if (this.#closing.signal.aborted) throw this.#closing.signal.reason;
     signal?.throwIfAborted();
+    if (probe !== undefined) probe.attempts = 1;
   }
 
   /** Takes `key` now if it is free, or waits for it to be handed over. */
@@ -110,11 +174,11 @@ export class MemoryLocker implements Locker {
 
   #lease(key: string, token: symbol, { fencing, expiry }: MemoryAcquireOptions): Lease {
     const fencingToken = fencing ? ++this.#lastFencingToken : undefined;
-    return memoryLease(key, () => this.#release(key, token), expiry, fencingToken);
+    return memoryLease(this.#source, key, () => this.#release(key, token), expiry, fencingToken);
   }
 
   #releaser(key: string, token: symbol): ReleaseOnce {
-    return new ReleaseOnce(() => this.#release(key, token));
+    return new ReleaseOnce(reportingRelease(this.#source, key, () => this.#release(key, token)));
   }
 
   /** Frees `key` if `token` still holds it, handing it to the next queued caller if there is one. */
@@ -137,13 +201,16 @@ export class MemoryLocker implements Locker {
     return new Promise<symbol>((resolve, reject) => {
       const caller: QueuedCaller = {
         grant: (token) => {
+          this.#waiting -= 1;
           unlisten();
           resolve(token);
         },
       };
       entry.queue.add(caller);
+      this.#waiting += 1;
       // One listener per signal for the whole library, however many callers share `signal`.
       const unlisten = onAnyAbort([signal, this.#closing.signal], (reason) => {
+        this.#waiting -= 1;
         entry.queue.delete(caller);
         reject(reason);
       });

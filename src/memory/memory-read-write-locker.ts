@@ -40,12 +40,13 @@ export class MemoryReadWriteLocker implements ReadWriteLocker {
     const view = { store, closing, maxWeight: 1, maxWeightReason: "each view's limit is 1" };
     this.read = new PermitLocker({
       ...view,
+      kind: "memory-read",
       permits: () => 1,
       unfenced:
         "Fencing tokens need an exclusive grant: read leases are shared, so no token can order their holders; " +
         "fence the write view",
     });
-    this.write = new PermitLocker({ ...view, permits: () => ALL_PERMITS, unfenced: undefined });
+    this.write = new PermitLocker({ ...view, kind: "memory-write", permits: () => ALL_PERMITS, unfenced: undefined });
   }
 
   /** Number of keys read or written now. */
@@ -53,7 +54,7 @@ export class MemoryReadWriteLocker implements ReadWriteLocker {
     return this.#store.heldCount;
   }
 
-  /** Number of callers (readers and writers) queued, over all keys. */
+  /** Number of callers (readers and writers) waiting in `lock` or `acquire`, over all keys. */
   get waitingCount(): number {
     return this.#store.waitingCount;
   }

@@ -55,6 +55,8 @@ export class MemorySemaphore implements Locker {
       maxWeight: limit,
       maxWeightReason: `the semaphore's limit is ${limit}`,
       permits: (weight) => weight,
+      kind: "memory-semaphore",
+      locker: this,
       unfenced:
         limit === 1
           ? undefined
@@ -68,7 +70,7 @@ export class MemorySemaphore implements Locker {
     return this.#core.heldCount;
   }
 
-  /** Number of callers queued for permits, over all keys. */
+  /** Number of callers waiting in `lock` or `acquire` (queued for permits), over all keys. */
   get waitingCount(): number {
     return this.#core.waitingCount;
   }

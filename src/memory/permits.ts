@@ -2,8 +2,10 @@
  * The core of the in-memory semaphore and read-write locker: a weighted, strictly FIFO store of
  * permits per key ({@link PermitStore}) and the {@link Locker} over it ({@link PermitLocker}).
  */
+import type { LockerKind } from "../diagnostics.js";
 import { LockerClosedError, UnsupportedError } from "../errors.js";
 import { onAnyAbort } from "../internal/abortable.js";
+import { type AcquireProbe, acquireTraced, type DiagnosticSource, traceAcquire } from "../internal/diagnostics.js";
 import { IntrusiveList, type Linked } from "../internal/intrusive-list.js";
 import { noopRelease } from "../internal/release-func.js";
 import { validateKey, validateSignal } from "../internal/validate.js";
@@ -159,6 +161,10 @@ export interface PermitView {
   permits(weight: number): number;
   /** Why `fencing` is refused (an UnsupportedError), or `undefined` when grants are exclusive. */
   readonly unfenced: string | undefined;
+  /** What diagnostics messages call this locker. */
+  readonly kind: LockerKind;
+  /** The public locker these calls are made on, in diagnostics messages (default: the PermitLocker). */
+  readonly locker?: Locker;
 }
 
 /**
@@ -169,9 +175,12 @@ export interface PermitView {
  */
 export class PermitLocker implements Locker {
   readonly #view: PermitView;
+  /** This locker (or its public face) in diagnostics messages. */
+  readonly #source: DiagnosticSource;
 
   constructor(view: PermitView) {
     this.#view = view;
+    this.#source = { locker: view.locker ?? this, kind: view.kind };
   }
 
   /** Keys with permits in use (of every view sharing the store). */
@@ -185,29 +194,69 @@ export class PermitLocker implements Locker {
   }
 
   /** {@inheritDoc Locker.lock} */
-  async lock(signal: AbortSignal | undefined, key: string): Promise<ReleaseFunc> {
-    return (await this.acquire(signal, key)).release;
+  lock(signal: AbortSignal | undefined, key: string): Promise<ReleaseFunc> {
+    if (!acquireTraced()) return this.#lock(signal, key, undefined);
+    return traceAcquire(this.#source, "lock", key, 1, signal, (probe) => this.#lock(signal, key, probe));
   }
 
   /** {@inheritDoc Locker.tryLock} */
-  async tryLock(signal: AbortSignal | undefined, key: string): Promise<[acquired: boolean, release: ReleaseFunc]> {
-    const lease = await this.tryAcquire(signal, key);
-    return lease === undefined ? [false, noopRelease()] : [true, lease.release];
+  tryLock(signal: AbortSignal | undefined, key: string): Promise<[acquired: boolean, release: ReleaseFunc]> {
+    if (!acquireTraced()) return this.#tryLock(signal, key, undefined);
+    return traceAcquire(this.#source, "tryLock", key, 1, signal, (probe) => this.#tryLock(signal, key, probe));
   }
 
   /** {@inheritDoc Locker.acquire} */
-  async acquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease> {
-    const resolved = this.#resolve(options);
-    this.#checkCall(signal, key);
+  acquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease> {
+    if (!acquireTraced()) return this.#acquire(signal, key, options, undefined);
+    return traceAcquire(this.#source, "acquire", key, undefined, signal, (probe) =>
+      this.#acquire(signal, key, options, probe),
+    );
+  }
+
+  /** {@inheritDoc Locker.tryAcquire} */
+  tryAcquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease | undefined> {
+    if (!acquireTraced()) return this.#tryAcquire(signal, key, options, undefined);
+    return traceAcquire(this.#source, "tryAcquire", key, undefined, signal, (probe) =>
+      this.#tryAcquire(signal, key, options, probe),
+    );
+  }
+
+  // The calls themselves; `probe` is the diagnostics message while the call is traced.
+
+  async #lock(signal: AbortSignal | undefined, key: string, probe: AcquireProbe | undefined): Promise<ReleaseFunc> {
+    return (await this.#acquire(signal, key, undefined, probe)).release;
+  }
+
+  async #tryLock(
+    signal: AbortSignal | undefined,
+    key: string,
+    probe: AcquireProbe | undefined,
+  ): Promise<[acquired: boolean, release: ReleaseFunc]> {
+    const lease = await this.#tryAcquire(signal, key, undefined, probe);
+    return lease === undefined ? [false, noopRelease()] : [true, lease.release];
+  }
+
+  async #acquire(
+    signal: AbortSignal | undefined,
+    key: string,
+    options: AcquireOptions | undefined,
+    probe: AcquireProbe | undefined,
+  ): Promise<Lease> {
+    const resolved = this.#resolve(options, probe);
+    this.#checkCall(signal, key, probe);
     const { store, closing } = this.#view;
     const permit = await store.take(key, this.#view.permits(resolved.weight), signal, closing.signal);
     return this.#lease(key, permit, resolved);
   }
 
-  /** {@inheritDoc Locker.tryAcquire} */
-  async tryAcquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease | undefined> {
-    const resolved = this.#resolve(options);
-    this.#checkCall(signal, key);
+  async #tryAcquire(
+    signal: AbortSignal | undefined,
+    key: string,
+    options: AcquireOptions | undefined,
+    probe: AcquireProbe | undefined,
+  ): Promise<Lease | undefined> {
+    const resolved = this.#resolve(options, probe);
+    this.#checkCall(signal, key, probe);
     const permit = this.#view.store.tryTake(key, this.#view.permits(resolved.weight));
     return permit === undefined ? undefined : this.#lease(key, permit, resolved);
   }
@@ -218,25 +267,35 @@ export class PermitLocker implements Locker {
     if (!closing.signal.aborted) closing.abort(new LockerClosedError());
   }
 
-  /** Validates the options; refuses fencing (before anything is taken) where grants are shared. */
-  #resolve(options: unknown): MemoryAcquireOptions {
+  /**
+   * Validates the options; refuses fencing (before anything is taken) where grants are shared.
+   * Tells a traced call's `probe` the weight asked for.
+   */
+  #resolve(options: unknown, probe: AcquireProbe | undefined): MemoryAcquireOptions {
     const { maxWeight, maxWeightReason, unfenced } = this.#view;
     const resolved = resolveMemoryAcquireOptions(options, maxWeight, maxWeightReason);
+    if (probe !== undefined) probe.weight = resolved.weight;
     if (resolved.fencing && unfenced !== undefined) throw new UnsupportedError(unfenced);
     return resolved;
   }
 
-  #checkCall(signal: unknown, key: unknown): asserts signal is AbortSignal | undefined {
+  /** Validates a call and refuses it when closed or aborted; a traced call then makes its one attempt. */
+  #checkCall(
+    signal: unknown,
+    key: unknown,
+    probe: AcquireProbe | undefined,
+  ): asserts signal is AbortSignal | undefined {
     validateSignal(signal);
     validateKey(key);
     const closing = this.#view.closing.signal;
     if (closing.aborted) throw closing.reason;
     signal?.throwIfAborted();
+    if (probe !== undefined) probe.attempts = 1;
   }
 
   #lease(key: string, permit: Permit, { fencing, expiry }: MemoryAcquireOptions): Lease {
     const { store } = this.#view;
     const fencingToken = fencing ? store.nextFencingToken() : undefined;
-    return memoryLease(key, () => store.free(permit), expiry, fencingToken);
+    return memoryLease(this.#source, key, () => store.free(permit), expiry, fencingToken);
   }
 }

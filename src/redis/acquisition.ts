@@ -1,3 +1,4 @@
+import type { DiagnosticSource } from "../internal/diagnostics.js";
 import type { IntrusiveList, Linked } from "../internal/intrusive-list.js";
 import { Releasable } from "../internal/release-func.js";
 import type { ReleaseOutcome } from "../locker.js";
@@ -7,15 +8,18 @@ import type { LockHandle } from "./lock-store.js";
 export type AcquisitionState = "held" | "lost" | "released";
 
 /**
+ * Who releases an {@link Acquisition} (its engine), on behalf of which public locker (one object
+ * per locker: a read-write locker's two views share an engine, not an owner).
+ */
+export interface AcquisitionOwner extends DiagnosticSource {
+  releaseAcquisition(acquisition: Acquisition): Promise<ReleaseOutcome>;
+}
+
+/**
  * One successful acquisition of a key: the unit the locker tracks (per token, never per key),
  * extends, reports as lost, and releases. It carries its own links into the lease keeper's
  * schedule, so keeping it costs no entry in a shared Set or Map.
  */
-/** Who releases an {@link Acquisition} (its locker). */
-export interface AcquisitionOwner {
-  releaseAcquisition(acquisition: Acquisition): Promise<ReleaseOutcome>;
-}
-
 export class Acquisition extends Releasable implements Linked<Acquisition> {
   state: AcquisitionState = "held";
   /** Created on first use (most acquisitions never need one): aborted when the lock is lost. */
@@ -34,6 +38,8 @@ export class Acquisition extends Releasable implements Linked<Acquisition> {
   prev: Acquisition | undefined;
   next: Acquisition | undefined;
   list: IntrusiveList<Acquisition> | undefined;
+  /** `performance.now()` at the grant, taken only while anyone listens for releases. */
+  grantedAt: number | undefined;
 
   constructor(
     readonly owner: AcquisitionOwner,

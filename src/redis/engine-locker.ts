@@ -1,8 +1,11 @@
-import { noopRelease } from "../internal/release-func.js";
+import type { LockerKind } from "../diagnostics.js";
 // Referenced from doc comments only.
 import type { LockerClosedError } from "../errors.js";
+import { type AcquireProbe, acquireTraced, traceAcquire } from "../internal/diagnostics.js";
+import { noopRelease } from "../internal/release-func.js";
 import type { ResolvedAcquireOptions } from "../internal/validate.js";
 import type { AcquireOptions, Lease, Locker, ReleaseFunc } from "../locker.js";
+import type { AcquisitionOwner } from "./acquisition.js";
 import type { LeaseKeeperStats } from "./lease-keeper.js";
 import type { LockEngine } from "./lock-engine.js";
 import type { ResolvedRedisLockerOptions } from "./options.js";
@@ -10,12 +13,22 @@ import type { ResolvedRedisLockerOptions } from "./options.js";
 /**
  * A {@link Locker} over a {@link LockEngine}: what every Redis locker shares. A subclass says how
  * a call's options become a request to the engine (its weight, and whether fencing is allowed).
+ *
+ * Every call is traced on the `globallock:acquire` channel while anyone listens (see
+ * `diagnostics.ts`); otherwise it runs as it would without diagnostics.
  */
 export abstract class EngineLocker implements Locker {
   readonly #engine: LockEngine;
+  /** Owns this locker's acquisitions; names it in diagnostics messages. */
+  readonly #owner: AcquisitionOwner;
 
-  protected constructor(engine: LockEngine) {
+  /**
+   * @param engine the engine (shared by the two views of a read-write locker).
+   * @param kind what diagnostics messages call this locker.
+   */
+  protected constructor(engine: LockEngine, kind: LockerKind) {
     this.#engine = engine;
+    this.#owner = engine.ownerFor(this, kind);
   }
 
   /**
@@ -36,9 +49,21 @@ export abstract class EngineLocker implements Locker {
     return this.#engine.options;
   }
 
-  /** Number of leases this locker currently holds (and extends, unless `autoExtend: false`). */
+  /**
+   * Number of leases this locker currently holds (and extends, unless `autoExtend: false`); for a
+   * view of a read-write locker, both views' leases.
+   */
   get heldCount(): number {
     return this.#engine.heldCount;
+  }
+
+  /**
+   * Number of callers waiting in `lock` or `acquire` on this locker: queued behind another caller
+   * here, or waiting after a failed attempt (a call whose first attempt succeeds is never counted).
+   * For a view of a read-write locker, both views' waiters.
+   */
+  get waitingCount(): number {
+    return this.#engine.waitingCount;
   }
 
   /**
@@ -51,29 +76,31 @@ export abstract class EngineLocker implements Locker {
   }
 
   /** {@inheritDoc Locker.lock} */
-  async lock(signal: AbortSignal | undefined, key: string): Promise<ReleaseFunc> {
-    this.#engine.checkCall(signal, key);
-    return (await this.#engine.obtain(signal, key, this.defaultRequest)).releaser.release;
+  lock(signal: AbortSignal | undefined, key: string): Promise<ReleaseFunc> {
+    if (!acquireTraced()) return this.#lock(signal, key, undefined);
+    return traceAcquire(this.#owner, "lock", key, 1, signal, (probe) => this.#lock(signal, key, probe));
   }
 
   /** {@inheritDoc Locker.tryLock} */
-  async tryLock(signal: AbortSignal | undefined, key: string): Promise<[acquired: boolean, release: ReleaseFunc]> {
-    this.#engine.checkCall(signal, key);
-    const acquisition = await this.#engine.tryObtain(signal, key, this.defaultRequest);
-    return acquisition === undefined ? [false, noopRelease()] : [true, acquisition.releaser.release];
+  tryLock(signal: AbortSignal | undefined, key: string): Promise<[acquired: boolean, release: ReleaseFunc]> {
+    if (!acquireTraced()) return this.#tryLock(signal, key, undefined);
+    return traceAcquire(this.#owner, "tryLock", key, 1, signal, (probe) => this.#tryLock(signal, key, probe));
   }
 
   /** {@inheritDoc Locker.acquire} */
-  async acquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease> {
-    const request = this.#prepare(signal, key, options);
-    return this.#engine.leaseOf(await this.#engine.obtain(signal, key, request));
+  acquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease> {
+    if (!acquireTraced()) return this.#acquire(signal, key, options, undefined);
+    return traceAcquire(this.#owner, "acquire", key, undefined, signal, (probe) =>
+      this.#acquire(signal, key, options, probe),
+    );
   }
 
   /** {@inheritDoc Locker.tryAcquire} */
-  async tryAcquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease | undefined> {
-    const request = this.#prepare(signal, key, options);
-    const acquisition = await this.#engine.tryObtain(signal, key, request);
-    return acquisition === undefined ? undefined : this.#engine.leaseOf(acquisition);
+  tryAcquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease | undefined> {
+    if (!acquireTraced()) return this.#tryAcquire(signal, key, options, undefined);
+    return traceAcquire(this.#owner, "tryAcquire", key, undefined, signal, (probe) =>
+      this.#tryAcquire(signal, key, options, probe),
+    );
   }
 
   /**
@@ -86,9 +113,57 @@ export abstract class EngineLocker implements Locker {
     return this.#engine.close();
   }
 
-  /** Validates an acquire call (options first, then signal and key) before anything is sent. */
-  #prepare(signal: AbortSignal | undefined, key: string, options: AcquireOptions | undefined): ResolvedAcquireOptions {
-    const request = this.request(this.#engine.resolveRequest(options));
+  // The calls themselves; `probe` is the diagnostics message while the call is traced.
+
+  async #lock(signal: AbortSignal | undefined, key: string, probe: AcquireProbe | undefined): Promise<ReleaseFunc> {
+    this.#engine.checkCall(signal, key);
+    return (await this.#engine.obtain(signal, key, this.defaultRequest, this.#owner, probe)).releaser.release;
+  }
+
+  async #tryLock(
+    signal: AbortSignal | undefined,
+    key: string,
+    probe: AcquireProbe | undefined,
+  ): Promise<[acquired: boolean, release: ReleaseFunc]> {
+    this.#engine.checkCall(signal, key);
+    const acquisition = await this.#engine.tryObtain(signal, key, this.defaultRequest, this.#owner, probe);
+    return acquisition === undefined ? [false, noopRelease()] : [true, acquisition.releaser.release];
+  }
+
+  async #acquire(
+    signal: AbortSignal | undefined,
+    key: string,
+    options: AcquireOptions | undefined,
+    probe: AcquireProbe | undefined,
+  ): Promise<Lease> {
+    const request = this.#prepare(signal, key, options, probe);
+    return this.#engine.leaseOf(await this.#engine.obtain(signal, key, request, this.#owner, probe));
+  }
+
+  async #tryAcquire(
+    signal: AbortSignal | undefined,
+    key: string,
+    options: AcquireOptions | undefined,
+    probe: AcquireProbe | undefined,
+  ): Promise<Lease | undefined> {
+    const request = this.#prepare(signal, key, options, probe);
+    const acquisition = await this.#engine.tryObtain(signal, key, request, this.#owner, probe);
+    return acquisition === undefined ? undefined : this.#engine.leaseOf(acquisition);
+  }
+
+  /**
+   * Validates an acquire call (options first, then signal and key) before anything is sent; tells
+   * `probe` the weight asked for (before a read-write view maps a writer's weight to all permits).
+   */
+  #prepare(
+    signal: AbortSignal | undefined,
+    key: string,
+    options: AcquireOptions | undefined,
+    probe: AcquireProbe | undefined,
+  ): ResolvedAcquireOptions {
+    const resolved = this.#engine.resolveRequest(options);
+    const request = this.request(resolved);
+    if (probe !== undefined) probe.weight = resolved.weight;
     this.#engine.checkCall(signal, key);
     if (request.fencing) this.#engine.checkFencing(key);
     return request;

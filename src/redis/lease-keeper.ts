@@ -1,7 +1,9 @@
 import { performance } from "node:perf_hooks";
+import type { ExtendOutcome as ExtendMessageOutcome } from "../diagnostics.js";
 import { LockLostError, type LockLostReason } from "../errors.js";
+import { extendChannel, publishExtend, publishLost } from "../internal/diagnostics.js";
 import { IntrusiveList } from "../internal/intrusive-list.js";
-import type { Acquisition } from "./acquisition.js";
+import type { Acquisition, AcquisitionOwner } from "./acquisition.js";
 import { type ExtendOutcome, type LockStore, MAX_EXTEND_BATCH } from "./lock-store.js";
 
 /** What the {@link LeaseKeeper} needs from its locker. */
@@ -132,6 +134,7 @@ export class LeaseKeeper {
     acquisition.markLost(error);
     // A lease that was not to be extended expiring is what its holder asked for, not a loss to report.
     const expected = acquisition.keepAlive === "never" && reason === "expired";
+    publishLost(acquisition.owner, error, expected);
     try {
       if (!expected) this.#settings.onLockLost?.(error);
     } catch {
@@ -287,6 +290,9 @@ export class LeaseKeeper {
     this.#stats.batches += 1;
     const handles = batch.map((acquisition) => acquisition.handle);
     const deadlines = handles.map((handle) => handle.validUntil);
+    // Only while anyone listens: the time sent, and how late that was (before `due` moves on).
+    const sentAt = extendChannel.hasSubscribers ? performance.now() : undefined;
+    const lagMs = sentAt === undefined ? 0 : sweepLag(batch, sentAt);
     let outcomes: ExtendOutcome[];
     try {
       outcomes = await this.#settings.track(this.#store.extendMany(handles, batch[0]?.duration ?? 0));
@@ -297,6 +303,8 @@ export class LeaseKeeper {
       if (this.#inFlight === 0) this.#drained?.();
     }
     const now = performance.now();
+    // Reported before they are acted on: an extension that found a lease taken precedes its loss.
+    if (sentAt !== undefined && extendChannel.hasSubscribers) reportExtension(batch, outcomes, lagMs, now - sentAt);
     batch.forEach((acquisition, index) => {
       if (acquisition.state !== "held") return;
       const outcome = outcomes[index];
@@ -335,5 +343,59 @@ export class LeaseKeeper {
     acquisition.list?.remove(acquisition);
     acquisition.due = now + Math.max(1, Math.min(acquisition.duration / 8, lastChance));
     lane.retry.insertSorted(acquisition, byDue);
+  }
+}
+
+/** How many ms after the earliest due time of `batch` its command was sent (0 if not late). */
+function sweepLag(batch: readonly Acquisition[], sentAt: number): number {
+  let due = Number.POSITIVE_INFINITY;
+  for (const acquisition of batch) due = Math.min(due, acquisition.due);
+  return Math.max(0, sentAt - due);
+}
+
+/** One extension message's worth of leases: same locker, same outcome (and same error). */
+interface ExtensionGroup {
+  readonly owner: AcquisitionOwner;
+  readonly outcome: ExtendMessageOutcome;
+  readonly error: Error | undefined;
+  readonly keys: string[];
+}
+
+/**
+ * Publishes what one extension command found: one message per locker, outcome and error, in the
+ * batch's order (deadline first). Leases released while the command was in flight are left out.
+ */
+function reportExtension(
+  batch: readonly Acquisition[],
+  outcomes: readonly ExtendOutcome[],
+  lagMs: number,
+  elapsedMs: number,
+): void {
+  const groups: ExtensionGroup[] = [];
+  batch.forEach((acquisition, index) => {
+    if (acquisition.state !== "held") return;
+    const found = outcomes[index];
+    const outcome: ExtendMessageOutcome = found instanceof Error || found === undefined ? "retry" : found;
+    const error = found instanceof Error ? found : undefined;
+    const { owner } = acquisition;
+    let group = groups.find((g) => g.owner === owner && g.outcome === outcome && g.error === error);
+    if (group === undefined) {
+      group = { owner, outcome, error, keys: [] };
+      groups.push(group);
+    }
+    group.keys.push(acquisition.key);
+  });
+  for (const { owner, outcome, error, keys } of groups) {
+    publishExtend({
+      key: keys[0] as string,
+      keys,
+      count: keys.length,
+      locker: owner.locker,
+      kind: owner.kind,
+      outcome,
+      error,
+      lagMs,
+      elapsedMs,
+    });
   }
 }

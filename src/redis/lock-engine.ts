@@ -1,8 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { setMaxListeners } from "node:events";
+import type { LockerKind } from "../diagnostics.js";
 import { InvalidArgumentError, LockerClosedError, UnsupportedError } from "../errors.js";
 import { abortable, CloseGate } from "../internal/abortable.js";
 import { Backoff } from "../internal/backoff.js";
+import { type AcquireProbe, grantTime, publishRelease } from "../internal/diagnostics.js";
 import { LeaseImpl } from "../internal/lease.js";
 import {
   type ResolvedAcquireOptions,
@@ -11,7 +13,7 @@ import {
   validateSignal,
 } from "../internal/validate.js";
 import { KeyStates, Waiter } from "../internal/waiter.js";
-import type { AcquireOptions, Lease, ReleaseOutcome } from "../locker.js";
+import type { AcquireOptions, Lease, Locker, ReleaseOutcome } from "../locker.js";
 import { Acquisition, type AcquisitionOwner } from "./acquisition.js";
 import { LeaseKeeper, type LeaseKeeperStats } from "./lease-keeper.js";
 import { type AttemptOutcome, LockHandle, type LockStore, type QueueIntent, type Registration } from "./lock-store.js";
@@ -63,8 +65,8 @@ export class LockEngine {
   readonly #gate = new CloseGate();
   /** This locker's id in the cross-process hand-off queues. */
   readonly #waiterId = randomBytes(8).toString("hex");
-  /** Releases this locker's acquisitions (one object for all of them, not a closure each). */
-  readonly #owner: AcquisitionOwner = { releaseAcquisition: (acquisition) => this.#release(acquisition) };
+  /** Callers of `obtain` whose first attempt failed (or who queued behind others), still waiting. */
+  #waiting = 0;
   /** The three ways an attempt relates to the hand-off queue (shared, so attempts allocate none). */
   readonly #intents: Readonly<Record<"first" | "leave" | "keep", QueueIntent>>;
   #closed: Promise<void> | undefined;
@@ -136,6 +138,19 @@ export class LockEngine {
     return this.#keeper.size;
   }
 
+  /** Number of `obtain` calls waiting: queued behind others, or after a failed attempt. */
+  get waitingCount(): number {
+    return this.#waiting;
+  }
+
+  /**
+   * The owner of the acquisitions `locker` obtains (one object per public locker, made once): it
+   * releases them through this engine, and names `locker` and its kind in diagnostics messages.
+   */
+  ownerFor(locker: Locker, kind: LockerKind): AcquisitionOwner {
+    return { locker, kind, releaseAcquisition: (acquisition) => this.#release(acquisition) };
+  }
+
   /**
    * What the lease keeper measured: extensions and extension commands sent, transient failures
    * retried, the least validity a lease had left when its extension was confirmed
@@ -167,11 +182,20 @@ export class LockEngine {
     this.#store.checkFencing(this.#options.prefix + key);
   }
 
-  /** Waits for `key` (see {@link #obtain}); call {@link checkCall} first. */
-  obtain(signal: AbortSignal | undefined, key: string, request: ResolvedAcquireOptions): Promise<Acquisition> {
-    if (!this.#counted) return this.#obtain(signal, key, request);
+  /**
+   * Waits for `key` (see {@link #obtain}) on behalf of `owner`; call {@link checkCall} first.
+   * `probe`, while the call is traced, counts its attempts.
+   */
+  obtain(
+    signal: AbortSignal | undefined,
+    key: string,
+    request: ResolvedAcquireOptions,
+    owner: AcquisitionOwner,
+    probe: AcquireProbe | undefined,
+  ): Promise<Acquisition> {
+    if (!this.#counted) return this.#obtain(signal, key, request, owner, probe);
     this.#store.checkResource(this.#resourceOf(key));
-    return this.#obtainCounted(signal, key, request);
+    return this.#obtainCounted(signal, key, request, owner, probe);
   }
 
   /** One attempt on `key`, not queued: the acquisition, or undefined when it is taken. */
@@ -179,6 +203,8 @@ export class LockEngine {
     signal: AbortSignal | undefined,
     key: string,
     request: ResolvedAcquireOptions,
+    owner: AcquisitionOwner,
+    probe: AcquireProbe | undefined,
   ): Promise<Acquisition | undefined> {
     // A lock held here is held: no need to ask. (Permits held here may leave room for more.)
     const state = this.#keys.get(key);
@@ -187,7 +213,7 @@ export class LockEngine {
       if ((state?.waiters.size ?? 0) > 0) return undefined;
       this.#store.checkResource(this.#resourceOf(key));
     } else if ((state?.held ?? 0) > 0) return undefined;
-    const outcome = await this.#attempt(signal, key, request, this.#intents.keep);
+    const outcome = await this.#attempt(signal, key, request, this.#intents.keep, owner, probe);
     return outcome instanceof Acquisition ? outcome : undefined;
   }
 
@@ -239,7 +265,13 @@ export class LockEngine {
    * of a queue nobody here holds tries at once, before subscribing (the uncontended path); after
    * that, it waits for a release message or its safety-net timeout between attempts.
    */
-  async #obtain(signal: AbortSignal | undefined, key: string, request: ResolvedAcquireOptions): Promise<Acquisition> {
+  async #obtain(
+    signal: AbortSignal | undefined,
+    key: string,
+    request: ResolvedAcquireOptions,
+    owner: AcquisitionOwner,
+    probe: AcquireProbe | undefined,
+  ): Promise<Acquisition> {
     const state = this.#keys.open(key);
     state.resource ??= this.#options.prefix + key;
     const resource = state.resource;
@@ -250,6 +282,8 @@ export class LockEngine {
     /** An attempt was cut short in flight: its own clean-up leaves the hand-off queue. */
     let abandoned = false;
     let subscribed = false;
+    /** Counted in `waitingCount` (from its first wait on). */
+    let waiting = false;
     try {
       // The lean first try: nobody here holds or waits for the key. A head behind this locker's
       // own holder tries at once too (with a hand-off queue): it fails, but takes the locker's
@@ -279,7 +313,7 @@ export class LockEngine {
           state.attempting = true;
           lastAttemptAt = performance.now();
           try {
-            outcome = await this.#attempt(signal, key, request, intent);
+            outcome = await this.#attempt(signal, key, request, intent, owner, probe);
           } catch (error) {
             abandoned = this.#isAbandonment(error, signal);
             throw error;
@@ -303,6 +337,10 @@ export class LockEngine {
           this.#settleEarlyGrant(key, resource, state);
         }
         signals ??= [signal, this.#closing.signal];
+        if (!waiting) {
+          waiting = true;
+          this.#waiting += 1;
+        }
         if (!subscribed) {
           subscribed = true;
           await abortable(this.#notifier.subscribe(resource), signals);
@@ -322,7 +360,7 @@ export class LockEngine {
           : undefined;
         const outcome = await waiter.wait(timeout, signals);
         if (outcome === "granted") {
-          const granted = await this.#takeGrant(signal, key, waiter, request);
+          const granted = await this.#takeGrant(signal, key, waiter, request, owner);
           if (granted !== undefined) {
             acquired = true;
             return granted;
@@ -333,6 +371,7 @@ export class LockEngine {
         if (outcome === "postponed") lastRetryAfter = undefined;
       }
     } finally {
+      if (waiting) this.#waiting -= 1;
       // The next waiter here is not in the cross-process queue (a holder's locker leaves it):
       // whoever leaves the head, having taken the key or not, wakes it so that it joins.
       this.#keys.leave(key, state, waiter, !acquired || queued);
@@ -358,6 +397,8 @@ export class LockEngine {
     signal: AbortSignal | undefined,
     key: string,
     request: ResolvedAcquireOptions,
+    owner: AcquisitionOwner,
+    probe: AcquireProbe | undefined,
   ): Promise<Acquisition> {
     const state = this.#keys.open(key);
     state.resource ??= this.#options.prefix + key;
@@ -369,6 +410,7 @@ export class LockEngine {
     let acquired = false;
     let abandoned = false;
     let subscribed = false;
+    let waiting = false;
     try {
       let attemptNow = true;
       const retryAfterSubscribing = !this.#notifier.isListening(resource);
@@ -388,7 +430,7 @@ export class LockEngine {
           waiter.attempting = true;
           lastAttemptAt = performance.now();
           try {
-            outcome = await this.#attempt(signal, key, request, intent);
+            outcome = await this.#attempt(signal, key, request, intent, owner, probe);
           } catch (error) {
             abandoned = this.#isAbandonment(error, signal);
             throw error;
@@ -408,6 +450,10 @@ export class LockEngine {
           this.#settleCountedGrant(resource, waiter);
         }
         signals ??= [signal, this.#closing.signal];
+        if (!waiting) {
+          waiting = true;
+          this.#waiting += 1;
+        }
         if (!subscribed) {
           subscribed = true;
           await abortable(this.#notifier.subscribe(resource), signals);
@@ -422,7 +468,7 @@ export class LockEngine {
         const timeout = Math.max(1, Math.min(this.#safetyNetDelay(backoff, true, lastRetryAfter), Math.ceil(pollBy)));
         const outcome = await waiter.wait(timeout, signals);
         if (outcome === "granted") {
-          const granted = await this.#takeGrant(signal, key, waiter, request);
+          const granted = await this.#takeGrant(signal, key, waiter, request, owner);
           if (granted !== undefined) {
             acquired = true;
             return granted;
@@ -431,6 +477,7 @@ export class LockEngine {
         attemptNow = true;
       }
     } finally {
+      if (waiting) this.#waiting -= 1;
       this.#countedWaiters.delete(waiter.id);
       this.#keys.leave(key, state, waiter, false);
       if (subscribed) this.#notifier.unsubscribe(resource);
@@ -511,6 +558,7 @@ export class LockEngine {
     key: string,
     waiter: Waiter<LockHandle>,
     request: ResolvedAcquireOptions,
+    owner: AcquisitionOwner,
   ): Promise<Acquisition | undefined> {
     const handle = waiter.takeGrant();
     if (handle === undefined) return undefined;
@@ -520,7 +568,7 @@ export class LockEngine {
     }
     // Kept (and extended: the grant's TTL is short) from now on, also while its fencing token is
     // on its way: a round trip later would be too late on a slow link.
-    const acquisition = this.#register(key, { handle }, request, true);
+    const acquisition = this.#register(key, { handle }, request, true, owner);
     if (!request.fencing) return acquisition;
     let fencingToken: bigint | undefined;
     try {
@@ -562,7 +610,10 @@ export class LockEngine {
     key: string,
     request: ResolvedAcquireOptions,
     intent: QueueIntent,
+    owner: AcquisitionOwner,
+    probe: AcquireProbe | undefined,
   ): Promise<Acquisition | Miss> {
+    if (probe !== undefined) probe.attempts += 1;
     const attempt = this.#track(this.#grant(key, request, intent));
     let result: Grant | Miss;
     try {
@@ -572,7 +623,7 @@ export class LockEngine {
       throw error;
     }
     if ("kind" in result) return result;
-    return this.#register(key, result, request, false);
+    return this.#register(key, result, request, false, owner);
   }
 
   /**
@@ -641,15 +692,23 @@ export class LockEngine {
    * Starts tracking a fresh grant: extension, deadline, and its release. A hand-off grant's TTL is
    * the short grace, so a lease that is not auto-extended is still extended once, to its expiry.
    */
-  #register(key: string, grant: Grant, request: ResolvedAcquireOptions, handedOver: boolean): Acquisition {
+  #register(
+    key: string,
+    grant: Grant,
+    request: ResolvedAcquireOptions,
+    handedOver: boolean,
+    owner: AcquisitionOwner,
+  ): Acquisition {
     const acquisition = new Acquisition(
-      this.#owner,
+      owner,
       key,
       grant.handle,
       request.expiry ?? this.#options.expiry,
       grant.fencingToken,
     );
     if (!request.autoExtend) acquisition.keepAlive = handedOver ? "once" : "never";
+    const grantedAt = grantTime();
+    if (grantedAt !== undefined) acquisition.grantedAt = grantedAt;
     this.#keys.open(key).held += 1;
     this.#keeper.add(acquisition);
     return acquisition;
@@ -663,6 +722,7 @@ export class LockEngine {
     this.#keys.tidy(acquisition.key, state);
   }
 
+  /** Releases `acquisition` and publishes what the release found (while anyone listens). */
   async #release(acquisition: Acquisition): Promise<ReleaseOutcome> {
     if (this.#keeper.remove(acquisition)) this.#forget(acquisition);
     acquisition.state = "released";
@@ -677,8 +737,8 @@ export class LockEngine {
       this.#keys.notifyHead(acquisition.key);
     }
     // A lease left to expire that ran out before its release expired, whoever holds the key now.
-    if (outcome === "taken" && acquisition.keepAlive === "never" && wasPastDeadline) return "expired";
-    return outcome;
+    const found = outcome === "taken" && acquisition.keepAlive === "never" && wasPastDeadline ? "expired" : outcome;
+    return publishRelease(acquisition.owner, acquisition.key, acquisition.grantedAt, found);
   }
 
   #onReleaseMessage(channel: string, message: string): void {

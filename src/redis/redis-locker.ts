@@ -33,7 +33,7 @@ export class RedisLocker extends EngineLocker {
    */
   constructor(clients: RedisClient | RedisClient[], options?: RedisLockerOptions) {
     const list = resolveClients(clients);
-    super(new LockEngine(list, resolveOptions(options)));
+    super(new LockEngine(list, resolveOptions(options)), "redis-lock");
   }
 
   /** @internal */

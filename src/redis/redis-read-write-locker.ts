@@ -22,7 +22,7 @@ class ReadWriteView extends EngineLocker {
   readonly #writer: boolean;
 
   constructor(engine: LockEngine, writer: boolean) {
-    super(engine);
+    super(engine, writer ? "redis-write" : "redis-read");
     this.#writer = writer;
     this.defaultRequest = writer ? { ...DEFAULT_ACQUIRE_OPTIONS, weight: PERMITS } : DEFAULT_ACQUIRE_OPTIONS;
   }
@@ -70,6 +70,16 @@ export class RedisReadWriteLocker implements ReadWriteLocker {
     this.#engine = new LockEngine(list, resolved, PERMITS);
     this.read = new ReadWriteView(this.#engine, false);
     this.write = new ReadWriteView(this.#engine, true);
+  }
+
+  /** Number of leases held now, read and write (see `RedisLocker.heldCount`). */
+  get heldCount(): number {
+    return this.#engine.heldCount;
+  }
+
+  /** Number of callers (readers and writers) waiting in `lock` or `acquire` (see `RedisLocker.waitingCount`). */
+  get waitingCount(): number {
+    return this.#engine.waitingCount;
   }
 
   /** Closes both views: see `Locker.close`. Idempotent. */

@@ -63,7 +63,7 @@ export class RedisSemaphore extends EngineLocker {
       );
     }
     const resolved = resolveOptions(withDefaultPrefix(rest, SEMAPHORE_PREFIX));
-    super(new LockEngine(list, resolved, limit));
+    super(new LockEngine(list, resolved, limit), "redis-semaphore");
     this.limit = limit;
   }
 

@@ -1,0 +1,211 @@
+/**
+ * What globallock publishes on `node:diagnostics_channel`: the channel names and the messages.
+ *
+ * Nothing is published, built or timed while a channel has no subscriber: each locker checks
+ * `hasSubscribers` before it makes a message, so an application that does not listen pays one
+ * boolean check per call. Messages are plain objects; subscribers must not change them. A
+ * subscriber that throws does not disturb the lock (Node.js catches the error and rethrows it on
+ * the next tick as an `uncaughtException`, as it does for every channel).
+ *
+ * ```ts
+ * import diagnostics_channel from "node:diagnostics_channel";
+ * import { type AcquireMessage, ACQUIRE_CHANNEL, RELEASE_CHANNEL, type ReleaseMessage } from "globallock";
+ *
+ * diagnostics_channel.tracingChannel<unknown, AcquireMessage>(ACQUIRE_CHANNEL).subscribe({
+ *   start() {},
+ *   end() {},
+ *   asyncStart() {},
+ *   asyncEnd(message) {
+ *     console.log(message.kind, message.key, message.outcome, message.waitedMs);
+ *   },
+ *   error() {},
+ * });
+ * diagnostics_channel.subscribe(RELEASE_CHANNEL, (message) => {
+ *   const { key, heldMs, outcome } = message as ReleaseMessage;
+ *   console.log(key, outcome, heldMs);
+ * });
+ * ```
+ *
+ * @module
+ */
+import type { LockLostError, LockLostReason } from "./errors.js";
+import type { Locker, ReleaseOutcome } from "./locker.js";
+
+/**
+ * Name of the tracing channel of every `lock`, `tryLock`, `acquire` and `tryAcquire` call
+ * (`diagnostics_channel.tracingChannel(ACQUIRE_CHANNEL)`; its channels are
+ * `tracing:globallock:acquire:start`, `:end`, `:asyncStart`, `:asyncEnd` and `:error`). Every call
+ * is traced as `TracingChannel.tracePromise` does it, with one {@link AcquireMessage} as the
+ * context: `start` when the call begins; `end` when its synchronous part returned (the promise);
+ * `error` when it rejects; `asyncStart` and `asyncEnd` when it settles (with `result` or `error`).
+ * Stores bound to the `start` channel (`bindStore`) are active while the call runs.
+ */
+export const ACQUIRE_CHANNEL = "globallock:acquire";
+
+/** Name of the channel of releases: one {@link ReleaseMessage} per release that ran. */
+export const RELEASE_CHANNEL = "globallock:release";
+
+/**
+ * Name of the channel of lease extensions (Redis lockers only): one {@link ExtendMessage} per
+ * extension command and outcome.
+ */
+export const EXTEND_CHANNEL = "globallock:extend";
+
+/** Name of the channel of lost leases: one {@link LostMessage} per lease found lost. */
+export const LOST_CHANNEL = "globallock:lost";
+
+/**
+ * Which kind of locker published a message: the store (`memory` or `redis`) and the primitive
+ * (`lock`: {@link MemoryLocker}, {@link RedisLocker}; `semaphore`: {@link MemorySemaphore},
+ * {@link RedisSemaphore}; `read` and `write`: the views of {@link MemoryReadWriteLocker} and
+ * {@link RedisReadWriteLocker}).
+ */
+export type LockerKind =
+  | "memory-lock"
+  | "memory-semaphore"
+  | "memory-read"
+  | "memory-write"
+  | "redis-lock"
+  | "redis-semaphore"
+  | "redis-read"
+  | "redis-write";
+
+/** Which {@link Locker} method a traced call is. */
+export type AcquireMode = "lock" | "tryLock" | "acquire" | "tryAcquire";
+
+/**
+ * How a traced call ended:
+ * - `"acquired"`: it holds the key (`lock` and `acquire` end so or reject);
+ * - `"not-acquired"`: `tryLock` or `tryAcquire` found the key (or its permits) taken;
+ * - `"aborted"`: it rejected with its signal's reason (while waiting, or the signal was aborted
+ *   before the call);
+ * - `"closed"`: it rejected with a {@link LockerClosedError};
+ * - `"error"`: any other rejection: {@link StoreUnavailableError} (the store could not be asked),
+ *   {@link InvalidArgumentError}, {@link UnsupportedError}.
+ */
+export type AcquireOutcome = "acquired" | "not-acquired" | "aborted" | "closed" | "error";
+
+/**
+ * The context of one traced acquisition call ({@link ACQUIRE_CHANNEL}). One object travels
+ * through all five events of the call, filled in as things become known:
+ *
+ * - at `start`: `key`, `locker`, `kind`, `mode`, `attempts` (0), and `weight` for `lock` and
+ *   `tryLock` (1); `waitedMs` and `outcome` are `undefined`;
+ * - at `end` (the synchronous part returned): `weight` too, once the options were validated;
+ * - at `error`, `asyncStart`, `asyncEnd`: everything — `waitedMs`, the final `attempts`,
+ *   `outcome`, and `result` (what the call resolved to) or `error` (what it rejected with), both
+ *   set by `tracePromise`.
+ */
+export interface AcquireMessage {
+  /** The caller's key (without the Redis prefix), as passed. */
+  readonly key: string;
+  /** The public locker object called (for a read-write locker: its `read` or `write` view). */
+  readonly locker: Locker;
+  /** Which kind of locker it is. */
+  readonly kind: LockerKind;
+  /** Which method was called. */
+  readonly mode: AcquireMode;
+  /**
+   * Permits asked for, as the caller counts them: 1 for a lock, for `lock`/`tryLock`, and for
+   * either view of a read-write locker; `options.weight` for a semaphore's `acquire`.
+   * `undefined` until the options are validated (and for a call refused for its options).
+   */
+  readonly weight: number | undefined;
+  /**
+   * Attempts to take the key so far. Redis: acquisition commands sent (a waiter handed the key by
+   * a release's grant sends none for it, so a hand-off usually shows 1). Memory: 1 once the call
+   * tried (a waiting caller is handed the key; it never tries again); 0 for a call refused before.
+   */
+  readonly attempts: number;
+  /** Ms from the call to its outcome (waiting included); `undefined` until it settles. */
+  readonly waitedMs: number | undefined;
+  /** How the call ended; `undefined` until it settles. */
+  readonly outcome: AcquireOutcome | undefined;
+  /** What the call resolved to (set by `tracePromise` at `asyncStart`). */
+  readonly result?: unknown;
+  /** What the call rejected with (set by `tracePromise` at `error`). */
+  readonly error?: unknown;
+}
+
+/**
+ * A release ran ({@link RELEASE_CHANNEL}): published once per lease or release function, when
+ * the release has found its outcome (after the round trip, for Redis). Not published for the
+ * no-op release of a failed `tryLock`.
+ */
+export interface ReleaseMessage {
+  /** The caller's key. */
+  readonly key: string;
+  /** The public locker that granted the lease. */
+  readonly locker: Locker;
+  /** Which kind of locker it is. */
+  readonly kind: LockerKind;
+  /**
+   * Ms from the grant to the release's outcome; `undefined` when nobody subscribed to this
+   * channel at the time of the grant (the grant time is only taken while someone listens).
+   */
+  readonly heldMs: number | undefined;
+  /** What the release found (see {@link ReleaseOutcome}). */
+  readonly outcome: ReleaseOutcome;
+}
+
+/**
+ * What an extension found for some leases:
+ * - `"extended"`: extended (their token still held the key);
+ * - `"taken"`: the key was gone or held by another token: the leases are lost (a
+ *   {@link LostMessage} follows for each);
+ * - `"expired"`: their validity had run out before the command could be sent: lost too;
+ * - `"retry"`: the command failed (timeout, connection, cluster redirection...; see `error`):
+ *   the leases may still be held and their extension is retried while there is time left.
+ */
+export type ExtendOutcome = "extended" | "taken" | "expired" | "retry";
+
+/**
+ * An extension command of the lease keeper returned ({@link EXTEND_CHANNEL}; Redis lockers only:
+ * memory leases are never extended). The keeper extends leases in batches (up to 256 per command);
+ * one message is published per batch, outcome and locker, so a batch whose leases all extended is
+ * one message. Count failures with `count`, not with the number of messages.
+ */
+export interface ExtendMessage {
+  /** The first key of `keys` (the lease closest to its deadline). */
+  readonly key: string;
+  /** The caller's keys of the leases with this outcome (a key held twice appears twice). */
+  readonly keys: readonly string[];
+  /** `keys.length`: leases with this outcome in the batch. */
+  readonly count: number;
+  /** The public locker holding these leases. */
+  readonly locker: Locker;
+  /** Which kind of locker it is. */
+  readonly kind: LockerKind;
+  /** What the extension found for them. */
+  readonly outcome: ExtendOutcome;
+  /** Why the command failed, for `"retry"`; `undefined` otherwise. */
+  readonly error: Error | undefined;
+  /**
+   * Sweep lag: how many ms after the earliest due time of the batch's leases the command was sent
+   * (the timer's lateness plus any wait for a free slot under `sweepConcurrency`); 0 when it was
+   * sent on time or a little early (leases due shortly are collected together).
+   */
+  readonly lagMs: number;
+  /** Ms from sending the command to its answer (or failure). */
+  readonly elapsedMs: number;
+}
+
+/** A lease was found lost ({@link LOST_CHANNEL}): published once per lease, before `onLockLost`. */
+export interface LostMessage {
+  /** The caller's key. */
+  readonly key: string;
+  /** The public locker that granted the lease. */
+  readonly locker: Locker;
+  /** Which kind of locker it is. */
+  readonly kind: LockerKind;
+  /** Why: `"taken"` (an extension found the key gone or another holder's) or `"expired"`. */
+  readonly reason: LockLostReason;
+  /** The error the lease's `lost` signal aborts with (and `onLockLost` receives). */
+  readonly error: LockLostError;
+  /**
+   * True when the lease was acquired with `autoExtend: false` and simply reached its expiry: what
+   * its holder asked for, so `onLockLost` is not called for it. Count real losses with
+   * `expected === false`.
+   */
+  readonly expected: boolean;
+}
