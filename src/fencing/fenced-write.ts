@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from "../errors.js";
 import { validateKey } from "../internal/validate.js";
+import { connectionOf } from "../redis/client/connection-of.js";
 import type { RedisClient } from "../redis/types.js";
 
 /**
@@ -35,6 +36,6 @@ export async function fencedWrite(
     throw new InvalidArgumentError("fencingToken", "a non-negative bigint", fencingToken);
   }
   if (typeof value !== "string") throw new InvalidArgumentError("value", "a string", value);
-  const reply = await client.eval(FENCED_WRITE, 1, key, fencingToken.toString(), value);
+  const reply = await connectionOf(client).eval(FENCED_WRITE, [key], [fencingToken.toString(), value]);
   return reply === 1;
 }

@@ -7,6 +7,7 @@ import {
   validatePositiveInteger,
   validateTimerDelay,
 } from "../internal/validate.js";
+import { clientKind } from "./client/connection-of.js";
 import type { RedisClient } from "./types.js";
 
 /**
@@ -138,22 +139,23 @@ function resolveBackoff(value: unknown, expiry: number): [min: number, max: numb
   return [min, Math.max(min, capped)];
 }
 
-/** Validates the `clients` argument: one ioredis client or a non-empty array of distinct ones. */
+/** What the `clients` argument may be, for error messages. */
+const EXPECTED_CLIENT =
+  "an ioredis Redis or Cluster, or a connected node-redis client or cluster (createClient() or createCluster() from the redis package)";
+
+/**
+ * Validates the `clients` argument: one client or a non-empty array of distinct ones, each an
+ * ioredis `Redis` or `Cluster` or a connected node-redis client or cluster (told apart by shape;
+ * see {@link clientKind}). ioredis and node-redis clients may be mixed in a quorum: each node is
+ * talked to through its own client.
+ */
 export function resolveClients(clients: unknown): RedisClient[] {
   const list = Array.isArray(clients) ? clients : [clients];
   if (list.length === 0) {
-    throw new InvalidArgumentError("clients", "an ioredis client or a non-empty array of them", clients);
+    throw new InvalidArgumentError("clients", `${EXPECTED_CLIENT}, or a non-empty array of them`, clients);
   }
   list.forEach((client, index) => {
-    const name = Array.isArray(clients) ? `clients[${index}]` : "clients";
-    if (!isRedisClient(client)) throw new InvalidArgumentError(name, "an ioredis Redis or Cluster client", client);
-    if (client.options && "keyPrefix" in client.options && client.options.keyPrefix) {
-      throw new InvalidArgumentError(
-        `${name}.options.keyPrefix`,
-        "no keyPrefix (use the locker's prefix option)",
-        client.options.keyPrefix,
-      );
-    }
+    checkClient(Array.isArray(clients) ? `clients[${index}]` : "clients", client);
   });
   if (new Set(list).size !== list.length) {
     throw new InvalidArgumentError("clients", "distinct clients (one per Redis node)", clients);
@@ -166,10 +168,26 @@ export function resolveClients(clients: unknown): RedisClient[] {
   return list as RedisClient[];
 }
 
-function isRedisClient(value: unknown): value is RedisClient & { options?: { keyPrefix?: string } } {
-  if (value === null || typeof value !== "object") return false;
-  const candidate = value as Record<string, unknown>;
-  return typeof candidate.evalsha === "function" && typeof candidate.duplicate === "function";
+/** Throws an {@link InvalidArgumentError} unless `client` (the argument `name`) is a usable client. */
+function checkClient(name: string, client: unknown): void {
+  const kind = clientKind(client);
+  if (kind === undefined) throw new InvalidArgumentError(name, EXPECTED_CLIENT, client);
+  if (kind === "node-redis-sentinel") {
+    throw new InvalidArgumentError(name, `${EXPECTED_CLIENT}; a node-redis createSentinel() is not supported`, client);
+  }
+  const candidate = client as { isOpen?: boolean; options?: { keyPrefix?: unknown }; _keyPrefix?: unknown };
+  if (kind !== "ioredis" && candidate.isOpen !== true) {
+    throw new InvalidArgumentError(name, "a connected node-redis client (await client.connect() first)", client);
+  }
+  // ioredis and node-redis 6 can prefix every key: the lockers' keys are their own (see `prefix`).
+  const keyPrefix = kind === "ioredis" ? candidate.options?.keyPrefix : candidate._keyPrefix;
+  if (keyPrefix) {
+    throw new InvalidArgumentError(
+      `${name}.options.keyPrefix`,
+      "no keyPrefix (use the locker's prefix option)",
+      keyPrefix,
+    );
+  }
 }
 
 /**

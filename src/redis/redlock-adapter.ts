@@ -9,6 +9,8 @@ import { performance } from "node:perf_hooks";
 import Redlock, { ExecutionError, type Lock, ResourceLockedError } from "redlock";
 import { UnsupportedError } from "../errors.js";
 import type { ReleaseOutcome } from "../locker.js";
+import { connectionOf } from "./client/connection-of.js";
+import type { ScriptArgument } from "./client/redis-connection.js";
 import { type AttemptOutcome, type ExtendOutcome, LockHandle, type LockStore } from "./lock-store.js";
 import { ScriptRunner } from "./script-runner.js";
 import { EXTEND_MANY, REDLOCK_RELEASE_SCRIPT, RELEASE, RESTORE_MANY } from "./scripts.js";
@@ -40,23 +42,27 @@ export class RedlockStore implements LockStore {
   constructor(clients: readonly RedisClient[], settings: RedlockStoreSettings) {
     this.#driftFactor = settings.driftFactor;
     this.#runners = clients.map(
-      (client, index) => new ScriptRunner(client, `node #${index}`, settings.commandTimeout, true),
+      (client, index) => new ScriptRunner(connectionOf(client), `node #${index}`, settings.commandTimeout, true),
     );
-    // redlock is typed against ioredis clients but only calls evalsha/eval on them; ours time out.
+    // redlock is typed against ioredis clients but only calls evalsha/eval on them, ioredis-style
+    // (`hash, numkeys, [...keys, ...args]`): facades turn those calls into our runners' calls, so
+    // every command times out, and any client we accept (ioredis or node-redis) can vote.
     // Its EVALSHA goes out as EVAL with the script's body: redlock retries a NOSCRIPT as EVAL only
     // when that reply arrives, and the clean-up it sends after a failed vote (queued behind the
     // attempt on the same connection) would then run before the attempt it undoes, leaving a key
     // nobody owns for a whole expiry on a node whose script cache was emptied.
     const sources = new Map<string, string>();
     const facades = this.#runners.map((runner) => ({
-      evalsha: (hash: unknown, ...rest: unknown[]) => {
-        const source = typeof hash === "string" ? sources.get(hash) : undefined;
-        return source === undefined ? runner.evalsha(hash, ...rest) : runner.eval(source, ...rest);
+      evalsha: (hash: string, numkeys: number, ...rest: unknown[]) => {
+        const [keys, args] = splitRedlockArguments(numkeys, rest);
+        const source = sources.get(hash);
+        return source === undefined ? runner.evalsha(hash, keys, args) : runner.eval(source, keys, args);
       },
-      eval: (...args: unknown[]) => runner.eval(...args),
+      eval: (source: string, numkeys: number, ...rest: unknown[]) =>
+        runner.eval(source, ...splitRedlockArguments(numkeys, rest)),
     }));
     this.#redlock = new Redlock(
-      facades as unknown as RedisClient[],
+      facades as unknown as ConstructorParameters<typeof Redlock>[0],
       { retryCount: 0, driftFactor: settings.driftFactor },
       // redlock ignores script strings; only a function (a modifier of its own script) is used.
       { releaseScript: () => REDLOCK_RELEASE_SCRIPT },
@@ -205,6 +211,15 @@ export class RedlockStore implements LockStore {
     // Redis expires keys with 1 ms precision; redlock adds the same 2 ms.
     return Math.round(this.#driftFactor * duration) + 2;
   }
+}
+
+/**
+ * The keys and arguments of a redlock script call: after `numkeys` it passes one array of keys then
+ * arguments (ioredis would flatten it), or, were it to change, the same values spread.
+ */
+function splitRedlockArguments(numkeys: number, rest: readonly unknown[]): [string[], ScriptArgument[]] {
+  const flat = rest.flat() as ScriptArgument[];
+  return [flat.slice(0, numkeys).map(String), flat.slice(numkeys)];
 }
 
 /** What a failed quorum operation means, and the per-node errors behind it. */

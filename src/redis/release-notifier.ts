@@ -1,4 +1,6 @@
 import { withTimeout } from "../internal/sleep.js";
+import { connectionOf } from "./client/connection-of.js";
+import type { RedisConnection, SubscriberConnection } from "./client/redis-connection.js";
 import type { RedisClient } from "./types.js";
 
 /** One subscribed channel: who needs it, and whether a node confirmed it. */
@@ -11,19 +13,19 @@ interface Channel {
 
 /**
  * Wake-on-release over Redis pub/sub. One subscriber connection per node, duplicated from the
- * caller's client on first use and shared by every waiter of the locker. A channel is subscribed
+ * caller's client (ioredis or node-redis) on first use and shared by every waiter of the locker. A channel is subscribed
  * while at least one local waiter needs it, and lingers a little after the last one leaves, so a
  * key that is contended again and again is not re-subscribed every time. Subscribing never fails
  * a lock: if no subscriber can be reached, waiters fall back on their safety-net polling.
  */
 export class ReleaseNotifier {
-  readonly #clients: readonly RedisClient[];
+  readonly #connections: readonly RedisConnection[];
   readonly #onRelease: (channel: string, message: string) => void;
   readonly #onResubscribed: () => void;
   readonly #timeoutMs: number;
   readonly #lingerMs: number;
   readonly #channels = new Map<string, Channel>();
-  #subscribers: RedisClient[] | undefined;
+  #subscribers: SubscriberConnection[] | undefined;
   #closed = false;
 
   /**
@@ -36,7 +38,7 @@ export class ReleaseNotifier {
     onRelease: (channel: string, message: string) => void,
     onResubscribed: () => void,
   ) {
-    this.#clients = clients;
+    this.#connections = clients.map(connectionOf);
     this.#timeoutMs = settings.timeoutMs;
     this.#lingerMs = settings.lingerMs;
     this.#onRelease = onRelease;
@@ -93,30 +95,24 @@ export class ReleaseNotifier {
     entry.linger.unref();
   }
 
-  /** Disconnects the subscriber connections this notifier created. */
+  /** Closes the subscriber connections this notifier created (never the caller's clients). */
   async close(): Promise<void> {
     this.#closed = true;
     for (const entry of this.#channels.values()) clearTimeout(entry.linger);
     this.#channels.clear();
     const subscribers = this.#subscribers ?? [];
     this.#subscribers = [];
-    for (const subscriber of subscribers) subscriber.disconnect();
+    for (const subscriber of subscribers) subscriber.close();
   }
 
-  #ensureSubscribers(): RedisClient[] {
+  #ensureSubscribers(): SubscriberConnection[] {
     if (this.#subscribers !== undefined) return this.#subscribers;
-    this.#subscribers = this.#clients.map((client) => {
-      const subscriber = (client as { duplicate(): RedisClient }).duplicate();
-      // Connection errors surface as lost wake-ups (covered by polling), never as crashes.
-      subscriber.on("error", () => undefined);
-      subscriber.on("message", (channel: string, message: string) => this.#onRelease(channel, message));
-      let connectedBefore = false;
-      subscriber.on("ready", () => {
-        if (connectedBefore) this.#onResubscribed();
-        connectedBefore = true;
-      });
-      return subscriber;
-    });
+    // Connection errors surface as lost wake-ups (covered by polling), never as crashes.
+    const events = {
+      onMessage: (channel: string, message: string) => this.#onRelease(channel, message),
+      onReconnect: () => this.#onResubscribed(),
+    };
+    this.#subscribers = this.#connections.map((connection) => connection.duplicateForPubSub(events));
     return this.#subscribers;
   }
 }

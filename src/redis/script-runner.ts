@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { DeadlineGroup } from "../internal/deadline-group.js";
-import type { RedisClient } from "./types.js";
+import { isNoScriptError, type RedisConnection, type ScriptArgument } from "./client/redis-connection.js";
 
 /** A Lua script with its SHA1, for EVALSHA with a fallback to EVAL. */
 export interface Script {
@@ -19,9 +19,10 @@ export function defineScript(source: string): Script {
 }
 
 /**
- * One Redis node (or Cluster) as the locker talks to it: every script call settles within the
- * timeout, so a frozen or unreachable node can never hang an operation. Also offers the
- * `evalsha`/`eval` pair that redlock calls, with the same timeout.
+ * One Redis node (or Cluster) as the locker talks to it, through the {@link RedisConnection} of the
+ * caller's client (ioredis or node-redis): every script call settles within the timeout, so a
+ * frozen or unreachable node can never hang an operation. Also offers the `evalsha`/`eval` pair
+ * that redlock calls, with the same timeout.
  *
  * Before its first call, and again after any `NOSCRIPT` (the node restarted, failed over or had
  * its cache flushed), a runner on a single node sends `SCRIPT LOAD` for every script, pipelined
@@ -30,7 +31,7 @@ export function defineScript(source: string): Script {
  * scripts load on each master at their first `NOSCRIPT`.)
  */
 export class ScriptRunner {
-  readonly #client: RedisClient;
+  readonly #connection: RedisConnection;
   readonly #label: string;
   readonly #timeoutMs: number;
   readonly #deadlines: DeadlineGroup;
@@ -46,19 +47,19 @@ export class ScriptRunner {
    *   it: a node that is down then votes "failed" at once, so a vote (and a release) does not wait
    *   for it while a majority has answered.
    */
-  constructor(client: RedisClient, label: string, timeoutMs: number, failFast = false) {
-    this.#client = client;
+  constructor(connection: RedisConnection, label: string, timeoutMs: number, failFast = false) {
+    this.#connection = connection;
     this.#label = label;
     this.#timeoutMs = timeoutMs;
     this.#failFast = failFast;
     // Checked every tenth of the timeout: a timeout fires at most 10% late.
     this.#deadlines = new DeadlineGroup(timeoutMs / 10);
-    this.#loaded = client.isCluster;
+    this.#loaded = connection.isCluster;
   }
 
-  /** The caller's client (for cluster detection and the like). */
-  get client(): RedisClient {
-    return this.#client;
+  /** The connection this runner sends on (for cluster detection and the like). */
+  get connection(): RedisConnection {
+    return this.#connection;
   }
 
   /**
@@ -73,49 +74,58 @@ export class ScriptRunner {
   async run(
     script: Script,
     keys: readonly string[],
-    args: readonly (string | number)[],
+    args: readonly ScriptArgument[],
     ordered = false,
   ): Promise<unknown> {
-    if (ordered) return await this.eval(script.source, keys.length, ...keys, ...args);
+    if (ordered) return await this.eval(script.source, keys, args);
     if (!this.#loaded) this.#loadScripts();
     try {
-      return await this.evalsha(script.sha, keys.length, ...keys, ...args);
+      return await this.evalsha(script.sha, keys, args);
     } catch (error) {
-      if (!(error instanceof Error) || !error.message.startsWith("NOSCRIPT")) throw error;
-      if (!this.#client.isCluster) this.#loaded = false;
-      return await this.eval(script.source, keys.length, ...keys, ...args);
+      if (!isNoScriptError(error)) throw error;
+      if (!this.#connection.isCluster) this.#loaded = false;
+      return await this.eval(script.source, keys, args);
     }
   }
 
   /** Sends SCRIPT LOAD for every script, without waiting (a failure just means a later miss). */
   #loadScripts(): void {
     this.#loaded = true;
-    const client = this.#client as { script(...args: unknown[]): Promise<unknown> };
     for (const script of defined) {
-      Promise.resolve(client.script("LOAD", script.source)).catch(() => undefined);
-    }
-  }
-
-  /** `client.evalsha(...)` with the timeout (redlock calls this). */
-  evalsha(...args: unknown[]): Promise<unknown> {
-    return this.#call("evalsha", args);
-  }
-
-  /** `client.eval(...)` with the timeout (redlock calls this). */
-  eval(...args: unknown[]): Promise<unknown> {
-    return this.#call("eval", args);
-  }
-
-  #call(command: "evalsha" | "eval", args: unknown[]): Promise<unknown> {
-    if (this.#failFast) {
-      const status = (this.#client as { status?: string }).status;
-      if (status === "reconnecting" || status === "close" || status === "end") {
-        return Promise.reject(new Error(`Redis ${this.#label} is not connected (${status})`));
+      try {
+        this.#connection.scriptLoad(script.source).catch(() => undefined);
+      } catch {
+        // the call that follows fails the same way, and reports it
       }
     }
-    const method = this.#client[command] as (...a: unknown[]) => Promise<unknown>;
+  }
+
+  /** EVALSHA with the timeout (redlock calls this too). */
+  evalsha(sha: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
+    return this.#call(true, sha, keys, args);
+  }
+
+  /** EVAL with the timeout (redlock calls this too). */
+  eval(source: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
+    return this.#call(false, source, keys, args);
+  }
+
+  #call(bySha: boolean, script: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
+    if (this.#failFast) {
+      const reason = this.#connection.unavailableReason();
+      if (reason !== undefined) {
+        return Promise.reject(new Error(`Redis ${this.#label} is not connected (${reason})`));
+      }
+    }
+    let reply: Promise<unknown>;
+    try {
+      reply = bySha ? this.#connection.evalsha(script, keys, args) : this.#connection.eval(script, keys, args);
+    } catch (error) {
+      // A client may throw instead of rejecting (a closed node-redis cluster, say).
+      return Promise.reject(error);
+    }
     return this.#deadlines.run(
-      Promise.resolve(method.apply(this.#client, args)),
+      reply,
       this.#timeoutMs,
       () => new Error(`Redis ${this.#label} did not answer within ${this.#timeoutMs} ms`),
     );

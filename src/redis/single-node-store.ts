@@ -2,6 +2,7 @@ import { performance } from "node:perf_hooks";
 import { UnsupportedError } from "../errors.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
+import { connectionOf } from "./client/connection-of.js";
 import { FENCING_COUNTER_TTL_MS, fencingCounterKey } from "./fencing.js";
 import { companionKey, hashTagOf } from "./keys.js";
 import {
@@ -99,8 +100,8 @@ export class SingleNodeStore implements LockStore {
   readonly supportsFencing = true;
 
   constructor(client: RedisClient, settings: SingleNodeStoreSettings) {
-    this.#runner = new ScriptRunner(client, "node", settings.commandTimeout);
-    this.#cluster = client.isCluster;
+    this.#runner = new ScriptRunner(connectionOf(client), "node", settings.commandTimeout);
+    this.#cluster = this.#runner.connection.isCluster;
     this.#settings = settings;
     this.#scripts = settings.limit === undefined ? LOCK_SCRIPTS : PERMIT_SCRIPTS;
     this.#permitArgs = settings.limit === undefined ? [] : [settings.limit, settings.handOffGrace];
