@@ -125,19 +125,6 @@ export function publishRelease(
   return outcome;
 }
 
-/**
- * The release routine of a fresh in-memory grant: `free` itself, or, while anyone listens on the
- * release channel, `free` reporting what it found.
- */
-export function reportingRelease(
-  source: DiagnosticSource,
-  key: string,
-  free: () => ReleaseOutcome,
-): () => ReleaseOutcome {
-  const grantedAt = grantTime();
-  return grantedAt === undefined ? free : () => publishRelease(source, key, grantedAt, free());
-}
-
 /** Publishes a lost lease (if anyone listens). */
 export function publishLost(source: DiagnosticSource, error: LockLostError, expected: boolean): void {
   if (!lostChannel.hasSubscribers) return;

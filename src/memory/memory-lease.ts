@@ -1,14 +1,8 @@
 import { performance } from "node:perf_hooks";
 import { InvalidArgumentError, LockLostError } from "../errors.js";
-import {
-  type DiagnosticSource,
-  grantTime,
-  publishLost,
-  publishRelease,
-  reportingRelease,
-} from "../internal/diagnostics.js";
+import { type DiagnosticSource, grantTime, publishLost, publishRelease } from "../internal/diagnostics.js";
 import { LeaseImpl } from "../internal/lease.js";
-import { Releasable, ReleaseOnce } from "../internal/release-func.js";
+import { Releasable } from "../internal/release-func.js";
 import { checkWeight, resolveAcquireOptions, validateTimerDelay } from "../internal/validate.js";
 import type { Lease, ReleaseOutcome } from "../locker.js";
 
@@ -49,6 +43,29 @@ const PLAIN: MemoryAcquireOptions = Object.freeze({ fencing: false, weight: 1, e
 const NEVER_LOST = new AbortController().signal;
 const never = (): number => Number.POSITIVE_INFINITY;
 const nothing = (): undefined => undefined;
+
+/**
+ * The release of a memory grant held until released: frees it once (`free` must leave a later
+ * holder alone) and publishes what it found while anyone listens (with the hold time when someone
+ * listened at the grant too).
+ */
+export class HeldRelease extends Releasable {
+  readonly #source: DiagnosticSource;
+  readonly #key: string;
+  readonly #free: () => ReleaseOutcome;
+  readonly #grantedAt = grantTime();
+
+  constructor(source: DiagnosticSource, key: string, free: () => ReleaseOutcome) {
+    super();
+    this.#source = source;
+    this.#key = key;
+    this.#free = free;
+  }
+
+  releaseRoutine(): ReleaseOutcome {
+    return publishRelease(this.#source, this.#key, this.#grantedAt, this.#free());
+  }
+}
 
 /**
  * A memory grant with `autoExtend: false`: freed by its holder's release or, at the latest,
@@ -121,7 +138,7 @@ export function memoryLease(
   expiry: number | undefined,
   fencingToken: bigint | undefined,
 ): Lease {
-  if (expiry === undefined) return heldLease(key, new ReleaseOnce(reportingRelease(source, key, free)), fencingToken);
+  if (expiry === undefined) return heldLease(key, new HeldRelease(source, key, free), fencingToken);
   const hold = new ExpiringHold(source, key, expiry, free);
   return new LeaseImpl({
     key,

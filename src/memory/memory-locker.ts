@@ -1,16 +1,10 @@
 import { LockerClosedError } from "../errors.js";
 import { onAnyAbort } from "../internal/abortable.js";
-import {
-  type AcquireProbe,
-  acquireTraced,
-  type DiagnosticSource,
-  reportingRelease,
-  traceAcquire,
-} from "../internal/diagnostics.js";
-import { noopRelease, ReleaseOnce } from "../internal/release-func.js";
+import { type AcquireProbe, acquireTraced, type DiagnosticSource, traceAcquire } from "../internal/diagnostics.js";
+import { noopRelease } from "../internal/release-func.js";
 import { snapshotOptions, validateKey, validateSignal } from "../internal/validate.js";
 import type { AcquireOptions, Lease, Locker, ReleaseFunc, ReleaseOutcome } from "../locker.js";
-import { type MemoryAcquireOptions, memoryLease, resolveMemoryAcquireOptions } from "./memory-lease.js";
+import { HeldRelease, type MemoryAcquireOptions, memoryLease, resolveMemoryAcquireOptions } from "./memory-lease.js";
 
 /**
  * Options of {@link MemoryLocker}. There are none yet; the bag is reserved for the future: pass
@@ -177,8 +171,8 @@ export class MemoryLocker implements Locker {
     return memoryLease(this.#source, key, () => this.#release(key, token), expiry, fencingToken);
   }
 
-  #releaser(key: string, token: symbol): ReleaseOnce {
-    return new ReleaseOnce(reportingRelease(this.#source, key, () => this.#release(key, token)));
+  #releaser(key: string, token: symbol): HeldRelease {
+    return new HeldRelease(this.#source, key, () => this.#release(key, token));
   }
 
   /** Frees `key` if `token` still holds it, handing it to the next queued caller if there is one. */

@@ -1,0 +1,638 @@
+/**
+ * The diagnostics channels (src/diagnostics.ts) on every memory and Redis locker, against real
+ * redis-server processes: what each channel publishes and when, for every way a call can end, and
+ * that subscribing and unsubscribing leave nothing behind and a throwing subscriber breaks nothing.
+ */
+import diagnostics_channel from "node:diagnostics_channel";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  ACQUIRE_CHANNEL,
+  type AcquireMessage,
+  EXTEND_CHANNEL,
+  type ExtendMessage,
+  type Lease,
+  LOST_CHANNEL,
+  type Locker,
+  LockerClosedError,
+  type LockerKind,
+  LockLostError,
+  type LostMessage,
+  MemoryLocker,
+  MemoryReadWriteLocker,
+  MemorySemaphore,
+  RELEASE_CHANNEL,
+  RedisLocker,
+  type RedisLockerOptions,
+  RedisReadWriteLocker,
+  RedisSemaphore,
+  type ReleaseMessage,
+  StoreUnavailableError,
+} from "../src/index.js";
+import { uniqueKey } from "./contract.js";
+import { freePort, type RedisServer, startServers, stopServers } from "./helpers/redis.js";
+import { eventually, sleep } from "./helpers/wait.js";
+
+type AcquireEvent = AcquireMessage & { readonly event: "start" | "end" | "asyncStart" | "asyncEnd" | "error" };
+
+/** Everything published while it runs, each message copied as it was at its event. */
+class Recorder {
+  readonly acquires: AcquireEvent[] = [];
+  readonly releases: ReleaseMessage[] = [];
+  readonly extends: ExtendMessage[] = [];
+  readonly lost: LostMessage[] = [];
+  /** Every message of every channel, in publication order, as `[channel, message]`. */
+  readonly order: Array<[string, unknown]> = [];
+  readonly #tracing = diagnostics_channel.tracingChannel<unknown, AcquireMessage>(ACQUIRE_CHANNEL);
+  readonly #handlers = {
+    start: (message: AcquireMessage) => this.#acquire("start", message),
+    end: (message: AcquireMessage) => this.#acquire("end", message),
+    asyncStart: (message: AcquireMessage) => this.#acquire("asyncStart", message),
+    asyncEnd: (message: AcquireMessage) => this.#acquire("asyncEnd", message),
+    error: (message: AcquireMessage) => this.#acquire("error", message),
+  };
+  readonly #onRelease = (message: unknown): void => {
+    this.releases.push({ ...(message as ReleaseMessage) });
+    this.order.push([RELEASE_CHANNEL, message]);
+  };
+  readonly #onExtend = (message: unknown): void => {
+    this.extends.push({ ...(message as ExtendMessage) });
+    this.order.push([EXTEND_CHANNEL, message]);
+  };
+  readonly #onLost = (message: unknown): void => {
+    this.lost.push({ ...(message as LostMessage) });
+    this.order.push([LOST_CHANNEL, message]);
+  };
+
+  constructor() {
+    this.#tracing.subscribe(this.#handlers);
+    diagnostics_channel.subscribe(RELEASE_CHANNEL, this.#onRelease);
+    diagnostics_channel.subscribe(EXTEND_CHANNEL, this.#onExtend);
+    diagnostics_channel.subscribe(LOST_CHANNEL, this.#onLost);
+  }
+
+  stop(): void {
+    this.#tracing.unsubscribe(this.#handlers);
+    diagnostics_channel.unsubscribe(RELEASE_CHANNEL, this.#onRelease);
+    diagnostics_channel.unsubscribe(EXTEND_CHANNEL, this.#onExtend);
+    diagnostics_channel.unsubscribe(LOST_CHANNEL, this.#onLost);
+  }
+
+  /** The acquire events of `locker`'s calls (optionally of one mode). */
+  acquiresOf(locker: Locker, mode?: AcquireMessage["mode"]): AcquireEvent[] {
+    return this.acquires.filter((e) => e.locker === locker && (mode === undefined || e.mode === mode));
+  }
+
+  /** The final state (asyncEnd) of each of `locker`'s calls, in order. */
+  outcomesOf(locker: Locker): AcquireEvent[] {
+    return this.acquiresOf(locker).filter((e) => e.event === "asyncEnd");
+  }
+
+  #acquire(event: AcquireEvent["event"], message: AcquireMessage): void {
+    this.acquires.push({ ...message, event });
+    this.order.push([ACQUIRE_CHANNEL, message]);
+  }
+}
+
+/** Records for the duration of `run`. */
+async function recording(run: (recorder: Recorder) => Promise<void>): Promise<Recorder> {
+  const recorder = new Recorder();
+  try {
+    await run(recorder);
+  } finally {
+    recorder.stop();
+  }
+  return recorder;
+}
+
+function waitingCount(locker: Locker): number {
+  return (locker as unknown as { waitingCount: number }).waitingCount;
+}
+
+let servers: RedisServer[];
+const clients: Redis[] = [];
+const closables: Array<{ close(): Promise<void> }> = [];
+
+function client(server: RedisServer | undefined = servers[0]): Redis {
+  if (server === undefined) throw new Error("no server");
+  const created = server.client();
+  clients.push(created);
+  return created;
+}
+
+function keep<T extends { close(): Promise<void> }>(closable: T): T {
+  closables.push(closable);
+  return closable;
+}
+
+beforeAll(async () => {
+  servers = await startServers(1);
+});
+afterAll(async () => {
+  await Promise.allSettled(closables.map((closable) => closable.close()));
+  for (const created of clients) created.disconnect();
+  await stopServers(servers);
+});
+
+/** A locker under test and a way to make a key unavailable to it (by another holder). */
+interface Setup {
+  readonly locker: Locker;
+  block(key: string): Promise<Lease>;
+}
+
+interface Subject {
+  readonly kind: LockerKind;
+  /** Weight of an acquisition that takes everything (a semaphore's limit), else 1. */
+  readonly weight: number;
+  setup(): Setup;
+}
+
+const LIMIT = 2;
+const subjects: Subject[] = [
+  {
+    kind: "memory-lock",
+    weight: 1,
+    setup: () => {
+      const locker = keep(new MemoryLocker());
+      return { locker, block: (key) => locker.acquire(undefined, key) };
+    },
+  },
+  {
+    kind: "memory-semaphore",
+    weight: LIMIT,
+    setup: () => {
+      const locker = keep(new MemorySemaphore({ limit: LIMIT }));
+      return { locker, block: (key) => locker.acquire(undefined, key, { weight: LIMIT }) };
+    },
+  },
+  {
+    kind: "memory-read",
+    weight: 1,
+    setup: () => {
+      const rw = keep(new MemoryReadWriteLocker());
+      return { locker: rw.read, block: (key) => rw.write.acquire(undefined, key) };
+    },
+  },
+  {
+    kind: "memory-write",
+    weight: 1,
+    setup: () => {
+      const rw = keep(new MemoryReadWriteLocker());
+      return { locker: rw.write, block: (key) => rw.read.acquire(undefined, key) };
+    },
+  },
+  {
+    kind: "redis-lock",
+    weight: 1,
+    setup: () => {
+      const peer = keep(new RedisLocker(client()));
+      return { locker: keep(new RedisLocker(client())), block: (key) => peer.acquire(undefined, key) };
+    },
+  },
+  {
+    kind: "redis-semaphore",
+    weight: LIMIT,
+    setup: () => {
+      const peer = keep(new RedisSemaphore(client(), { limit: LIMIT }));
+      return {
+        locker: keep(new RedisSemaphore(client(), { limit: LIMIT })),
+        block: (key) => peer.acquire(undefined, key, { weight: LIMIT }),
+      };
+    },
+  },
+  {
+    kind: "redis-read",
+    weight: 1,
+    setup: () => {
+      const peer = keep(new RedisReadWriteLocker(client()));
+      return {
+        locker: keep(new RedisReadWriteLocker(client())).read,
+        block: (key) => peer.write.acquire(undefined, key),
+      };
+    },
+  },
+  {
+    kind: "redis-write",
+    weight: 1,
+    setup: () => {
+      const peer = keep(new RedisReadWriteLocker(client()));
+      return {
+        locker: keep(new RedisReadWriteLocker(client())).write,
+        block: (key) => peer.read.acquire(undefined, key),
+      };
+    },
+  },
+];
+
+describe.each(subjects)("$kind", ({ kind, weight, setup }) => {
+  it("lock: start, end, asyncStart, asyncEnd, filled in as things become known; its release", async () => {
+    const { locker } = setup();
+    const key = uniqueKey();
+    let release: (() => Promise<void>) | undefined;
+    const recorder = await recording(async () => {
+      release = await locker.lock(undefined, key);
+      await release();
+    });
+    const events = recorder.acquiresOf(locker);
+    expect(events.map((e) => e.event)).toEqual(["start", "end", "asyncStart", "asyncEnd"]);
+    const [start, , asyncStart, asyncEnd] = events;
+    expect(start).toMatchObject({ key, kind, mode: "lock", weight: 1, attempts: 0 });
+    expect(start?.waitedMs).toBeUndefined();
+    expect(start?.outcome).toBeUndefined();
+    expect(start?.locker).toBe(locker);
+    expect(asyncStart).toMatchObject({ outcome: "acquired", attempts: 1 });
+    expect(asyncEnd).toMatchObject({ key, kind, mode: "lock", weight: 1, outcome: "acquired", attempts: 1 });
+    expect(asyncEnd?.result).toBe(release);
+    expect(asyncEnd?.waitedMs).toBeGreaterThanOrEqual(0);
+    const releases = recorder.releases.filter((m) => m.locker === locker);
+    expect(releases).toHaveLength(1);
+    expect(releases[0]).toMatchObject({ key, kind, outcome: "released" });
+    expect(releases[0]?.heldMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it("acquire and tryAcquire with options: the weight is known at end, not at start", async () => {
+    const { locker } = setup();
+    const key = uniqueKey();
+    const leases: Lease[] = [];
+    const recorder = await recording(async () => {
+      const lease = await locker.acquire(undefined, key, { weight });
+      leases.push(lease);
+      expect(await lease.releaseWithOutcome()).toBe("released");
+      const second = await locker.tryAcquire(undefined, key, { weight });
+      if (second === undefined) throw new Error("tryAcquire of a free key failed");
+      leases.push(second);
+      await second.release();
+    });
+    for (const [index, mode] of (["acquire", "tryAcquire"] as const).entries()) {
+      const events = recorder.acquiresOf(locker, mode);
+      expect(events.map((e) => e.event)).toEqual(["start", "end", "asyncStart", "asyncEnd"]);
+      expect(events[0]?.weight).toBeUndefined();
+      expect(events[1]?.weight).toBe(weight);
+      expect(events[3]).toMatchObject({ key, kind, mode, weight, outcome: "acquired", attempts: 1 });
+      expect(events[3]?.result).toBe(leases[index]);
+    }
+    expect(recorder.releases.filter((m) => m.locker === locker).map((m) => m.outcome)).toEqual([
+      "released",
+      "released",
+    ]);
+  });
+
+  it("tryLock and tryAcquire of a taken key: not-acquired, and the no-op release publishes nothing", async () => {
+    const { locker, block } = setup();
+    const key = uniqueKey();
+    const blocker = await block(key);
+    const recorder = await recording(async () => {
+      const [acquired, release] = await locker.tryLock(undefined, key);
+      expect(acquired).toBe(false);
+      await release();
+      expect(await locker.tryAcquire(undefined, key)).toBeUndefined();
+      await blocker.release();
+    });
+    const outcomes = recorder.outcomesOf(locker);
+    expect(outcomes.map((e) => [e.mode, e.outcome, e.attempts])).toEqual([
+      ["tryLock", "not-acquired", 1],
+      ["tryAcquire", "not-acquired", 1],
+    ]);
+    expect(outcomes[0]?.result).toEqual([false, expect.any(Function)]);
+    expect(outcomes[1]?.result).toBeUndefined();
+    // Only the blocker's release (granted before anyone listened: no hold time).
+    expect(recorder.releases.filter((m) => m.key === key)).toEqual([
+      expect.objectContaining({ outcome: "released", heldMs: undefined }),
+    ]);
+  });
+
+  it("a waiter handed the key: waitedMs covers the wait; waitingCount rises and falls", async () => {
+    const { locker, block } = setup();
+    const key = uniqueKey();
+    const blocker = await block(key);
+    const recorder = await recording(async () => {
+      expect(waitingCount(locker)).toBe(0);
+      const waiting = locker.lock(undefined, key);
+      await eventually(() => waitingCount(locker) === 1, 3000);
+      await sleep(100);
+      expect(waitingCount(locker)).toBe(1);
+      await blocker.release();
+      const release = await waiting;
+      expect(waitingCount(locker)).toBe(0);
+      await release();
+    });
+    const [outcome] = recorder.outcomesOf(locker);
+    expect(outcome).toMatchObject({ key, kind, mode: "lock", outcome: "acquired" });
+    expect(outcome?.waitedMs).toBeGreaterThanOrEqual(95);
+    expect(outcome?.attempts).toBeGreaterThanOrEqual(1);
+  });
+
+  it("aborted while waiting and before the call: error, then asyncStart and asyncEnd", async () => {
+    const { locker, block } = setup();
+    const key = uniqueKey();
+    const blocker = await block(key);
+    const controller = new AbortController();
+    const early = AbortSignal.abort(new Error("aborted before the call"));
+    const recorder = await recording(async () => {
+      const waiting = locker.acquire(controller.signal, key);
+      await eventually(() => waitingCount(locker) === 1, 3000);
+      controller.abort(new Error("gave up"));
+      await expect(waiting).rejects.toBe(controller.signal.reason);
+      expect(waitingCount(locker)).toBe(0);
+      await expect(locker.lock(early, key)).rejects.toBe(early.reason);
+    });
+    await blocker.release();
+    const waited = recorder.acquiresOf(locker, "acquire");
+    expect(waited.map((e) => e.event)).toEqual(["start", "end", "error", "asyncStart", "asyncEnd"]);
+    expect(waited[2]).toMatchObject({ outcome: "aborted", weight: 1 });
+    expect(waited[2]?.error).toBe(controller.signal.reason);
+    const refused = recorder.acquiresOf(locker, "lock");
+    expect(refused.map((e) => e.event)).toEqual(["start", "end", "error", "asyncStart", "asyncEnd"]);
+    expect(refused[4]).toMatchObject({ outcome: "aborted", attempts: 0 });
+    expect(refused[4]?.error).toBe(early.reason);
+  });
+
+  it("closed: a waiter when the locker closes, and a call after close", async () => {
+    const { locker, block } = setup();
+    const key = uniqueKey();
+    const blocker = await block(key);
+    const recorder = await recording(async () => {
+      const waiting = locker.lock(undefined, key);
+      const rejected = expect(waiting).rejects.toBeInstanceOf(LockerClosedError);
+      await eventually(() => waitingCount(locker) === 1, 3000);
+      await locker.close();
+      await rejected;
+      await expect(locker.tryAcquire(undefined, key)).rejects.toBeInstanceOf(LockerClosedError);
+    });
+    await blocker.release();
+    expect(recorder.outcomesOf(locker).map((e) => [e.mode, e.outcome])).toEqual([
+      ["lock", "closed"],
+      ["tryAcquire", "closed"],
+    ]);
+    expect(recorder.outcomesOf(locker)[1]?.error).toBeInstanceOf(LockerClosedError);
+  });
+});
+
+describe("memory leases", () => {
+  it("autoExtend: false reaching its expiry: an expected loss, then a release that found it expired", async () => {
+    const locker = keep(new MemorySemaphore({ limit: 3 }));
+    const key = uniqueKey();
+    const recorder = await recording(async () => {
+      const lease = await locker.acquire(undefined, key, { weight: 2, autoExtend: false, expiry: 50 });
+      await eventually(() => lease.lost.aborted, 2000);
+      expect(await lease.releaseWithOutcome()).toBe("expired");
+    });
+    expect(recorder.lost).toEqual([
+      { key, locker, kind: "memory-semaphore", reason: "expired", error: expect.any(LockLostError), expected: true },
+    ]);
+    expect(recorder.releases).toEqual([expect.objectContaining({ key, locker, outcome: "expired" })]);
+    expect(recorder.releases[0]?.heldMs).toBeGreaterThanOrEqual(45);
+  });
+
+  it("a grant made while nobody listened is released without a hold time", async () => {
+    const locker = keep(new MemoryLocker());
+    const key = uniqueKey();
+    const release = await locker.lock(undefined, key);
+    const lease = await locker.acquire(undefined, uniqueKey());
+    const recorder = await recording(async () => {
+      await release();
+      await lease.release();
+    });
+    expect(recorder.releases.map((m) => [m.outcome, m.heldMs])).toEqual([
+      ["released", undefined],
+      ["released", undefined],
+    ]);
+  });
+});
+
+describe("Redis", () => {
+  it("an unreachable Redis: outcome error with the StoreUnavailableError, one attempt", async () => {
+    const port = await freePort(); // nothing listens here
+    const offline = new Redis({ host: "127.0.0.1", port });
+    offline.on("error", () => undefined);
+    clients.push(offline);
+    const locker = keep(new RedisLocker(offline, { operationTimeout: 200 }));
+    const recorder = await recording(async () => {
+      await expect(locker.lock(undefined, uniqueKey())).rejects.toBeInstanceOf(StoreUnavailableError);
+    });
+    const events = recorder.acquiresOf(locker);
+    expect(events.map((e) => e.event)).toEqual(["start", "end", "error", "asyncStart", "asyncEnd"]);
+    expect(events[4]).toMatchObject({ outcome: "error", attempts: 1, kind: "redis-lock" });
+    expect(events[4]?.error).toBeInstanceOf(StoreUnavailableError);
+  });
+
+  it("a contended Redis waiter counts its attempts; RedisReadWriteLocker counts both views", async () => {
+    const rw = keep(new RedisReadWriteLocker(client()));
+    const key = uniqueKey();
+    const writer = await rw.write.acquire(undefined, key);
+    const recorder = await recording(async () => {
+      const reader = rw.read.acquire(undefined, key);
+      await eventually(() => rw.waitingCount === 1, 3000);
+      expect(rw.heldCount).toBe(1);
+      await writer.release();
+      await (await reader).release();
+    });
+    expect(rw.waitingCount).toBe(0);
+    const [outcome] = recorder.outcomesOf(rw.read);
+    expect(outcome).toMatchObject({ kind: "redis-read", outcome: "acquired" });
+    expect(outcome?.attempts).toBeGreaterThanOrEqual(1);
+    // The write lease was granted before anyone listened; the read lease while someone did.
+    expect(recorder.releases.map((m) => [m.kind, m.outcome, m.heldMs === undefined])).toEqual([
+      ["redis-write", "released", true],
+      ["redis-read", "released", false],
+    ]);
+  });
+
+  it("release outcomes: expired when the key was deleted behind the holder's back, taken when it was reset", async () => {
+    const admin = client();
+    const locker = keep(new RedisLocker(client(), { expiry: 10_000 }));
+    const gone = uniqueKey();
+    const stolen = uniqueKey();
+    const recorder = await recording(async () => {
+      const first = await locker.acquire(undefined, gone);
+      const second = await locker.acquire(undefined, stolen);
+      await admin.del(`globallock:${gone}`);
+      await admin.set(`globallock:${stolen}`, "someone else");
+      expect(await first.releaseWithOutcome()).toBe("expired");
+      expect(await second.releaseWithOutcome()).toBe("taken");
+    });
+    expect(recorder.releases.map((m) => [m.key, m.outcome])).toEqual([
+      [gone, "expired"],
+      [stolen, "taken"],
+    ]);
+    for (const message of recorder.releases) expect(message.heldMs).toBeGreaterThanOrEqual(0);
+  });
+
+  it("extensions: one message per batch with its count and keys; lag is how late the sweep ran", async () => {
+    const locker = keep(new RedisLocker(client(), { expiry: 1000 }));
+    const keys = [uniqueKey(), uniqueKey(), uniqueKey()];
+    const recorder = await recording(async (live) => {
+      const leases = await Promise.all(keys.map((key) => locker.acquire(undefined, key)));
+      // Due about 500 ms after the grant; the event loop is busy until 750 ms (the deadline is ~990).
+      const busyUntil = performance.now() + 750;
+      while (performance.now() < busyUntil) {
+        // a long synchronous task
+      }
+      await eventually(() => live.extends.some((m) => m.locker === locker), 3000);
+      for (const lease of leases) lease.assertHeld();
+      await Promise.all(leases.map((lease) => lease.release()));
+    });
+    const [batch] = recorder.extends.filter((m) => m.locker === locker);
+    expect(batch).toMatchObject({ kind: "redis-lock", outcome: "extended", count: 3, error: undefined });
+    expect([...(batch?.keys ?? [])].sort()).toEqual([...keys].sort());
+    expect(batch?.key).toBe(batch?.keys[0]);
+    expect(batch?.lagMs).toBeGreaterThanOrEqual(150);
+    expect(batch?.elapsedMs).toBeGreaterThanOrEqual(0);
+    expect(recorder.lost).toEqual([]);
+  });
+
+  it("a lock deleted behind its holder: extend says taken, then lost (taken, not expected)", async () => {
+    const admin = client();
+    const locker = keep(new RedisLocker(client(), { expiry: 400 }));
+    const key = uniqueKey();
+    const recorder = await recording(async () => {
+      const lease = await locker.acquire(undefined, key);
+      await admin.del(`globallock:${key}`);
+      await eventually(() => lease.lost.aborted, 3000);
+    });
+    const taken = recorder.extends.find((m) => m.outcome === "taken");
+    expect(taken).toMatchObject({ key, keys: [key], count: 1, locker, kind: "redis-lock" });
+    expect(recorder.lost).toEqual([
+      { key, locker, kind: "redis-lock", reason: "taken", error: expect.any(LockLostError), expected: false },
+    ]);
+    // The extension's message comes first.
+    const channels = recorder.order.map(([name]) => name).filter((name) => name !== ACQUIRE_CHANNEL);
+    expect(channels.indexOf(EXTEND_CHANNEL)).toBeLessThan(channels.indexOf(LOST_CHANNEL));
+  });
+
+  it("autoExtend: false reaching its expiry is an expected loss", async () => {
+    const locker = keep(new RedisLocker(client()));
+    const key = uniqueKey();
+    const recorder = await recording(async () => {
+      const lease = await locker.acquire(undefined, key, { autoExtend: false, expiry: 300 });
+      await eventually(() => lease.lost.aborted, 3000);
+      // (Its local deadline is passed a little before the key expires in Redis: not asserted.)
+      await lease.release();
+    });
+    expect(recorder.lost).toEqual([
+      { key, locker, kind: "redis-lock", reason: "expired", error: expect.any(LockLostError), expected: true },
+    ]);
+    expect(recorder.extends.filter((m) => m.locker === locker)).toEqual([]);
+  });
+
+  it("a frozen server (SIGSTOP): retry with the error, extended after SIGCONT; frozen past the lease: lost", async () => {
+    const [frozen] = await startServers(1);
+    try {
+      const options: RedisLockerOptions = { expiry: 1000, operationTimeout: 150 };
+      const locker = keep(new RedisLocker(client(frozen), options));
+      const recorder = await recording(async (live) => {
+        const survivor = await locker.acquire(undefined, uniqueKey());
+        frozen?.pause();
+        await eventually(() => live.extends.some((m) => m.outcome === "retry"), 3000);
+        frozen?.resume();
+        await eventually(() => live.extends.some((m) => m.outcome === "extended"), 3000);
+        survivor.assertHeld();
+        await survivor.release();
+
+        const victim = await locker.acquire(undefined, uniqueKey());
+        frozen?.pause();
+        await eventually(() => victim.lost.aborted, 3000);
+        frozen?.resume();
+        await victim.release();
+      });
+      const retry = recorder.extends.find((m) => m.outcome === "retry");
+      expect(retry).toMatchObject({ locker, count: 1 });
+      expect(retry?.error).toBeInstanceOf(StoreUnavailableError);
+      const extendedAfterRetry = recorder.extends.findIndex((m) => m.outcome === "extended");
+      expect(extendedAfterRetry).toBeGreaterThan(recorder.extends.indexOf(retry as ExtendMessage));
+      expect(recorder.lost).toEqual([
+        expect.objectContaining({ locker, reason: "expired", expected: false, error: expect.any(LockLostError) }),
+      ]);
+    } finally {
+      frozen?.resume();
+      await stopServers(frozen === undefined ? [] : [frozen]);
+    }
+  });
+});
+
+describe("subscribers", () => {
+  const names = [
+    ...["start", "end", "asyncStart", "asyncEnd", "error"].map((event) => `tracing:${ACQUIRE_CHANNEL}:${event}`),
+    RELEASE_CHANNEL,
+    EXTEND_CHANNEL,
+    LOST_CHANNEL,
+  ];
+
+  it("added and removed leave nothing behind: no subscriber, nothing published, no hold time taken", async () => {
+    const before = names.map((name) => diagnostics_channel.hasSubscribers(name));
+    const recorder = new Recorder();
+    expect(names.every((name) => diagnostics_channel.hasSubscribers(name))).toBe(true);
+    recorder.stop();
+    expect(names.map((name) => diagnostics_channel.hasSubscribers(name))).toEqual(before);
+    expect(before.every((subscribed) => !subscribed)).toBe(true);
+
+    const memory = keep(new MemoryLocker());
+    const redis = keep(new RedisLocker(client(), { expiry: 400 }));
+    const grants = await Promise.all(
+      [memory, redis].map(
+        async (locker) =>
+          [await locker.lock(undefined, uniqueKey()), await locker.acquire(undefined, uniqueKey())] as const,
+      ),
+    );
+    await sleep(300); // the Redis leases are extended meanwhile
+    const late = await recording(async () => {
+      for (const [release, lease] of grants) {
+        await release();
+        await lease.release();
+      }
+    });
+    expect(recorder.acquires).toEqual([]);
+    expect(recorder.releases).toEqual([]);
+    expect(recorder.extends).toEqual([]);
+    // Granted while nobody listened: released without a hold time.
+    expect(late.releases.map((m) => m.heldMs)).toEqual([undefined, undefined, undefined, undefined]);
+  });
+
+  it("a throwing subscriber never breaks a lock: Node.js rethrows its error on the next tick, outside the lock", async () => {
+    const tracing = diagnostics_channel.tracingChannel(ACQUIRE_CHANNEL);
+    const boom = (): never => {
+      throw new Error("subscriber bug");
+    };
+    const handlers = { start: boom, end: boom, asyncStart: boom, asyncEnd: boom, error: boom };
+    const uncaught: unknown[] = [];
+    const onUncaught = (error: unknown): void => {
+      uncaught.push(error);
+    };
+    const saved = process.listeners("uncaughtException");
+    process.removeAllListeners("uncaughtException");
+    process.on("uncaughtException", onUncaught);
+    tracing.subscribe(handlers);
+    for (const name of [RELEASE_CHANNEL, EXTEND_CHANNEL, LOST_CHANNEL]) diagnostics_channel.subscribe(name, boom);
+    try {
+      const admin = client();
+      const memory = keep(new MemoryLocker());
+      const redis = keep(new RedisLocker(client(), { expiry: 400 }));
+      for (const locker of [memory, redis]) {
+        const key = uniqueKey();
+        const release = await locker.lock(undefined, key);
+        const [acquired] = await locker.tryLock(undefined, key);
+        expect(acquired).toBe(false);
+        await release();
+        const lease = await locker.acquire(undefined, key);
+        lease.assertHeld();
+        expect(await lease.releaseWithOutcome()).toBe("released");
+      }
+      // Extensions and a loss with a throwing subscriber: the keeper goes on.
+      const lost = await redis.acquire(undefined, uniqueKey());
+      const kept = await redis.acquire(undefined, uniqueKey());
+      await admin.del(`globallock:${lost.key}`);
+      await eventually(() => lost.lost.aborted, 3000);
+      await sleep(300);
+      kept.assertHeld();
+      await kept.release();
+      await sleep(10);
+    } finally {
+      tracing.unsubscribe(handlers);
+      for (const name of [RELEASE_CHANNEL, EXTEND_CHANNEL, LOST_CHANNEL]) diagnostics_channel.unsubscribe(name, boom);
+      process.off("uncaughtException", onUncaught);
+      for (const listener of saved) process.on("uncaughtException", listener);
+    }
+    expect(uncaught.length).toBeGreaterThan(10);
+    for (const error of uncaught) expect((error as Error).message).toBe("subscriber bug");
+  });
+});
