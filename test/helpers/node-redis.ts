@@ -165,3 +165,25 @@ export async function nodeRedisReadWriteHarness(deployment: NodeRedisDeployment)
   const create = (wanted?: { wakeOnly?: boolean }): Promise<RedisReadWriteLocker> => lockers.create(optionsFor(wanted));
   return { create, peer: (_rw, wanted) => create(wanted), fencing: true, cleanup: () => lockers.cleanup() };
 }
+
+/**
+ * Drops every subscriber connection of a server (`admin` is a connection to it) while the server
+ * refuses new connections (`maxclients 1`), runs `meanwhile` (say, a release whose message is then
+ * lost), and lets connections in again: a subscriber is back only after `meanwhile` settled.
+ */
+export async function dropSubscribersDuring(
+  admins: ReadonlyArray<{ call(...args: string[]): Promise<unknown> }>,
+  meanwhile: () => Promise<unknown>,
+): Promise<void> {
+  const limits = await Promise.all(admins.map((admin) => admin.call("CONFIG", "GET", "maxclients")));
+  await Promise.all(admins.map((admin) => admin.call("CONFIG", "SET", "maxclients", "1")));
+  try {
+    await Promise.all(admins.map((admin) => admin.call("CLIENT", "KILL", "TYPE", "pubsub")));
+    await meanwhile();
+    await new Promise((resolve) => setTimeout(resolve, 200)); // reconnections are refused meanwhile
+  } finally {
+    await Promise.all(
+      admins.map((admin, index) => admin.call("CONFIG", "SET", "maxclients", String((limits[index] as string[])[1]))),
+    );
+  }
+}
