@@ -181,9 +181,9 @@ export interface ExtendMessage {
   /** Why the command failed, for `"retry"`; `undefined` otherwise. */
   readonly error: Error | undefined;
   /**
-   * Sweep lag: how many ms after the earliest due time of the batch's leases the command was sent
-   * (the timer's lateness plus any wait for a free slot under `sweepConcurrency`); 0 when it was
-   * sent on time or a little early (leases due shortly are collected together).
+   * Sweep lag: how many ms later than planned the lease keeper sent the command — its timer's
+   * lateness (a busy event loop, a long GC pause) plus any wait for a free slot under
+   * `sweepConcurrency`. 0 when on time, and for a batch collected before anyone listened.
    */
   readonly lagMs: number;
   /** Ms from sending the command to its answer (or failure). */

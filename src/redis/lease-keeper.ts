@@ -86,6 +86,11 @@ export class LeaseKeeper {
   #timerAt = Number.POSITIVE_INFINITY;
   /** Decaying estimate of how late the timer fires, in ms. */
   #lateness = 0;
+  /**
+   * While anyone listens for extensions: when the timer that collected each waiting batch was
+   * meant to fire (the sweep lag is measured from it). Made on first use.
+   */
+  #plannedAt: WeakMap<Acquisition[], number> | undefined;
   #stopped = false;
   #stats = { extensions: 0, batches: 0, retries: 0, minHeadroomMs: Number.POSITIVE_INFINITY, maxLatenessMs: 0 };
 
@@ -225,7 +230,8 @@ export class LeaseKeeper {
 
   #onTimer(): void {
     const now = performance.now();
-    const late = Math.max(0, now - this.#timerAt);
+    const plannedAt = this.#timerAt;
+    const late = Math.max(0, now - plannedAt);
     this.#timer = undefined;
     this.#timerAt = Number.POSITIVE_INFINITY;
     // Only timers that fired for a due time count: a timer clamped to the maximum delay fires early.
@@ -233,7 +239,7 @@ export class LeaseKeeper {
     this.#stats.maxLatenessMs = Math.max(this.#stats.maxLatenessMs, late);
     for (const [duration, lane] of this.#lanes) {
       this.#expireOverdue(lane, now);
-      if (!this.#stopped) this.#collectDue(lane, now);
+      if (!this.#stopped) this.#collectDue(lane, now, plannedAt);
       if (lane.idle.size + lane.retry.size + lane.pending.size === 0) this.#lanes.delete(duration);
     }
     this.#pump();
@@ -253,7 +259,7 @@ export class LeaseKeeper {
    * share a command. A lease already past its deadline (a blocked event loop) is lost, not
    * extended.
    */
-  #collectDue(lane: Lane, now: number): void {
+  #collectDue(lane: Lane, now: number, plannedAt: number): void {
     const horizon = now + lane.duration / 16;
     let batch: Acquisition[] = [];
     for (const list of [lane.retry, lane.idle]) {
@@ -266,12 +272,21 @@ export class LeaseKeeper {
         lane.pending.insertSorted(head, byDeadline);
         batch.push(head);
         if (batch.length === MAX_EXTEND_BATCH) {
-          this.#backlog.push(batch);
+          this.#enqueue(batch, plannedAt);
           batch = [];
         }
       }
     }
-    if (batch.length > 0) this.#backlog.push(batch);
+    if (batch.length > 0) this.#enqueue(batch, plannedAt);
+  }
+
+  /** Queues `batch` for sending; remembers when it was planned while anyone listens. */
+  #enqueue(batch: Acquisition[], plannedAt: number): void {
+    this.#backlog.push(batch);
+    if (extendChannel.hasSubscribers) {
+      this.#plannedAt ??= new WeakMap();
+      this.#plannedAt.set(batch, plannedAt);
+    }
   }
 
   /** Sends waiting batches while fewer than `sweepConcurrency` commands are in flight. */
@@ -280,19 +295,22 @@ export class LeaseKeeper {
       const batch = this.#backlog.shift();
       if (batch === undefined) return;
       const live = batch.filter((acquisition) => acquisition.state === "held");
-      if (live.length > 0) void this.#extend(live);
+      if (live.length > 0) void this.#extend(live, this.#plannedAt?.get(batch));
     }
   }
 
-  /** Extends one batch and files each lease by its outcome; never rejects. */
-  async #extend(batch: Acquisition[]): Promise<void> {
+  /**
+   * Extends one batch and files each lease by its outcome; never rejects. `plannedAt`: when the
+   * timer that collected it was meant to fire, if anyone listened then.
+   */
+  async #extend(batch: Acquisition[], plannedAt: number | undefined): Promise<void> {
     this.#inFlight += 1;
     this.#stats.batches += 1;
     const handles = batch.map((acquisition) => acquisition.handle);
     const deadlines = handles.map((handle) => handle.validUntil);
-    // Only while anyone listens: the time sent, and how late that was (before `due` moves on).
+    // Only while anyone listens: the time sent, and how late that was.
     const sentAt = extendChannel.hasSubscribers ? performance.now() : undefined;
-    const lagMs = sentAt === undefined ? 0 : sweepLag(batch, sentAt);
+    const lagMs = sentAt === undefined || plannedAt === undefined ? 0 : Math.max(0, sentAt - plannedAt);
     let outcomes: ExtendOutcome[];
     try {
       outcomes = await this.#settings.track(this.#store.extendMany(handles, batch[0]?.duration ?? 0));
@@ -344,13 +362,6 @@ export class LeaseKeeper {
     acquisition.due = now + Math.max(1, Math.min(acquisition.duration / 8, lastChance));
     lane.retry.insertSorted(acquisition, byDue);
   }
-}
-
-/** How many ms after the earliest due time of `batch` its command was sent (0 if not late). */
-function sweepLag(batch: readonly Acquisition[], sentAt: number): number {
-  let due = Number.POSITIVE_INFINITY;
-  for (const acquisition of batch) due = Math.min(due, acquisition.due);
-  return Math.max(0, sentAt - due);
 }
 
 /** One extension message's worth of leases: same locker, same outcome (and same error). */
