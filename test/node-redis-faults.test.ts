@@ -119,7 +119,15 @@ describe("construction", () => {
   });
 
   it("refuses anything else, naming both kinds of client; a node-redis sentinel is named as unsupported", () => {
-    for (const value of [{}, { sendCommand() {}, isOpen: true }, "redis://localhost", null, createClient().legacy()]) {
+    const v4 = { isOpen: true, sendCommand() {}, subscribe() {}, connect() {}, duplicate() {}, disconnect() {} };
+    for (const value of [
+      {},
+      { sendCommand() {}, isOpen: true },
+      "redis://localhost",
+      null,
+      createClient().legacy(),
+      v4,
+    ]) {
       const error = invalid(() => new RedisLocker(value as unknown as RedisClient));
       expect(error.message).toMatch(/ioredis Redis or Cluster.*node-redis client or cluster/);
     }

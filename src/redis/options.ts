@@ -141,7 +141,7 @@ function resolveBackoff(value: unknown, expiry: number): [min: number, max: numb
 
 /** What the `clients` argument may be, for error messages. */
 const EXPECTED_CLIENT =
-  "an ioredis Redis or Cluster, or a connected node-redis client or cluster (createClient() or createCluster() from the redis package)";
+  "an ioredis Redis or Cluster, or a connected node-redis client or cluster (createClient() or createCluster() from the redis package, v5 or later)";
 
 /**
  * Validates the `clients` argument: one client or a non-empty array of distinct ones, each an

@@ -10,7 +10,8 @@ export type ClientKind = "ioredis" | "node-redis" | "node-redis-cluster" | "node
  * Tells the accepted clients apart by shape: an ioredis `Redis` or `Cluster` has `evalsha` and
  * `duplicate` (as the lockers have always checked); a node-redis client, cluster or sentinel has
  * `sendCommand`, `subscribe`, `connect` and a boolean `isOpen`, a cluster also `nodeClient`, a
- * sentinel `getMasterNode` and `getSentinelNode`. Anything else is `undefined`.
+ * sentinel `getMasterNode` and `getSentinelNode`; a client or cluster of v5 or later also has
+ * `duplicate` and `destroy` (v4 has no `destroy`). Anything else is `undefined`.
  */
 export function clientKind(value: unknown): ClientKind | undefined {
   if (value === null || typeof value !== "object") return undefined;
@@ -27,7 +28,7 @@ export function clientKind(value: unknown): ClientKind | undefined {
   if (typeof candidate.getMasterNode === "function" && typeof candidate.getSentinelNode === "function") {
     return "node-redis-sentinel";
   }
-  if (typeof candidate.duplicate !== "function") return undefined;
+  if (typeof candidate.duplicate !== "function" || typeof candidate.destroy !== "function") return undefined;
   return typeof candidate.nodeClient === "function" ? "node-redis-cluster" : "node-redis";
 }
 
