@@ -30,17 +30,24 @@ local function weight_of(member)
   return 1
 end
 
--- Drops holders whose deadline passed; returns the permits the others hold.
+-- Drops holders whose deadline passed; returns the permits the others hold and the latest deadline.
 local function permits_used(holders)
   redis.call("zremrangebyscore", holders, "-inf", now)
-  local used = 0
-  for _, member in ipairs(redis.call("zrange", holders, 0, -1)) do used = used + weight_of(member) end
-  return used
+  local used, latest = 0, now
+  local entries = redis.call("zrange", holders, 0, -1, "WITHSCORES")
+  for i = 1, #entries, 2 do
+    used = used + weight_of(entries[i])
+    local deadline = tonumber(entries[i + 1])
+    if deadline > latest then latest = deadline end
+  end
+  return used, latest
 end
 
-local function add_holder(holders, member, ttl)
+-- Adds a holder until now + ttl; the set lives until its latest deadline (latest: the others').
+local function add_holder(holders, member, ttl, latest)
   redis.call("zadd", holders, now + ttl, member)
-  if redis.call("pttl", holders) < ttl then redis.call("pexpire", holders, ttl) end
+  if latest < now + ttl then latest = now + ttl end
+  redis.call("pexpire", holders, latest - now)
 end
 
 -- The token registered by live waiter id, or nil (a waiter whose liveness passed is dropped).
@@ -54,7 +61,7 @@ local function live_token(queue, alive, id)
 end
 
 -- Grants permits to queued waiters from the head while they fit. Returns the first id granted, or "".
-local function admit(holders, queue, alive, limit, grace, used)
+local function admit(holders, queue, alive, limit, grace, used, latest)
   local first = ""
   local head = redis.call("zrange", queue, 0, 0)[1]
   while head do
@@ -64,7 +71,8 @@ local function admit(holders, queue, alive, limit, grace, used)
       if used + weight > limit then break end
       redis.call("zrem", queue, head)
       redis.call("hdel", alive, head)
-      add_holder(holders, token, grace)
+      add_holder(holders, token, grace, latest)
+      if latest < now + grace then latest = now + grace end
       redis.call("publish", holders, "g:" .. head .. ":" .. token .. ":" .. now)
       used = used + weight
       if first == "" then first = head end
@@ -97,9 +105,10 @@ export const ACQUIRE_PERMITS = defineScript(`${PERMITS}${NEXT_FENCE}
 local holders, queue, alive = KEYS[1], KEYS[2], KEYS[3]
 local token, ttl, id, join, onSuccess = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
 local window, claim, limit, grace = tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[9]), tonumber(ARGV[10])
-local used = permits_used(holders)
+local used, latest = permits_used(holders)
 local claimed = false
 local ahead = false
+local queued = true
 if claim ~= "" and redis.call("zscore", holders, claim) then
   -- Granted to this locker already: its turn has come, whatever is queued now.
   redis.call("zrem", holders, claim)
@@ -107,6 +116,7 @@ if claim ~= "" and redis.call("zscore", holders, claim) then
   claimed = true
 else
   local head = redis.call("zrange", queue, 0, 0)[1]
+  queued = head ~= nil
   while head and head ~= id do
     if live_token(queue, alive, head) then
       ahead = true
@@ -117,17 +127,18 @@ else
 end
 local weight = weight_of(token)
 if not ahead and used + weight <= limit then
-  add_holder(holders, token, ttl)
-  if id ~= "" and onSuccess == "leave" then
+  add_holder(holders, token, ttl, latest)
+  if latest < now + ttl then latest = now + ttl end
+  if queued and id ~= "" and onSuccess == "leave" then
     redis.call("zrem", queue, id)
     redis.call("hdel", alive, id)
   end
   -- Permits freed by expired holders (nobody's release granted them): the queue may fit in too.
-  admit(holders, queue, alive, limit, grace, used + weight)
+  if queued then admit(holders, queue, alive, limit, grace, used + weight, latest) end
   if KEYS[4] then return next_fence(KEYS[4], ARGV[8]) end
   return 0
 end
-if claimed then admit(holders, queue, alive, limit, grace, used) end
+if claimed then admit(holders, queue, alive, limit, grace, used, latest) end
 local registered = 0
 if id ~= "" and join == "join" then
   registered = now
@@ -175,7 +186,12 @@ local holders, queue, alive = KEYS[1], KEYS[2], KEYS[3]
 local score = redis.call("zscore", holders, ARGV[1])
 if not score then return { 0, "" } end
 redis.call("zrem", holders, ARGV[1])
-local first = admit(holders, queue, alive, tonumber(ARGV[3]), tonumber(ARGV[2]), permits_used(holders))
+local first = ""
+-- Nobody queued (the uncontended case): nothing to grant, and the set's TTL still covers the rest.
+if redis.call("zrange", queue, 0, 0)[1] then
+  local used, latest = permits_used(holders)
+  first = admit(holders, queue, alive, tonumber(ARGV[3]), tonumber(ARGV[2]), used, latest)
+end
 if tonumber(score) <= now then return { 0, first } end
 return { 1, first }
 `);
@@ -190,7 +206,8 @@ local holders, queue, alive = KEYS[1], KEYS[2], KEYS[3]
 redis.call("zrem", queue, ARGV[1])
 redis.call("hdel", alive, ARGV[1])
 if ARGV[2] ~= "" then redis.call("zrem", holders, ARGV[2]) end
-admit(holders, queue, alive, tonumber(ARGV[4]), tonumber(ARGV[3]), permits_used(holders))
+local used, latest = permits_used(holders)
+admit(holders, queue, alive, tonumber(ARGV[4]), tonumber(ARGV[3]), used, latest)
 return 1
 `);
 
