@@ -44,4 +44,4 @@ export { MIN_EXPIRY_MS, type RedisLockerOptions } from "./redis/options.js";
 export { RedisLocker } from "./redis/redis-locker.js";
 export { READ_WRITE_PREFIX, RedisReadWriteLocker } from "./redis/redis-read-write-locker.js";
 export { RedisSemaphore, type RedisSemaphoreOptions, SEMAPHORE_PREFIX } from "./redis/redis-semaphore.js";
-export type { RedisClient } from "./redis/types.js";
+export type { IoRedisClient, NodeRedisClient, RedisClient } from "./redis/types.js";

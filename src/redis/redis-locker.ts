@@ -27,8 +27,10 @@ export class RedisLocker extends EngineLocker {
   protected readonly defaultRequest: ResolvedAcquireOptions = DEFAULT_ACQUIRE_OPTIONS;
 
   /**
-   * @param clients one ioredis client (single node or Cluster), or one client per independent
-   *   Redis node for a Redlock quorum (an odd number). The caller creates, owns and closes them.
+   * @param clients one client (single node or Cluster: an ioredis `Redis` or `Cluster`, or a
+   *   connected node-redis client or cluster), or one client per independent Redis node for a
+   *   Redlock quorum (an odd number; ioredis and node-redis may be mixed). The caller creates,
+   *   owns and closes them.
    * @param options see {@link RedisLockerOptions}.
    */
   constructor(clients: RedisClient | RedisClient[], options?: RedisLockerOptions) {

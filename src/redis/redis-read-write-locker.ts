@@ -56,7 +56,8 @@ export class RedisReadWriteLocker implements ReadWriteLocker {
   readonly #engine: LockEngine;
 
   /**
-   * @param clients one ioredis client (a single node or a Cluster); the caller owns it.
+   * @param clients one client (a single node or a Cluster: ioredis, or node-redis connected by the
+   *   caller); the caller owns it.
    * @param options the locker's options (default prefix {@link READ_WRITE_PREFIX}).
    */
   constructor(clients: RedisClient | RedisClient[], options?: RedisLockerOptions) {

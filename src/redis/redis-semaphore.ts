@@ -47,7 +47,8 @@ export class RedisSemaphore extends EngineLocker {
   readonly limit: number;
 
   /**
-   * @param clients one ioredis client (a single node or a Cluster); the caller owns it.
+   * @param clients one client (a single node or a Cluster: ioredis, or node-redis connected by the
+   *   caller); the caller owns it.
    * @param options the locker's options (default prefix {@link SEMAPHORE_PREFIX}) and `limit`.
    */
   constructor(clients: RedisClient | RedisClient[], options: RedisSemaphoreOptions) {
