@@ -24,6 +24,9 @@ export {
   UnsupportedError,
 } from "./errors.js";
 export { fencedWrite } from "./fencing/fenced-write.js";
+export { FileLocker } from "./file/file-locker.js";
+export { defaultLockDirectory, type FileLockerOptions } from "./file/options.js";
+export type { FileLockHolder } from "./file/store.js";
 export { MAX_KEY_BYTES } from "./internal/validate.js";
 export { lockAll, tryLockAll } from "./lock-all.js";
 export {

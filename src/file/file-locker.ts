@@ -1,0 +1,368 @@
+import { createHash } from "node:crypto";
+import { constants } from "node:fs";
+import { access, chmod, lstat, mkdir } from "node:fs/promises";
+import { LockerClosedError, StoreUnavailableError } from "../errors.js";
+import { abortable } from "../internal/abortable.js";
+import { Backoff } from "../internal/backoff.js";
+import { noopRelease } from "../internal/release-func.js";
+import { newToken } from "../internal/token.js";
+import {
+  checkWeight,
+  type ResolvedAcquireOptions,
+  resolveAcquireOptions,
+  validateKey,
+  validateSignal,
+  validateTimerDelay,
+} from "../internal/validate.js";
+import { KeyStates, Waiter } from "../internal/waiter.js";
+import type { AcquireOptions, Lease, Locker, ReleaseFunc } from "../locker.js";
+import { MIN_EXPIRY_MS } from "../redis/options.js";
+import { FileHold, type HoldOwner } from "./file-hold.js";
+import { type FileLockerOptions, type ResolvedFileLockerOptions, resolveFileOptions } from "./options.js";
+import { codeOf, type Entry, type FileLockHolder, FileStore, type FileStoreStats } from "./store.js";
+import { DirectoryWatcher } from "./watcher.js";
+
+/** Attempt directories older than this are left over by a killed process, and are removed. */
+const STALE_ATTEMPT_MS = 60_000;
+
+/** What an attempt that did not take the lock saw: the holder's entry, if it could read one. */
+interface Missed {
+  readonly holder: Entry | undefined;
+}
+
+/**
+ * A {@link Locker} across the processes of one host, with no server: each lock is a small
+ * directory entry in a shared lock directory (by default a private per-user folder under the OS
+ * temporary directory). Same contract as every Locker — leases, fencing tokens, `autoExtend: false`,
+ * per-acquisition `expiry` — for two cron jobs, workers or CLI invocations on one machine.
+ *
+ * How it works (see the `store` module for the file layout):
+ *
+ * - **Atomic take.** An attempt writes its entry (random token, pid, host, key, deadline) in a
+ *   private directory and renames that directory onto the key's lock directory: the rename
+ *   succeeds only if the lock is free, and the lock never exists without its content.
+ * - **Leases.** Every held lock is extended every `expiry / 2` from its own deadline, by renaming
+ *   its entry to a later deadline — which succeeds only while the entry is still there, so an
+ *   extension never revives a lock that was taken over. A lock found lost aborts its lease's `lost`
+ *   signal and calls `onLockLost`; its holder keeps running.
+ * - **Crashed or stopped holders.** A lock whose deadline passed is taken over by removing its
+ *   entry (by name: of several contenders racing for it exactly one succeeds) and taking it anew.
+ * - **Waiting.** Waiters wake on release through `fs.watch` on the directory, with a jittered
+ *   backoff (never later than the holder's deadline) as the safety net; waiters of one locker queue
+ *   FIFO and only the first one tries.
+ * - **Fencing.** A per-key counter, moved up by a rename that only succeeds from its current value,
+ *   while the lock is held; the grant is confirmed afterwards, so a token is issued only to a holder.
+ * - **Keys** of any content (slashes, `..`, NUL, up to the 1,024-byte limit) are hashed (SHA-256)
+ *   into file names: nothing is ever created outside the directory.
+ *
+ * Scope: processes of one host sharing a local file system (POSIX rename semantics; network file
+ * systems are not supported). Deadlines are wall-clock times, compared by every process of the host:
+ * a clock stepped forward by more than a lease can let a waiter take over a live lock early.
+ * `close()` stops extending; held locks are not deleted and expire.
+ */
+export class FileLocker implements Locker {
+  readonly #options: ResolvedFileLockerOptions;
+  readonly #store: FileStore;
+  readonly #watcher: DirectoryWatcher;
+  readonly #keys = new KeyStates();
+  readonly #holds = new Set<FileHold>();
+  readonly #inFlight = new Set<Promise<unknown>>();
+  readonly #closing = new AbortController();
+  #ready: Promise<void> | undefined;
+  #waiting = 0;
+  readonly #owner: HoldOwner;
+
+  /** @param options see {@link FileLockerOptions}. */
+  constructor(options?: FileLockerOptions) {
+    this.#options = resolveFileOptions(options);
+    this.#store = new FileStore(this.#options.directory);
+    this.#watcher = new DirectoryWatcher(this.#options.directory);
+    this.#owner = {
+      store: this.#store,
+      onLockLost: this.#options.onLockLost,
+      ended: (hold) => this.#ended(hold),
+      freed: (key) => this.#keys.notifyHead(key),
+      track: (operation) => this.#track(operation),
+    };
+  }
+
+  /** The lock directory (absolute). */
+  get directory(): string {
+    return this.#options.directory;
+  }
+
+  /** The default lease length in ms. */
+  get expiry(): number {
+    return this.#options.expiry;
+  }
+
+  /** Number of leases this locker holds now. */
+  get heldCount(): number {
+    return this.#holds.size;
+  }
+
+  /** Number of callers waiting in `lock` or `acquire` on this locker. */
+  get waitingCount(): number {
+    return this.#waiting;
+  }
+
+  /** Stale locks this locker took over, and races for one it lost to another contender. */
+  get stats(): Readonly<FileStoreStats> {
+    return { ...this.#store.stats };
+  }
+
+  /** {@inheritDoc Locker.lock} */
+  async lock(signal: AbortSignal | undefined, key: string): Promise<ReleaseFunc> {
+    const request = this.#check(signal, key, undefined);
+    return (await this.#obtain(signal, key, request)).release;
+  }
+
+  /** {@inheritDoc Locker.tryLock} */
+  async tryLock(signal: AbortSignal | undefined, key: string): Promise<[acquired: boolean, release: ReleaseFunc]> {
+    const request = this.#check(signal, key, undefined);
+    const hold = await this.#tryObtain(signal, key, request);
+    return hold === undefined ? [false, noopRelease()] : [true, hold.release];
+  }
+
+  /** {@inheritDoc Locker.acquire} */
+  async acquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease> {
+    const request = this.#check(signal, key, options);
+    return (await this.#obtain(signal, key, request)).lease();
+  }
+
+  /** {@inheritDoc Locker.tryAcquire} */
+  async tryAcquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease | undefined> {
+    const request = this.#check(signal, key, options);
+    return (await this.#tryObtain(signal, key, request))?.lease();
+  }
+
+  /**
+   * Who holds `key` now, read from its lock file: pid, host, grant time and deadline (`stale` when
+   * the deadline passed and the next caller will take it over), or `undefined` when it is free.
+   */
+  async inspect(key: string): Promise<FileLockHolder | undefined> {
+    validateKey(key);
+    this.#refuseIfClosed();
+    await this.#prepare();
+    return this.#store.holder(hashKey(key));
+  }
+
+  /**
+   * The path of `key`'s lock (a directory holding the holder's entry while held) — for tools and
+   * tests; deleting it behind a holder's back makes its next extension report the lock lost.
+   */
+  lockPath(key: string): string {
+    validateKey(key);
+    return this.#store.lockPath(hashKey(key));
+  }
+
+  /** {@inheritDoc Locker.close} */
+  async close(): Promise<void> {
+    if (!this.#closing.signal.aborted) {
+      this.#closing.abort(new LockerClosedError());
+      this.#watcher.close();
+      for (const hold of this.#holds) hold.stop();
+    }
+    while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight]);
+  }
+
+  /** Validates a call; resolves its options. Throws before anything is done. */
+  #check(signal: unknown, key: unknown, options: unknown): ResolvedAcquireOptions & { expiry: number } {
+    validateSignal(signal);
+    validateKey(key);
+    const resolved = resolveAcquireOptions(options);
+    checkWeight(resolved.weight, 1, "a lock's limit is 1");
+    if (resolved.expiry !== undefined) validateTimerDelay("options.expiry", resolved.expiry, MIN_EXPIRY_MS);
+    this.#refuseIfClosed();
+    signal?.throwIfAborted();
+    return { ...resolved, expiry: resolved.expiry ?? this.#options.expiry };
+  }
+
+  #refuseIfClosed(): void {
+    if (this.#closing.signal.aborted) throw this.#closing.signal.reason;
+  }
+
+  /** One attempt, unless this locker holds the key or has callers queued for it (they come first). */
+  async #tryObtain(
+    signal: AbortSignal | undefined,
+    key: string,
+    request: ResolvedAcquireOptions & { expiry: number },
+  ): Promise<FileHold | undefined> {
+    await this.#race(this.#prepare(), signal);
+    const state = this.#keys.get(key);
+    if (state !== undefined && !state.idle && (state.held > 0 || state.waiters.size > 0)) return undefined;
+    const outcome = await this.#race(this.#attempt(key, request, false), signal, true);
+    return outcome instanceof FileHold ? outcome : undefined;
+  }
+
+  /**
+   * Waits until `key` is held: queued FIFO behind this locker's earlier callers; the first in line
+   * tries, then watches the directory and tries again on every event about the key, at the latest
+   * after a jittered backoff or at the holder's deadline, whichever is first.
+   */
+  async #obtain(
+    signal: AbortSignal | undefined,
+    key: string,
+    request: ResolvedAcquireOptions & { expiry: number },
+  ): Promise<FileHold> {
+    await this.#race(this.#prepare(), signal);
+    const state = this.#keys.open(key);
+    const waiter = new Waiter();
+    state.waiters.push(waiter);
+    let unwatch: (() => void) | undefined;
+    let backoff: Backoff | undefined;
+    let probe = false;
+    const signals = [signal, this.#closing.signal];
+    try {
+      for (;;) {
+        let timeout: number | undefined;
+        if (state.waiters.head === waiter) {
+          const outcome = await this.#race(this.#attempt(key, request, probe), signal, true);
+          if (outcome instanceof FileHold) return outcome;
+          probe = true;
+          if (unwatch === undefined) {
+            // Watch first, then look again: a release between the two is not missed.
+            unwatch = this.#watcher.subscribe(`${hashKey(key)}.lock`, () => waiter.notify());
+            continue;
+          }
+          backoff ??= new Backoff(this.#options.backoffMin, this.#options.backoffMax);
+          timeout = backoff.next();
+          const deadline = outcome.holder?.deadline;
+          // A holder that dies is taken over at its deadline, not a backoff later.
+          if (deadline !== undefined) timeout = Math.min(timeout, Math.max(1, deadline - Date.now() + 2));
+        }
+        this.#waiting += 1;
+        try {
+          await waiter.wait(timeout, signals);
+        } finally {
+          this.#waiting -= 1;
+        }
+      }
+    } finally {
+      unwatch?.();
+      this.#keys.leave(key, state, waiter, true);
+    }
+  }
+
+  /**
+   * Settles like `operation` unless `signal` aborts or the locker closes first; a hold that the
+   * abandoned operation still obtains is released (`holds`: the operation may resolve to one).
+   */
+  #race<T>(operation: Promise<T>, signal: AbortSignal | undefined, holds = false): Promise<T> {
+    const raced = abortable(operation, [signal, this.#closing.signal]);
+    if (holds) {
+      raced.catch(() => {
+        void operation.then((result) => (result instanceof FileHold ? result.release() : undefined));
+      });
+    }
+    return raced;
+  }
+
+  /** One attempt to take `key` (fencing included); a hold, or what the attempt saw. */
+  #attempt(
+    key: string,
+    request: ResolvedAcquireOptions & { expiry: number },
+    probe: boolean,
+  ): Promise<FileHold | Missed> {
+    return this.#track(this.#take(key, request, probe));
+  }
+
+  async #take(
+    key: string,
+    request: ResolvedAcquireOptions & { expiry: number },
+    probe: boolean,
+  ): Promise<FileHold | Missed> {
+    const hash = hashKey(key);
+    const { expiry } = request;
+    const result = await this.#store.take(hash, newToken(), key, expiry, probe);
+    if (!result.taken) return { holder: result.holder };
+    let { entry, startedAt } = result;
+    let fencingToken: bigint | undefined;
+    if (request.fencing) {
+      try {
+        fencingToken = await this.#store.nextFencingToken(hash);
+        // Confirm the grant after the token: a holder that lost the lock meanwhile gets no token.
+        const confirmedAt = performance.now();
+        const confirmed = await this.#store.extend(hash, entry, expiry);
+        if (confirmed === undefined) return { holder: undefined };
+        entry = confirmed;
+        startedAt = confirmedAt;
+      } catch (error) {
+        await this.#store.release(hash, entry).catch(() => undefined);
+        throw error;
+      }
+    }
+    const hold = new FileHold(this.#owner, key, hash, entry, startedAt, expiry, request.autoExtend, fencingToken);
+    this.#holds.add(hold);
+    const state = this.#keys.open(key);
+    state.held += 1;
+    if (this.#closing.signal.aborted) hold.stop();
+    return hold;
+  }
+
+  #ended(hold: FileHold): void {
+    if (!this.#holds.delete(hold)) return;
+    const state = this.#keys.get(hold.key);
+    if (state === undefined) return;
+    state.held -= 1;
+    this.#keys.tidy(hold.key, state);
+  }
+
+  /** Registers an operation in flight until it settles (`close()` waits for them). */
+  #track<T>(operation: Promise<T>): Promise<T> {
+    this.#inFlight.add(operation);
+    const forget = (): void => {
+      this.#inFlight.delete(operation);
+    };
+    operation.then(forget, forget);
+    return operation;
+  }
+
+  /** Creates (and, for the default directory, checks) the lock directory, once. */
+  #prepare(): Promise<void> {
+    this.#ready ??= this.#track(prepareDirectory(this.#options)).then(
+      () => {
+        void this.#track(this.#store.sweepAttempts(STALE_ATTEMPT_MS));
+      },
+      (error: unknown) => {
+        this.#ready = undefined; // a later call tries again
+        throw error;
+      },
+    );
+    return this.#ready;
+  }
+}
+
+/** The file name stem of a key: SHA-256 of its UTF-16 code units (so every string maps apart), hex. */
+export function hashKey(key: string): string {
+  return createHash("sha256").update(key, "utf16le").digest("hex");
+}
+
+/**
+ * Creates the lock directory (mode 0700). The default directory lives in a shared temporary
+ * folder, so it must be a real directory (not a symbolic link) owned by this user; group and
+ * others lose any access they had. Any failure is a {@link StoreUnavailableError} with its cause.
+ */
+async function prepareDirectory({ directory, defaultDirectory }: ResolvedFileLockerOptions): Promise<void> {
+  const fail = (problem: string, cause?: unknown): StoreUnavailableError =>
+    new StoreUnavailableError(directory, `The lock directory ${directory} ${problem}`, { cause });
+  try {
+    await mkdir(directory, { recursive: !defaultDirectory, mode: 0o700 });
+  } catch (error) {
+    if (codeOf(error) !== "EEXIST") throw fail(`cannot be created (${codeOf(error) ?? String(error)})`, error);
+  }
+  if (defaultDirectory) {
+    const info = await lstat(directory).catch((error: unknown) => {
+      throw fail(`cannot be read (${codeOf(error)})`, error);
+    });
+    if (!info.isDirectory()) throw fail("is not a directory (a symbolic link or a file is not trusted)");
+    const uid = process.getuid?.();
+    if (uid !== undefined && info.uid !== uid) throw fail(`belongs to another user (uid ${info.uid})`);
+    if ((info.mode & 0o077) !== 0) await chmod(directory, 0o700).catch(() => undefined);
+  }
+  try {
+    await access(directory, constants.W_OK | constants.X_OK);
+  } catch (error) {
+    throw fail(`is not writable (${codeOf(error)})`, error);
+  }
+}

@@ -1,0 +1,334 @@
+/**
+ * The lock files of a {@link FileLocker}, and every operation on them. Each operation is a few
+ * atomic file-system calls; none needs a lock of its own.
+ *
+ * Layout of the lock directory, for a key whose SHA-256 (hex) is `H`:
+ *
+ * ```
+ * H.lock/                    the lock: absent or empty = free; held = exactly one entry in it
+ * H.lock/<token>.<deadline>  the holder's entry: its random 16-byte token (hex) and the wall-clock
+ *                            ms at which its lease runs out; the file holds the token, pid, host,
+ *                            key, grant time and lease length as JSON (for `inspect` and humans)
+ * H.fence/<n>                the key's fencing counter: one empty file named by the last token
+ * .tmp-<token>/              an attempt being built (renamed to H.lock, or removed)
+ * ```
+ *
+ * Why this shape: the owner's token is in the entry's *name*, so every change of ownership is an
+ * operation on a name, which the file system performs atomically and only if the name exists —
+ * a compare-and-set without a lock:
+ *
+ * - **take**: build `.tmp-T/T.D` (content included), then `rename(.tmp-T, H.lock)`. A rename onto
+ *   a non-empty directory fails, onto an absent or empty one succeeds, atomically: one winner, and
+ *   the lock never exists without its content.
+ * - **extend**: `rename(H.lock/T.D, H.lock/T.D2)`: succeeds only while the entry `T.D` exists, so
+ *   only while nobody took the lock over; a holder whose extension succeeded held it throughout.
+ * - **take over a stale lock** (`D` in the past): `unlink(H.lock/T.D)`, then take as above. Of
+ *   several contenders that found the same stale entry exactly one unlink succeeds; an extension
+ *   that came first renamed the entry, so every unlink fails and the lock stays with its holder.
+ * - **release**: `unlink(H.lock/T.D)` (only ever our own entry), then `rmdir(H.lock)` (only if it
+ *   is still empty) — the event that wakes waiters watching the directory.
+ * - **fencing**: `rename(H.fence/n, H.fence/n+1)`: succeeds only for the caller that read `n`
+ *   while it was current, so the counter only rises, even when a holder that lost its lock meanwhile
+ *   writes late.
+ */
+import { mkdir, readdir, readFile, rename, rmdir, stat, unlink, writeFile } from "node:fs/promises";
+import { hostname } from "node:os";
+import { join } from "node:path";
+import { StoreUnavailableError } from "../errors.js";
+
+/** A held entry, as named in its lock directory. */
+export interface Entry {
+  /** The entry's file name: `<token>.<deadline>`. */
+  readonly name: string;
+  readonly token: string;
+  /** Wall-clock ms (`Date.now()`) at which the lease runs out. */
+  readonly deadline: number;
+}
+
+/** What a lock file tells about its holder (see {@link FileLocker.inspect}). */
+export interface FileLockHolder {
+  /** The holder's process id. */
+  readonly pid: number | undefined;
+  /** The host name of the holder's machine. */
+  readonly host: string | undefined;
+  /** Wall-clock ms (`Date.now()`) of the grant, if recorded. */
+  readonly acquiredAt: number | undefined;
+  /** Wall-clock ms at which the lease runs out unless extended. */
+  readonly deadline: number;
+  /** True when the deadline has passed: the holder died or stopped, and the next caller takes over. */
+  readonly stale: boolean;
+}
+
+/** The outcome of one attempt to take a lock. */
+export type TakeResult =
+  | { readonly taken: true; readonly entry: Entry; readonly startedAt: number }
+  | { readonly taken: false; readonly holder: Entry | undefined };
+
+/** What {@link FileStore} counts, for tests and the curious. */
+export interface FileStoreStats {
+  /** Stale entries this process removed (a dead or stopped holder's lock taken over). */
+  staleTakeovers: number;
+  /** Stale entries another contender removed first (this process lost the race for them). */
+  lostTakeoverRaces: number;
+}
+
+const ENTRY = /^([0-9a-f]{32})\.(\d{1,16})$/;
+/**
+ * Error codes of a rename onto a lock directory that exists: not empty (POSIX), or any existing
+ * directory (Windows, where an empty one is then removed and the rename tried again).
+ */
+const HELD_CODES = new Set(["ENOTEMPTY", "EEXIST", "EPERM"]);
+/** Attempts of one take that found the lock changing under it before it counts as held. */
+const TAKE_ROUNDS = 4;
+const HOST = hostname();
+
+/** The error code of a Node.js system error, if any. */
+export function codeOf(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : undefined;
+}
+
+/** Parses an entry name; `undefined` for anything else. */
+export function parseEntry(name: string): Entry | undefined {
+  const match = ENTRY.exec(name);
+  if (match === null) return undefined;
+  return { name, token: match[1] as string, deadline: Number(match[2]) };
+}
+
+function entryOf(token: string, deadline: number): Entry {
+  return { name: `${token}.${deadline}`, token, deadline };
+}
+
+/** The lock files of one directory. Paths are built from a key's hash, never from the key. */
+export class FileStore {
+  readonly directory: string;
+  readonly stats: FileStoreStats = { staleTakeovers: 0, lostTakeoverRaces: 0 };
+
+  constructor(directory: string) {
+    this.directory = directory;
+  }
+
+  /** The lock directory of a key hash. */
+  lockPath(hash: string): string {
+    return join(this.directory, `${hash}.lock`);
+  }
+
+  /**
+   * One attempt to take the lock of `hash` for `token`, with a lease of `expiry` ms: takes it if
+   * it is free or its holder's deadline passed (exactly one of racing contenders takes a stale lock
+   * over). `probe`: look before building anything (cheaper when the lock is probably held).
+   */
+  async take(hash: string, token: string, key: string, expiry: number, probe: boolean): Promise<TakeResult> {
+    const lock = this.lockPath(hash);
+    if (probe) {
+      const holder = await this.#owner(lock);
+      if (holder !== undefined && holder.deadline > Date.now()) return { taken: false, holder };
+    }
+    const tmp = join(this.directory, `.tmp-${token}`);
+    await this.#call("create an attempt directory in", () => mkdir(tmp));
+    let built: Entry | undefined;
+    try {
+      for (let round = 0; round < TAKE_ROUNDS; round++) {
+        const startedAt = performance.now();
+        const entry = entryOf(token, Date.now() + expiry);
+        if (built === undefined) {
+          const content = JSON.stringify({ token, pid: process.pid, host: HOST, key, acquiredAt: Date.now(), expiry });
+          await this.#call("write an attempt in", () => writeFile(join(tmp, entry.name), content, { flag: "wx" }));
+        } else if (built.name !== entry.name) {
+          await this.#call("refresh an attempt in", () => rename(join(tmp, built!.name), join(tmp, entry.name)));
+        }
+        built = entry;
+        if (await this.#install(tmp, lock)) return { taken: true, entry, startedAt };
+        const holder = await this.#owner(lock);
+        if (holder === undefined) {
+          // Freed meanwhile, or an empty directory left behind (a crash between unlink and rmdir).
+          await rmdir(lock).catch(() => undefined);
+          continue;
+        }
+        if (holder.deadline > Date.now()) return { taken: false, holder };
+        await this.#takeOver(lock, holder);
+      }
+      return { taken: false, holder: await this.#owner(lock) };
+    } finally {
+      // Still here unless the rename installed it.
+      if (built !== undefined) await unlink(join(tmp, built.name)).catch(() => undefined);
+      await rmdir(tmp).catch(() => undefined);
+    }
+  }
+
+  /** Renames the attempt onto the lock; false when the lock is held (the directory is not empty). */
+  async #install(tmp: string, lock: string): Promise<boolean> {
+    try {
+      await rename(tmp, lock);
+      return true;
+    } catch (error) {
+      if (HELD_CODES.has(codeOf(error) ?? "")) return false;
+      throw this.#unavailable("take a lock in", error);
+    }
+  }
+
+  /** Removes a stale entry: exactly one of the contenders that found it succeeds. */
+  async #takeOver(lock: string, stale: Entry): Promise<void> {
+    try {
+      await unlink(join(lock, stale.name));
+      this.stats.staleTakeovers += 1;
+    } catch (error) {
+      if (codeOf(error) !== "ENOENT") throw this.#unavailable("take over a stale lock in", error);
+      this.stats.lostTakeoverRaces += 1;
+    }
+  }
+
+  /**
+   * Moves our entry to a new deadline, `expiry` ms from now. Resolves to the new entry, or to
+   * `undefined` when the entry is gone (the lock was taken over or deleted).
+   */
+  async extend(hash: string, entry: Entry, expiry: number): Promise<Entry | undefined> {
+    const lock = this.lockPath(hash);
+    const next = entryOf(entry.token, Date.now() + expiry);
+    try {
+      await rename(join(lock, entry.name), join(lock, next.name));
+      return next;
+    } catch (error) {
+      if (codeOf(error) === "ENOENT" || codeOf(error) === "ENOTDIR") return undefined;
+      throw this.#unavailable("extend a lock in", error);
+    }
+  }
+
+  /**
+   * Deletes our entry (and the lock directory, if still empty). Resolves to `"released"`, or, when
+   * the entry was already gone, `"taken"` (another holder's entry is there) or `"expired"`.
+   */
+  async release(hash: string, entry: Entry): Promise<"released" | "taken" | "expired"> {
+    const lock = this.lockPath(hash);
+    try {
+      await unlink(join(lock, entry.name));
+    } catch (error) {
+      if (codeOf(error) !== "ENOENT" && codeOf(error) !== "ENOTDIR")
+        throw this.#unavailable("release a lock in", error);
+      const holder = await this.#owner(lock);
+      return holder !== undefined && holder.token !== entry.token ? "taken" : "expired";
+    }
+    await rmdir(lock).catch(() => undefined);
+    return "released";
+  }
+
+  /** The current entry of `hash`'s lock, if any (stale or not). */
+  owner(hash: string): Promise<Entry | undefined> {
+    return this.#owner(this.lockPath(hash));
+  }
+
+  async #owner(lock: string): Promise<Entry | undefined> {
+    let names: string[];
+    try {
+      names = await readdir(lock);
+    } catch (error) {
+      if (codeOf(error) === "ENOENT" || codeOf(error) === "ENOTDIR") return undefined;
+      throw this.#unavailable("read a lock in", error);
+    }
+    let found: Entry | undefined;
+    for (const name of names) {
+      const entry = parseEntry(name);
+      if (entry !== undefined && (found === undefined || entry.deadline > found.deadline)) found = entry;
+    }
+    return found;
+  }
+
+  /** Who holds `hash`'s lock, read from its entry (`undefined` when free). */
+  async holder(hash: string): Promise<FileLockHolder | undefined> {
+    const lock = this.lockPath(hash);
+    const entry = await this.#owner(lock);
+    if (entry === undefined) return undefined;
+    let content: { pid?: unknown; host?: unknown; acquiredAt?: unknown } = {};
+    try {
+      content = JSON.parse(await readFile(join(lock, entry.name), "utf8"));
+    } catch {
+      // Renamed by an extension, or released, between the two reads: the name is enough.
+    }
+    return {
+      pid: typeof content.pid === "number" ? content.pid : undefined,
+      host: typeof content.host === "string" ? content.host : undefined,
+      acquiredAt: typeof content.acquiredAt === "number" ? content.acquiredAt : undefined,
+      deadline: entry.deadline,
+      stale: entry.deadline <= Date.now(),
+    };
+  }
+
+  /**
+   * The next fencing token of `hash` (call only while holding its lock): 1 for the first grant,
+   * then one more than the last. The counter is the name of the one file in `H.fence/`, moved up
+   * by a rename that only succeeds from the current value.
+   */
+  async nextFencingToken(hash: string): Promise<bigint> {
+    const dir = join(this.directory, `${hash}.fence`);
+    for (let round = 0; round < 64; round++) {
+      const values = await this.#fenceValues(dir);
+      const last = values.reduce((max, value) => (value > max ? value : max), 0n);
+      for (const value of values) {
+        if (value < last) await unlink(join(dir, String(value))).catch(() => undefined);
+      }
+      try {
+        if (values.length === 0) await writeFile(join(dir, "1"), "", { flag: "wx" });
+        else await rename(join(dir, String(last)), join(dir, String(last + 1n)));
+        return last + 1n;
+      } catch (error) {
+        if (codeOf(error) !== "ENOENT" && codeOf(error) !== "EEXIST") {
+          throw this.#unavailable("issue a fencing token in", error);
+        }
+      }
+    }
+    throw this.#unavailable("issue a fencing token in", new Error("the counter kept changing"));
+  }
+
+  async #fenceValues(dir: string): Promise<bigint[]> {
+    let names: string[];
+    try {
+      names = await readdir(dir);
+    } catch (error) {
+      if (codeOf(error) !== "ENOENT") throw this.#unavailable("read a fencing counter in", error);
+      await this.#call("create a fencing counter in", () => mkdir(dir, { mode: 0o700 }).catch(ignoreExists));
+      return [];
+    }
+    return names.filter((name) => /^\d{1,30}$/.test(name)).map((name) => BigInt(name));
+  }
+
+  /**
+   * Removes attempt directories older than `olderThanMs` (left by a process killed while it made
+   * an attempt); best effort.
+   */
+  async sweepAttempts(olderThanMs: number): Promise<void> {
+    const names = await readdir(this.directory).catch(() => [] as string[]);
+    const cutoff = Date.now() - olderThanMs;
+    for (const name of names) {
+      if (!name.startsWith(".tmp-")) continue;
+      const path = join(this.directory, name);
+      try {
+        if ((await stat(path)).mtimeMs > cutoff) continue;
+        for (const inner of await readdir(path)) await unlink(join(path, inner));
+        await rmdir(path);
+      } catch {
+        // Gone meanwhile, or not ours to remove.
+      }
+    }
+  }
+
+  async #call<T>(what: string, operation: () => Promise<T>): Promise<T> {
+    try {
+      return await operation();
+    } catch (error) {
+      throw this.#unavailable(what, error);
+    }
+  }
+
+  #unavailable(what: string, cause: unknown): StoreUnavailableError {
+    const code = codeOf(cause) ?? (cause instanceof Error ? cause.message : String(cause));
+    return new StoreUnavailableError(
+      this.directory,
+      `The file lock store could not ${what} ${this.directory} (${code})`,
+      { cause },
+    );
+  }
+}
+
+function ignoreExists(error: unknown): void {
+  if (codeOf(error) !== "EEXIST") throw error;
+}

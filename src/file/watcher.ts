@@ -1,0 +1,85 @@
+import { type FSWatcher, watch } from "node:fs";
+
+/**
+ * Wake-ups for waiters of a lock directory: one `fs.watch` of the directory per locker, open only
+ * while someone waits, that calls the subscribers of the file name an event is about (a lock
+ * directory created, renamed or removed; see {@link FileStore}). The watcher does not keep the
+ * process alive. An event without a file name, or a watcher error, wakes every subscriber (they
+ * try again); a watcher that cannot be opened leaves them to their safety-net polling.
+ */
+export class DirectoryWatcher {
+  readonly #directory: string;
+  readonly #subscribers = new Map<string, Set<() => void>>();
+  #watcher: FSWatcher | undefined;
+  #count = 0;
+
+  constructor(directory: string) {
+    this.#directory = directory;
+  }
+
+  /** Whether a watcher is open now. */
+  get watching(): boolean {
+    return this.#watcher !== undefined;
+  }
+
+  /**
+   * Calls `wake` on every event about `name` until the returned function is called. The watcher is
+   * open (and sees events) when this returns, unless it could not be opened.
+   */
+  subscribe(name: string, wake: () => void): () => void {
+    let set = this.#subscribers.get(name);
+    if (set === undefined) {
+      set = new Set();
+      this.#subscribers.set(name, set);
+    }
+    set.add(wake);
+    this.#count += 1;
+    this.#open();
+    let subscribed = true;
+    return () => {
+      if (!subscribed) return;
+      subscribed = false;
+      const current = this.#subscribers.get(name);
+      if (current?.delete(wake) !== true) return;
+      if (current.size === 0) this.#subscribers.delete(name);
+      this.#count -= 1;
+      if (this.#count === 0) this.close();
+    };
+  }
+
+  /** Closes the watcher (subscriptions stay; the next subscribe reopens it). */
+  close(): void {
+    const watcher = this.#watcher;
+    this.#watcher = undefined;
+    watcher?.close();
+  }
+
+  #open(): void {
+    if (this.#watcher !== undefined) return;
+    try {
+      const watcher = watch(this.#directory, { persistent: false });
+      watcher.on("change", (_event, filename) => this.#notify(filename));
+      watcher.on("error", () => {
+        if (this.#watcher === watcher) this.close();
+        this.#notifyAll();
+      });
+      this.#watcher = watcher;
+    } catch {
+      // No watcher (unsupported file system, no inotify watches left): waiters poll.
+    }
+  }
+
+  #notify(filename: string | Buffer | null): void {
+    if (filename === null) {
+      this.#notifyAll();
+      return;
+    }
+    const set = this.#subscribers.get(filename.toString());
+    if (set === undefined) return;
+    for (const wake of [...set]) wake();
+  }
+
+  #notifyAll(): void {
+    for (const set of [...this.#subscribers.values()]) for (const wake of [...set]) wake();
+  }
+}
