@@ -28,8 +28,22 @@
  *
  * @module
  */
-import type { LockLostError, LockLostReason } from "./errors.js";
+// Besides the payload types, referenced from doc comments only.
+import type {
+  InvalidArgumentError,
+  LockerClosedError,
+  LockLostError,
+  LockLostReason,
+  StoreUnavailableError,
+  UnsupportedError,
+} from "./errors.js";
 import type { Locker, ReleaseOutcome } from "./locker.js";
+import type { MemoryLocker } from "./memory/memory-locker.js";
+import type { MemoryReadWriteLocker } from "./memory/memory-read-write-locker.js";
+import type { MemorySemaphore } from "./memory/memory-semaphore.js";
+import type { RedisLocker } from "./redis/redis-locker.js";
+import type { RedisReadWriteLocker } from "./redis/redis-read-write-locker.js";
+import type { RedisSemaphore } from "./redis/redis-semaphore.js";
 
 /**
  * Name of the tracing channel of every `lock`, `tryLock`, `acquire` and `tryAcquire` call
@@ -93,8 +107,8 @@ export type AcquireOutcome = "acquired" | "not-acquired" | "aborted" | "closed" 
  *   `tryLock` (1); `waitedMs` and `outcome` are `undefined`;
  * - at `end` (the synchronous part returned): `weight` too, once the options were validated;
  * - at `error`, `asyncStart`, `asyncEnd`: everything — `waitedMs`, the final `attempts`,
- *   `outcome`, and `result` (what the call resolved to) or `error` (what it rejected with), both
- *   set by `tracePromise`.
+ *   `outcome`, and `result` (what the call resolved to) or `error` (what it rejected with), as
+ *   `tracePromise` sets them.
  */
 export interface AcquireMessage {
   /** The caller's key (without the Redis prefix), as passed. */
@@ -121,9 +135,9 @@ export interface AcquireMessage {
   readonly waitedMs: number | undefined;
   /** How the call ended; `undefined` until it settles. */
   readonly outcome: AcquireOutcome | undefined;
-  /** What the call resolved to (set by `tracePromise` at `asyncStart`). */
+  /** What the call resolved to (set at `asyncStart`). */
   readonly result?: unknown;
-  /** What the call rejected with (set by `tracePromise` at `error`). */
+  /** What the call rejected with (set at `error`). */
   readonly error?: unknown;
 }
 

@@ -3,6 +3,7 @@
  * redis-server processes: what each channel publishes and when, for every way a call can end, and
  * that subscribing and unsubscribing leave nothing behind and a throwing subscriber breaks nothing.
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import diagnostics_channel from "node:diagnostics_channel";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -551,6 +552,30 @@ describe("Redis", () => {
 });
 
 describe("subscribers", () => {
+  it("a store bound to the start channel is the call's async context (as with tracePromise)", async () => {
+    const tracing = diagnostics_channel.tracingChannel<unknown, AcquireMessage>(ACQUIRE_CHANNEL);
+    const storage = new AsyncLocalStorage<{ key: string }>();
+    const seen: Array<[string, string | undefined]> = [];
+    const onAsyncEnd = (message: unknown): void => {
+      seen.push([(message as AcquireMessage).key, storage.getStore()?.key]);
+    };
+    tracing.start.bindStore(storage, (message) => ({ key: message.key }));
+    tracing.asyncEnd.subscribe(onAsyncEnd);
+    try {
+      for (const locker of [keep(new MemoryLocker()), keep(new RedisLocker(client()))]) {
+        const key = uniqueKey();
+        const release = await locker.lock(undefined, key);
+        expect(storage.getStore()).toBeUndefined();
+        await release();
+      }
+    } finally {
+      tracing.asyncEnd.unsubscribe(onAsyncEnd);
+      tracing.start.unbindStore(storage);
+    }
+    expect(seen).toHaveLength(2);
+    for (const [key, stored] of seen) expect(stored).toBe(key);
+  });
+
   const names = [
     ...["start", "end", "asyncStart", "asyncEnd", "error"].map((event) => `tracing:${ACQUIRE_CHANNEL}:${event}`),
     RELEASE_CHANNEL,

@@ -52,9 +52,11 @@ export const acquireTraced: () => boolean =
 
 /**
  * Runs one acquisition call under the acquire tracing channel (call only when
- * {@link acquireTraced}): `run` gets the message and fills in `weight` and `attempts` as it goes;
- * this fills in `outcome` and `waitedMs` before the call settles, so that `asyncStart`, `asyncEnd`
- * and `error` see them.
+ * {@link acquireTraced}), publishing its events as `TracingChannel.tracePromise` does — `start`
+ * (with the stores bound to it entered for the call), `end` once the call returned its promise,
+ * then `error` (on rejection), `asyncStart` and `asyncEnd` — at about half its cost: no extra
+ * promise or closures per call. `run` gets the message and fills in `weight` and `attempts` as it
+ * goes; this fills in `outcome` and `waitedMs` (and `result` or `error`) before the call settles.
  */
 export function traceAcquire<T>(
   source: DiagnosticSource,
@@ -75,19 +77,39 @@ export function traceAcquire<T>(
     outcome: undefined,
   };
   const startedAt = performance.now();
-  const traced = async (): Promise<T> => {
+  return acquireTracing.start.runStores(probe, () => {
     try {
-      const result = await run(probe);
-      probe.outcome = isMiss(result) ? "not-acquired" : "acquired";
-      return result;
-    } catch (error) {
-      probe.outcome = failureOf(error, signal);
-      throw error;
+      return settle(run(probe), probe, signal, startedAt);
     } finally {
-      probe.waitedMs = performance.now() - startedAt;
+      acquireTracing.end.publish(probe);
     }
-  };
-  return acquireTracing.tracePromise(traced, probe);
+  });
+}
+
+/** Waits for a traced call and publishes how it ended (see {@link traceAcquire}). */
+async function settle<T>(
+  call: Promise<T>,
+  probe: AcquireProbe,
+  signal: AbortSignal | undefined,
+  startedAt: number,
+): Promise<T> {
+  try {
+    const result = await call;
+    probe.outcome = isMiss(result) ? "not-acquired" : "acquired";
+    probe.waitedMs = performance.now() - startedAt;
+    probe.result = result;
+    acquireTracing.asyncStart.publish(probe);
+    acquireTracing.asyncEnd.publish(probe);
+    return result;
+  } catch (error) {
+    probe.outcome = failureOf(error, signal);
+    probe.waitedMs = performance.now() - startedAt;
+    probe.error = error;
+    acquireTracing.error.publish(probe);
+    acquireTracing.asyncStart.publish(probe);
+    acquireTracing.asyncEnd.publish(probe);
+    throw error;
+  }
 }
 
 /** `tryAcquire`'s `undefined` and `tryLock`'s `[false, …]`. */
