@@ -11,8 +11,8 @@ import { lockerContract, uniqueKey } from "./contract.js";
 import {
   destroyQuietly,
   dropSubscribersDuring,
-  NodeRedisDeployment,
   nodeRedisCluster,
+  nodeRedisDeployment,
   nodeRedisLockerHarness,
   type TestNodeRedis,
 } from "./helpers/node-redis.js";
@@ -20,7 +20,7 @@ import { type RedisServer, startCluster, stopServers } from "./helpers/redis.js"
 import { eventually, sleep } from "./helpers/wait.js";
 
 let servers: RedisServer[] = [];
-const cluster = new NodeRedisDeployment(async () => {
+const cluster = nodeRedisDeployment(async () => {
   servers = await startCluster(3);
   return { connect: async () => [await nodeRedisCluster(servers, 6)], stop: () => stopServers(servers) };
 });
@@ -85,6 +85,24 @@ describe("RedisLocker on node-redis clusters", () => {
       const started = performance.now();
       await (await waiting)(); // woken by the reconnection, not the 20 s safety net
       expect(performance.now() - started).toBeLessThan(3000);
+      // close() closes the subscriber connection the locker made, and only that.
+      const before = await pubSubConnections();
+      await waiter.close();
+      await eventually(async () => (await pubSubConnections()) === before - 1);
+      expect(await holder.tryLock(undefined, key)).toEqual([true, expect.any(Function)]);
     });
+  }
+
+  /** Subscriber connections on every master. */
+  async function pubSubConnections(): Promise<number> {
+    const lists = await Promise.all(admins.map((admin) => admin.call("CLIENT", "LIST", "TYPE", "pubsub")));
+    return lists.reduce<number>(
+      (sum, list) =>
+        sum +
+        String(list)
+          .split("\n")
+          .filter((line) => line.trim()).length,
+      0,
+    );
   }
 });

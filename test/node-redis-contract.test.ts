@@ -6,9 +6,10 @@
  */
 import { lockerContract } from "./contract.js";
 import {
-  NodeRedisDeployment,
+  type NodeRedisDeployment,
   type NodeRedisVersion,
   nodeRedisClient,
+  nodeRedisDeployment,
   nodeRedisLockerHarness,
   nodeRedisReadWriteHarness,
   nodeRedisSemaphoreHarness,
@@ -19,7 +20,7 @@ import { semaphoreContract } from "./semaphore-contract.js";
 
 /** Servers started once for the suites that join; every locker connects its own client(s) to them. */
 function deployment(nodes: number, version: NodeRedisVersion, resp?: 2 | 3): NodeRedisDeployment {
-  return new NodeRedisDeployment(async () => {
+  return nodeRedisDeployment(async () => {
     const servers = await startServers(nodes);
     return {
       connect: () => Promise.all(servers.map((server) => nodeRedisClient(server, version, resp ? { RESP: resp } : {}))),

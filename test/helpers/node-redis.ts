@@ -18,6 +18,7 @@ import type { LockerHarness } from "../contract.js";
 import type { ReadWriteHarness } from "../read-write-contract.js";
 import type { SemaphoreHarness } from "../semaphore-contract.js";
 import type { RedisServer } from "./redis.js";
+import { SharedDeployment } from "./redis-primitives-harness.js";
 
 /** A node-redis major version under test. */
 export type NodeRedisVersion = 5 | 6;
@@ -66,35 +67,14 @@ export function destroyQuietly(client: { destroy(): unknown }): void {
   }
 }
 
-/** How to connect one locker's clients: one client (a node or a Cluster), or one per quorum node. */
-export type Connect = () => Promise<TestNodeRedis[]>;
-
 /** A deployment the harnesses of a file share: started once, stopped after the last harness left. */
-export class NodeRedisDeployment {
-  readonly #start: () => Promise<{ connect: Connect; stop(): Promise<void> }>;
-  #running: Promise<{ connect: Connect; stop(): Promise<void> }> | undefined;
-  #users = 0;
+export type NodeRedisDeployment = SharedDeployment<Promise<TestNodeRedis[]>>;
 
-  constructor(start: () => Promise<{ connect: Connect; stop(): Promise<void> }>) {
-    this.#start = start;
-  }
-
-  /** Starts the deployment if needed; pair with {@link leave}. */
-  async join(): Promise<Connect> {
-    this.#users += 1;
-    this.#running ??= this.#start();
-    const running = await this.#running;
-    return () => running.connect();
-  }
-
-  /** Stops the deployment once every user has left. */
-  async leave(): Promise<void> {
-    this.#users -= 1;
-    if (this.#users > 0 || this.#running === undefined) return;
-    const running = this.#running;
-    this.#running = undefined;
-    await (await running).stop();
-  }
+/** A {@link NodeRedisDeployment}: `start` starts the servers and says how one locker connects. */
+export function nodeRedisDeployment(
+  start: () => Promise<{ connect(): Promise<TestNodeRedis[]>; stop(): Promise<void> }>,
+): NodeRedisDeployment {
+  return new SharedDeployment(start);
 }
 
 const WAKE_ONLY: RedisLockerOptions = { backoff: { min: 20_000, max: 20_000 } };

@@ -15,18 +15,22 @@ import type { LockerHarness } from "../contract.js";
 import type { ReadWriteHarness } from "../read-write-contract.js";
 import type { SemaphoreHarness } from "../semaphore-contract.js";
 
-/** A Redis deployment the harnesses share: started once, stopped after the last harness's cleanup. */
-export class SharedDeployment {
-  readonly #start: () => Promise<{ connect(): Redis | Cluster; stop(): Promise<void> }>;
-  #running: Promise<{ connect(): Redis | Cluster; stop(): Promise<void> }> | undefined;
+/**
+ * A Redis deployment the harnesses share: started once, stopped after the last harness's cleanup.
+ * `connect` makes what one locker needs (by default an ioredis client; node-redis harnesses connect
+ * asynchronously: test/helpers/node-redis.ts).
+ */
+export class SharedDeployment<Connection = Redis | Cluster> {
+  readonly #start: () => Promise<{ connect(): Connection; stop(): Promise<void> }>;
+  #running: Promise<{ connect(): Connection; stop(): Promise<void> }> | undefined;
   #users = 0;
 
-  constructor(start: () => Promise<{ connect(): Redis | Cluster; stop(): Promise<void> }>) {
+  constructor(start: () => Promise<{ connect(): Connection; stop(): Promise<void> }>) {
     this.#start = start;
   }
 
   /** Starts the deployment if needed; pair with {@link leave}. */
-  async join(): Promise<() => Redis | Cluster> {
+  async join(): Promise<() => Connection> {
     this.#users += 1;
     this.#running ??= this.#start();
     const running = await this.#running;

@@ -28,12 +28,16 @@ export interface NodeRedisClientLike extends NodeRedisCommon {
   duplicate(): NodeRedisClientLike;
 }
 
+/** A master of a node-redis cluster (`cluster.masters`): its client once the cluster connected to it. */
+interface NodeRedisMaster {
+  readonly client?: NodeRedisClientLike | undefined;
+}
+
 /** A node-redis cluster (`createCluster()`), as this adapter uses it. */
 export interface NodeRedisClusterLike extends NodeRedisCommon {
   sendCommand(firstKey: string | undefined, isReadonly: boolean, args: string[], options?: object): Promise<unknown>;
-  duplicate(overrides?: { minimizeConnections?: boolean }): NodeRedisClusterLike;
-  /** The node the cluster's (non-sharded) subscriptions live on, once there are any. */
-  readonly pubSubNode?: { readonly client: { on(event: "ready", listener: () => void): unknown } } | undefined;
+  readonly masters: readonly NodeRedisMaster[];
+  nodeClient(node: NodeRedisMaster): NodeRedisClientLike | Promise<NodeRedisClientLike>;
 }
 
 /**
@@ -95,12 +99,9 @@ export class NodeRedisConnection implements RedisConnection {
   }
 
   duplicateForPubSub(events: SubscriberEvents): SubscriberConnection {
-    if (this.#client !== undefined) return new ClientSubscriber(this.#client.duplicate(), events);
-    // Only the pub/sub node's connection is needed: no connection to every master up front.
-    return new ClusterSubscriber(
-      (this.#cluster as NodeRedisClusterLike).duplicate({ minimizeConnections: true }),
-      events,
-    );
+    const client = this.#client;
+    if (client !== undefined) return new NodeRedisSubscriber(client.duplicate(), events);
+    return new NodeRedisSubscriber(duplicateOfAMaster(this.#cluster as NodeRedisClusterLike), events);
   }
 
   #send(firstKey: string | undefined, command: string[]): Promise<unknown> {
@@ -110,42 +111,61 @@ export class NodeRedisConnection implements RedisConnection {
 }
 
 /**
- * A node-redis pub/sub connection of ours: connects at once (subscriptions wait for it), swallows
- * connection errors (they surface as lost wake-ups, covered by polling), and is destroyed on close.
+ * A new client to one master of `cluster` (a random one, so that many lockers spread over them),
+ * duplicated from the cluster's own client of that node (same credentials, TLS and socket options).
+ * A plain client is enough for pub/sub on a Cluster: a PUBLISH reaches every node's subscribers.
+ * It takes one connection, where a duplicate of the whole cluster would first discover the
+ * topology again.
  */
-abstract class Subscriber<T extends NodeRedisCommon> implements SubscriberConnection {
-  protected readonly client: T;
-  readonly #connected: Promise<unknown>;
+async function duplicateOfAMaster(cluster: NodeRedisClusterLike): Promise<NodeRedisClientLike> {
+  const connected = cluster.masters.filter((master) => master.client !== undefined);
+  const candidates = connected.length > 0 ? connected : cluster.masters;
+  const master = candidates[Math.floor(Math.random() * candidates.length)];
+  if (master === undefined) throw new Error("the node-redis cluster knows no master");
+  return (master.client ?? (await cluster.nodeClient(master))).duplicate();
+}
+
+/**
+ * A node-redis pub/sub connection of ours (a duplicate of the caller's client, or of one of its
+ * cluster's node clients): connects at once (subscriptions wait for it), swallows connection errors
+ * (they surface as lost wake-ups, covered by polling), reports every `ready` after the first as a
+ * reconnection (node-redis renews the subscriptions before it reports `ready`), and is destroyed
+ * on close.
+ */
+class NodeRedisSubscriber implements SubscriberConnection {
+  readonly #connected: Promise<NodeRedisClientLike>;
   readonly #listener: Listener;
+  #client: NodeRedisClientLike | undefined;
   #closed = false;
 
-  constructor(client: T, events: SubscriberEvents) {
-    this.client = client;
+  constructor(client: NodeRedisClientLike | Promise<NodeRedisClientLike>, events: SubscriberEvents) {
     this.#listener = (message, channel) => events.onMessage(channel, message);
-    client.on("error", ignore);
-    // A subclass registers what reports a reconnection right after this: nothing is emitted
-    // before the connection attempt's first callback.
-    this.#connected = client.connect();
-    // Closed while still connecting: destroy again once the attempt settled, whatever it did.
+    this.#connected = Promise.resolve(client).then(async (duplicate) => {
+      this.#client = duplicate;
+      duplicate.on("error", ignore);
+      let readyBefore = false;
+      duplicate.on("ready", () => {
+        if (readyBefore) events.onReconnect();
+        readyBefore = true;
+      });
+      if (this.#closed) throw new Error("closed");
+      await duplicate.connect();
+      return duplicate;
+    });
+    // Closed while still connecting: destroy once the attempt settled, whatever it did.
     this.#connected.then(
       () => this.#closed && this.#destroy(),
       () => this.#closed && this.#destroy(),
     );
   }
 
-  /** Called once a subscription was confirmed. */
-  protected subscribed(): void {}
-
   async subscribe(channel: string): Promise<void> {
-    await this.#connected;
-    await this.client.subscribe(channel, this.#listener);
-    this.subscribed();
+    await (await this.#connected).subscribe(channel, this.#listener);
   }
 
   async unsubscribe(channel: string): Promise<void> {
     if (this.#closed) return;
-    await this.#connected;
-    await this.client.unsubscribe(channel, this.#listener);
+    await (await this.#connected).unsubscribe(channel, this.#listener);
   }
 
   close(): void {
@@ -156,59 +176,9 @@ abstract class Subscriber<T extends NodeRedisCommon> implements SubscriberConnec
 
   #destroy(): void {
     try {
-      Promise.resolve(this.client.destroy()).catch(ignore);
+      if (this.#client?.isOpen) Promise.resolve(this.#client.destroy()).catch(ignore);
     } catch {
       // already closed
     }
-  }
-}
-
-/** Pub/sub on a duplicate of a node-redis client: every `ready` after the first is a reconnection. */
-class ClientSubscriber extends Subscriber<NodeRedisClientLike> {
-  constructor(client: NodeRedisClientLike, events: SubscriberEvents) {
-    super(client, events);
-    let readyBefore = false;
-    // node-redis renews the subscriptions before it reports `ready`.
-    this.client.on("ready", () => {
-      if (readyBefore) events.onReconnect();
-      readyBefore = true;
-    });
-  }
-}
-
-/**
- * Pub/sub on a duplicate of a node-redis cluster. Its subscriptions live on one node's connection
- * (the cluster's `pubSubNode`, made on the first subscription): a `ready` of that connection after
- * it was first seen is a reconnection, and a new pub/sub connection (the node was replaced, its
- * subscriptions moved) is too. (A v5 cluster reports a node's `node-ready` only once per
- * connection, v6 on every reconnection, so the node's own `ready` is what is watched.)
- */
-class ClusterSubscriber extends Subscriber<NodeRedisClusterLike> {
-  readonly #watched = new WeakSet<object>();
-  readonly #events: SubscriberEvents;
-  #hadPubSubNode = false;
-
-  constructor(cluster: NodeRedisClusterLike, events: SubscriberEvents) {
-    super(cluster, events);
-    this.#events = events;
-    this.client.on("node-ready", () => {
-      if (this.#watchPubSubNode()) events.onReconnect();
-    });
-  }
-
-  protected override subscribed(): void {
-    this.#watchPubSubNode();
-  }
-
-  /** Starts watching a pub/sub connection not watched yet; true when it replaced an earlier one. */
-  #watchPubSubNode(): boolean {
-    const connection = this.client.pubSubNode?.client;
-    if (connection === undefined || this.#watched.has(connection)) return false;
-    this.#watched.add(connection);
-    // Added once it is ready: it fires on its reconnections only.
-    connection.on("ready", () => this.#events.onReconnect());
-    const replaced = this.#hadPubSubNode;
-    this.#hadPubSubNode = true;
-    return replaced;
   }
 }

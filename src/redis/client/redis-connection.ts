@@ -30,7 +30,8 @@ export interface RedisConnection {
   scriptLoad(source: string): Promise<unknown>;
   /**
    * A new connection for pub/sub, made from the caller's client (same address, credentials and
-   * TLS) and owned by the caller of this method, who closes it. It connects on its own.
+   * TLS; for a Cluster, ioredis duplicates the cluster, node-redis one master's client: a PUBLISH
+   * reaches every node) and owned by the caller of this method, who closes it. It connects on its own.
    */
   duplicateForPubSub(events: SubscriberEvents): SubscriberConnection;
 }
