@@ -70,11 +70,31 @@ export function destroyQuietly(client: { destroy(): unknown }): void {
 /** A deployment the harnesses of a file share: started once, stopped after the last harness left. */
 export type NodeRedisDeployment = SharedDeployment<Promise<TestNodeRedis[]>>;
 
-/** A {@link NodeRedisDeployment}: `start` starts the servers and says how one locker connects. */
+/**
+ * A {@link NodeRedisDeployment}: `start` starts the servers and says how one locker connects. The
+ * next locker's clients are connected ahead of time, so a test does not wait for the handshake;
+ * the spare ones are closed when the deployment stops.
+ */
 export function nodeRedisDeployment(
   start: () => Promise<{ connect(): Promise<TestNodeRedis[]>; stop(): Promise<void> }>,
 ): NodeRedisDeployment {
-  return new SharedDeployment(start);
+  return new SharedDeployment(async () => {
+    const started = await start();
+    let spare = started.connect();
+    spare.catch(() => undefined);
+    return {
+      connect() {
+        const next = spare;
+        spare = started.connect();
+        spare.catch(() => undefined);
+        return next;
+      },
+      async stop() {
+        for (const client of await spare.catch(() => [])) destroyQuietly(client);
+        await started.stop();
+      },
+    };
+  });
 }
 
 const WAKE_ONLY: RedisLockerOptions = { backoff: { min: 20_000, max: 20_000 } };
