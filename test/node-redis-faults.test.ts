@@ -16,6 +16,7 @@ import {
   type RedisLockerOptions,
   StoreUnavailableError,
 } from "../src/index.js";
+import { connectionOf } from "../src/redis/client/connection-of.js";
 import { ACQUIRE, LEAVE_QUEUE, REDLOCK_RELEASE_SCRIPT, RELEASE } from "../src/redis/scripts.js";
 import { TcpProxy } from "../support/tcp-proxy.mjs";
 import { uniqueKey } from "./contract.js";
@@ -149,12 +150,14 @@ describe("construction", () => {
 });
 
 describe("the caller owns the clients", () => {
+  /** Subscriber connections on the shared server. */
+  const subscribers = async (): Promise<number> =>
+    String(await admin.call("CLIENT", "LIST", "TYPE", "pubsub"))
+      .split("\n")
+      .filter((line) => line.trim() !== "").length;
+
   it("close() leaves the caller's client open and closes the subscriber connection it duplicated", async () => {
     const own = await client();
-    const subscribers = async (): Promise<number> =>
-      String(await admin.call("CLIENT", "LIST", "TYPE", "pubsub"))
-        .split("\n")
-        .filter((line) => line.trim() !== "").length;
     const before = await subscribers();
     const locker = new RedisLocker(own, { expiry: 1000 });
     const other = new RedisLocker(await client(), { expiry: 1000 });
@@ -169,6 +172,34 @@ describe("the caller owns the clients", () => {
     await eventually(async () => (await subscribers()) === before);
     expect(own.isOpen).toBe(true);
     expect(await own.sendCommand(["PING"] as never)).toBe("PONG");
+  });
+
+  it("a subscriber connection closed while connecting, subscribing or subscribed leaves no connection behind", async () => {
+    const connections = async (): Promise<number> =>
+      String(await admin.call("CLIENT", "LIST"))
+        .split("\n")
+        .filter((line) => line.trim() !== "").length;
+    const events = { onMessage: () => undefined, onReconnect: () => undefined };
+    for (const version of [6, 5] as const) {
+      const connection = connectionOf(await client(version));
+      const before = await connections();
+      const early = Array.from({ length: 3 }, () => connection.duplicateForPubSub(events));
+      const subscribing = early.map((subscriber) =>
+        subscriber.subscribe("closed-early").then(
+          () => "subscribed",
+          () => "failed",
+        ),
+      );
+      for (const subscriber of early) subscriber.close(); // before it even connected
+      expect(await Promise.all(subscribing)).toEqual(["failed", "failed", "failed"]);
+      const late = connection.duplicateForPubSub(events);
+      await late.subscribe("closed-late");
+      expect(await connections()).toBe(before + 1);
+      late.close();
+      await eventually(async () => (await connections()) === before);
+      await sleep(100); // nothing connects afterwards
+      expect(await connections()).toBe(before);
+    }
   });
 });
 

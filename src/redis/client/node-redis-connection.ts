@@ -100,8 +100,10 @@ export class NodeRedisConnection implements RedisConnection {
 
   duplicateForPubSub(events: SubscriberEvents): SubscriberConnection {
     const client = this.#client;
-    if (client !== undefined) return new NodeRedisSubscriber(client.duplicate(), events);
-    return new NodeRedisSubscriber(duplicateOfAMaster(this.#cluster as NodeRedisClusterLike), events);
+    const cluster = this.#cluster as NodeRedisClusterLike;
+    // Made asynchronously: a client that throws here costs wake-ups (polling covers them), never a lock.
+    const duplicate = client !== undefined ? async () => client.duplicate() : () => duplicateOfAMaster(cluster);
+    return new NodeRedisSubscriber(duplicate, events);
   }
 
   #send(firstKey: string | undefined, command: string[]): Promise<unknown> {
@@ -138,19 +140,20 @@ class NodeRedisSubscriber implements SubscriberConnection {
   #client: NodeRedisClientLike | undefined;
   #closed = false;
 
-  constructor(client: NodeRedisClientLike | Promise<NodeRedisClientLike>, events: SubscriberEvents) {
+  /** @param duplicate makes the connection (not yet connected). */
+  constructor(duplicate: () => Promise<NodeRedisClientLike>, events: SubscriberEvents) {
     this.#listener = (message, channel) => events.onMessage(channel, message);
-    this.#connected = Promise.resolve(client).then(async (duplicate) => {
-      this.#client = duplicate;
-      duplicate.on("error", ignore);
+    this.#connected = duplicate().then(async (connection) => {
+      this.#client = connection;
+      connection.on("error", ignore);
       let readyBefore = false;
-      duplicate.on("ready", () => {
+      connection.on("ready", () => {
         if (readyBefore) events.onReconnect();
         readyBefore = true;
       });
       if (this.#closed) throw new Error("closed");
-      await duplicate.connect();
-      return duplicate;
+      await connection.connect();
+      return connection;
     });
     // Closed while still connecting: destroy once the attempt settled, whatever it did.
     this.#connected.then(
