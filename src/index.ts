@@ -41,6 +41,9 @@ export {
 export { MemoryLocker, type MemoryLockerOptions } from "./memory/memory-locker.js";
 export { MemoryReadWriteLocker, type MemoryReadWriteLockerOptions } from "./memory/memory-read-write-locker.js";
 export { MemorySemaphore, type MemorySemaphoreOptions } from "./memory/memory-semaphore.js";
+export { PostgresLocker } from "./postgres/postgres-locker.js";
+export type { PostgresLockerOptions } from "./postgres/options.js";
+export type { PostgresNotification, PostgresPool, PostgresPoolClient } from "./postgres/types.js";
 export type { ReadWriteLocker } from "./read-write.js";
 export { FENCING_COUNTER_TTL_MS } from "./redis/fencing.js";
 export { MIN_EXPIRY_MS, type RedisLockerOptions } from "./redis/options.js";

@@ -1,0 +1,130 @@
+import { InvalidArgumentError, type LockLostError } from "../errors.js";
+import {
+  MAX_TIMER_DELAY_MS,
+  snapshotOptions,
+  validateFunction,
+  validatePositiveInteger,
+  validateTimerDelay,
+} from "../internal/validate.js";
+
+/**
+ * Options of {@link PostgresLocker}. Every one is optional; `undefined` means the default, `null`
+ * and unknown names are rejected.
+ */
+export interface PostgresLockerOptions {
+  /**
+   * Lease length in ms (default `30_000`, at least `200`). The locker confirms its connection every
+   * `expiry / 2` (a `SELECT 1` when nothing else was answered), and asks PostgreSQL to end the
+   * session if it stays idle for `expiry` (`idle_session_timeout`, PostgreSQL 14 and later), so a
+   * frozen or cut-off holder's locks are freed after about this long.
+   */
+  expiry?: number | undefined;
+  /** Prepended to every key before it is hashed to a lock id (default `"globallock:"`; may be empty). */
+  prefix?: string | undefined;
+  /**
+   * Timeout of every statement the locker sends, in ms (default `min(2000, expiry / 4)`; below
+   * `expiry / 2`). A statement that does not answer in time ends the connection: its locks are
+   * reported lost and the server frees them.
+   */
+  operationTimeout?: number | undefined;
+  /**
+   * How long the locker waits for a connection from the pool, in ms (default `5000`). An exhausted
+   * pool or an unreachable server then rejects with a `StoreUnavailableError`.
+   */
+  connectTimeout?: number | undefined;
+  /**
+   * Safety-net wait of a blocked `lock` between attempts when no release notification arrives, in
+   * ms: jittered exponential from `min` to `max` (default `{ min: 50, max: 1000 }`; `max` capped at
+   * `expiry / 2`).
+   */
+  backoff?: { min?: number | undefined; max?: number | undefined } | undefined;
+  /**
+   * The sequence fencing tokens come from (default `"globallock_fencing"`, optionally
+   * schema-qualified), created with `CREATE SEQUENCE IF NOT EXISTS` on the first fenced acquisition.
+   */
+  fencingSequence?: string | undefined;
+  /**
+   * Called (synchronously, errors swallowed) when a held lock is found lost: its connection ended
+   * (the server freed its session locks) or could not be confirmed in time. The holder is not
+   * cancelled; this is how it can find out.
+   */
+  onLockLost?: ((error: LockLostError) => void) | undefined;
+}
+
+/** {@link PostgresLockerOptions} with every default filled in and validated. */
+export interface ResolvedPostgresLockerOptions {
+  readonly expiry: number;
+  readonly prefix: string;
+  readonly operationTimeout: number;
+  readonly connectTimeout: number;
+  readonly backoffMin: number;
+  readonly backoffMax: number;
+  readonly fencingSequence: string;
+  readonly onLockLost: ((error: LockLostError) => void) | undefined;
+}
+
+/** Shortest accepted expiry (as for Redis): a confirmation every 100 ms with a 50 ms timeout. */
+const MIN_EXPIRY_MS = 200;
+
+const OPTION_NAMES = [
+  "expiry",
+  "prefix",
+  "operationTimeout",
+  "connectTimeout",
+  "backoff",
+  "fencingSequence",
+  "onLockLost",
+] as const satisfies ReadonlyArray<keyof PostgresLockerOptions>;
+
+/** A lowercase identifier, optionally schema-qualified: used in SQL as written. */
+const SEQUENCE_NAME = /^[a-z_][a-z0-9_]{0,62}(\.[a-z_][a-z0-9_]{0,62})?$/;
+
+/**
+ * Validates `options` and fills in the defaults; each option is read exactly once. Throws
+ * {@link InvalidArgumentError}.
+ */
+export function resolvePostgresOptions(options: unknown): ResolvedPostgresLockerOptions {
+  const given = snapshotOptions("options", options, OPTION_NAMES);
+  const expiry = given.expiry === undefined ? 30_000 : given.expiry;
+  validatePositiveInteger("options.expiry", expiry, MIN_EXPIRY_MS);
+  validateTimerDelay("options.expiry", expiry);
+  const prefix = given.prefix === undefined ? "globallock:" : given.prefix;
+  if (typeof prefix !== "string") throw new InvalidArgumentError("options.prefix", "a string", prefix);
+  const operationTimeout =
+    given.operationTimeout === undefined ? Math.min(2000, Math.floor(expiry / 4)) : given.operationTimeout;
+  validateTimerDelay("options.operationTimeout", operationTimeout);
+  if (operationTimeout >= expiry / 2) {
+    throw new InvalidArgumentError(
+      "options.operationTimeout",
+      `a number below expiry / 2 (${expiry / 2})`,
+      operationTimeout,
+    );
+  }
+  const connectTimeout = given.connectTimeout === undefined ? 5000 : given.connectTimeout;
+  validateTimerDelay("options.connectTimeout", connectTimeout);
+  const backoff = snapshotOptions("options.backoff", given.backoff, ["min", "max"]);
+  const backoffMin = backoff.min === undefined ? 50 : backoff.min;
+  validateTimerDelay("options.backoff.min", backoffMin);
+  const backoffMax = backoff.max === undefined ? Math.max(1000, backoffMin) : backoff.max;
+  validateTimerDelay("options.backoff.max", backoffMax, backoffMin);
+  const fencingSequence = given.fencingSequence === undefined ? "globallock_fencing" : given.fencingSequence;
+  if (typeof fencingSequence !== "string" || !SEQUENCE_NAME.test(fencingSequence)) {
+    throw new InvalidArgumentError(
+      "options.fencingSequence",
+      "a lowercase SQL identifier, optionally schema-qualified (such as globallock_fencing or locks.fencing)",
+      fencingSequence,
+    );
+  }
+  const onLockLost = given.onLockLost;
+  if (onLockLost !== undefined) validateFunction("options.onLockLost", onLockLost);
+  return {
+    expiry,
+    prefix,
+    operationTimeout,
+    connectTimeout,
+    backoffMin,
+    backoffMax: Math.max(backoffMin, Math.min(backoffMax, Math.floor(expiry / 2), MAX_TIMER_DELAY_MS)),
+    fencingSequence,
+    onLockLost: onLockLost as ((error: LockLostError) => void) | undefined,
+  };
+}

@@ -1,0 +1,139 @@
+import { performance } from "node:perf_hooks";
+import type { PostgresNotification, PostgresPoolClient } from "./types.js";
+
+/** Why a session ended: its connection failed or ended, or it could not be confirmed in time. */
+export type SessionEnd = "dropped" | "unconfirmed" | "retired";
+
+/** What a session tells its locker. */
+export interface SessionEvents {
+  /** A notification from another session on the locker's channel. */
+  notified(payload: string): void;
+  /** The session ended (called once); its session locks are gone with it unless `retired`. */
+  ended(session: Session, how: SessionEnd, cause: unknown): void;
+}
+
+/** SQLSTATE classes after which the connection is still usable (the statement failed, not the session). */
+function isStatementError(error: unknown): boolean {
+  const { severity, code } = error as { severity?: unknown; code?: unknown };
+  return severity === "ERROR" && typeof code === "string" && !code.startsWith("08") && !code.startsWith("57");
+}
+
+/**
+ * The locker's one connection, checked out of the caller's pool: it holds every session advisory
+ * lock the locker takes, `LISTEN`s on the locker's channel, and answers the heartbeat. A statement
+ * that fails with anything but an ordinary SQL error (a dropped connection, a timeout, a FATAL from
+ * `pg_terminate_backend` or a restart) ends the session: the connection is destroyed, never given
+ * back to the pool with locks on it.
+ */
+export class Session {
+  readonly client: PostgresPoolClient;
+  /** The backend's process id (to ignore our own notifications). */
+  pid = 0;
+  /** `performance.now()` at which the latest statement that was answered had been sent. */
+  confirmedAt = performance.now();
+  /** Acquisitions held on this session (the locker's bookkeeping). */
+  readonly holds = new Set<unknown>();
+  /** Whether `idle_session_timeout` was set (PostgreSQL 14 and later), to reset it on retirement. */
+  idleTimeoutSet = false;
+  #ended = false;
+  readonly #timeout: number;
+  readonly #channel: string;
+  readonly #events: SessionEvents;
+  readonly #onError = (error: Error): void => this.end("dropped", error);
+  readonly #onEnd = (): void => this.end("dropped", new Error("the connection to PostgreSQL ended"));
+  readonly #onNotification = (message: PostgresNotification): void => {
+    if (message.channel === this.#channel && message.processId !== this.pid && message.payload !== undefined) {
+      this.#events.notified(message.payload);
+    }
+  };
+
+  constructor(client: PostgresPoolClient, timeout: number, channel: string, events: SessionEvents) {
+    this.client = client;
+    this.#timeout = timeout;
+    this.#channel = channel;
+    this.#events = events;
+    client.on("error", this.#onError);
+    client.on("end", this.#onEnd);
+    client.on("notification", this.#onNotification);
+  }
+
+  /** True once the session ended (dropped, unconfirmed or retired). */
+  get ended(): boolean {
+    return this.#ended;
+  }
+
+  /**
+   * `LISTEN`s on the channel, asks the server to end the session after `idleMs` idle (where
+   * supported) and reads the backend pid. Throws (and ends the session) when the connection fails.
+   */
+  async setUp(idleMs: number): Promise<void> {
+    const [row] = await this.query<{ pid: number }>(`LISTEN "${this.#channel}"`, undefined).then(() =>
+      this.query<{ pid: number }>("SELECT pg_backend_pid() AS pid", undefined),
+    );
+    this.pid = row?.pid ?? 0;
+    try {
+      await this.query("SELECT set_config('idle_session_timeout', $1, false)", [`${idleMs}ms`]);
+      this.idleTimeoutSet = true;
+    } catch (error) {
+      // Before PostgreSQL 14 there is no idle_session_timeout: the heartbeat alone keeps watch.
+      if (this.#ended) throw error;
+    }
+  }
+
+  /**
+   * Runs one statement with the session's timeout. An ordinary SQL error is thrown as is; any other
+   * failure ends the session first.
+   */
+  async query<R>(text: string, values: unknown[] | undefined): Promise<R[]> {
+    if (this.#ended) throw new Error("the locker's PostgreSQL connection has ended");
+    const sentAt = performance.now();
+    try {
+      const result = await this.client.query(
+        values === undefined ? { text, query_timeout: this.#timeout } : { text, values, query_timeout: this.#timeout },
+      );
+      if (sentAt > this.confirmedAt) this.confirmedAt = sentAt;
+      return result.rows as R[];
+    } catch (error) {
+      if (!isStatementError(error)) this.end("dropped", error);
+      throw error;
+    }
+  }
+
+  /**
+   * Ends the session once: detaches from the client and hands it back to the pool — destroyed,
+   * unless `how` is `"retired"` (the caller cleaned it up first).
+   */
+  end(how: SessionEnd, cause: unknown): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.client.removeListener("notification", this.#onNotification);
+    this.client.removeListener("end", this.#onEnd);
+    // Errors after the end (a late socket error) must not crash the process.
+    this.client.removeListener("error", this.#onError);
+    this.client.on("error", ignore);
+    try {
+      this.client.release(how === "retired" ? undefined : cause instanceof Error ? cause : true);
+    } catch {
+      // released already (the pool saw the error first)
+    }
+    this.#events.ended(this, how, cause);
+  }
+
+  /**
+   * Cleans the session up (no listening, no idle timeout, no session lock left) and gives it back
+   * to the pool; destroys it instead if that fails.
+   */
+  async retire(): Promise<void> {
+    if (this.#ended) return;
+    try {
+      await this.query("UNLISTEN *", undefined);
+      if (this.idleTimeoutSet) await this.query("RESET idle_session_timeout", undefined);
+      await this.query("SELECT pg_advisory_unlock_all()", undefined);
+      this.end("retired", undefined);
+    } catch (error) {
+      this.end("dropped", error);
+    }
+  }
+}
+
+function ignore(): void {}
