@@ -4,7 +4,8 @@
  *
  * Every server is a fresh cluster: `initdb` into its own temporary directory, then `postgres` on a
  * free 127.0.0.1 port chosen by the kernel (never the machine's own 5432), trust authentication,
- * no Unix socket, durability off (fsync, synchronous_commit, full_page_writes). It is stopped (and
+ * no Unix socket, fsync and full_page_writes off (a crash of the server process keeps every commit;
+ * only an OS crash would not). It is stopped (and
  * its directory removed) by stop(), and killed when this process exits however that happens short
  * of a signal that kills Node itself. Run as root, `initdb` and `postgres` refuse to start: they
  * are then run as the `postgres` user, or a `globallock-pg` user created for the purpose.
@@ -321,8 +322,6 @@ export class PostgresServer {
       "unix_socket_directories=",
       "-c",
       "fsync=off",
-      "-c",
-      "synchronous_commit=off",
       "-c",
       "full_page_writes=off",
       "-c",

@@ -335,6 +335,8 @@ export class PostgresLocker implements Locker {
     try {
       return await session.query<AttemptRow>(text, values);
     } catch (error) {
+      // The fencing sequence was dropped (or never made it to disk): create it again next time.
+      if ((error as { code?: unknown }).code === "42P01") this.#sequenceReady = undefined;
       throw new StoreUnavailableError(resource, `PostgreSQL failed on "${resource}": ${messageOf(error)}`, {
         cause: error,
       });
@@ -430,7 +432,7 @@ export class PostgresLocker implements Locker {
       this.#stopHeartbeat();
     }
     for (const hold of [...session.holds] as Hold[]) {
-      hold.lose(new LockLostError(hold.key, how === "dropped" ? "taken" : "expired", { cause }));
+      hold.lose(new LockLostError(hold.key, how === "dropped" && !idleTimeout(cause) ? "taken" : "expired", { cause }));
     }
     this.#keys.notifyAllHeads();
   }
@@ -544,6 +546,11 @@ function defaultRequest(expiry: number): Request {
     defaultRequests.set(expiry, request);
   }
   return request;
+}
+
+/** Whether the server ended the session for idleness (SQLSTATE 57P05): the locks expired. */
+function idleTimeout(cause: unknown): boolean {
+  return (cause as { code?: unknown } | undefined)?.code === "57P05";
 }
 
 function messageOf(error: unknown): string {
