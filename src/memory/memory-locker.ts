@@ -1,7 +1,8 @@
 import { LockerClosedError } from "../errors.js";
 import { onAnyAbort } from "../internal/abortable.js";
-import { type AcquireProbe, acquireTraced, type DiagnosticSource, traceAcquire } from "../internal/diagnostics.js";
+import type { AcquireProbe } from "../internal/diagnostics.js";
 import { noopRelease } from "../internal/release-func.js";
+import { TracedLocker } from "../internal/traced-locker.js";
 import { snapshotOptions, validateKey, validateSignal } from "../internal/validate.js";
 import type { AcquireOptions, Lease, Locker, ReleaseFunc, ReleaseOutcome } from "../locker.js";
 import { HeldRelease, type MemoryAcquireOptions, memoryLease, resolveMemoryAcquireOptions } from "./memory-lease.js";
@@ -39,18 +40,17 @@ const LOCK_LIMIT = "a lock's limit is 1";
  * first (an unref'ed timer, only for such acquisitions): the next waiter gets it, the lease's
  * `lost` aborts with reason `"expired"`, and a later release reports `"expired"`.
  */
-export class MemoryLocker implements Locker {
+export class MemoryLocker extends TracedLocker implements Locker {
   readonly #held = new Map<string, HeldKey>();
   readonly #closing = new AbortController();
   /** One counter for every key: it rises with every fenced grant, so it rises per key too. */
   #lastFencingToken = 0n;
   /** Callers queued for a held key. */
   #waiting = 0;
-  /** This locker in diagnostics messages. */
-  readonly #source: DiagnosticSource = { locker: this, kind: "memory-lock" };
 
   /** Creates an empty locker. `options` is reserved and must be undefined or an empty object. */
   constructor(options?: MemoryLockerOptions) {
+    super("memory-lock");
     snapshotOptions("options", options, []);
   }
 
@@ -64,49 +64,27 @@ export class MemoryLocker implements Locker {
     return this.#waiting;
   }
 
-  /** {@inheritDoc Locker.lock} */
-  lock(signal: AbortSignal | undefined, key: string): Promise<ReleaseFunc> {
-    if (!acquireTraced()) return this.#lock(signal, key, undefined);
-    return traceAcquire(this.#source, "lock", key, 1, signal, (probe) => this.#lock(signal, key, probe));
-  }
-
-  /** {@inheritDoc Locker.tryLock} */
-  tryLock(signal: AbortSignal | undefined, key: string): Promise<[acquired: boolean, release: ReleaseFunc]> {
-    if (!acquireTraced()) return this.#tryLock(signal, key, undefined);
-    return traceAcquire(this.#source, "tryLock", key, 1, signal, (probe) => this.#tryLock(signal, key, probe));
-  }
-
-  /** {@inheritDoc Locker.acquire} */
-  acquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease> {
-    if (!acquireTraced()) return this.#acquire(signal, key, options, undefined);
-    return traceAcquire(this.#source, "acquire", key, undefined, signal, (probe) =>
-      this.#acquire(signal, key, options, probe),
-    );
-  }
-
-  /** {@inheritDoc Locker.tryAcquire} */
-  tryAcquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease | undefined> {
-    if (!acquireTraced()) return this.#tryAcquire(signal, key, options, undefined);
-    return traceAcquire(this.#source, "tryAcquire", key, undefined, signal, (probe) =>
-      this.#tryAcquire(signal, key, options, probe),
-    );
-  }
-
   /** {@inheritDoc Locker.close} */
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     if (this.#closing.signal.aborted) return;
     this.#closing.abort(new LockerClosedError());
   }
 
-  // The calls themselves; `probe` is the diagnostics message while the call is traced.
+  // The calls themselves (see TracedLocker); `probe` is the diagnostics message while traced.
 
-  async #lock(signal: AbortSignal | undefined, key: string, probe: AcquireProbe | undefined): Promise<ReleaseFunc> {
+  /** @internal */
+  protected async lockCall(
+    signal: AbortSignal | undefined,
+    key: string,
+    probe: AcquireProbe | undefined,
+  ): Promise<ReleaseFunc> {
     this.#checkCall(signal, key, probe);
     const token = await this.#obtain(signal, key);
     return this.#releaser(key, token).release;
   }
 
-  async #tryLock(
+  /** @internal */
+  protected async tryLockCall(
     signal: AbortSignal | undefined,
     key: string,
     probe: AcquireProbe | undefined,
@@ -116,7 +94,8 @@ export class MemoryLocker implements Locker {
     return [true, this.#releaser(key, this.#take(key)).release];
   }
 
-  async #acquire(
+  /** @internal */
+  protected async acquireCall(
     signal: AbortSignal | undefined,
     key: string,
     options: AcquireOptions | undefined,
@@ -128,7 +107,8 @@ export class MemoryLocker implements Locker {
     return this.#lease(key, await this.#obtain(signal, key), resolved);
   }
 
-  async #tryAcquire(
+  /** @internal */
+  protected async tryAcquireCall(
     signal: AbortSignal | undefined,
     key: string,
     options: AcquireOptions | undefined,
@@ -168,11 +148,11 @@ export class MemoryLocker implements Locker {
 
   #lease(key: string, token: symbol, { fencing, expiry }: MemoryAcquireOptions): Lease {
     const fencingToken = fencing ? ++this.#lastFencingToken : undefined;
-    return memoryLease(this.#source, key, () => this.#release(key, token), expiry, fencingToken);
+    return memoryLease(this.diagnostics, key, () => this.#release(key, token), expiry, fencingToken);
   }
 
   #releaser(key: string, token: symbol): HeldRelease {
-    return new HeldRelease(this.#source, key, () => this.#release(key, token));
+    return new HeldRelease(this.diagnostics, key, () => this.#release(key, token));
   }
 
   /** Frees `key` if `token` still holds it, handing it to the next queued caller if there is one. */

@@ -5,9 +5,10 @@
 import type { LockerKind } from "../diagnostics.js";
 import { LockerClosedError, UnsupportedError } from "../errors.js";
 import { onAnyAbort } from "../internal/abortable.js";
-import { type AcquireProbe, acquireTraced, type DiagnosticSource, traceAcquire } from "../internal/diagnostics.js";
+import type { AcquireProbe } from "../internal/diagnostics.js";
 import { IntrusiveList, type Linked } from "../internal/intrusive-list.js";
 import { noopRelease } from "../internal/release-func.js";
+import { TracedLocker } from "../internal/traced-locker.js";
 import { validateKey, validateSignal } from "../internal/validate.js";
 import type { AcquireOptions, Lease, Locker, ReleaseFunc, ReleaseOutcome } from "../locker.js";
 import { type MemoryAcquireOptions, memoryLease, resolveMemoryAcquireOptions } from "./memory-lease.js";
@@ -173,14 +174,12 @@ export interface PermitView {
  * Every acquisition gets its own {@link Permit}, released once; waiting is in the store's FIFO
  * queue, woken by releases (no timers), abortable, rejected on close.
  */
-export class PermitLocker implements Locker {
+export class PermitLocker extends TracedLocker implements Locker {
   readonly #view: PermitView;
-  /** This locker (or its public face) in diagnostics messages. */
-  readonly #source: DiagnosticSource;
 
   constructor(view: PermitView) {
+    super(view.kind, view.locker);
     this.#view = view;
-    this.#source = { locker: view.locker ?? this, kind: view.kind };
   }
 
   /** Keys with permits in use (of every view sharing the store). */
@@ -193,50 +192,29 @@ export class PermitLocker implements Locker {
     return this.#view.store.waitingCount;
   }
 
-  /** {@inheritDoc Locker.lock} */
-  lock(signal: AbortSignal | undefined, key: string): Promise<ReleaseFunc> {
-    if (!acquireTraced()) return this.#lock(signal, key, undefined);
-    return traceAcquire(this.#source, "lock", key, 1, signal, (probe) => this.#lock(signal, key, probe));
+  // The calls themselves (see TracedLocker); `probe` is the diagnostics message while traced.
+
+  /** @internal */
+  protected async lockCall(
+    signal: AbortSignal | undefined,
+    key: string,
+    probe: AcquireProbe | undefined,
+  ): Promise<ReleaseFunc> {
+    return (await this.acquireCall(signal, key, undefined, probe)).release;
   }
 
-  /** {@inheritDoc Locker.tryLock} */
-  tryLock(signal: AbortSignal | undefined, key: string): Promise<[acquired: boolean, release: ReleaseFunc]> {
-    if (!acquireTraced()) return this.#tryLock(signal, key, undefined);
-    return traceAcquire(this.#source, "tryLock", key, 1, signal, (probe) => this.#tryLock(signal, key, probe));
-  }
-
-  /** {@inheritDoc Locker.acquire} */
-  acquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease> {
-    if (!acquireTraced()) return this.#acquire(signal, key, options, undefined);
-    return traceAcquire(this.#source, "acquire", key, undefined, signal, (probe) =>
-      this.#acquire(signal, key, options, probe),
-    );
-  }
-
-  /** {@inheritDoc Locker.tryAcquire} */
-  tryAcquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease | undefined> {
-    if (!acquireTraced()) return this.#tryAcquire(signal, key, options, undefined);
-    return traceAcquire(this.#source, "tryAcquire", key, undefined, signal, (probe) =>
-      this.#tryAcquire(signal, key, options, probe),
-    );
-  }
-
-  // The calls themselves; `probe` is the diagnostics message while the call is traced.
-
-  async #lock(signal: AbortSignal | undefined, key: string, probe: AcquireProbe | undefined): Promise<ReleaseFunc> {
-    return (await this.#acquire(signal, key, undefined, probe)).release;
-  }
-
-  async #tryLock(
+  /** @internal */
+  protected async tryLockCall(
     signal: AbortSignal | undefined,
     key: string,
     probe: AcquireProbe | undefined,
   ): Promise<[acquired: boolean, release: ReleaseFunc]> {
-    const lease = await this.#tryAcquire(signal, key, undefined, probe);
+    const lease = await this.tryAcquireCall(signal, key, undefined, probe);
     return lease === undefined ? [false, noopRelease()] : [true, lease.release];
   }
 
-  async #acquire(
+  /** @internal */
+  protected async acquireCall(
     signal: AbortSignal | undefined,
     key: string,
     options: AcquireOptions | undefined,
@@ -249,7 +227,8 @@ export class PermitLocker implements Locker {
     return this.#lease(key, permit, resolved);
   }
 
-  async #tryAcquire(
+  /** @internal */
+  protected async tryAcquireCall(
     signal: AbortSignal | undefined,
     key: string,
     options: AcquireOptions | undefined,
@@ -262,7 +241,7 @@ export class PermitLocker implements Locker {
   }
 
   /** {@inheritDoc Locker.close} */
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     const { closing } = this.#view;
     if (!closing.signal.aborted) closing.abort(new LockerClosedError());
   }
@@ -296,6 +275,6 @@ export class PermitLocker implements Locker {
   #lease(key: string, permit: Permit, { fencing, expiry }: MemoryAcquireOptions): Lease {
     const { store } = this.#view;
     const fencingToken = fencing ? store.nextFencingToken() : undefined;
-    return memoryLease(this.#source, key, () => store.free(permit), expiry, fencingToken);
+    return memoryLease(this.diagnostics, key, () => store.free(permit), expiry, fencingToken);
   }
 }

@@ -1,8 +1,9 @@
 import type { LockerKind } from "../diagnostics.js";
 // Referenced from doc comments only.
 import type { LockerClosedError } from "../errors.js";
-import { type AcquireProbe, acquireTraced, traceAcquire } from "../internal/diagnostics.js";
+import type { AcquireProbe } from "../internal/diagnostics.js";
 import { noopRelease } from "../internal/release-func.js";
+import { TracedLocker } from "../internal/traced-locker.js";
 import type { ResolvedAcquireOptions } from "../internal/validate.js";
 import type { AcquireOptions, Lease, Locker, ReleaseFunc } from "../locker.js";
 import type { AcquisitionOwner } from "./acquisition.js";
@@ -17,7 +18,7 @@ import type { ResolvedRedisLockerOptions } from "./options.js";
  * Every call is traced on the `globallock:acquire` channel while anyone listens (see
  * `diagnostics.ts`); otherwise it runs as it would without diagnostics.
  */
-export abstract class EngineLocker implements Locker {
+export abstract class EngineLocker extends TracedLocker implements Locker {
   readonly #engine: LockEngine;
   /** Owns this locker's acquisitions; names it in diagnostics messages. */
   readonly #owner: AcquisitionOwner;
@@ -27,6 +28,7 @@ export abstract class EngineLocker implements Locker {
    * @param kind what diagnostics messages call this locker.
    */
   protected constructor(engine: LockEngine, kind: LockerKind) {
+    super(kind);
     this.#engine = engine;
     this.#owner = engine.ownerFor(this, kind);
   }
@@ -75,52 +77,30 @@ export abstract class EngineLocker implements Locker {
     return this.#engine.leaseStats;
   }
 
-  /** {@inheritDoc Locker.lock} */
-  lock(signal: AbortSignal | undefined, key: string): Promise<ReleaseFunc> {
-    if (!acquireTraced()) return this.#lock(signal, key, undefined);
-    return traceAcquire(this.#owner, "lock", key, 1, signal, (probe) => this.#lock(signal, key, probe));
-  }
-
-  /** {@inheritDoc Locker.tryLock} */
-  tryLock(signal: AbortSignal | undefined, key: string): Promise<[acquired: boolean, release: ReleaseFunc]> {
-    if (!acquireTraced()) return this.#tryLock(signal, key, undefined);
-    return traceAcquire(this.#owner, "tryLock", key, 1, signal, (probe) => this.#tryLock(signal, key, probe));
-  }
-
-  /** {@inheritDoc Locker.acquire} */
-  acquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease> {
-    if (!acquireTraced()) return this.#acquire(signal, key, options, undefined);
-    return traceAcquire(this.#owner, "acquire", key, undefined, signal, (probe) =>
-      this.#acquire(signal, key, options, probe),
-    );
-  }
-
-  /** {@inheritDoc Locker.tryAcquire} */
-  tryAcquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease | undefined> {
-    if (!acquireTraced()) return this.#tryAcquire(signal, key, options, undefined);
-    return traceAcquire(this.#owner, "tryAcquire", key, undefined, signal, (probe) =>
-      this.#tryAcquire(signal, key, options, probe),
-    );
-  }
-
   /**
    * Stops the locker: idempotent; stops auto-extension at once, refuses new calls, rejects waiters
    * with {@link LockerClosedError}, and resolves when nothing of the locker is running. Held leases
    * are neither deleted nor extended any more: they expire within their `expiry`. Their releases
    * still work (and still free the key while its token matches).
    */
-  close(): Promise<void> {
+  override close(): Promise<void> {
     return this.#engine.close();
   }
 
-  // The calls themselves; `probe` is the diagnostics message while the call is traced.
+  // The calls themselves (see TracedLocker); `probe` is the diagnostics message while traced.
 
-  async #lock(signal: AbortSignal | undefined, key: string, probe: AcquireProbe | undefined): Promise<ReleaseFunc> {
+  /** @internal */
+  protected async lockCall(
+    signal: AbortSignal | undefined,
+    key: string,
+    probe: AcquireProbe | undefined,
+  ): Promise<ReleaseFunc> {
     this.#engine.checkCall(signal, key);
     return (await this.#engine.obtain(signal, key, this.defaultRequest, this.#owner, probe)).releaser.release;
   }
 
-  async #tryLock(
+  /** @internal */
+  protected async tryLockCall(
     signal: AbortSignal | undefined,
     key: string,
     probe: AcquireProbe | undefined,
@@ -130,7 +110,8 @@ export abstract class EngineLocker implements Locker {
     return acquisition === undefined ? [false, noopRelease()] : [true, acquisition.releaser.release];
   }
 
-  async #acquire(
+  /** @internal */
+  protected async acquireCall(
     signal: AbortSignal | undefined,
     key: string,
     options: AcquireOptions | undefined,
@@ -140,7 +121,8 @@ export abstract class EngineLocker implements Locker {
     return this.#engine.leaseOf(await this.#engine.obtain(signal, key, request, this.#owner, probe));
   }
 
-  async #tryAcquire(
+  /** @internal */
+  protected async tryAcquireCall(
     signal: AbortSignal | undefined,
     key: string,
     options: AcquireOptions | undefined,

@@ -1,0 +1,100 @@
+import type { LockerKind } from "../diagnostics.js";
+import type { AcquireOptions, Lease, Locker, ReleaseFunc } from "../locker.js";
+import { type AcquireProbe, acquireTraced, type DiagnosticSource, traceAcquire } from "./diagnostics.js";
+
+/**
+ * The four acquisition methods of a {@link Locker}, traced on the `globallock:acquire` channel
+ * while anyone listens (see `../diagnostics.ts`). A subclass implements the calls themselves
+ * (`lockCall`, …): they get the diagnostics message of a traced call as `probe` (to fill in its
+ * weight and attempts), and `undefined` otherwise — then nothing is built: no message, no closure,
+ * no clock read, one boolean check per call.
+ */
+export abstract class TracedLocker implements Locker {
+  /**
+   * This locker in diagnostics messages.
+   * @internal
+   */
+  protected readonly diagnostics: DiagnosticSource;
+
+  /**
+   * @param kind what diagnostics messages call this locker.
+   * @param locker the public locker these calls are made on, when it is not this object (a
+   *   `MemorySemaphore` delegates to one).
+   */
+  protected constructor(kind: LockerKind, locker?: Locker) {
+    this.diagnostics = { locker: locker ?? this, kind };
+  }
+
+  /** {@inheritDoc Locker.lock} */
+  lock(signal: AbortSignal | undefined, key: string): Promise<ReleaseFunc> {
+    if (!acquireTraced()) return this.lockCall(signal, key, undefined);
+    return traceAcquire(this.diagnostics, "lock", key, 1, signal, (probe) => this.lockCall(signal, key, probe));
+  }
+
+  /** {@inheritDoc Locker.tryLock} */
+  tryLock(signal: AbortSignal | undefined, key: string): Promise<[acquired: boolean, release: ReleaseFunc]> {
+    if (!acquireTraced()) return this.tryLockCall(signal, key, undefined);
+    return traceAcquire(this.diagnostics, "tryLock", key, 1, signal, (probe) => this.tryLockCall(signal, key, probe));
+  }
+
+  /** {@inheritDoc Locker.acquire} */
+  acquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease> {
+    if (!acquireTraced()) return this.acquireCall(signal, key, options, undefined);
+    return traceAcquire(this.diagnostics, "acquire", key, undefined, signal, (probe) =>
+      this.acquireCall(signal, key, options, probe),
+    );
+  }
+
+  /** {@inheritDoc Locker.tryAcquire} */
+  tryAcquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease | undefined> {
+    if (!acquireTraced()) return this.tryAcquireCall(signal, key, options, undefined);
+    return traceAcquire(this.diagnostics, "tryAcquire", key, undefined, signal, (probe) =>
+      this.tryAcquireCall(signal, key, options, probe),
+    );
+  }
+
+  /** {@inheritDoc Locker.close} */
+  abstract close(): Promise<void>;
+
+  /**
+   * `lock` itself: must reject (not throw) on bad input.
+   * @internal
+   */
+  protected abstract lockCall(
+    signal: AbortSignal | undefined,
+    key: string,
+    probe: AcquireProbe | undefined,
+  ): Promise<ReleaseFunc>;
+
+  /**
+   * `tryLock` itself.
+   * @internal
+   */
+  protected abstract tryLockCall(
+    signal: AbortSignal | undefined,
+    key: string,
+    probe: AcquireProbe | undefined,
+  ): Promise<[acquired: boolean, release: ReleaseFunc]>;
+
+  /**
+   * `acquire` itself; sets `probe.weight` once the options are validated.
+   * @internal
+   */
+  protected abstract acquireCall(
+    signal: AbortSignal | undefined,
+    key: string,
+    options: AcquireOptions | undefined,
+    probe: AcquireProbe | undefined,
+  ): Promise<Lease>;
+
+  /**
+   * `tryAcquire` itself; sets `probe.weight` once the options are validated.
+   * @internal
+   */
+  protected abstract tryAcquireCall(
+    signal: AbortSignal | undefined,
+    key: string,
+    options: AcquireOptions | undefined,
+    probe: AcquireProbe | undefined,
+  ): Promise<Lease | undefined>;
+}
