@@ -1,6 +1,235 @@
-import { lockerContract } from "./contract.js";
-import { fileLockerHarness } from "./helpers/file-harness.js";
+import {
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
+import { hostname } from "node:os";
+import { dirname, join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { DirectoryWatcher } from "../src/file/watcher.js";
+import {
+  defaultLockDirectory,
+  FileLocker,
+  type FileLockerOptions,
+  InvalidArgumentError,
+  LockLostError,
+  StoreUnavailableError,
+} from "../src/index.js";
+import { lockerContract, whenAborted } from "./contract.js";
+import { fileLockerHarness, tempLockDirectory } from "./helpers/file-harness.js";
+import { eventually, sleep } from "./helpers/wait.js";
 import { lockAllSuite } from "./lock-all-contract.js";
 
 lockerContract("FileLocker (peer: another FileLocker on the same directory)", fileLockerHarness());
 lockAllSuite("FileLocker", fileLockerHarness());
+
+describe("FileLocker specifics", () => {
+  const directories: string[] = [];
+  const lockers: FileLocker[] = [];
+  const dir = (): string => {
+    const made = tempLockDirectory("spec");
+    directories.push(made);
+    return made;
+  };
+  const make = (options: FileLockerOptions): FileLocker => {
+    const locker = new FileLocker(options);
+    lockers.push(locker);
+    return locker;
+  };
+  afterAll(async () => {
+    await Promise.all(lockers.map((locker) => locker.close()));
+    for (const made of directories) rmSync(made, { recursive: true, force: true });
+  });
+
+  it("maps keys with /, .., NUL and 1,000 bytes to hashed names inside the directory, each its own lock", async () => {
+    const directory = dir();
+    const locker = make({ directory });
+    const keys = ["a/b", "../../etc/passwd", "..", "/", "nul\0byte", "x".repeat(1000), "é".repeat(500), "a\\b"];
+    const leases = [];
+    for (const key of keys) {
+      const lease = await locker.tryAcquire(undefined, key, { fencing: true });
+      expect(lease?.key).toBe(key);
+      leases.push(lease);
+    }
+    for (const key of keys) expect(await locker.tryAcquire(undefined, key)).toBeUndefined();
+    const names = readdirSync(directory);
+    expect(names.filter((name) => name.endsWith(".lock"))).toHaveLength(keys.length);
+    for (const name of names) expect(name).toMatch(/^[0-9a-f]{64}\.(lock|fence)$/);
+    for (const key of keys) expect(dirname(locker.lockPath(key))).toBe(directory);
+    const holder = await locker.inspect("nul\0byte");
+    expect(holder).toMatchObject({ pid: process.pid, host: hostname(), stale: false });
+    for (const lease of leases) expect(await lease?.releaseWithOutcome()).toBe("released");
+    // Released: only the fencing counters stay.
+    expect(readdirSync(directory).filter((name) => !name.endsWith(".fence"))).toEqual([]);
+    expect(await locker.inspect("a/b")).toBeUndefined();
+  });
+
+  it("two contenders racing for a stale lock 200 times: exactly one wins each time", async () => {
+    const directory = dir();
+    const a = make({ directory });
+    const b = make({ directory });
+    const dead = make({ directory });
+    let raced = 0;
+    for (let round = 0; round < 200; round++) {
+      const key = `stale-${round}`;
+      // A holder that never extends and "dies": its entry stays, its deadline passes.
+      const lease = await dead.acquire(undefined, key, { autoExtend: false, expiry: 200 });
+      makeStale(dead.lockPath(key));
+      const before = a.stats.lostTakeoverRaces + b.stats.lostTakeoverRaces;
+      const [x, y] = await Promise.all([a.tryAcquire(undefined, key), b.tryAcquire(undefined, key)]);
+      expect([x, y].filter((won) => won !== undefined)).toHaveLength(1);
+      if (a.stats.lostTakeoverRaces + b.stats.lostTakeoverRaces > before) raced += 1;
+      expect(await lease.releaseWithOutcome()).not.toBe("released");
+      expect(await (x ?? y)?.releaseWithOutcome()).toBe("released");
+    }
+    expect(a.stats.staleTakeovers + b.stats.staleTakeovers).toBe(200);
+    // Both saw the stale entry and tried to remove it in some of the rounds (a real race).
+    expect(raced).toBeGreaterThan(0);
+  });
+
+  it("a lock deleted behind its holder's back is reported lost at the next extension; release says so", async () => {
+    const directory = dir();
+    const lost: LockLostError[] = [];
+    const locker = make({ directory, expiry: 400, onLockLost: (error) => lost.push(error) });
+    const lease = await locker.acquire(undefined, "deleted");
+    rmSync(locker.lockPath("deleted"), { recursive: true });
+    const reason = await whenAborted(lease.lost);
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect((reason as LockLostError).reason).toBe("taken");
+    expect(lost).toEqual([reason]);
+    expect(() => lease.assertHeld()).toThrow(LockLostError);
+    expect(await lease.releaseWithOutcome()).toBe("taken");
+    expect(locker.heldCount).toBe(0);
+  });
+
+  it("extends every expiry / 2: the entry's deadline moves and the lease is kept", async () => {
+    const directory = dir();
+    const locker = make({ directory, expiry: 300 });
+    const lease = await locker.acquire(undefined, "kept");
+    const first = await locker.inspect("kept");
+    await sleep(400);
+    const later = await locker.inspect("kept");
+    expect(later?.deadline).toBeGreaterThan(first?.deadline as number);
+    expect(later?.acquiredAt).toBe(first?.acquiredAt);
+    lease.assertHeld();
+    expect(await lease.releaseWithOutcome()).toBe("released");
+  });
+
+  it("fencing tokens rise across lockers and survive released locks; the counter is one file", async () => {
+    const directory = dir();
+    const a = make({ directory });
+    const b = make({ directory });
+    const tokens: bigint[] = [];
+    await Promise.all(
+      [a, b, a, b, a, b].map(async (locker) => {
+        const lease = await locker.acquire(AbortSignal.timeout(5000), "fenced", { fencing: true });
+        tokens.push(lease.fencingToken as bigint);
+        await lease.release();
+      }),
+    );
+    expect(tokens).toEqual([1n, 2n, 3n, 4n, 5n, 6n]);
+    const fence = readdirSync(directory).find((name) => name.endsWith(".fence")) as string;
+    expect(readdirSync(join(directory, fence))).toEqual(["6"]);
+  });
+
+  it("leaves no waiter or file behind after waits, aborts and close", async () => {
+    const directory = dir();
+    const locker = make({ directory });
+    const peer = make({ directory });
+    const release = await locker.lock(undefined, "busy");
+    const waits = Array.from({ length: 5 }, () => peer.lock(AbortSignal.timeout(100), "busy").catch((e: unknown) => e));
+    await sleep(30);
+    expect(peer.waitingCount).toBe(5);
+    for (const result of await Promise.all(waits)) expect((result as Error).name).toBe("TimeoutError");
+    expect(peer.waitingCount).toBe(0);
+    expect(locker.heldCount).toBe(1);
+    await release();
+    expect(locker.heldCount).toBe(0);
+    await Promise.all([locker.close(), peer.close()]);
+    expect(readdirSync(directory)).toEqual([]);
+  });
+
+  it("the directory watcher is open only while someone waits, and wakes only the file name's subscribers", async () => {
+    const directory = dir();
+    const watcher = new DirectoryWatcher(directory);
+    const woken: string[] = [];
+    const stopA = watcher.subscribe("a.lock", () => woken.push("a"));
+    const stopB = watcher.subscribe("b.lock", () => woken.push("b"));
+    expect(watcher.watching).toBe(true);
+    mkdirSync(join(directory, "a.lock"));
+    await eventually(() => woken.length > 0);
+    expect(woken).not.toContain("b");
+    stopA();
+    stopA();
+    expect(watcher.watching).toBe(true);
+    stopB();
+    expect(watcher.watching).toBe(false);
+  });
+
+  it("a directory that cannot be created is a StoreUnavailableError with its cause", async () => {
+    const file = join(dir(), "not-a-directory");
+    writeFileSync(file, "");
+    for (const directory of [join(file, "locks"), ...(existsSync("/proc/self") ? ["/proc/self/globallock/x"] : [])]) {
+      const locker = make({ directory });
+      const error = await locker.tryLock(undefined, "k").catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(StoreUnavailableError);
+      expect((error as StoreUnavailableError).message).toContain(directory);
+      expect((error as StoreUnavailableError).cause).toBeDefined();
+      await expect(locker.lock(AbortSignal.timeout(1000), "k")).rejects.toBeInstanceOf(StoreUnavailableError);
+    }
+  });
+
+  it("the default directory is per user, mode 0700, and refused when it belongs to someone else", async () => {
+    const saved = process.env.TMPDIR;
+    const tmp = dir();
+    process.env.TMPDIR = tmp;
+    try {
+      expect(defaultLockDirectory()).toBe(join(tmp, `globallock-${process.getuid?.()}`));
+      const locker = make({});
+      expect(locker.directory).toBe(defaultLockDirectory());
+      const release = await locker.lock(undefined, "k");
+      expect(statSync(locker.directory).mode & 0o777).toBe(0o700);
+      await release();
+      if (process.getuid?.() === 0) {
+        chownSync(locker.directory, 65534, 65534);
+        const error = await make({})
+          .tryLock(undefined, "k")
+          .catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(StoreUnavailableError);
+        expect((error as Error).message).toMatch(/belongs to another user/);
+      }
+      rmSync(locker.directory, { recursive: true });
+      symlinkSync(tmp, locker.directory);
+      const error = await make({})
+        .tryLock(undefined, "k")
+        .catch((e: unknown) => e);
+      expect((error as Error).message).toMatch(/not a directory/);
+    } finally {
+      if (saved === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = saved;
+    }
+  });
+
+  it("rejects bad options with an InvalidArgumentError naming the value", () => {
+    expect(() => new FileLocker({ directory: "" })).toThrow(/options\.directory.*string ""/);
+    expect(() => new FileLocker({ directory: "a\0b" })).toThrow(InvalidArgumentError);
+    expect(() => new FileLocker({ expiry: 100 })).toThrow(/options\.expiry.*number 100/);
+    expect(() => new FileLocker({ backoff: { min: 0 } })).toThrow(/options\.backoff\.min/);
+    expect(() => new FileLocker({ onLockLost: 1 as never })).toThrow(/options\.onLockLost/);
+    expect(() => new FileLocker({ prefix: "x" } as never)).toThrow(/options\.prefix/);
+  });
+});
+
+/** Moves the entry of a lock (a holder that stopped extending) to a deadline in the past. */
+function makeStale(lock: string): void {
+  for (const name of readdirSync(lock)) {
+    const [token] = name.split(".");
+    renameSync(join(lock, name), join(lock, `${token}.${Date.now() - 1000}`));
+  }
+}

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { constants } from "node:fs";
 import { access, chmod, lstat, mkdir } from "node:fs/promises";
+import { dirname } from "node:path";
 import { LockerClosedError, StoreUnavailableError } from "../errors.js";
 import { abortable } from "../internal/abortable.js";
 import { Backoff } from "../internal/backoff.js";
@@ -333,6 +334,25 @@ export class FileLocker implements Locker {
   }
 }
 
+/**
+ * `mkdir` with mode 0700, creating up to `parents` missing parent directories first; an existing
+ * directory is fine. (Not `mkdir({ recursive: true })`: on Node.js 20 it never settles for some
+ * paths that cannot be created, such as one under `/proc`.)
+ */
+async function makeDirectory(path: string, parents: number): Promise<void> {
+  try {
+    await mkdir(path, { mode: 0o700 });
+  } catch (error) {
+    if (codeOf(error) === "EEXIST") return;
+    const parent = dirname(path);
+    if (codeOf(error) !== "ENOENT" || parents === 0 || parent === path) throw error;
+    await makeDirectory(parent, parents - 1);
+    await mkdir(path, { mode: 0o700 }).catch((again: unknown) => {
+      if (codeOf(again) !== "EEXIST") throw again;
+    });
+  }
+}
+
 /** The file name stem of a key: SHA-256 of its UTF-16 code units (so every string maps apart), hex. */
 export function hashKey(key: string): string {
   return createHash("sha256").update(key, "utf16le").digest("hex");
@@ -347,9 +367,9 @@ async function prepareDirectory({ directory, defaultDirectory }: ResolvedFileLoc
   const fail = (problem: string, cause?: unknown): StoreUnavailableError =>
     new StoreUnavailableError(directory, `The lock directory ${directory} ${problem}`, { cause });
   try {
-    await mkdir(directory, { recursive: !defaultDirectory, mode: 0o700 });
+    await makeDirectory(directory, defaultDirectory ? 0 : 32);
   } catch (error) {
-    if (codeOf(error) !== "EEXIST") throw fail(`cannot be created (${codeOf(error) ?? String(error)})`, error);
+    throw fail(`cannot be created (${codeOf(error) ?? String(error)})`, error);
   }
   if (defaultDirectory) {
     const info = await lstat(directory).catch((error: unknown) => {
