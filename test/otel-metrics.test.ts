@@ -109,47 +109,30 @@ describe("examples/otel-metrics.mjs", () => {
     }
     await reader.forceFlush();
 
-    const memoryWaits = pointOf<Histogram>(exporter, "globallock.acquire.duration", {
-      "globallock.kind": "memory-lock",
-      "globallock.mode": "lock",
-      "globallock.outcome": "acquired",
-    });
-    expect(memoryWaits?.count).toBe(5);
-    // The last of five workers holding 20 ms each waited for the four before it.
-    expect(memoryWaits?.max).toBeGreaterThanOrEqual(75);
-    expect(
+    const waits = (kind: string, mode: string, outcome: string): Histogram | undefined =>
       pointOf<Histogram>(exporter, "globallock.acquire.duration", {
-        "globallock.kind": "memory-lock",
-        "globallock.mode": "tryAcquire",
-        "globallock.outcome": "not-acquired",
-      })?.count,
-    ).toBe(1);
-    const memoryHolds = pointOf<Histogram>(exporter, "globallock.hold.duration", {
-      "globallock.kind": "memory-lock",
-      "globallock.outcome": "released",
-    });
-    expect(memoryHolds?.count).toBe(6);
-    expect(memoryHolds?.min).toBeGreaterThanOrEqual(0);
+        "globallock.kind": kind,
+        "globallock.mode": mode,
+        "globallock.outcome": outcome,
+      });
+    const holds = (kind: string, outcome: string): Histogram | undefined =>
+      pointOf<Histogram>(exporter, "globallock.hold.duration", {
+        "globallock.kind": kind,
+        "globallock.outcome": outcome,
+      });
 
-    const redisWaits = pointOf<Histogram>(exporter, "globallock.acquire.duration", {
-      "globallock.kind": "redis-lock",
-      "globallock.mode": "lock",
-      "globallock.outcome": "acquired",
-    });
-    expect(redisWaits?.count).toBe(4);
-    expect(redisWaits?.max).toBeGreaterThanOrEqual(55);
-    const redisHolds = pointOf<Histogram>(exporter, "globallock.hold.duration", {
-      "globallock.kind": "redis-lock",
-      "globallock.outcome": "released",
-    });
-    expect(redisHolds?.count).toBe(4);
-    expect(redisHolds?.min).toBeGreaterThanOrEqual(18);
-    const unanswered = pointOf<Histogram>(exporter, "globallock.hold.duration", {
-      "globallock.kind": "redis-lock",
-      "globallock.outcome": "unknown",
-    });
-    expect(unanswered?.count).toBe(1);
-    expect(unanswered?.min).toBeGreaterThanOrEqual(900);
+    expect(waits("memory-lock", "lock", "acquired")?.count).toBe(5);
+    // The last of five workers holding 20 ms each waited for the four before it.
+    expect(waits("memory-lock", "lock", "acquired")?.max).toBeGreaterThanOrEqual(75);
+    expect(waits("memory-lock", "tryAcquire", "not-acquired")?.count).toBe(1);
+    expect(holds("memory-lock", "released")?.count).toBe(6);
+
+    expect(waits("redis-lock", "lock", "acquired")?.count).toBe(4);
+    expect(waits("redis-lock", "lock", "acquired")?.max).toBeGreaterThanOrEqual(55);
+    expect(holds("redis-lock", "released")?.count).toBe(4);
+    expect(holds("redis-lock", "released")?.min).toBeGreaterThanOrEqual(18);
+    expect(holds("redis-lock", "unknown")?.count).toBe(1);
+    expect(holds("redis-lock", "unknown")?.min).toBeGreaterThanOrEqual(900);
 
     expect(pointOf<number>(exporter, "globallock.lost", { "globallock.reason": "taken" })).toBe(1);
     expect(pointOf<number>(exporter, "globallock.lost", { "globallock.reason": "expired" })).toBe(1);
