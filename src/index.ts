@@ -1,3 +1,4 @@
+export { CombinedLocker, type CombinedLockerOptions, type CombinedStrategy } from "./combined/combined-locker.js";
 export {
   ACQUIRE_CHANNEL,
   type AcquireMessage,
@@ -41,8 +42,8 @@ export {
 export { MemoryLocker, type MemoryLockerOptions } from "./memory/memory-locker.js";
 export { MemoryReadWriteLocker, type MemoryReadWriteLockerOptions } from "./memory/memory-read-write-locker.js";
 export { MemorySemaphore, type MemorySemaphoreOptions } from "./memory/memory-semaphore.js";
-export { PostgresLocker } from "./postgres/postgres-locker.js";
 export type { PostgresLockerOptions } from "./postgres/options.js";
+export { PostgresLocker } from "./postgres/postgres-locker.js";
 export type { PostgresNotification, PostgresPool, PostgresPoolClient } from "./postgres/types.js";
 export type { ReadWriteLocker } from "./read-write.js";
 export { FENCING_COUNTER_TTL_MS } from "./redis/fencing.js";

@@ -1,0 +1,262 @@
+import {
+  InvalidArgumentError,
+  LockerClosedError,
+  LockLostError,
+  StoreUnavailableError,
+  UnsupportedError,
+} from "../errors.js";
+import { onAnyAbort } from "../internal/abortable.js";
+import { noopRelease, Releasable } from "../internal/release-func.js";
+import {
+  checkWeight,
+  resolveAcquireOptions,
+  snapshotOptions,
+  validateKey,
+  validateSignal,
+} from "../internal/validate.js";
+import type { AcquireOptions, Lease, Locker, ReleaseFunc, ReleaseOutcome } from "../locker.js";
+
+/**
+ * How many members must hold a key for the {@link CombinedLocker} to hold it: `"all"` of them
+ * (one fast local store in front of a shared one: the local one turns away most contenders without
+ * a round trip), or a `"majority"` (several independent stores: the lock survives a minority of
+ * them failing).
+ */
+export type CombinedStrategy = "all" | "majority";
+
+/** Options of {@link CombinedLocker}. */
+export interface CombinedLockerOptions {
+  /** `"all"` (default) or `"majority"`; see {@link CombinedStrategy}. */
+  strategy?: CombinedStrategy | undefined;
+}
+
+/** Order of badness of release outcomes: the combined release reports the worst. */
+const OUTCOME_RANK: Record<ReleaseOutcome, number> = { released: 0, expired: 1, taken: 2, unknown: 3 };
+
+/**
+ * A {@link Locker} over several member lockers (the Symfony `CombinedStore`): a key is held when
+ * all of them (`strategy: "all"`) or a majority of them (`"majority"`) hold it.
+ *
+ * - **Acquiring.** `tryLock`/`tryAcquire` ask every member at once; short of the strategy, what was
+ *   taken is released and the answer is "taken" — or a `StoreUnavailableError` when failed members
+ *   could have made the difference. `lock`/`acquire` take the members one after another, in the
+ *   order given, each waiting like its own `lock` (so each wakes on that member's release); with
+ *   `"majority"` it stops once a majority holds the key and skips members that fail, as long as a
+ *   majority is still reachable. Every caller takes members in the same order, so two waiters never
+ *   deadlock. A failed or aborted attempt releases whatever it took on the members.
+ * - **Loss.** A lease is lost (its `lost` aborts, with the member's reason) as soon as the strategy
+ *   no longer holds: with `"all"` when any member's lease is lost; with `"majority"` when fewer
+ *   than a majority still hold it (a majority acquisition holds exactly a majority).
+ * - **Fencing.** With `"all"`, the token is the first member's (every holder holds the first
+ *   member, so its tokens rise with every grant); it must support fencing. With `"majority"` no
+ *   single member sees every grant: `{ fencing: true }` is an {@link UnsupportedError}.
+ * - **Close.** `close()` refuses new calls and rejects waiters; it does not close the members (the
+ *   caller owns them), and leases keep working until released.
+ */
+export class CombinedLocker implements Locker {
+  readonly #members: readonly Locker[];
+  readonly #strategy: CombinedStrategy;
+  /** Members that must hold a key. */
+  readonly #quorum: number;
+  readonly #closing = new AbortController();
+
+  /**
+   * @param lockers the member lockers (at least one, distinct), in the order every acquisition takes them.
+   * @param options see {@link CombinedLockerOptions}.
+   */
+  constructor(lockers: readonly Locker[], options?: CombinedLockerOptions) {
+    if (!Array.isArray(lockers) || lockers.length === 0) {
+      throw new InvalidArgumentError("lockers", "a non-empty array of Lockers", lockers);
+    }
+    lockers.forEach((locker: unknown, index) => {
+      const candidate = locker as Partial<Locker> | null;
+      if (typeof candidate?.acquire !== "function" || typeof candidate.tryAcquire !== "function") {
+        throw new InvalidArgumentError(`lockers[${index}]`, "a Locker", locker);
+      }
+    });
+    if (new Set(lockers).size !== lockers.length) {
+      throw new InvalidArgumentError("lockers", "distinct Lockers", lockers);
+    }
+    const { strategy } = snapshotOptions("options", options, ["strategy"]);
+    if (strategy !== undefined && strategy !== "all" && strategy !== "majority") {
+      throw new InvalidArgumentError("options.strategy", '"all" or "majority"', strategy);
+    }
+    this.#members = [...lockers];
+    this.#strategy = strategy ?? "all";
+    this.#quorum = this.#strategy === "all" ? lockers.length : Math.floor(lockers.length / 2) + 1;
+  }
+
+  /** The strategy in force. */
+  get strategy(): CombinedStrategy {
+    return this.#strategy;
+  }
+
+  /** {@inheritDoc Locker.lock} */
+  async lock(signal: AbortSignal | undefined, key: string): Promise<ReleaseFunc> {
+    return (await this.acquire(signal, key)).release;
+  }
+
+  /** {@inheritDoc Locker.tryLock} */
+  async tryLock(signal: AbortSignal | undefined, key: string): Promise<[acquired: boolean, release: ReleaseFunc]> {
+    const lease = await this.tryAcquire(signal, key);
+    return lease === undefined ? [false, noopRelease()] : [true, lease.release];
+  }
+
+  /** {@inheritDoc Locker.acquire} */
+  async acquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease> {
+    const memberOptions = this.#check(signal, key, options);
+    const controller = new AbortController();
+    const unlisten = onAnyAbort([signal, this.#closing.signal], (reason) => controller.abort(reason));
+    const taken: Lease[] = [];
+    const errors: unknown[] = [];
+    try {
+      for (let index = 0; index < this.#members.length && taken.length < this.#quorum; index++) {
+        try {
+          taken.push(await (this.#members[index] as Locker).acquire(controller.signal, key, memberOptions[index]));
+        } catch (error) {
+          if (this.#strategy === "all" || controller.signal.aborted || !(error instanceof StoreUnavailableError)) {
+            throw error;
+          }
+          errors.push(error);
+          if (this.#members.length - errors.length < this.#quorum) throw this.#unavailable(key, errors);
+        }
+      }
+      return new CombinedLease(key, taken, this.#quorum);
+    } catch (error) {
+      await Promise.all(taken.map((lease) => lease.release()));
+      throw error;
+    } finally {
+      unlisten();
+    }
+  }
+
+  /** {@inheritDoc Locker.tryAcquire} */
+  async tryAcquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease | undefined> {
+    const memberOptions = this.#check(signal, key, options);
+    const answers = await Promise.allSettled(
+      this.#members.map((member, index) => member.tryAcquire(signal, key, memberOptions[index])),
+    );
+    const taken: Lease[] = [];
+    const errors: unknown[] = [];
+    for (const answer of answers) {
+      if (answer.status === "rejected") errors.push(answer.reason);
+      else if (answer.value !== undefined) taken.push(answer.value);
+    }
+    const closed = this.#closing.signal.aborted;
+    if (taken.length >= this.#quorum && !signal?.aborted && !closed) return new CombinedLease(key, taken, this.#quorum);
+    await Promise.all(taken.map((lease) => lease.release()));
+    if (signal?.aborted) throw signal.reason;
+    if (closed) throw this.#closing.signal.reason;
+    const invalid = errors.find((error) => !(error instanceof StoreUnavailableError));
+    if (invalid !== undefined) throw invalid;
+    // Short of the strategy because members failed (they might have said yes): not a "taken".
+    if (taken.length + errors.length >= this.#quorum && errors.length > 0) throw this.#unavailable(key, errors);
+    return undefined;
+  }
+
+  /** Stops the locker: idempotent; refuses new calls and rejects waiters. The members stay open. */
+  async close(): Promise<void> {
+    if (!this.#closing.signal.aborted) this.#closing.abort(new LockerClosedError());
+  }
+
+  /**
+   * Validates a call before anything is asked of a member, and returns each member's options:
+   * fencing (with `"all"`) is asked of the first member only.
+   */
+  #check(signal: unknown, key: unknown, options: unknown): Array<AcquireOptions | undefined> {
+    const resolved = resolveAcquireOptions(options);
+    checkWeight(resolved.weight, 1, "a lock's limit is 1");
+    validateSignal(signal);
+    validateKey(key);
+    if (this.#closing.signal.aborted) throw this.#closing.signal.reason;
+    signal?.throwIfAborted();
+    if (options === undefined) return [];
+    if (resolved.fencing && this.#strategy === "majority") {
+      throw new UnsupportedError(
+        'Fencing tokens need one counter that sees every grant; a CombinedLocker with strategy "majority" has none (use "all", whose first member issues them)',
+      );
+    }
+    const { autoExtend, expiry } = resolved;
+    const plain: AcquireOptions = { autoExtend, expiry };
+    return this.#members.map((_, index) => (index === 0 && resolved.fencing ? { ...plain, fencing: true } : plain));
+  }
+
+  #unavailable(key: string, errors: unknown[]): StoreUnavailableError {
+    return new StoreUnavailableError(
+      key,
+      `Too few member lockers answered for "${key}" (strategy ${this.#strategy}: ${this.#quorum} of ${this.#members.length} needed, ${errors.length} failed)`,
+      { cause: new AggregateError(errors, "member lockers failed") },
+    );
+  }
+}
+
+/**
+ * A combined lease: the members' leases. Lost once fewer than `quorum` of them are still held;
+ * released by releasing every member's.
+ */
+class CombinedLease extends Releasable implements Lease {
+  readonly key: string;
+  readonly lost: AbortSignal;
+  readonly fencingToken?: bigint;
+  readonly #members: readonly Lease[];
+  readonly #quorum: number;
+  readonly #lost = new AbortController();
+  readonly #listeners: Array<() => void> = [];
+  #losses = 0;
+
+  constructor(key: string, members: readonly Lease[], quorum: number) {
+    super();
+    this.key = key;
+    this.#members = members;
+    this.#quorum = quorum;
+    this.lost = this.#lost.signal;
+    const token = members[0]?.fencingToken;
+    if (token !== undefined) this.fencingToken = token;
+    for (const member of members) {
+      if (member.lost.aborted) {
+        this.#memberLost(member.lost.reason);
+        continue;
+      }
+      const listener = (): void => this.#memberLost(member.lost.reason);
+      member.lost.addEventListener("abort", listener, { once: true });
+      this.#listeners.push(() => member.lost.removeEventListener("abort", listener));
+    }
+  }
+
+  #memberLost(reason: unknown): void {
+    this.#losses += 1;
+    if (this.#members.length - this.#losses >= this.#quorum || this.#lost.signal.aborted) return;
+    const memberReason = reason instanceof LockLostError ? reason.reason : "taken";
+    this.#lost.abort(new LockLostError(this.key, memberReason, { cause: reason }));
+  }
+
+  assertHeld(): void {
+    if (this.#lost.signal.aborted) throw this.#lost.signal.reason;
+    if (this.started) throw new LockLostError(this.key, "released");
+    let held = 0;
+    let failure: unknown;
+    for (const member of this.#members) {
+      try {
+        member.assertHeld();
+        held += 1;
+      } catch (error) {
+        failure = error;
+      }
+    }
+    if (held < this.#quorum) throw failure;
+  }
+
+  releaseWithOutcome(): Promise<ReleaseOutcome> {
+    return this.run();
+  }
+
+  async releaseRoutine(): Promise<ReleaseOutcome> {
+    for (const unlisten of this.#listeners) unlisten();
+    const outcomes = await Promise.all(this.#members.map((member) => member.releaseWithOutcome()));
+    return outcomes.reduce((worst, outcome) => (OUTCOME_RANK[outcome] > OUTCOME_RANK[worst] ? outcome : worst));
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.release();
+  }
+}
