@@ -27,7 +27,9 @@ describe("package (built by npm test before vitest runs)", () => {
     expect(names).toEqual(expect.arrayContaining(["MemoryLocker", "RedisLocker", "lockAndDo", "tryLockAndDo"]));
   });
 
-  it("type-checks and loads a consumer (ESM and CommonJS resolution), without redlock types or the redis package", async () => {
+  it("type-checks and loads a consumer (ESM and CommonJS resolution), without redlock types or the redis package", {
+    timeout: 120_000,
+  }, async () => {
     // The declarations import neither redlock nor a client library: ioredis alone is enough.
     await typeCheckConsumer(
       `
