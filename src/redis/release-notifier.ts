@@ -13,10 +13,11 @@ interface Channel {
 
 /**
  * Wake-on-release over Redis pub/sub. One subscriber connection per node, duplicated from the
- * caller's client (ioredis or node-redis) on first use and shared by every waiter of the locker. A channel is subscribed
- * while at least one local waiter needs it, and lingers a little after the last one leaves, so a
- * key that is contended again and again is not re-subscribed every time. Subscribing never fails
- * a lock: if no subscriber can be reached, waiters fall back on their safety-net polling.
+ * caller's client (ioredis or node-redis: see RedisConnection) on first use and shared by every
+ * waiter of the locker. A channel is subscribed while at least one local waiter needs it, and
+ * lingers a little after the last one leaves, so a key that is contended again and again is not
+ * re-subscribed every time. Subscribing never fails a lock: if no subscriber can be reached,
+ * waiters fall back on their safety-net polling.
  */
 export class ReleaseNotifier {
   readonly #connections: readonly RedisConnection[];
