@@ -3,6 +3,7 @@
  * scenario with a short note on how to read it.
  */
 import { breakdown, int, num, percent, ratio, table } from "./lib/format.mjs";
+import { renderPostgres } from "./scenarios/postgres.mjs";
 
 function header(meta) {
   const pinning = meta.pinned
@@ -432,5 +433,6 @@ export function renderMarkdown(results) {
   if (results.held) sections.push(held(results.held));
   if (results.quorum) sections.push(quorum(results.quorum));
   if (results.semaphore) sections.push(semaphore(results.semaphore));
+  if (results.postgres) sections.push(renderPostgres(results.postgres));
   return `${sections.join("\n\n")}\n`;
 }

@@ -7,7 +7,7 @@
  *
  *   BENCH_QUICK=1           ~1-minute smoke run
  *   BENCH_ONLY=a,b          only these scenarios (uncontended, contended, handoff, memory, held,
- *                           quorum, semaphore); the report is printed but bench/results is left alone
+ *                           quorum, semaphore, postgres); the report is printed but bench/results is left alone
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -27,6 +27,7 @@ import { runContended } from "./scenarios/contended.mjs";
 import { runHandoff } from "./scenarios/handoff.mjs";
 import { runHeld } from "./scenarios/held.mjs";
 import { runMemory } from "./scenarios/memory.mjs";
+import { runPostgres } from "./scenarios/postgres.mjs";
 import { runQuorum } from "./scenarios/quorum.mjs";
 import { runSemaphore } from "./scenarios/semaphore.mjs";
 import { runUncontended } from "./scenarios/uncontended.mjs";
@@ -40,6 +41,7 @@ const RUNNERS = {
   held: runHeld,
   quorum: runQuorum,
   semaphore: runSemaphore,
+  postgres: runPostgres,
 };
 const SCENARIOS = Object.keys(RUNNERS);
 const RESULTS_DIR = fileURLToPath(new URL("./results/", import.meta.url));

@@ -36,6 +36,8 @@ export class Session {
   /** Whether `idle_session_timeout` was set (PostgreSQL 14 and later), to reset it on retirement. */
   idleTimeoutSet = false;
   #ended = false;
+  /** The latest statement queued (settled or not). */
+  #tail: Promise<unknown> = Promise.resolve();
   readonly #timeout: number;
   readonly #channel: string;
   readonly #events: SessionEvents;
@@ -84,7 +86,15 @@ export class Session {
    * Runs one statement with the session's timeout. An ordinary SQL error is thrown as is; any other
    * failure ends the session first.
    */
-  async query<R>(text: string, values: unknown[] | undefined): Promise<R[]> {
+  query<R>(text: string, values: unknown[] | undefined): Promise<R[]> {
+    // One statement on the wire at a time, in call order (pg 9 drops its own queue of concurrent
+    // calls): a local waiter's attempt sent after a release still sees the key free.
+    const run = this.#tail.then(() => this.#send<R>(text, values));
+    this.#tail = run.catch(ignore);
+    return run;
+  }
+
+  async #send<R>(text: string, values: unknown[] | undefined): Promise<R[]> {
     if (this.#ended) throw new Error("the locker's PostgreSQL connection has ended");
     const sentAt = performance.now();
     try {
