@@ -1,0 +1,292 @@
+/**
+ * The command line of `globallock`: parsing (with `node:util` `parseArgs`), durations, and the
+ * help text. Every mistake is a {@link UsageError} that names the bad value.
+ */
+import { parseArgs } from "node:util";
+import { MIN_EXPIRY_MS } from "../redis/options.js";
+import { EXIT } from "./exit-codes.js";
+
+/** A mistake on the command line: printed with a pointer to `--help`, exit status 64. */
+export class UsageError extends Error {
+  override readonly name = "UsageError";
+}
+
+/** Where the locks live: lock files of this host (default), or one or several Redis servers. */
+export type StoreChoice = { readonly kind: "file"; readonly directory: string | undefined } | RedisChoice;
+
+/** One Redis server (a {@link RedisLocker} on one node) or several (a Redlock quorum). */
+export interface RedisChoice {
+  readonly kind: "redis";
+  readonly urls: readonly string[];
+}
+
+/** What the lost-lock policy does (see `--on-lost`). */
+export type OnLost = "warn" | "kill";
+
+/** `globallock run`. */
+export interface RunCommand {
+  readonly command: "run";
+  readonly store: StoreChoice;
+  readonly key: string;
+  /** Ms to wait for the lock; `undefined`: forever; 0: one attempt. */
+  readonly waitMs: number | undefined;
+  readonly expiryMs: number | undefined;
+  readonly fencingEnv: string | undefined;
+  readonly onLost: OnLost;
+  readonly killAfterMs: number;
+  readonly json: boolean;
+  /** The command and its arguments. */
+  readonly argv: readonly [string, ...string[]];
+}
+
+/** `globallock status`. */
+export interface StatusCommand {
+  readonly command: "status";
+  readonly store: StoreChoice;
+  readonly key: string;
+  readonly json: boolean;
+}
+
+/** What the command line asks for. */
+export type Invocation =
+  | RunCommand
+  | StatusCommand
+  | { readonly command: "help"; readonly topic?: "run" | "status" }
+  | { readonly command: "version" };
+
+/** The help text (`globallock --help`). */
+export const HELP = `Usage:
+  globallock run [options] -- command [args...]
+  globallock status --key NAME [store options] [--json]
+  globallock --help | --version
+
+Runs a command while holding a lock, so that only one copy of it runs at a time:
+among the processes of this host (the default: lock files, no server needed), or
+across hosts through Redis. The lock is extended while the command runs and
+released when it exits; the command's exit status is passed through.
+
+Store options (run and status):
+  --redis URL            a Redis server: redis://[user:password@]host[:port][/db]
+                         (rediss:// for TLS). Repeat it for a Redlock quorum of
+                         independent servers (an odd number). Default: the URLs in
+                         $GLOBALLOCK_REDIS_URL (separated by commas or spaces).
+  --dir PATH             the lock directory of the file store (default:
+                         $GLOBALLOCK_DIR, else <tmpdir>/globallock-<uid>, mode 0700)
+
+Run options:
+  --key NAME             the lock's name (required)
+  --wait DURATION        give up after waiting this long for the lock (default:
+                         wait as long as it takes); 0 makes one attempt
+  --no-wait              the same as --wait 0
+  --expiry DURATION      the lease: extended every expiry/2 while the command
+                         runs; a crashed holder's lock is free after it (default 30s)
+  --fencing-env NAME     pass the lock's fencing token (a number that rises with
+                         every grant of the key) to the command as $NAME
+                         (file store and a single Redis server)
+  --on-lost warn|kill    when the lock is lost while the command runs: print a
+                         warning and let it run (warn, the default), or stop it
+                         (kill: SIGTERM, then SIGKILL after --kill-after)
+  --kill-after DURATION  the grace between SIGTERM and SIGKILL (default 10s)
+  --json                 report every event as one JSON line on stderr
+
+Durations: 250ms, 10s, 5m, 1h, or a number of seconds (1.5). While waiting on a
+terminal, one status line on stderr says who holds the lock and for how long
+we have waited; nothing is printed otherwise (errors aside) unless --json.
+
+SIGINT, SIGTERM and SIGHUP are forwarded to the command (SIGINT only when it
+does not come from the terminal, which delivers it to the command itself); the
+lock is released after the command exits.
+
+Exit status:
+  the command's own     0-255; 128+N when the command was killed by signal N
+  64                    bad usage: an unknown option, a bad value, no command
+  69                    the store could not be reached (Redis down, the lock
+                        directory not writable)
+  70                    internal error
+  75                    the lock is held by someone else (--no-wait, --wait 0)
+  124                   --wait ran out before the lock was obtained
+  125                   the lock was lost and --on-lost kill stopped the command
+  126                   the command could not be executed
+  127                   the command was not found
+  128+N                 interrupted by signal N while waiting for the lock
+  status: 0 held, 1 free, 64 bad usage, 69 store unreachable
+
+Examples:
+  # Only one backup at a time on this host (others wait):
+  npx globallock run --key backup -- ./backup.sh
+  # A cron job that skips its turn when the previous run is still going:
+  globallock run --key report --no-wait -- node report.js || [ $? -eq 75 ]
+  # Across hosts, waiting at most 5 minutes:
+  globallock run --redis redis://locks.internal:6379 --key deploy --wait 5m -- ./deploy.sh
+  # A Redlock quorum, the fencing token for the protected resource, stop on loss:
+  globallock run --redis redis://a:6379 --redis redis://b:6379 --redis redis://c:6379 \\
+    --key migrate --on-lost kill -- ./migrate.sh
+  globallock run --key db --fencing-env LOCK_TOKEN -- sh -c 'psql -v token=$LOCK_TOKEN ...'
+  # Is it held?
+  globallock status --key backup
+`;
+
+const STORE_OPTIONS = {
+  redis: { type: "string", multiple: true },
+  dir: { type: "string" },
+  json: { type: "boolean" },
+  key: { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+const RUN_OPTIONS = {
+  ...STORE_OPTIONS,
+  wait: { type: "string" },
+  "no-wait": { type: "boolean" },
+  expiry: { type: "string" },
+  "fencing-env": { type: "string" },
+  "on-lost": { type: "string" },
+  "kill-after": { type: "string" },
+} as const;
+
+/**
+ * Parses `argv` (without the node and script paths). `env` supplies `GLOBALLOCK_REDIS_URL` and
+ * `GLOBALLOCK_DIR`. Throws {@link UsageError}.
+ */
+export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv): Invocation {
+  const [first, ...rest] = argv;
+  if (first === undefined || first === "-h" || first === "--help" || first === "help") return { command: "help" };
+  if (first === "-v" || first === "--version") return { command: "version" };
+  if (first === "run") return parseRun(rest, env);
+  if (first === "status") return parseStatus(rest, env);
+  throw new UsageError(`unknown command ${JSON.stringify(first)} (expected run or status)`);
+}
+
+function parseRun(argv: readonly string[], env: NodeJS.ProcessEnv): Invocation {
+  const separator = argv.indexOf("--");
+  const before = separator < 0 ? argv : argv.slice(0, separator);
+  const { values, positionals, tokens } = guard(() =>
+    parseArgs({ args: [...before], options: RUN_OPTIONS, allowPositionals: true, strict: true, tokens: true }),
+  );
+  if (values.help) return { command: "help", topic: "run" };
+  let command: string[];
+  if (separator >= 0) {
+    if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])} before --`);
+    command = argv.slice(separator + 1);
+  } else {
+    // Without "--", the command starts at the first argument that is not an option, and nothing
+    // after it may look like one of ours.
+    const firstPositional = tokens.findIndex((token) => token.kind === "positional");
+    if (tokens.slice(firstPositional).some((token) => token.kind === "option")) {
+      throw new UsageError("put the command after -- (globallock run [options] -- command [args...])");
+    }
+    command = positionals;
+  }
+  const [program, ...args] = command;
+  if (program === undefined || program === "") {
+    throw new UsageError("no command to run (globallock run [options] -- command [args...])");
+  }
+  if (values.wait !== undefined && values["no-wait"]) throw new UsageError("give either --wait or --no-wait");
+  const onLost = values["on-lost"] ?? "warn";
+  if (onLost !== "warn" && onLost !== "kill") {
+    throw new UsageError(`--on-lost: expected warn or kill, received ${JSON.stringify(onLost)}`);
+  }
+  const fencingEnv = values["fencing-env"];
+  if (fencingEnv !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(fencingEnv)) {
+    throw new UsageError(
+      `--fencing-env: expected an environment variable name, received ${JSON.stringify(fencingEnv)}`,
+    );
+  }
+  return {
+    command: "run",
+    store: storeOf(values, env),
+    key: keyOf(values.key),
+    waitMs: values["no-wait"] ? 0 : optionalDuration("--wait", values.wait),
+    expiryMs: expiryOf(values.expiry),
+    fencingEnv,
+    onLost,
+    killAfterMs: optionalDuration("--kill-after", values["kill-after"]) ?? 10_000,
+    json: values.json === true,
+    argv: [program, ...args],
+  };
+}
+
+function parseStatus(argv: readonly string[], env: NodeJS.ProcessEnv): Invocation {
+  const { values, positionals } = guard(() =>
+    parseArgs({ args: [...argv], options: STORE_OPTIONS, allowPositionals: true, strict: true }),
+  );
+  if (values.help) return { command: "help", topic: "status" };
+  if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
+  return { command: "status", store: storeOf(values, env), key: keyOf(values.key), json: values.json === true };
+}
+
+/** Runs a `parseArgs` call; its errors (unknown option, missing value…) become usage errors. */
+function guard<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (error) {
+    throw new UsageError((error as Error).message.replace(/\. To specify a positional.*$/s, ""));
+  }
+}
+
+function keyOf(key: string | undefined): string {
+  if (key === undefined || key === "") throw new UsageError("--key NAME is required (the name of the lock)");
+  return key;
+}
+
+function storeOf(
+  values: { redis?: string[] | undefined; dir?: string | undefined },
+  env: NodeJS.ProcessEnv,
+): StoreChoice {
+  const fromEnv = (env.GLOBALLOCK_REDIS_URL ?? "").split(/[\s,]+/).filter(Boolean);
+  const urls = values.redis ?? (values.dir === undefined ? fromEnv : []);
+  if (urls.length > 0 && values.dir !== undefined) throw new UsageError("give either --redis or --dir, not both");
+  if (urls.length === 0) return { kind: "file", directory: values.dir ?? (env.GLOBALLOCK_DIR || undefined) };
+  for (const url of urls) checkRedisUrl(url);
+  if (urls.length > 1 && urls.length % 2 === 0) {
+    throw new UsageError(`--redis: a quorum needs an odd number of servers (1, 3, 5…), received ${urls.length}`);
+  }
+  return { kind: "redis", urls };
+}
+
+/** Throws a {@link UsageError} unless `url` is a redis:// or rediss:// URL. */
+function checkRedisUrl(url: string): void {
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed === undefined || (parsed.protocol !== "redis:" && parsed.protocol !== "rediss:") || !parsed.hostname) {
+    throw new UsageError(
+      `--redis: expected a URL such as redis://host:6379 (or rediss:// for TLS), received ${JSON.stringify(url)}`,
+    );
+  }
+}
+
+const UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** Parses a duration (`250ms`, `10s`, `5m`, `1h`, or seconds) to whole milliseconds. */
+export function parseDuration(option: string, text: string): number {
+  const match = /^(\d+(?:\.\d+)?|\.\d+)(ms|s|m|h)?$/.exec(text.trim());
+  const ms = match === null ? Number.NaN : Math.round(Number(match[1]) * (UNITS[match[2] ?? "s"] as number));
+  if (!Number.isSafeInteger(ms) || ms > 2_147_483_647) {
+    throw new UsageError(
+      `${option}: expected a duration such as 250ms, 10s, 5m, 1h or a number of seconds, received ${JSON.stringify(text)}`,
+    );
+  }
+  return ms;
+}
+
+/** `--expiry`: at least {@link MIN_EXPIRY_MS} (an extension every 100 ms). */
+function expiryOf(text: string | undefined): number | undefined {
+  const ms = optionalDuration("--expiry", text);
+  if (ms !== undefined && ms < MIN_EXPIRY_MS) {
+    throw new UsageError(`--expiry: expected at least ${MIN_EXPIRY_MS}ms, received ${JSON.stringify(text)}`);
+  }
+  return ms;
+}
+
+function optionalDuration(option: string, text: string | undefined): number | undefined {
+  return text === undefined ? undefined : parseDuration(option, text);
+}
+
+/** What a usage error prints, and its exit status. */
+export function usageMessage(error: UsageError): { text: string; code: number } {
+  return { text: `globallock: ${error.message}\nTry 'globallock --help' for more information.\n`, code: EXIT.USAGE };
+}

@@ -1,0 +1,79 @@
+/**
+ * What `globallock` tells its user, on stderr: with `--json`, one JSON object per line per event
+ * (`{"event": "...", "time": "<ISO 8601>", ...}`); otherwise short human messages, and, while
+ * waiting on a terminal, one status line rewritten in place.
+ */
+import type { HolderInfo } from "./store.js";
+
+/** Where the reporter writes (stderr; a stand-in in tests). */
+export interface Output {
+  write(text: string): unknown;
+  readonly isTTY?: boolean | undefined;
+}
+
+export class Reporter {
+  readonly #json: boolean;
+  readonly #out: Output;
+  #statusShown = false;
+
+  constructor(json: boolean, out: Output) {
+    this.#json = json;
+    this.#out = out;
+  }
+
+  /** Whether human messages and the status line go to a terminal. */
+  get interactive(): boolean {
+    return !this.#json && this.#out.isTTY === true;
+  }
+
+  /** With `--json`: one line for `event`. */
+  event(event: string, fields: Readonly<Record<string, unknown>> = {}): void {
+    if (!this.#json) return;
+    const line = JSON.stringify({ event, time: new Date().toISOString(), ...fields }, (_key, value: unknown) =>
+      typeof value === "bigint" ? value.toString() : value,
+    );
+    this.#out.write(`${line}\n`);
+  }
+
+  /** Without `--json`: a message line (`globallock: …`). `onlyOnTerminal`: skipped elsewhere. */
+  say(text: string, onlyOnTerminal = false): void {
+    if (this.#json || (onlyOnTerminal && this.#out.isTTY !== true)) return;
+    this.clearStatus();
+    this.#out.write(`globallock: ${text}\n`);
+  }
+
+  /** On a terminal, without `--json`: shows `text` as the one status line (replacing the last). */
+  status(text: string): void {
+    if (!this.interactive) return;
+    this.#out.write(`\r\x1b[2K${text}`);
+    this.#statusShown = true;
+  }
+
+  /** Removes the status line, if shown. */
+  clearStatus(): void {
+    if (!this.#statusShown) return;
+    this.#out.write("\r\x1b[2K");
+    this.#statusShown = false;
+  }
+}
+
+/** "1.2 s", "3 min 5 s", "250 ms". */
+export function formatMs(ms: number): string {
+  if (ms < 1000) return `${Math.max(0, Math.round(ms))} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  const minutes = Math.floor(ms / 60_000);
+  return `${minutes} min ${Math.round((ms % 60_000) / 1000)} s`;
+}
+
+/** "pid 1234 on host, for 5.2 s" / "TTL 12.0 s" / "someone else": who holds a key, as far as known. */
+export function describeHolder(holder: HolderInfo | undefined): string {
+  if (holder === undefined || !holder.held) return "someone else";
+  const parts: string[] = [];
+  if (holder.pid !== undefined) parts.push(`pid ${holder.pid}${holder.host === undefined ? "" : ` on ${holder.host}`}`);
+  if (holder.acquiredAt !== undefined) parts.push(`for ${formatMs(Date.now() - holder.acquiredAt)}`);
+  if (holder.servers !== undefined && holder.servers.of > 1) {
+    parts.push(`on ${holder.servers.holding} of ${holder.servers.of} servers`);
+  }
+  if (holder.ttlMs !== undefined) parts.push(`lease ends in ${formatMs(holder.ttlMs)} unless extended`);
+  return parts.length === 0 ? "someone else" : parts.join(", ");
+}
