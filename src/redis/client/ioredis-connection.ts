@@ -26,7 +26,6 @@ export interface IoRedisLike {
  * ioredis already answers in the shapes the stores expect.
  */
 export class IoRedisConnection implements RedisConnection {
-  readonly library = "ioredis";
   readonly isCluster: boolean;
   readonly #client: IoRedisLike;
 

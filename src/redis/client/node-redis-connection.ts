@@ -67,7 +67,6 @@ function scriptCommand(
  * {@link SubscriberConnection.close}.
  */
 export class NodeRedisConnection implements RedisConnection {
-  readonly library = "node-redis";
   readonly isCluster: boolean;
   readonly #client: NodeRedisClientLike | undefined;
   readonly #cluster: NodeRedisClusterLike | undefined;

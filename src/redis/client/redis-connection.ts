@@ -13,8 +13,6 @@ export type ScriptArgument = string | number;
 
 /** One Redis node or Cluster, through the caller's client (which the locker never closes). */
 export interface RedisConnection {
-  /** Which library made the client (for messages). */
-  readonly library: "ioredis" | "node-redis";
   /** True for a Cluster client: a script may only touch keys of one slot, and routes by its first key. */
   readonly isCluster: boolean;
   /**
