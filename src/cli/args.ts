@@ -172,7 +172,7 @@ function parseRun(argv: readonly string[], env: NodeJS.ProcessEnv): Invocation {
     // Without "--", the command starts at the first argument that is not an option, and nothing
     // after it may look like one of ours.
     const firstPositional = tokens.findIndex((token) => token.kind === "positional");
-    if (tokens.slice(firstPositional).some((token) => token.kind === "option")) {
+    if (firstPositional >= 0 && tokens.slice(firstPositional).some((token) => token.kind === "option")) {
       throw new UsageError("put the command after -- (globallock run [options] -- command [args...])");
     }
     command = positionals;

@@ -71,6 +71,7 @@ export class FileLocker implements Locker {
   readonly #closing = new AbortController();
   #ready: Promise<void> | undefined;
   #waiting = 0;
+  #keepAlive: NodeJS.Timeout | undefined;
   readonly #owner: HoldOwner;
 
   /** @param options see {@link FileLockerOptions}. */
@@ -232,11 +233,11 @@ export class FileLocker implements Locker {
           // A holder that dies is taken over at its deadline, not a backoff later.
           if (deadline !== undefined) timeout = Math.min(timeout, Math.max(1, deadline - Date.now() + 2));
         }
-        this.#waiting += 1;
+        this.#enterWait();
         try {
           await waiter.wait(timeout, signals);
         } finally {
-          this.#waiting -= 1;
+          this.#leaveWait();
         }
       }
     } finally {
@@ -299,6 +300,23 @@ export class FileLocker implements Locker {
     state.held += 1;
     if (this.#closing.signal.aborted) hold.stop();
     return hold;
+  }
+
+  /**
+   * Counts a waiting caller. While anyone waits, one ref'ed timer keeps the process alive: the
+   * watcher and the backoff timers do not (they must not hold up an idle process), but a caller
+   * waiting for a lock held by another process is work in progress, like a pending request.
+   */
+  #enterWait(): void {
+    this.#waiting += 1;
+    this.#keepAlive ??= setInterval(() => undefined, 1 << 30);
+  }
+
+  #leaveWait(): void {
+    this.#waiting -= 1;
+    if (this.#waiting > 0 || this.#keepAlive === undefined) return;
+    clearInterval(this.#keepAlive);
+    this.#keepAlive = undefined;
   }
 
   #ended(hold: FileHold): void {

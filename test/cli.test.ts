@@ -1,0 +1,313 @@
+/**
+ * The `globallock` command as a user runs it: the BUILT executable (npm test builds first) in
+ * child processes, against the file store (a temporary directory) and a real redis-server on a
+ * free loopback port.
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync, rmSync } from "node:fs";
+import type { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FileLocker } from "../src/index.js";
+import { assertBuilt, nodeCommand, runCli, startCli } from "./helpers/cli.js";
+import { tempLockDirectory } from "./helpers/file-harness.js";
+import { type RedisServer, startServers, stopServers } from "./helpers/redis.js";
+import { eventually } from "./helpers/wait.js";
+
+/** A child that prints its start and end time (epoch ms) around a `ms` pause. */
+const section = (label: string, ms: number): string[] =>
+  nodeCommand(
+    `const t = () => performance.timeOrigin + performance.now();` +
+      `console.log("start ${label} " + t()); setTimeout(() => console.log("end ${label} " + t()), ${ms});`,
+  );
+
+/** The [start, end] intervals printed by {@link section} children. */
+function intervals(...outputs: string[]): Array<[number, number]> {
+  const found: Array<[number, number]> = [];
+  for (const output of outputs) {
+    const start = /start \S+ ([\d.]+)/.exec(output);
+    const end = /end \S+ ([\d.]+)/.exec(output);
+    if (start && end) found.push([Number(start[1]), Number(end[1])]);
+  }
+  return found.sort((a, b) => a[0] - b[0]);
+}
+
+/** Two concurrent `run`s on one key: both complete, and their sections never interleave. */
+async function expectSerialized(store: string[], key: string): Promise<void> {
+  const runs = ["a", "b", "c"].map((label) => runCli(["run", ...store, "--key", key, "--", ...section(label, 250)]));
+  const results = await Promise.all(runs);
+  for (const result of results) expect(result.code, result.stderr).toBe(0);
+  const spans = intervals(...results.map((r) => r.stdout));
+  expect(spans).toHaveLength(3);
+  for (let i = 1; i < spans.length; i++) {
+    expect(spans[i]?.[0]).toBeGreaterThanOrEqual(spans[i - 1]?.[1] as number);
+  }
+}
+
+let directory: string;
+let dirArgs: string[];
+let files: FileLocker;
+
+beforeAll(() => {
+  assertBuilt();
+  directory = tempLockDirectory("cli");
+  dirArgs = ["--dir", directory];
+  files = new FileLocker({ directory });
+});
+afterAll(async () => {
+  await files.close();
+  rmSync(directory, { recursive: true, force: true });
+});
+
+describe("globallock run, file store", () => {
+  it("runs serialize on one key: the children's sections never interleave", async () => {
+    await expectSerialized(dirArgs, "serial");
+  });
+
+  it("passes the command's exit status through and releases the lock", async () => {
+    const result = await runCli(["run", ...dirArgs, "--key", "status", "--", ...nodeCommand("process.exit(7)")]);
+    expect(result.code).toBe(7);
+    expect(await files.inspect("status")).toBeUndefined();
+    expect((await runCli(["run", ...dirArgs, "--key", "k", "--", "sh", "-c", "kill -TERM $$"])).code).toBe(143);
+  });
+
+  it("--no-wait exits 75 while someone holds the key; --wait 200ms gives up with 124 after about 200 ms", async () => {
+    const lease = await files.acquire(undefined, "busy");
+    try {
+      const noWait = await runCli(["run", ...dirArgs, "--key", "busy", "--no-wait", "--", "true"]);
+      expect(noWait.code).toBe(75);
+      const zero = await runCli(["run", ...dirArgs, "--key", "busy", "--wait", "0", "--json", "--", "true"]);
+      expect(zero.code).toBe(75);
+      expect(JSON.parse(zero.stderr.trim())).toMatchObject({ event: "not-acquired", reason: "held", key: "busy" });
+      const timed = await runCli(["run", ...dirArgs, "--key", "busy", "--wait", "200ms", "--json", "--", "true"]);
+      expect(timed.code).toBe(124);
+      const events = timed.stderr
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line));
+      expect(events.map((e) => e.event)).toEqual(["waiting", "not-acquired"]);
+      expect(events[0].holder).toMatchObject({ held: true, pid: process.pid });
+      expect(events[1].waitedMs).toBeGreaterThanOrEqual(190);
+      expect(events[1].waitedMs).toBeLessThan(1500);
+    } finally {
+      await lease.release();
+    }
+  });
+
+  it("forwards SIGTERM to the command and releases the lock only after it exited", async () => {
+    const child = nodeCommand(
+      `process.on("SIGTERM", () => { console.log("got SIGTERM"); setTimeout(() => { console.log("bye"); process.exit(0); }, 400); });` +
+        `console.log("ready"); setInterval(() => {}, 1000);`,
+    );
+    const cli = startCli(["run", ...dirArgs, "--key", "signals", "--", ...child]);
+    await cli.waitFor(/ready/);
+    expect(await files.tryAcquire(undefined, "signals")).toBeUndefined();
+    cli.child.kill("SIGTERM");
+    await cli.waitFor(/got SIGTERM/);
+    // The command is shutting down: the lock is still held.
+    expect((await files.inspect("signals"))?.pid).toBe(cli.child.pid);
+    const result = await cli.exited;
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/got SIGTERM\nbye/);
+    const lease = await files.tryAcquire(undefined, "signals");
+    expect(lease).toBeDefined();
+    await lease?.release();
+  });
+
+  it("SIGTERM while waiting gives up at once (143), without running the command", async () => {
+    const lease = await files.acquire(undefined, "waiting");
+    try {
+      const cli = startCli(["run", ...dirArgs, "--key", "waiting", "--json", "--", "echo", "ran"]);
+      await cli.waitFor(/"waiting"/, "stderr");
+      cli.child.kill("SIGTERM");
+      const result = await cli.exited;
+      expect(result.code).toBe(143);
+      expect(result.stdout).not.toContain("ran");
+      expect(result.stderr).toContain('"interrupted"');
+    } finally {
+      await lease.release();
+    }
+  });
+
+  it("a lock deleted behind its back: warn prints the message; --on-lost kill stops the command (125)", async () => {
+    const child = nodeCommand(`console.log("ready"); setTimeout(() => console.log("finished"), 1500);`);
+    const warn = startCli(["run", ...dirArgs, "--key", "lost-warn", "--expiry", "400ms", "--", ...child]);
+    await warn.waitFor(/ready/);
+    rmSync(files.lockPath("lost-warn"), { recursive: true });
+    await warn.waitFor(/warning: Lock "lost-warn" was lost/, "stderr");
+    const kill = startCli([
+      "run",
+      ...dirArgs,
+      "--key",
+      "lost-kill",
+      "--expiry",
+      "400ms",
+      "--on-lost",
+      "kill",
+      "--",
+      ...child,
+    ]);
+    await kill.waitFor(/ready/);
+    rmSync(files.lockPath("lost-kill"), { recursive: true });
+    const killed = await kill.exited;
+    expect(killed.code).toBe(125);
+    expect(killed.stdout).not.toContain("finished");
+    expect(killed.stderr).toMatch(/Lock "lost-kill" was lost.*stopping the command/);
+    const warned = await warn.exited;
+    expect(warned.code).toBe(0);
+    expect(warned.stdout).toContain("finished");
+  });
+
+  it("exports the fencing token to the command; tokens rise from run to run", async () => {
+    const print = ["sh", "-c", 'echo "token=$LOCK_TOKEN"'];
+    const first = await runCli(["run", ...dirArgs, "--key", "fenced", "--fencing-env", "LOCK_TOKEN", "--", ...print]);
+    const second = await runCli(["run", ...dirArgs, "--key", "fenced", "--fencing-env", "LOCK_TOKEN", "--", ...print]);
+    expect(first.stdout).toBe("token=1\n");
+    expect(second.stdout).toBe("token=2\n");
+  });
+
+  it("reports usage errors (64), a missing command (127) and an unwritable store (69) with the bad value named", async () => {
+    const cases: Array<[string[], number, RegExp]> = [
+      [["run", "--key", "k", "--wait", "soon", "--", "true"], 64, /--wait: .*received "soon"/],
+      [
+        ["run", "--key", "k", "--on-lost", "panic", "--", "true"],
+        64,
+        /--on-lost: expected warn or kill, received "panic"/,
+      ],
+      [
+        ["run", "--key", "k", "--expiry", "50ms", "--", "true"],
+        64,
+        /--expiry: expected at least 200ms, received "50ms"/,
+      ],
+      [["run", "--key", "k"], 64, /no command to run/],
+      [["run", "--", "true"], 64, /--key NAME is required/],
+      [["run", "--key", "k", "--bogus", "--", "true"], 64, /Unknown option '--bogus'/],
+      [["frobnicate"], 64, /unknown command "frobnicate"/],
+      [
+        ["run", "--key", "k", "--redis", "localhost:6379", "--", "true"],
+        64,
+        /--redis: expected a URL .*"localhost:6379"/,
+      ],
+      [["run", ...dirArgs, "--key", "k", "--", "no-such-command-here"], 127, /cannot run "no-such-command-here"/],
+      [["run", "--dir", "/proc/self/globallock", "--key", "k", "--", "true"], 69, /\/proc\/self\/globallock/],
+    ];
+    const results = await Promise.all(cases.map(([args]) => runCli(args)));
+    results.forEach((result, index) => {
+      const [args, code, message] = cases[index] as [string[], number, RegExp];
+      expect(result.code, args.join(" ")).toBe(code);
+      expect(result.stderr).toMatch(message);
+    });
+  });
+
+  it("status says whether the key is held (0) or free (1), with the holder", async () => {
+    const lease = await files.acquire(undefined, "inspected");
+    const held = await runCli(["status", ...dirArgs, "--key", "inspected"]);
+    expect(held.code).toBe(0);
+    expect(held.stdout).toMatch(new RegExp(`inspected: held by pid ${process.pid} on .*lease ends in`));
+    const json = await runCli(["status", ...dirArgs, "--key", "inspected", "--json"]);
+    expect(JSON.parse(json.stdout)).toMatchObject({ key: "inspected", held: true, pid: process.pid });
+    await lease.release();
+    const free = await runCli(["status", ...dirArgs, "--key", "inspected"]);
+    expect(free.code).toBe(1);
+    expect(free.stdout).toMatch(/inspected: free/);
+  });
+
+  it("--help shows usage, examples and the exit codes", async () => {
+    const help = await runCli(["--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/globallock run \[options\] -- command \[args\.\.\.\]/);
+    expect(help.stdout).toMatch(/Examples:/);
+    for (const code of ["64", "69", "75", "124", "125", "127"]) expect(help.stdout).toContain(`  ${code} `);
+  });
+
+  it.skipIf(!existsSync("/usr/bin/script"))("on a terminal, shows one waiting line with the holder", async () => {
+    const lease = await files.acquire(undefined, "tty");
+    try {
+      const command = `${process.execPath} ${CLI_PATH()} run --dir ${directory} --key tty --wait 700ms -- true`;
+      const output = execFileSync("script", ["-qfec", command, "/dev/null"], { encoding: "utf8" }).toString();
+      expect(output).toMatch(new RegExp(`waiting for lock "tty" \\(held by pid ${process.pid} on [^,]+, for`));
+      expect(output).toContain("\r\x1b[2K");
+      expect(output).toMatch(/gave up waiting for lock "tty" after/);
+    } catch (error) {
+      // script exits with the command's status (124 here): its output is on the error.
+      const output = String((error as { stdout?: unknown }).stdout);
+      expect(output).toMatch(new RegExp(`waiting for lock "tty" \\(held by pid ${process.pid} on [^,]+, for`));
+      expect(output).toMatch(/gave up waiting for lock "tty" after/);
+    } finally {
+      await lease.release();
+    }
+  });
+});
+
+function CLI_PATH(): string {
+  return new URL("../dist/esm/cli/main.js", import.meta.url).pathname;
+}
+
+describe("globallock run, Redis", () => {
+  let servers: RedisServer[] = [];
+  let admin: Redis;
+  beforeAll(async () => {
+    servers = await startServers(3);
+    admin = (servers[0] as RedisServer).client();
+  });
+  afterAll(async () => {
+    admin?.disconnect();
+    await stopServers(servers);
+  });
+  const one = (): string[] => ["--redis", (servers[0] as RedisServer).url];
+
+  it("runs serialize on one key on one server, and on a three-server quorum", async () => {
+    await expectSerialized(one(), "redis-serial");
+    await expectSerialized(
+      servers.flatMap((server) => ["--redis", server.url]),
+      "quorum-serial",
+    );
+  });
+
+  it("takes the URL from GLOBALLOCK_REDIS_URL; status shows the TTL; --no-wait exits 75", async () => {
+    const env = { GLOBALLOCK_REDIS_URL: (servers[0] as RedisServer).url };
+    const cli = startCli(
+      ["run", "--key", "env", "--", ...nodeCommand(`console.log("ready"); setTimeout(() => {}, 800)`)],
+      env,
+    );
+    await cli.waitFor(/ready/);
+    expect(await admin.pttl("globallock:env")).toBeGreaterThan(0);
+    const status = await runCli(["status", "--key", "env"], env);
+    expect(status.code).toBe(0);
+    expect(status.stdout).toMatch(/env: held by .*lease ends in/);
+    expect((await runCli(["run", "--key", "env", "--no-wait", "--", "true"], env)).code).toBe(75);
+    expect((await cli.exited).code).toBe(0);
+    expect(await admin.exists("globallock:env")).toBe(0);
+    expect((await runCli(["status", "--key", "env"], env)).code).toBe(1);
+  });
+
+  it("a key deleted behind its back is reported lost; --on-lost kill stops the command (125)", async () => {
+    const child = nodeCommand(`console.log("ready"); setTimeout(() => console.log("finished"), 3000);`);
+    const cli = startCli([
+      "run",
+      ...one(),
+      "--key",
+      "redis-lost",
+      "--expiry",
+      "400ms",
+      "--on-lost",
+      "kill",
+      "--",
+      ...child,
+    ]);
+    await cli.waitFor(/ready/);
+    await eventually(async () => (await admin.del("globallock:redis-lost")) === 1);
+    const result = await cli.exited;
+    expect(result.code).toBe(125);
+    expect(result.stdout).not.toContain("finished");
+    expect(result.stderr).toMatch(/Lock "redis-lost" was lost/);
+  });
+
+  it("an unreachable server is a clear error with status 69", async () => {
+    const down = await startServers(1);
+    const url = (down[0] as RedisServer).url;
+    await stopServers(down);
+    const result = await runCli(["run", "--redis", url, "--key", "k", "--", "true"]);
+    expect(result.code).toBe(69);
+    expect(result.stderr).toMatch(new RegExp(`cannot reach ${url.replace(/\./g, "\\.")}.*ECONNREFUSED`));
+  });
+});
