@@ -1,0 +1,85 @@
+/**
+ * A FileLocker in a child process, driven over IPC by test/helpers/remote-locker.ts (so that a
+ * contract test's "peer" really is another process). It imports the BUILT package.
+ *
+ * Parent → child: { op: "open", options } | { op: "acquire", id, key, options, wait } |
+ *   { op: "abort", id } | { op: "release", id } | { op: "close" } | { op: "raceAt", id, key, at }
+ *   (raceAt: spin until epoch ms `at`, one tryAcquire; a lease won is kept under `id`)
+ * Child → parent: { id, ok, lease?: { token, fencingToken? } | null, outcome?, error? } and
+ *   { event: "lost", id, reason }
+ */
+import { FileLocker } from "globallock";
+
+let locker;
+/** Requests in flight by id: their AbortController. */
+const pending = new Map();
+/** Leases held by id. */
+const leases = new Map();
+
+const reply = (message) => process.send?.(message);
+const describe = (error) => ({ name: error?.name, code: error?.code, message: String(error?.message ?? error) });
+
+process.on("disconnect", () => process.exit(0));
+process.on("message", async (message) => {
+  switch (message.op) {
+    case "open":
+      locker = new FileLocker(message.options);
+      reply({ id: message.id, ok: true, pid: process.pid });
+      break;
+    case "acquire": {
+      const controller = new AbortController();
+      pending.set(message.id, controller);
+      try {
+        const lease = message.wait
+          ? await locker.acquire(controller.signal, message.key, message.options)
+          : await locker.tryAcquire(controller.signal, message.key, message.options);
+        pending.delete(message.id);
+        if (lease === undefined) {
+          reply({ id: message.id, ok: true, lease: null });
+          break;
+        }
+        leases.set(message.id, lease);
+        lease.lost.addEventListener("abort", () =>
+          reply({ event: "lost", id: message.id, reason: lease.lost.reason?.reason }),
+        );
+        reply({ id: message.id, ok: true, lease: { fencingToken: lease.fencingToken?.toString() } });
+      } catch (error) {
+        pending.delete(message.id);
+        reply({ id: message.id, ok: false, error: describe(error) });
+      }
+      break;
+    }
+    case "abort":
+      pending.get(message.id)?.abort(new Error("aborted by the parent"));
+      break;
+    case "release": {
+      const lease = leases.get(message.id);
+      leases.delete(message.id);
+      reply({ id: message.id, ok: true, outcome: lease === undefined ? "released" : await lease.releaseWithOutcome() });
+      break;
+    }
+    case "raceAt": {
+      // Spin until the shared epoch time, then one attempt: stale-lock stealers start together.
+      while (performance.timeOrigin + performance.now() < message.at) {
+        // busy-wait
+      }
+      const before = locker.stats.lostTakeoverRaces;
+      try {
+        // A winner holds on until the parent releases it (op "release" with the same id).
+        const lease = await locker.tryAcquire(undefined, message.key);
+        const won = lease !== undefined;
+        if (won) leases.set(message.id, lease);
+        reply({ id: message.id, ok: true, won, lostRace: locker.stats.lostTakeoverRaces > before });
+      } catch (error) {
+        reply({ id: message.id, ok: false, error: describe(error) });
+      }
+      break;
+    }
+    case "close":
+      for (const controller of pending.values()) controller.abort(new Error("closing"));
+      await locker?.close();
+      reply({ id: message.id, ok: true });
+      break;
+  }
+});
+process.send?.({ event: "ready" });
