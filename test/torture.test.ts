@@ -297,4 +297,63 @@ describe("torture, short profile", () => {
     },
     TIMEOUT,
   );
+  it(
+    "17. FileLocker, no faults, separate processes: no overlap, no lost update, no stale write",
+    async () => {
+      const { metrics } = await run("file-no-faults", [
+        "C1 no overlap",
+        "C2 no lost update",
+        "every section completed",
+      ]);
+      expect(metrics.overlaps).toBe(0);
+      expect(metrics.lostUpdates).toBe(0);
+      expect(metrics.staleWrites).toBe(0);
+      expect(metrics.lostLeases).toBe(0);
+      expect(metrics.sections).toBeGreaterThan(0);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "18. a SIGKILLed FileLocker holder's lock is taken over at its deadline, within one wake-up",
+    async () => {
+      const { metrics } = await run("file-holder-killed", [
+        "next holder not before the lock's deadline",
+        "next holder within one wake-up after the deadline",
+        "next holder within expiry + backoff.max + margin",
+      ]);
+      expect(metrics.overlaps).toBe(0);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "19. a SIGSTOPped FileLocker holder overlaps (C1 sees it), learns of the loss on SIGCONT, and is fenced off",
+    async () => {
+      const { metrics } = await run("file-holder-paused", [
+        "C1 sees the overlap",
+        "lost fires as soon as the holder runs again (after SIGCONT)",
+        "C3 refuses the stale holder's commit write",
+        "successor's key survives the stale release",
+      ]);
+      expect(metrics.overlaps).toBeGreaterThan(0);
+      expect(metrics.staleRejected).toBeGreaterThan(0);
+      expect(metrics.staleAccepted).toBe(0);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "20. two processes racing for a stale lock file 200 times: exactly one wins each round",
+    async () => {
+      const { metrics } = await run("file-stale-race", [
+        "exactly one winner in every round",
+        "rounds in which two stealers found the stale entry (a real race)",
+        "C1 no overlap",
+      ]);
+      expect(metrics.badRounds).toBe(0);
+      expect(metrics.realRaces).toBeGreaterThan(0);
+    },
+    TIMEOUT,
+  );
 });

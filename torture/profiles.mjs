@@ -113,6 +113,14 @@ const semaphoreKill = { ...semaphore, marginMs: 500, clockSlackMs: 20 };
 /** Scenario 16: as scenario 4, with a writer. */
 const readWriteStop = { ...holderPaused, writerShare: 0.5 };
 const loopBlocked = { ...staleHolder, faultFactor: 1.5, afterBlockMs: EXPIRY / 2, successorHoldMs: 2 * EXPIRY };
+/**
+ * Scenarios 17–20, FileLocker (lock files of this host): as 1, 3 and 4; 18 also bounds the
+ * take-over after the dead holder's deadline by `wakeUpMs` (waiters sleep until the deadline read
+ * from the lock file). 20: `stealers` processes race for `rounds` stale locks, each attempt at the
+ * same instant (`startInMs` after the parent set the round up).
+ */
+const fileHolderKilled = { ...holderKilled, wakeUpMs: 100 };
+const fileStaleRace = { ...common, stealers: 2, rounds: 200, startInMs: 5 };
 
 export const PROFILES = {
   full: {
@@ -135,6 +143,10 @@ export const PROFILES = {
     "semaphore-kill": { ...semaphoreKill, seeds: [1, 2, 3], contenders: 7, warmup: 20 },
     "read-write": { ...readWrite, seeds: [1, 2, 3], processes: 8, sections: 100 },
     "read-write-stop": { ...readWriteStop, seeds: [1, 2, 3], contenders: 7, warmup: 10 },
+    "file-no-faults": { ...common, seeds: [1, 2, 3], processes: 8, sections: 200, keys: 2 },
+    "file-holder-killed": { ...fileHolderKilled, seeds: [1, 2, 3, 4, 5], contenders: 3, warmup: 10 },
+    "file-holder-paused": { ...holderPaused, seeds: [1, 2, 3, 4, 5], contenders: 3, warmup: 10 },
+    "file-stale-race": { ...fileStaleRace, seeds: [1, 2, 3] },
   },
   short: {
     control: { ...common, seeds: [1], processes: 3, sections: 20, hold: { min: 1, max: 4 } },
@@ -164,6 +176,10 @@ export const PROFILES = {
     "semaphore-kill": { ...semaphoreKill, seeds: [1], contenders: 4, warmup: 5 },
     "read-write": { ...readWrite, seeds: [1], processes: 8, sections: 20 },
     "read-write-stop": { ...readWriteStop, seeds: [1], contenders: 4, warmup: 5 },
+    "file-no-faults": { ...common, seeds: [1], processes: 4, sections: 40, keys: 1 },
+    "file-holder-killed": { ...fileHolderKilled, seeds: [1], contenders: 2, warmup: 5 },
+    "file-holder-paused": { ...holderPaused, seeds: [1], contenders: 2, warmup: 5 },
+    "file-stale-race": { ...fileStaleRace, seeds: [1] },
   },
 };
 

@@ -23,6 +23,9 @@
  * Sentinel client that finds the master itself. With `config.abortWaits` ({ chance, minMs, maxMs }),
  * that share of attempts gets a short, seeded AbortSignal timeout instead of `acquireTimeoutMs`.
  *
+ * `config.mode` "file": a `FileLocker` on `config.directory` (the lock files of this host; no lock
+ * server).
+ *
  * Counted locks (`config.mode`): "semaphore" — a `RedisSemaphore` with `config.limit`; each section
  * takes a seeded weight in `config.weights` ({ min, max }), enters the referee with that weight
  * against the limit (C1 counts permits), holds, and counts as a shared completion (no C2 counter:
@@ -31,7 +34,7 @@
  * enters the referee with the weight of every permit (`RW_WRITER_WEIGHT`), a reader enters with 1
  * and only reads the counter, so C1 sees a writer with anyone, or two writers, as an overlap.
  */
-import { fencedWrite, MemoryLocker, RedisLocker, RedisReadWriteLocker, RedisSemaphore } from "globallock";
+import { FileLocker, fencedWrite, MemoryLocker, RedisLocker, RedisReadWriteLocker, RedisSemaphore } from "globallock";
 import { Redis } from "ioredis";
 import { busyWait, now, sleep } from "./lib/clock.mjs";
 import { Prng } from "./lib/prng.mjs";
@@ -177,6 +180,10 @@ async function setUp(received) {
         : new RedisReadWriteLocker(client, options);
   } else if (config.mode === "memory") {
     locker = new MemoryLocker();
+  } else if (config.mode === "file") {
+    // The lock options of every mode (expiry, backoff) but Redis's operationTimeout.
+    const { operationTimeout: _unused, ...options } = config.lockerOptions;
+    locker = new FileLocker({ ...options, directory: config.directory });
   }
   send({ type: "ready", pid: process.pid, t: now() });
 }

@@ -9,8 +9,10 @@
  * phases to stderr.
  */
 
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { FileLocker } from "globallock";
 import { checkNoStaleAccepted } from "./checks.mjs";
 import { pidAlive } from "./cleanup.mjs";
 import { ms, now, sleep } from "./clock.mjs";
@@ -32,6 +34,9 @@ export class RunContext {
   #closers = [];
   /** Servers a scenario started itself (e.g. a Sentinel group): stopped and checked at teardown. */
   #adopted = [];
+  /** The lock directory of FileLocker workers (see {@link useFileStore}), if any. */
+  fileDirectory = undefined;
+  #fileNames;
 
   /**
    * @param {{ scenario: string, seed: number, lockNodes: number }} options
@@ -54,6 +59,42 @@ export class RunContext {
     this.log(
       `referee on ${this.refereeServer.port}, lock servers on ${this.lockServers.map((s) => s.port).join(", ")}`,
     );
+  }
+
+  /**
+   * Gives the run a fresh lock directory for FileLocker workers (mode "file"), removed at teardown:
+   * their lock files there are what "no lock key left" and {@link holdersValue} look at.
+   */
+  useFileStore() {
+    this.fileDirectory = mkdtempSync(join(tmpdir(), `globallock-torture-${this.scenario}-`));
+    const directory = this.fileDirectory;
+    // Never locks: it names the lock files (`lockPath`), as every worker's locker does.
+    this.#fileNames = new FileLocker({ directory });
+    this.onTeardown(() => rmSync(directory, { recursive: true, force: true }));
+    return directory;
+  }
+
+  /** The path of `key`'s lock in the file store (see {@link useFileStore}). */
+  fileLockPath(key) {
+    return this.#fileNames.lockPath(key);
+  }
+
+  /**
+   * The entry of `key`'s lock in the file store, `{ name, token, deadline }` (deadline: epoch ms),
+   * or null when free. `lockPath` comes from a FileLocker (`locker.lockPath(key)`).
+   */
+  fileEntry(lockPath) {
+    let names;
+    try {
+      names = readdirSync(lockPath);
+    } catch {
+      return null;
+    }
+    const entries = names
+      .map((name) => /^([0-9a-f]{32})\.(\d+)$/.exec(name))
+      .filter(Boolean)
+      .map(([name, token, deadline]) => ({ name, token, deadline: Number(deadline) }));
+    return entries.sort((a, b) => b.deadline - a.deadline)[0] ?? null;
   }
 
   /** With TORTURE_VERBOSE set, prints a timestamped progress line to stderr. */
@@ -112,6 +153,7 @@ export class RunContext {
       limit: settings.limit ?? null,
       weights: settings.weights ?? null,
       writerShare: settings.writerShare ?? 0,
+      directory: settings.directory ?? this.fileDirectory ?? null,
     };
   }
 
@@ -188,6 +230,7 @@ export class RunContext {
    * lock's holders (its sorted set's members, comma-separated); null when nobody does.
    */
   async holdersValue(key, node = 0) {
+    if (this.fileDirectory !== undefined) return this.fileEntry(this.fileLockPath(key))?.token ?? null;
     const admin = this.lockAdmins[node];
     const lockKey = `${this.prefix}${key}`;
     if ((await admin.type(lockKey)) !== "zset") return admin.get(lockKey);
@@ -251,6 +294,16 @@ export class RunContext {
    * must lapse by itself (it has a short TTL), which is checked by waiting for it.
    */
   async #checkLeftovers(checks) {
+    if (this.fileDirectory !== undefined) {
+      // Lock directories with an entry, or attempts not cleaned up; fencing counters stay on purpose.
+      const left = readdirSync(this.fileDirectory).filter(
+        (name) =>
+          name.startsWith(".tmp-") ||
+          (name.endsWith(".lock") && readdirSync(join(this.fileDirectory, name)).length > 0),
+      );
+      checks.add("no lock key left after every worker exited", left.length === 0, "none", left.join(", ") || "none");
+      return;
+    }
     const left = await this.lockKeys();
     const lapsing = left.filter((k) => k.value?.startsWith(RESERVATION) || !k.key.startsWith(this.prefix));
     const leaked = left.filter((k) => !lapsing.includes(k));

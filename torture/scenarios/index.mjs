@@ -1,5 +1,9 @@
 /** Every scenario, in report order. */
 import control from "./control.mjs";
+import fileHolderKilled from "./file-holder-killed.mjs";
+import fileHolderPaused from "./file-holder-paused.mjs";
+import fileNoFaults from "./file-no-faults.mjs";
+import fileStaleRace from "./file-stale-race.mjs";
 import holderKilled from "./holder-killed.mjs";
 import holderPaused from "./holder-paused.mjs";
 import longSection from "./long-section.mjs";
@@ -39,6 +43,10 @@ export const SCENARIOS = [
   semaphoreKill,
   readWrite,
   readWriteStop,
+  fileNoFaults,
+  fileHolderKilled,
+  fileHolderPaused,
+  fileStaleRace,
 ];
 
 /** Scenarios run only when asked for by id (`--only`): they document known failures. */
