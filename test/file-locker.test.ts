@@ -229,7 +229,7 @@ describe("FileLocker specifics", () => {
 /** Moves the entry of a lock (a holder that stopped extending) to a deadline in the past. */
 function makeStale(lock: string): void {
   for (const name of readdirSync(lock)) {
-    const [token] = name.split(".");
-    renameSync(join(lock, name), join(lock, `${token}.${Date.now() - 1000}`));
+    const [token, _deadline, ...rest] = name.split(".");
+    renameSync(join(lock, name), join(lock, [token, Date.now() - 1000, ...rest].join(".")));
   }
 }

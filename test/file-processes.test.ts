@@ -71,7 +71,8 @@ describe("FileLocker across processes", () => {
         const lease = await here.acquire(undefined, key, { autoExtend: false, expiry: 60_000 });
         const lock = here.lockPath(key);
         const [name] = readdirSync(lock) as [string];
-        renameSync(join(lock, name), join(lock, `${name.split(".")[0]}.${Date.now() - 1}`));
+        const [token, _deadline, ...rest] = name.split(".");
+        renameSync(join(lock, name), join(lock, [token, Date.now() - 1, ...rest].join(".")));
         const at = performance.timeOrigin + performance.now() + 5;
         const [x, y] = await Promise.all([a.raceAt(key, at), b.raceAt(key, at)]);
         expect(Number(x.won) + Number(y.won), `round ${round}`).toBe(1);

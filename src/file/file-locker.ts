@@ -39,9 +39,10 @@ interface Missed {
  *
  * How it works (see the `store` module for the file layout):
  *
- * - **Atomic take.** An attempt writes its entry (random token, pid, host, key, deadline) in a
- *   private directory and renames that directory onto the key's lock directory: the rename
- *   succeeds only if the lock is free, and the lock never exists without its content.
+ * - **Atomic take.** An attempt makes its entry (random token, deadline, grant time, pid and host,
+ *   all in the entry's name) in a private directory and renames that directory onto the key's lock
+ *   directory: the rename succeeds only if the lock is free, and the lock never exists without its
+ *   entry.
  * - **Leases.** Every held lock is extended every `expiry / 2` from its own deadline, by renaming
  *   its entry to a later deadline — which succeeds only while the entry is still there, so an
  *   extension never revives a lock that was taken over. A lock found lost aborts its lease's `lost`
@@ -213,14 +214,19 @@ export class FileLocker implements Locker {
     state.waiters.push(waiter);
     let unwatch: (() => void) | undefined;
     let backoff: Backoff | undefined;
+    /** Look before building an attempt: after a timeout, not after a release notification. */
     let probe = false;
     const signals = [signal, this.#closing.signal];
+    let acquired = false;
     try {
       for (;;) {
         let timeout: number | undefined;
         if (state.waiters.head === waiter) {
           const outcome = await this.#race(this.#attempt(key, request, probe), signal, true);
-          if (outcome instanceof FileHold) return outcome;
+          if (outcome instanceof FileHold) {
+            acquired = true;
+            return outcome;
+          }
           probe = true;
           if (unwatch === undefined) {
             // Watch first, then look again: a release between the two is not missed.
@@ -235,14 +241,17 @@ export class FileLocker implements Locker {
         }
         this.#enterWait();
         try {
-          await waiter.wait(timeout, signals);
+          probe = (await waiter.wait(timeout, signals)) !== "notified";
         } finally {
           this.#leaveWait();
         }
       }
     } finally {
       unwatch?.();
-      this.#keys.leave(key, state, waiter, true);
+      // The next in line starts its turn: at once if this caller gave up its turn, else (the key
+      // is held now) with a look at the lock rather than a full attempt.
+      this.#keys.leave(key, state, waiter, !acquired);
+      if (acquired) state.waiters.head?.postpone();
     }
   }
 
@@ -276,7 +285,7 @@ export class FileLocker implements Locker {
   ): Promise<FileHold | Missed> {
     const hash = hashKey(key);
     const { expiry } = request;
-    const result = await this.#store.take(hash, newToken(), key, expiry, probe);
+    const result = await this.#store.take(hash, newToken(), expiry, probe);
     if (!result.taken) return { holder: result.holder };
     let { entry, startedAt } = result;
     let fencingToken: bigint | undefined;

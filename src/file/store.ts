@@ -6,53 +6,61 @@
  *
  * ```
  * H.lock/                    the lock: absent or empty = free; held = exactly one entry in it
- * H.lock/<token>.<deadline>  the holder's entry: its random 16-byte token (hex) and the wall-clock
- *                            ms at which its lease runs out; the file holds the token, pid, host,
- *                            key, grant time and lease length as JSON (for `inspect` and humans)
+ * H.lock/T.D.A.P.host        the holder's entry, an empty directory whose name says it all: its
+ *                            random 16-byte token T (hex), the wall-clock ms D at which its lease
+ *                            runs out, the grant time A, and the holder's pid P and host name
  * H.fence/<n>                the key's fencing counter: one empty file named by the last token
- * .tmp-<token>/              an attempt being built (renamed to H.lock, or removed)
+ * .tmp-T/                    an attempt being built (renamed to H.lock, or removed)
  * ```
  *
  * Why this shape: the owner's token is in the entry's *name*, so every change of ownership is an
  * operation on a name, which the file system performs atomically and only if the name exists —
  * a compare-and-set without a lock:
  *
- * - **take**: build `.tmp-T/T.D` (content included), then `rename(.tmp-T, H.lock)`. A rename onto
- *   a non-empty directory fails, onto an absent or empty one succeeds, atomically: one winner, and
- *   the lock never exists without its content.
- * - **extend**: `rename(H.lock/T.D, H.lock/T.D2)`: succeeds only while the entry `T.D` exists, so
- *   only while nobody took the lock over; a holder whose extension succeeded held it throughout.
- * - **take over a stale lock** (`D` in the past): `unlink(H.lock/T.D)`, then take as above. Of
- *   several contenders that found the same stale entry exactly one unlink succeeds; an extension
- *   that came first renamed the entry, so every unlink fails and the lock stays with its holder.
- * - **release**: `unlink(H.lock/T.D)` (only ever our own entry), then `rmdir(H.lock)` (only if it
+ * - **take**: build `.tmp-T/<entry>`, then `rename(.tmp-T, H.lock)`. A rename onto a non-empty
+ *   directory fails, onto an absent or empty one succeeds, atomically: one winner, and the lock
+ *   never exists without its entry.
+ * - **extend**: `rename(H.lock/T.D…, H.lock/T.D2…)`: succeeds only while the entry exists, so only
+ *   while nobody took the lock over; a holder whose extension succeeded held it throughout.
+ * - **take over a stale lock** (`D` in the past): `rmdir(H.lock/T.D…)`, then take as above. Of
+ *   several contenders that found the same stale entry exactly one removal succeeds; an extension
+ *   that came first renamed the entry, so every removal fails and the lock stays with its holder.
+ * - **release**: `rmdir(H.lock/<our entry>)` (only ever our own), then `rmdir(H.lock)` (only if it
  *   is still empty) — the event that wakes waiters watching the directory.
  * - **fencing**: `rename(H.fence/n, H.fence/n+1)`: succeeds only for the caller that read `n`
  *   while it was current, so the counter only rises, even when a holder that lost its lock meanwhile
  *   writes late.
+ *
+ * An entry is a directory rather than a file holding the same fields because it costs one system
+ * call to make (`mkdir`) instead of three (`open`, `write`, `close`), and a reader needs no second
+ * call to learn who holds the lock.
  */
-import { mkdir, readdir, readFile, rename, rmdir, stat, unlink, writeFile } from "node:fs/promises";
+import { mkdir, readdir, rename, rmdir, stat, unlink, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { StoreUnavailableError } from "../errors.js";
 
 /** A held entry, as named in its lock directory. */
 export interface Entry {
-  /** The entry's file name: `<token>.<deadline>`. */
+  /** The entry's name: `<token>.<deadline>.<acquiredAt>.<pid>.<host>`. */
   readonly name: string;
   readonly token: string;
   /** Wall-clock ms (`Date.now()`) at which the lease runs out. */
   readonly deadline: number;
+  /** Wall-clock ms of the grant. */
+  readonly acquiredAt: number;
+  readonly pid: number;
+  readonly host: string;
 }
 
 /** What a lock file tells about its holder (see {@link FileLocker.inspect}). */
 export interface FileLockHolder {
   /** The holder's process id. */
-  readonly pid: number | undefined;
-  /** The host name of the holder's machine. */
-  readonly host: string | undefined;
-  /** Wall-clock ms (`Date.now()`) of the grant, if recorded. */
-  readonly acquiredAt: number | undefined;
+  readonly pid: number;
+  /** The host name of the holder's machine (characters other than letters, digits, `-` and `.` as `_`). */
+  readonly host: string;
+  /** Wall-clock ms (`Date.now()`) of the grant. */
+  readonly acquiredAt: number;
   /** Wall-clock ms at which the lease runs out unless extended. */
   readonly deadline: number;
   /** True when the deadline has passed: the holder died or stopped, and the next caller takes over. */
@@ -72,7 +80,7 @@ export interface FileStoreStats {
   lostTakeoverRaces: number;
 }
 
-const ENTRY = /^([0-9a-f]{32})\.(\d{1,16})$/;
+const ENTRY = /^([0-9a-f]{32})\.(\d{1,16})\.(\d{1,16})\.(\d{1,10})\.(.*)$/;
 /**
  * Error codes of a rename onto a lock directory that exists: not empty (POSIX), or any existing
  * directory (Windows, where an empty one is then removed and the rename tried again).
@@ -80,7 +88,11 @@ const ENTRY = /^([0-9a-f]{32})\.(\d{1,16})$/;
 const HELD_CODES = new Set(["ENOTEMPTY", "EEXIST", "EPERM"]);
 /** Attempts of one take that found the lock changing under it before it counts as held. */
 const TAKE_ROUNDS = 4;
-const HOST = hostname();
+/** This host's name as entries carry it: safe characters only, at most 100 of them. */
+const HOST =
+  hostname()
+    .replace(/[^A-Za-z0-9.-]/g, "_")
+    .slice(0, 100) || "host";
 
 /** The error code of a Node.js system error, if any. */
 export function codeOf(error: unknown): string | undefined {
@@ -92,11 +104,21 @@ export function codeOf(error: unknown): string | undefined {
 export function parseEntry(name: string): Entry | undefined {
   const match = ENTRY.exec(name);
   if (match === null) return undefined;
-  return { name, token: match[1] as string, deadline: Number(match[2]) };
+  const [, token, deadline, acquiredAt, pid, host] = match as unknown as [
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+  ];
+  return { name, token, deadline: Number(deadline), acquiredAt: Number(acquiredAt), pid: Number(pid), host };
 }
 
-function entryOf(token: string, deadline: number): Entry {
-  return { name: `${token}.${deadline}`, token, deadline };
+/** An entry of this process, granted at `acquiredAt`, running out at `deadline`. */
+function entryOf(token: string, deadline: number, acquiredAt: number): Entry {
+  const name = `${token}.${deadline}.${acquiredAt}.${process.pid}.${HOST}`;
+  return { name, token, deadline, acquiredAt, pid: process.pid, host: HOST };
 }
 
 /** The lock files of one directory. Paths are built from a key's hash, never from the key. */
@@ -118,7 +140,7 @@ export class FileStore {
    * it is free or its holder's deadline passed (exactly one of racing contenders takes a stale lock
    * over). `probe`: look before building anything (cheaper when the lock is probably held).
    */
-  async take(hash: string, token: string, key: string, expiry: number, probe: boolean): Promise<TakeResult> {
+  async take(hash: string, token: string, expiry: number, probe: boolean): Promise<TakeResult> {
     const lock = this.lockPath(hash);
     if (probe) {
       const holder = await this.#owner(lock);
@@ -127,21 +149,25 @@ export class FileStore {
     const tmp = join(this.directory, `.tmp-${token}`);
     await this.#call("create an attempt directory in", () => mkdir(tmp));
     let built: Entry | undefined;
+    let installed = false;
     try {
       for (let round = 0; round < TAKE_ROUNDS; round++) {
         const startedAt = performance.now();
-        const entry = entryOf(token, Date.now() + expiry);
+        const wallNow = Date.now();
+        const entry = entryOf(token, wallNow + expiry, wallNow);
         if (built === undefined) {
-          const content = JSON.stringify({ token, pid: process.pid, host: HOST, key, acquiredAt: Date.now(), expiry });
-          await this.#call("write an attempt in", () => writeFile(join(tmp, entry.name), content, { flag: "wx" }));
+          await this.#call("write an attempt in", () => mkdir(join(tmp, entry.name)));
         } else if (built.name !== entry.name) {
           await this.#call("refresh an attempt in", () => rename(join(tmp, built!.name), join(tmp, entry.name)));
         }
         built = entry;
-        if (await this.#install(tmp, lock)) return { taken: true, entry, startedAt };
+        if (await this.#install(tmp, lock)) {
+          installed = true;
+          return { taken: true, entry, startedAt };
+        }
         const holder = await this.#owner(lock);
         if (holder === undefined) {
-          // Freed meanwhile, or an empty directory left behind (a crash between unlink and rmdir).
+          // Freed meanwhile, or an empty directory left behind (a crash between the two removals of a release).
           await rmdir(lock).catch(() => undefined);
           continue;
         }
@@ -150,9 +176,11 @@ export class FileStore {
       }
       return { taken: false, holder: await this.#owner(lock) };
     } finally {
-      // Still here unless the rename installed it.
-      if (built !== undefined) await unlink(join(tmp, built.name)).catch(() => undefined);
-      await rmdir(tmp).catch(() => undefined);
+      // The attempt directory is still here unless the rename moved it onto the lock.
+      if (!installed) {
+        if (built !== undefined) await rmdir(join(tmp, built.name)).catch(() => undefined);
+        await rmdir(tmp).catch(() => undefined);
+      }
     }
   }
 
@@ -170,7 +198,7 @@ export class FileStore {
   /** Removes a stale entry: exactly one of the contenders that found it succeeds. */
   async #takeOver(lock: string, stale: Entry): Promise<void> {
     try {
-      await unlink(join(lock, stale.name));
+      await rmdir(join(lock, stale.name));
       this.stats.staleTakeovers += 1;
     } catch (error) {
       if (codeOf(error) !== "ENOENT") throw this.#unavailable("take over a stale lock in", error);
@@ -184,7 +212,7 @@ export class FileStore {
    */
   async extend(hash: string, entry: Entry, expiry: number): Promise<Entry | undefined> {
     const lock = this.lockPath(hash);
-    const next = entryOf(entry.token, Date.now() + expiry);
+    const next = entryOf(entry.token, Date.now() + expiry, entry.acquiredAt);
     try {
       await rename(join(lock, entry.name), join(lock, next.name));
       return next;
@@ -201,7 +229,7 @@ export class FileStore {
   async release(hash: string, entry: Entry): Promise<"released" | "taken" | "expired"> {
     const lock = this.lockPath(hash);
     try {
-      await unlink(join(lock, entry.name));
+      await rmdir(join(lock, entry.name));
     } catch (error) {
       if (codeOf(error) !== "ENOENT" && codeOf(error) !== "ENOTDIR")
         throw this.#unavailable("release a lock in", error);
@@ -233,24 +261,12 @@ export class FileStore {
     return found;
   }
 
-  /** Who holds `hash`'s lock, read from its entry (`undefined` when free). */
+  /** Who holds `hash`'s lock, read from its entry's name (`undefined` when free). */
   async holder(hash: string): Promise<FileLockHolder | undefined> {
-    const lock = this.lockPath(hash);
-    const entry = await this.#owner(lock);
+    const entry = await this.#owner(this.lockPath(hash));
     if (entry === undefined) return undefined;
-    let content: { pid?: unknown; host?: unknown; acquiredAt?: unknown } = {};
-    try {
-      content = JSON.parse(await readFile(join(lock, entry.name), "utf8"));
-    } catch {
-      // Renamed by an extension, or released, between the two reads: the name is enough.
-    }
-    return {
-      pid: typeof content.pid === "number" ? content.pid : undefined,
-      host: typeof content.host === "string" ? content.host : undefined,
-      acquiredAt: typeof content.acquiredAt === "number" ? content.acquiredAt : undefined,
-      deadline: entry.deadline,
-      stale: entry.deadline <= Date.now(),
-    };
+    const { pid, host, acquiredAt, deadline } = entry;
+    return { pid, host, acquiredAt, deadline, stale: deadline <= Date.now() };
   }
 
   /**
@@ -303,7 +319,7 @@ export class FileStore {
       const path = join(this.directory, name);
       try {
         if ((await stat(path)).mtimeMs > cutoff) continue;
-        for (const inner of await readdir(path)) await unlink(join(path, inner));
+        for (const inner of await readdir(path)) await rmdir(join(path, inner));
         await rmdir(path);
       } catch {
         // Gone meanwhile, or not ours to remove.

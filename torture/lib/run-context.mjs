@@ -91,7 +91,7 @@ export class RunContext {
       return null;
     }
     const entries = names
-      .map((name) => /^([0-9a-f]{32})\.(\d+)$/.exec(name))
+      .map((name) => /^([0-9a-f]{32})\.(\d+)\./.exec(name))
       .filter(Boolean)
       .map(([name, token, deadline]) => ({ name, token, deadline: Number(deadline) }));
     return entries.sort((a, b) => b.deadline - a.deadline)[0] ?? null;

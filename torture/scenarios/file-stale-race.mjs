@@ -80,8 +80,11 @@ export default {
         keys.push(key);
         const lease = await holder.acquire(undefined, key, { autoExtend: false });
         const lock = holder.lockPath(key);
-        for (const name of readdirSync(lock))
-          renameSync(join(lock, name), join(lock, `${name.split(".")[0]}.${Date.now() - 1}`));
+        // The entry's name is token.deadline.grant.pid.host: move the deadline into the past.
+        for (const name of readdirSync(lock)) {
+          const [token, _deadline, ...rest] = name.split(".");
+          renameSync(join(lock, name), join(lock, [token, Date.now() - 1, ...rest].join(".")));
+        }
         const at = now() + p.startInMs;
         const replies = await Promise.all(stealers.map((s) => ask(s, { type: "race", key, at }, "raced")));
         const winners = replies.filter((r) => r.won).length;
