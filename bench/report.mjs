@@ -3,6 +3,7 @@
  * scenario with a short note on how to read it.
  */
 import { breakdown, int, num, percent, ratio, table } from "./lib/format.mjs";
+import { renderFile } from "./scenarios/file.mjs";
 import { renderPostgres } from "./scenarios/postgres.mjs";
 
 function header(meta) {
@@ -434,5 +435,6 @@ export function renderMarkdown(results) {
   if (results.quorum) sections.push(quorum(results.quorum));
   if (results.semaphore) sections.push(semaphore(results.semaphore));
   if (results.postgres) sections.push(renderPostgres(results.postgres));
+  if (results.file) sections.push(renderFile(results.file));
   return `${sections.join("\n\n")}\n`;
 }

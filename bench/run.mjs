@@ -7,7 +7,7 @@
  *
  *   BENCH_QUICK=1           ~1-minute smoke run
  *   BENCH_ONLY=a,b          only these scenarios (uncontended, contended, handoff, memory, held,
- *                           quorum, semaphore, postgres); the report is printed but bench/results is left alone
+ *                           quorum, semaphore, postgres, file); the report is printed but bench/results is left alone
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -24,6 +24,7 @@ import { computeTargets } from "./lib/targets.mjs";
 import { now } from "./lib/timing.mjs";
 import { renderMarkdown } from "./report.mjs";
 import { runContended } from "./scenarios/contended.mjs";
+import { runFile } from "./scenarios/file.mjs";
 import { runHandoff } from "./scenarios/handoff.mjs";
 import { runHeld } from "./scenarios/held.mjs";
 import { runMemory } from "./scenarios/memory.mjs";
@@ -42,6 +43,7 @@ const RUNNERS = {
   quorum: runQuorum,
   semaphore: runSemaphore,
   postgres: runPostgres,
+  file: runFile,
 };
 const SCENARIOS = Object.keys(RUNNERS);
 const RESULTS_DIR = fileURLToPath(new URL("./results/", import.meta.url));
@@ -127,7 +129,10 @@ async function main() {
       // 1-minute load average before and after: other work on the machine makes numbers noisy.
       loadAverage: { before: loadBefore, afterScenario: loadAfter },
       versions: Object.fromEntries(
-        ["ioredis", "redlock", "redis-semaphore", "async-mutex"].map((name) => [name, versionOf(name)]),
+        ["ioredis", "redlock", "redis-semaphore", "async-mutex", "proper-lockfile"].map((name) => [
+          name,
+          versionOf(name),
+        ]),
       ),
       config: CONFIG,
       totalSeconds: (now() - started) / 1000,

@@ -1,0 +1,177 @@
+/**
+ * Scenario 10: globallock's FileLocker against proper-lockfile, in the same run, on one lock
+ * directory under the OS temporary directory (no server).
+ *
+ * - Uncontended: sequential lock + release on one key, a timed loop per contender per round
+ *   (rounds interleave the contenders): ops/s (median over rounds), p50/p99 of one lock + release
+ *   (pooled), and FileLocker's ops/s ÷ proper-lockfile's (median of per-round ratios).
+ * - Hand-off: A holds the key, B is blocked in lock(), A releases 3–12 ms later at t0 (just before
+ *   calling release), B's lock resolves at t1; latency t1 − t0 (scenario 4's `localRep` and
+ *   `remoteRep`), with B in this process (another locker) and in another process
+ *   (bench/file-worker.mjs, timed on the shared epoch clock). FileLocker's B wakes on the release
+ *   through fs.watch; proper-lockfile cannot wait for a release, so its B polls (every 1 ms and
+ *   every 25 ms).
+ *
+ * Run it alone: `BENCH_ONLY=file BENCH_QUICK=1 node bench/run.mjs` (after npm run build).
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { QUICK } from "../lib/config.mjs";
+import { FILE_CONTENDERS } from "../lib/file-contenders.mjs";
+import { int, num, table } from "../lib/format.mjs";
+import { WorkerProcess } from "../lib/rpc.mjs";
+import { median, percentile } from "../lib/stats.mjs";
+import { now } from "../lib/timing.mjs";
+import { clockOffset, localRep, remoteRep } from "./handoff.mjs";
+
+const WORKER_MODULE = fileURLToPath(new URL("../file-worker.mjs", import.meta.url));
+
+const CONFIG = QUICK
+  ? { rounds: 2, durationMs: 300, maxOps: 20_000, handoffReps: 20, handoffSlowReps: 10 }
+  : { rounds: 5, durationMs: 1000, maxOps: 200_000, handoffReps: 100, handoffSlowReps: 40 };
+
+const UNCONTENDED = [FILE_CONTENDERS.globallock, FILE_CONTENDERS["proper-lockfile"]];
+const HANDOFF = [
+  { contender: FILE_CONTENDERS.globallock },
+  { contender: FILE_CONTENDERS["proper-lockfile-1ms"] },
+  { contender: FILE_CONTENDERS["proper-lockfile-25ms"], slow: true },
+].flatMap(({ contender, slow }) => [
+  { id: `${contender.id}:local`, label: `${contender.label} — B in same process`, contender, slow },
+  { id: `${contender.id}:remote`, label: `${contender.label} — B in other process`, contender, slow, remote: true },
+]);
+
+/** Sequential lock + release on one key for `durationMs`: ops/s and per-op latencies (ms). */
+async function uncontendedLoop(session, key, durationMs, maxOps) {
+  const samples = [];
+  const start = now();
+  const end = start + durationMs;
+  while (samples.length < maxOps && now() < end) {
+    const t = now();
+    const release = await session.lock(key);
+    await release();
+    samples.push(now() - t);
+  }
+  return { opsPerSec: (samples.length * 1000) / (now() - start), samples };
+}
+
+/**
+ * Runs scenario 10.
+ * @param {{ log: (line: string) => void }} context
+ */
+export async function runFile({ log }) {
+  const directory = mkdtempSync(join(tmpdir(), "globallock-bench-file-"));
+  const worker = new WorkerProcess(WORKER_MODULE);
+  const sessions = [];
+  const open = (contender) => {
+    const session = contender.open(directory);
+    sessions.push(session);
+    return session;
+  };
+  try {
+    // Uncontended, interleaved rounds.
+    const uncontended = new Map(UNCONTENDED.map((c) => [c.id, { session: open(c), rates: [], samples: [] }]));
+    const ratios = [];
+    for (let round = 0; round < CONFIG.rounds; round++) {
+      const rates = {};
+      for (const contender of UNCONTENDED) {
+        const s = uncontended.get(contender.id);
+        const result = await uncontendedLoop(
+          s.session,
+          `uncontended-${contender.id}`,
+          CONFIG.durationMs,
+          CONFIG.maxOps,
+        );
+        s.rates.push(result.opsPerSec);
+        s.samples.push(...result.samples);
+        rates[contender.id] = result.opsPerSec;
+      }
+      ratios.push(rates.globallock / rates["proper-lockfile"]);
+      log(`file: uncontended round ${round + 1}/${CONFIG.rounds} done`);
+    }
+    // Hand-off, interleaved rounds; B here or in the worker process.
+    const state = new Map();
+    for (const variant of HANDOFF) {
+      if (variant.remote) {
+        await worker.call("prepare", { sessionId: variant.id, contenderId: variant.contender.id, directory });
+      }
+      state.set(variant.id, {
+        a: open(variant.contender),
+        b: variant.remote ? undefined : open(variant.contender),
+        target: variant.slow ? CONFIG.handoffSlowReps : CONFIG.handoffReps,
+        samples: [],
+      });
+    }
+    const clock = await clockOffset(worker);
+    for (let round = 0; round < CONFIG.rounds; round++) {
+      for (const variant of HANDOFF) {
+        const s = state.get(variant.id);
+        const quota = Math.ceil((s.target * (round + 1)) / CONFIG.rounds);
+        const key = `handoff-${variant.id.replace(":", "-")}`;
+        while (s.samples.length < quota) {
+          s.samples.push(
+            variant.remote ? await remoteRep(s.a, worker, variant.id, key) : await localRep(s.a, s.b, key),
+          );
+        }
+      }
+      log(`file: hand-off round ${round + 1}/${CONFIG.rounds} done`);
+    }
+    return {
+      config: CONFIG,
+      directory,
+      clockOffsetMs: clock.offset,
+      uncontended: UNCONTENDED.map((c) => {
+        const s = uncontended.get(c.id);
+        return {
+          id: c.id,
+          label: c.label,
+          opsPerSec: median(s.rates),
+          p50Ms: median(s.samples),
+          p99Ms: percentile(s.samples, 99),
+          rates: s.rates,
+        };
+      }),
+      globallockOverProperLockfile: median(ratios),
+      handoff: HANDOFF.map((variant) => {
+        const samples = state.get(variant.id).samples;
+        return {
+          id: variant.id,
+          label: variant.label,
+          remote: variant.remote === true,
+          reps: samples.length,
+          p50Ms: median(samples),
+          p99Ms: percentile(samples, 99),
+          maxMs: Math.max(...samples),
+          samples,
+        };
+      }),
+    };
+  } finally {
+    for (const session of sessions) await session.close();
+    await worker.call("closeAll").catch(() => undefined);
+    await worker.close();
+    rmSync(directory, { recursive: true, force: true });
+  }
+}
+
+/** The report section of scenario 10. */
+export function renderFile(s) {
+  return [
+    "## 10. Lock files on one host: FileLocker vs proper-lockfile",
+    "",
+    `One lock directory under the OS temporary directory, no server. Uncontended: sequential lock + release on one key, ${s.config.rounds} interleaved rounds of ${s.config.durationMs} ms per contender; ops/s is the median over rounds, p50/p99 of one lock + release are pooled; "÷ proper-lockfile" is the median of the per-round ratios (${num(s.globallockOverProperLockfile, 3)}×).`,
+    "",
+    table(
+      ["locker", "ops/s", "lock + release p50 (µs)", "p99 (µs)"],
+      s.uncontended.map((r) => [r.label, int(r.opsPerSec), num(r.p50Ms * 1000), num(r.p99Ms * 1000)]),
+    ),
+    "",
+    `Hand-off: A holds the key, B is blocked in lock(), A releases 3–12 ms later; latency = B's lock resolving − A calling release (A's release included). FileLocker's B wakes on the release through fs.watch (a jittered backoff is only its safety net); proper-lockfile has no wait, so its B polls through its \`retries\` option. Cross-process clock offset ${num(s.clockOffsetMs * 1000)} µs.`,
+    "",
+    table(
+      ["contender", "reps", "p50 (ms)", "p99 (ms)", "max (ms)"],
+      s.handoff.map((r) => [r.label, int(r.reps), num(r.p50Ms), num(r.p99Ms), num(r.maxMs)]),
+    ),
+  ].join("\n");
+}
