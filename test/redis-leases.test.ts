@@ -24,7 +24,9 @@ afterAll(async () => {
 describe("lost-lock signal", () => {
   it("aborts with a LockLostError when an extension finds the key gone; the holder is not cancelled", async () => {
     const admin = fixture.admin();
-    const locker = fixture.locker({ expiry: 400 });
+    // A command timeout above the default 100 ms: a fresh connection's first call may be slow on
+    // a busy machine.
+    const locker = fixture.locker({ expiry: 400, operationTimeout: 190 });
     const key = uniqueKey();
     const lease = await locker.acquire(undefined, key);
     const reasons: unknown[] = [];
@@ -104,8 +106,8 @@ describe("fencing tokens", () => {
 
   it("a holder that lost its lock has a lower token than the next holder, and its writes are rejected", async () => {
     const admin = fixture.admin();
-    const a = fixture.locker({ expiry: 400 });
-    const b = fixture.locker({ expiry: 400 });
+    const a = fixture.locker({ expiry: 400, operationTimeout: 190 });
+    const b = fixture.locker({ expiry: 400, operationTimeout: 190 });
     const key = uniqueKey();
     const resource = `resource:${key}`;
     const first = await a.acquire(undefined, key, { fencing: true });
