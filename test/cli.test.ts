@@ -4,7 +4,7 @@
  * free loopback port.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, statSync } from "node:fs";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FileLocker } from "../src/index.js";
@@ -41,6 +41,18 @@ async function expectSerialized(store: string[], key: string): Promise<void> {
   for (let i = 1; i < spans.length; i++) {
     expect(spans[i]?.[0]).toBeGreaterThanOrEqual(spans[i - 1]?.[1] as number);
   }
+}
+
+/** A command that runs 1.5 s, under `--on-lost kill`: `loseLock` deletes its lock; the command is stopped (125). */
+async function expectStoppedOnLoss(store: string[], key: string, loseLock: () => Promise<unknown>): Promise<void> {
+  const child = nodeCommand(`console.log("ready"); setTimeout(() => console.log("finished"), 1500);`);
+  const cli = startCli(["run", ...store, "--key", key, "--expiry", "400ms", "--on-lost", "kill", "--", ...child]);
+  await cli.waitFor(/ready/);
+  await loseLock();
+  const result = await cli.exited;
+  expect(result.code).toBe(125);
+  expect(result.stdout).not.toContain("finished");
+  expect(result.stderr).toMatch(new RegExp(`Lock "${key}" was lost.*stopping the command`));
 }
 
 let directory: string;
@@ -134,24 +146,9 @@ describe("globallock run, file store", () => {
     await warn.waitFor(/ready/);
     rmSync(files.lockPath("lost-warn"), { recursive: true });
     await warn.waitFor(/warning: Lock "lost-warn" was lost/, "stderr");
-    const kill = startCli([
-      "run",
-      ...dirArgs,
-      "--key",
-      "lost-kill",
-      "--expiry",
-      "400ms",
-      "--on-lost",
-      "kill",
-      "--",
-      ...child,
-    ]);
-    await kill.waitFor(/ready/);
-    rmSync(files.lockPath("lost-kill"), { recursive: true });
-    const killed = await kill.exited;
-    expect(killed.code).toBe(125);
-    expect(killed.stdout).not.toContain("finished");
-    expect(killed.stderr).toMatch(/Lock "lost-kill" was lost.*stopping the command/);
+    await expectStoppedOnLoss(dirArgs, "lost-kill", async () =>
+      rmSync(files.lockPath("lost-kill"), { recursive: true }),
+    );
     const warned = await warn.exited;
     expect(warned.code).toBe(0);
     expect(warned.stdout).toContain("finished");
@@ -209,6 +206,14 @@ describe("globallock run, file store", () => {
     const free = await runCli(["status", ...dirArgs, "--key", "inspected"]);
     expect(free.code).toBe(1);
     expect(free.stdout).toMatch(/inspected: free/);
+  });
+
+  it("is the package's bin: the built file, executable, with a node shebang", () => {
+    const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
+    expect(pkg.bin).toEqual({ globallock: "./dist/esm/cli/main.js" });
+    expect(CLI_PATH()).toMatch(/dist\/esm\/cli\/main\.js$/);
+    expect(readFileSync(CLI_PATH(), "utf8").startsWith("#!/usr/bin/env node\n")).toBe(true);
+    expect(statSync(CLI_PATH()).mode & 0o111).toBe(0o111);
   });
 
   it("--help shows usage, examples and the exit codes", async () => {
@@ -281,25 +286,9 @@ describe("globallock run, Redis", () => {
   });
 
   it("a key deleted behind its back is reported lost; --on-lost kill stops the command (125)", async () => {
-    const child = nodeCommand(`console.log("ready"); setTimeout(() => console.log("finished"), 3000);`);
-    const cli = startCli([
-      "run",
-      ...one(),
-      "--key",
-      "redis-lost",
-      "--expiry",
-      "400ms",
-      "--on-lost",
-      "kill",
-      "--",
-      ...child,
-    ]);
-    await cli.waitFor(/ready/);
-    await eventually(async () => (await admin.del("globallock:redis-lost")) === 1);
-    const result = await cli.exited;
-    expect(result.code).toBe(125);
-    expect(result.stdout).not.toContain("finished");
-    expect(result.stderr).toMatch(/Lock "redis-lost" was lost/);
+    await expectStoppedOnLoss(one(), "redis-lost", () =>
+      eventually(async () => (await admin.del("globallock:redis-lost")) === 1),
+    );
   });
 
   it("an unreachable server is a clear error with status 69", async () => {

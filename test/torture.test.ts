@@ -318,7 +318,7 @@ describe("torture, short profile", () => {
     "18. a SIGKILLed FileLocker holder's lock is taken over at its deadline, within one wake-up",
     async () => {
       const { metrics } = await run("file-holder-killed", [
-        "next holder not before the lock's deadline",
+        "next holder not before the key expired",
         "next holder within one wake-up after the deadline",
         "next holder within expiry + backoff.max + margin",
       ]);

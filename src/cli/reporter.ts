@@ -11,6 +11,7 @@ export interface Output {
   readonly isTTY?: boolean | undefined;
 }
 
+/** Writes a `globallock` invocation's events and messages to stderr (see the module comment). */
 export class Reporter {
   readonly #json: boolean;
   readonly #out: Output;

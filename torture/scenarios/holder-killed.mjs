@@ -19,43 +19,56 @@ export default {
     `kill → next holder ${range(results, "delayMs")} (TTL left at kill ${range(results, "pttlAtKill")}, ` +
     `wake-up after expiry ${range(results, "afterExpiryMs")}); overlaps ${sum(results, "overlaps")}`,
 
-  async run(ctx, p, _seed, checks) {
-    const keys = ["k0"];
-    const [victim] = await ctx.startWarmedUp(p.contenders + 1, keys, p);
-    victim.send({ type: "arm", hold: { kind: "sleep", ms: 60_000 } });
-    const entered = await victim.waitForNext((e) => e.type === "entered", 20_000, "victim inside");
-
-    victim.killedOnPurpose = true;
-    const killAt = now();
-    victim.signal("SIGKILL");
-    await victim.exited;
-    const pttl = await ctx.lockAdmins[0].pttl(`${ctx.prefix}${entered.key}`);
-    const expiresAt = now() + pttl;
-    // The dead holder never leaves the referee by itself; its lock still keeps everyone out.
-    await ctx.referee.forget(entered.key, entered.holderId);
-
-    const next = await ctx.firstEvent(
-      (e) => e.type === "acquired" && e.worker !== victim.id && e.t > killAt,
-      p.expiry * 10,
-      "next holder after the kill",
-    );
-    await ctx.sectionsAfter(next.t, p.warmup, 20_000, "sections after the kill");
-    const history = await ctx.finish(checks, keys);
-
-    const delayMs = next.t - killAt;
-    const bound = p.expiry + p.backoffMax + p.marginMs;
-    checks.add("killed holder's key still there after the kill", pttl > 0, "TTL > 0", `${pttl} ms`);
-    checks.atLeast("next holder not before the key expired", Math.round(next.t - expiresAt), -p.clockSlackMs, " ms");
-    checks.atMost("next holder within expiry + backoff.max + margin", Math.round(delayMs), bound, " ms");
-    checkNoOverlap(checks, history);
-    checkNoLostUpdates(checks, history);
-    const errors = ctx.pool.events.filter((e) => e.type === "acquireError");
-    checks.equal("no acquire error", errors.length, 0);
-    return {
-      delayMs,
-      pttlAtKill: pttl,
-      afterExpiryMs: next.t - expiresAt,
-      overlaps: history.overlaps.length,
-    };
-  },
+  run: (ctx, p, _seed, checks) =>
+    runHolderKilled(ctx, p, checks, {
+      // What is left of the dead holder's lease: its key's TTL.
+      leaseLeft: (key) => ctx.lockAdmins[0].pttl(`${ctx.prefix}${key}`),
+    }),
 };
+
+/**
+ * The body of scenarios 3 and 18: a holder is SIGKILLed inside its section; `leaseLeft(key)` reads
+ * how long its lock still has (ms; ≤ 0 when there is none) right after the kill; `settings` are the
+ * workers' extra settings. Checks that the next holder comes after that and within
+ * expiry + backoff.max + margin of the kill; resolves to the metrics and the next holder's delay
+ * after the expiry (`afterExpiryMs`).
+ */
+export async function runHolderKilled(ctx, p, checks, { leaseLeft, settings = {} }) {
+  const keys = ["k0"];
+  const [victim] = await ctx.startWarmedUp(p.contenders + 1, keys, p, settings);
+  victim.send({ type: "arm", hold: { kind: "sleep", ms: 60_000 } });
+  const entered = await victim.waitForNext((e) => e.type === "entered", 20_000, "victim inside");
+
+  victim.killedOnPurpose = true;
+  const killAt = now();
+  victim.signal("SIGKILL");
+  await victim.exited;
+  const pttl = await leaseLeft(entered.key);
+  const expiresAt = now() + pttl;
+  // The dead holder never leaves the referee by itself; its lock still keeps everyone out.
+  await ctx.referee.forget(entered.key, entered.holderId);
+
+  const next = await ctx.firstEvent(
+    (e) => e.type === "acquired" && e.worker !== victim.id && e.t > killAt,
+    p.expiry * 10,
+    "next holder after the kill",
+  );
+  await ctx.sectionsAfter(next.t, p.warmup, 20_000, "sections after the kill");
+  const history = await ctx.finish(checks, keys);
+
+  const delayMs = next.t - killAt;
+  const bound = p.expiry + p.backoffMax + p.marginMs;
+  checks.add("killed holder's key still there after the kill", pttl > 0, "TTL > 0", `${Math.round(pttl)} ms`);
+  checks.atLeast("next holder not before the key expired", Math.round(next.t - expiresAt), -p.clockSlackMs, " ms");
+  checks.atMost("next holder within expiry + backoff.max + margin", Math.round(delayMs), bound, " ms");
+  checkNoOverlap(checks, history);
+  checkNoLostUpdates(checks, history);
+  const errors = ctx.pool.events.filter((e) => e.type === "acquireError");
+  checks.equal("no acquire error", errors.length, 0);
+  return {
+    delayMs,
+    pttlAtKill: pttl,
+    afterExpiryMs: next.t - expiresAt,
+    overlaps: history.overlaps.length,
+  };
+}
