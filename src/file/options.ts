@@ -28,7 +28,14 @@ export interface FileLockerOptions {
    * `expiry / 2`), and never later than the holder's deadline read from its lock file. Catches
    * crashed holders and missed file-system notifications.
    */
-  backoff?: { min?: number | undefined; max?: number | undefined } | undefined;
+  backoff?:
+    | {
+        /** The first wait, in ms (default 50). */
+        min?: number | undefined;
+        /** The longest wait, in ms (default 1000, at most `expiry / 2`). */
+        max?: number | undefined;
+      }
+    | undefined;
   /**
    * Called (synchronously, errors swallowed) when a held lock is found lost: an extension found
    * its lock file gone or owned by another holder, or its lease ran out without a successful
