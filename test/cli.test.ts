@@ -154,6 +154,49 @@ describe("globallock run, file store", () => {
     expect(warned.stdout).toContain("finished");
   });
 
+  it("--on-lost kill: a command that ignores SIGTERM gets SIGKILL after --kill-after", async () => {
+    const stubborn = nodeCommand(
+      `process.on("SIGTERM", () => console.log("ignored")); console.log("ready"); setInterval(() => {}, 1000);`,
+    );
+    const cli = startCli([
+      "run",
+      ...dirArgs,
+      "--key",
+      "stubborn",
+      "--expiry",
+      "400ms",
+      "--on-lost",
+      "kill",
+      "--kill-after",
+      "300ms",
+      "--json",
+      "--",
+      ...stubborn,
+    ]);
+    await cli.waitFor(/ready/);
+    rmSync(files.lockPath("stubborn"), { recursive: true });
+    const result = await cli.exited;
+    expect(result.code).toBe(125);
+    expect(result.stdout).toContain("ignored");
+    const events = result.stderr
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
+    expect(events.map((e) => e.event)).toEqual([
+      "acquired",
+      "started",
+      "lost",
+      "killing",
+      "killing",
+      "exited",
+      "released",
+    ]);
+    expect(events.filter((e) => e.event === "killing").map((e) => e.signal)).toEqual(["SIGTERM", "SIGKILL"]);
+    expect(events.find((e) => e.event === "exited")).toMatchObject({ signal: "SIGKILL" });
+    // The lock was deleted, not taken by another holder.
+    expect(events.find((e) => e.event === "released")).toMatchObject({ outcome: "expired" });
+  });
+
   it("exports the fencing token to the command; tokens rise from run to run", async () => {
     const print = ["sh", "-c", 'echo "token=$LOCK_TOKEN"'];
     const first = await runCli(["run", ...dirArgs, "--key", "fenced", "--fencing-env", "LOCK_TOKEN", "--", ...print]);

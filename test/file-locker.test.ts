@@ -104,8 +104,17 @@ describe("FileLocker specifics", () => {
     expect((reason as LockLostError).reason).toBe("taken");
     expect(lost).toEqual([reason]);
     expect(() => lease.assertHeld()).toThrow(LockLostError);
-    expect(await lease.releaseWithOutcome()).toBe("taken");
     expect(locker.heldCount).toBe(0);
+    // Someone else holds it now: the stale release leaves that holder alone and says "taken".
+    const next = await make({ directory }).acquire(undefined, "deleted");
+    expect(await lease.releaseWithOutcome()).toBe("taken");
+    next.assertHeld();
+    expect(await next.releaseWithOutcome()).toBe("released");
+    // Deleted and nobody took it: "expired".
+    const other = await locker.acquire(undefined, "deleted-only");
+    rmSync(locker.lockPath("deleted-only"), { recursive: true });
+    await whenAborted(other.lost);
+    expect(await other.releaseWithOutcome()).toBe("expired");
   });
 
   it("extends every expiry / 2: the entry's deadline moves and the lease is kept", async () => {

@@ -180,7 +180,8 @@ export class FileHold extends Releasable {
     const lostReason = this.#lost.signal.aborted ? (this.#lost.signal.reason as LockLostError).reason : undefined;
     if (!this.#ended) this.#end();
     await this.#inFlight;
-    if (lostReason === "taken") return "taken";
+    // After a loss the entry is gone (or, past the deadline, still ours to delete): the store says
+    // whether another holder has the lock now ("taken") or nobody ("expired").
     const outcome = await this.#owner.track(this.#owner.store.release(this.hash, this.#entry));
     if (outcome === "released") this.#owner.freed(this.key);
     // A lease that ran out is reported expired, even when its entry was still there to delete.
