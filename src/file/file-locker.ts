@@ -71,6 +71,8 @@ export class FileLocker implements Locker {
   readonly #inFlight = new Set<Promise<unknown>>();
   readonly #closing = new AbortController();
   #ready: Promise<void> | undefined;
+  /** The directory is ready (no need to wait for {@link #prepare} again). */
+  #prepared = false;
   #waiting = 0;
   #keepAlive: NodeJS.Timeout | undefined;
   readonly #owner: HoldOwner;
@@ -191,7 +193,7 @@ export class FileLocker implements Locker {
     key: string,
     request: ResolvedAcquireOptions & { expiry: number },
   ): Promise<FileHold | undefined> {
-    await this.#race(this.#prepare(), signal);
+    if (!this.#prepared) await this.#race(this.#prepare(), signal);
     const state = this.#keys.get(key);
     if (state !== undefined && !state.idle && (state.held > 0 || state.waiters.size > 0)) return undefined;
     const outcome = await this.#race(this.#attempt(key, request, false), signal, true);
@@ -208,7 +210,7 @@ export class FileLocker implements Locker {
     key: string,
     request: ResolvedAcquireOptions & { expiry: number },
   ): Promise<FileHold> {
-    await this.#race(this.#prepare(), signal);
+    if (!this.#prepared) await this.#race(this.#prepare(), signal);
     const state = this.#keys.open(key);
     const waiter = new Waiter();
     state.waiters.push(waiter);
@@ -353,6 +355,7 @@ export class FileLocker implements Locker {
   #prepare(): Promise<void> {
     this.#ready ??= this.#track(prepareDirectory(this.#options)).then(
       () => {
+        this.#prepared = true;
         void this.#track(this.#store.sweepAttempts(STALE_ATTEMPT_MS));
       },
       (error: unknown) => {
