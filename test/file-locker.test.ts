@@ -181,6 +181,17 @@ describe("FileLocker specifics", () => {
     expect(watcher.watching).toBe(false);
   });
 
+  it("a lock directory removed while the locker lives is made again at the next attempt", async () => {
+    const parent = dir();
+    const directory = join(parent, "locks");
+    const locker = make({ directory });
+    await (await locker.lock(undefined, "k"))();
+    rmSync(directory, { recursive: true });
+    const release = await locker.lock(AbortSignal.timeout(2000), "k");
+    expect(existsSync(locker.lockPath("k"))).toBe(true);
+    await release();
+  });
+
   it("a directory that cannot be created is a StoreUnavailableError with its cause", async () => {
     const file = join(dir(), "not-a-directory");
     writeFileSync(file, "");

@@ -290,7 +290,15 @@ export class FileLocker implements Locker {
   ): Promise<FileHold | Missed> {
     const hash = hashKey(key);
     const { expiry } = request;
-    const result = await this.#store.take(hash, newToken(), expiry, probe);
+    const result = await this.#store.take(hash, newToken(), expiry, probe).catch(async (error: unknown) => {
+      // The directory was removed after it was prepared (a temporary-files cleaner, say): prepare
+      // it again, with its checks, and try once more.
+      if (!(error instanceof StoreUnavailableError) || codeOf(error.cause) !== "ENOENT") throw error;
+      this.#ready = undefined;
+      this.#prepared = false;
+      await this.#prepare();
+      return this.#store.take(hash, newToken(), expiry, probe);
+    });
     if (!result.taken) return { holder: result.holder };
     let { entry, startedAt } = result;
     let fencingToken: bigint | undefined;
