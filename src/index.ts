@@ -14,7 +14,6 @@ export {
   type ReleaseMessage,
 } from "./diagnostics.js";
 export {
-  describeValue,
   GlobalLockError,
   type GlobalLockErrorCode,
   InvalidArgumentError,
@@ -42,12 +41,13 @@ export {
 export { MemoryLocker, type MemoryLockerOptions } from "./memory/memory-locker.js";
 export { MemoryReadWriteLocker, type MemoryReadWriteLockerOptions } from "./memory/memory-read-write-locker.js";
 export { MemorySemaphore, type MemorySemaphoreOptions } from "./memory/memory-semaphore.js";
-export type { PostgresLockerOptions } from "./postgres/options.js";
+export type { PostgresLockerOptions, ResolvedPostgresLockerOptions } from "./postgres/options.js";
 export { PostgresLocker } from "./postgres/postgres-locker.js";
 export type { PostgresNotification, PostgresPool, PostgresPoolClient } from "./postgres/types.js";
 export type { ReadWriteLocker } from "./read-write.js";
 export { FENCING_COUNTER_TTL_MS } from "./redis/fencing.js";
-export { MIN_EXPIRY_MS, type RedisLockerOptions } from "./redis/options.js";
+export type { LeaseKeeperStats } from "./redis/lease-keeper.js";
+export { MIN_EXPIRY_MS, type RedisLockerOptions, type ResolvedRedisLockerOptions } from "./redis/options.js";
 export { RedisLocker } from "./redis/redis-locker.js";
 export { READ_WRITE_PREFIX, RedisReadWriteLocker } from "./redis/redis-read-write-locker.js";
 export { RedisSemaphore, type RedisSemaphoreOptions, SEMAPHORE_PREFIX } from "./redis/redis-semaphore.js";

@@ -72,7 +72,7 @@ export type TakeResult =
   | { readonly taken: true; readonly entry: Entry; readonly startedAt: number }
   | { readonly taken: false; readonly holder: Entry | undefined };
 
-/** What {@link FileStore} counts, for tests and the curious. */
+/** What a `FileLocker`'s lock files saw (`FileLocker.stats`), for tests and the curious. */
 export interface FileStoreStats {
   /** Stale entries this process removed (a dead or stopped holder's lock taken over). */
   staleTakeovers: number;

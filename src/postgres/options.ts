@@ -37,7 +37,14 @@ export interface PostgresLockerOptions {
    * ms: jittered exponential from `min` to `max` (default `{ min: 50, max: 1000 }`; `max` capped at
    * `expiry / 2`).
    */
-  backoff?: { min?: number | undefined; max?: number | undefined } | undefined;
+  backoff?:
+    | {
+        /** Shortest wait between attempts, in ms. */
+        min?: number | undefined;
+        /** Longest wait between attempts, in ms. */
+        max?: number | undefined;
+      }
+    | undefined;
   /**
    * The sequence fencing tokens come from (default `"globallock_fencing"`, optionally
    * schema-qualified), created with `CREATE SEQUENCE IF NOT EXISTS` on the first fenced acquisition.
@@ -53,13 +60,21 @@ export interface PostgresLockerOptions {
 
 /** {@link PostgresLockerOptions} with every default filled in and validated. */
 export interface ResolvedPostgresLockerOptions {
+  /** Lease length in ms. */
   readonly expiry: number;
+  /** Prepended to every key. */
   readonly prefix: string;
+  /** Timeout of every command, in ms. */
   readonly operationTimeout: number;
+  /** How long to wait for a pool connection, in ms. */
   readonly connectTimeout: number;
+  /** Shortest safety-net wait between attempts, in ms. */
   readonly backoffMin: number;
+  /** Longest safety-net wait between attempts, in ms. */
   readonly backoffMax: number;
+  /** The sequence fencing tokens come from. */
   readonly fencingSequence: string;
+  /** The hook called when a held lock is found lost. */
   readonly onLockLost: ((error: LockLostError) => void) | undefined;
 }
 

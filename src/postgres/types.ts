@@ -16,12 +16,17 @@ export interface PostgresNotification {
 /** One connection checked out of a pool (`pg.PoolClient`). */
 export interface PostgresPoolClient {
   /** Runs one statement with its parameters; `query_timeout` bounds the wait for its answer (ms). */
-  query(config: { text: string; values?: unknown[]; query_timeout?: number }): Promise<{ rows: unknown[] }>;
+  query(config: { text: string; values?: unknown[]; query_timeout?: number }): Promise<{
+    /** The rows the statement returned. */
+    rows: unknown[];
+  }>;
   /** Gives the connection back to its pool; with an error (or `true`) the pool destroys it. */
   release(destroy?: boolean | Error): void;
-  /** Listens for the connection's failure, its end, or a notification. */
+  /** Listens for the connection's failure. */
   on(event: "error", listener: (error: Error) => void): unknown;
+  /** Listens for the connection's end. */
   on(event: "end", listener: () => void): unknown;
+  /** Listens for notifications (`LISTEN`/`NOTIFY`). */
   on(event: "notification", listener: (message: PostgresNotification) => void): unknown;
   /** Removes a listener added with `on`. */
   // biome-ignore lint/suspicious/noExplicitAny: EventEmitter's own listener type, so that a pg.PoolClient fits.

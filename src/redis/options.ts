@@ -36,7 +36,14 @@ export interface RedisLockerOptions {
    * when only a larger `min` is given; `max` capped at `expiry / 2`; both at most 2147483647).
    * Catches the expiry of a crashed holder's lock and lost notifications.
    */
-  backoff?: { min?: number | undefined; max?: number | undefined } | undefined;
+  backoff?:
+    | {
+        /** Shortest wait between attempts, in ms. */
+        min?: number | undefined;
+        /** Longest wait between attempts, in ms. */
+        max?: number | undefined;
+      }
+    | undefined;
   /**
    * Maximum number of extension commands in flight at once (default `256`); each command extends
    * up to 256 locks of one node (one Cluster hash tag).
@@ -52,13 +59,21 @@ export interface RedisLockerOptions {
 
 /** {@link RedisLockerOptions} with every default filled in and validated. */
 export interface ResolvedRedisLockerOptions {
+  /** Lease length in ms. */
   readonly expiry: number;
+  /** Prepended to every key. */
   readonly prefix: string;
+  /** Timeout of every command, in ms. */
   readonly operationTimeout: number;
+  /** Clock drift allowance, a fraction of the lease. */
   readonly driftFactor: number;
+  /** Shortest safety-net wait between attempts, in ms. */
   readonly backoffMin: number;
+  /** Longest safety-net wait between attempts, in ms. */
   readonly backoffMax: number;
+  /** Extension commands in flight at most. */
   readonly sweepConcurrency: number;
+  /** The hook called when a held lock is found lost. */
   readonly onLockLost: ((error: LockLostError) => void) | undefined;
 }
 
