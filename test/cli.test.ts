@@ -4,7 +4,8 @@
  * free loopback port.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FileLocker } from "../src/index.js";
@@ -18,6 +19,16 @@ const section = (label: string, ms: number): string[] =>
   nodeCommand(
     `const t = () => performance.timeOrigin + performance.now();` +
       `console.log("start ${label} " + t()); setTimeout(() => console.log("end ${label} " + t()), ${ms});`,
+  );
+
+/**
+ * A child that prints "ready", runs until the file `marker` exists (whatever the machine's load),
+ * then prints "finished".
+ */
+const untilMarker = (marker: string): string[] =>
+  nodeCommand(
+    `console.log("ready"); const t = setInterval(() => {` +
+      ` if (require("fs").existsSync(${JSON.stringify(marker)})) { clearInterval(t); console.log("finished"); } }, 20);`,
   );
 
 /** The [start, end] intervals printed by {@link section} children. */
@@ -141,14 +152,15 @@ describe("globallock run, file store", () => {
   });
 
   it("a lock deleted behind its back: warn prints the message; --on-lost kill stops the command (125)", async () => {
-    const child = nodeCommand(`console.log("ready"); setTimeout(() => console.log("finished"), 1500);`);
-    const warn = startCli(["run", ...dirArgs, "--key", "lost-warn", "--expiry", "400ms", "--", ...child]);
+    const marker = join(directory, "warn-done");
+    const warn = startCli(["run", ...dirArgs, "--key", "lost-warn", "--expiry", "400ms", "--", ...untilMarker(marker)]);
     await warn.waitFor(/ready/);
     rmSync(files.lockPath("lost-warn"), { recursive: true });
     await warn.waitFor(/warning: Lock "lost-warn" was lost/, "stderr");
     await expectStoppedOnLoss(dirArgs, "lost-kill", async () =>
       rmSync(files.lockPath("lost-kill"), { recursive: true }),
     );
+    writeFileSync(marker, "");
     const warned = await warn.exited;
     expect(warned.code).toBe(0);
     expect(warned.stdout).toContain("finished");
@@ -313,16 +325,14 @@ describe("globallock run, Redis", () => {
 
   it("takes the URL from GLOBALLOCK_REDIS_URL; status shows the TTL; --no-wait exits 75", async () => {
     const env = { GLOBALLOCK_REDIS_URL: (servers[0] as RedisServer).url };
-    const cli = startCli(
-      ["run", "--key", "env", "--", ...nodeCommand(`console.log("ready"); setTimeout(() => {}, 800)`)],
-      env,
-    );
+    const cli = startCli(["run", "--key", "env", "--", ...untilMarker(join(directory, "env-done"))], env);
     await cli.waitFor(/ready/);
     expect(await admin.pttl("globallock:env")).toBeGreaterThan(0);
     const status = await runCli(["status", "--key", "env"], env);
     expect(status.code).toBe(0);
     expect(status.stdout).toMatch(/env: held by .*lease ends in/);
     expect((await runCli(["run", "--key", "env", "--no-wait", "--", "true"], env)).code).toBe(75);
+    writeFileSync(join(directory, "env-done"), "");
     expect((await cli.exited).code).toBe(0);
     expect(await admin.exists("globallock:env")).toBe(0);
     expect((await runCli(["status", "--key", "env"], env)).code).toBe(1);
