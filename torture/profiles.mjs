@@ -115,11 +115,11 @@ const readWriteStop = { ...holderPaused, writerShare: 0.5 };
 const loopBlocked = { ...staleHolder, faultFactor: 1.5, afterBlockMs: EXPIRY / 2, successorHoldMs: 2 * EXPIRY };
 /**
  * Scenarios 17–20, FileLocker (lock files of this host): as 1, 3 and 4; 18 also bounds the
- * take-over after the dead holder's deadline by `wakeUpMs` (waiters sleep until the deadline read
- * from the lock file). 20: `stealers` processes race for `rounds` stale locks, each attempt at the
+ * take-over after the dead holder's deadline by `wakeUpMs`, one safety-net wake-up (waiters sleep
+ * at most until the deadline read from the lock file, so it is usually a few ms). 20: `stealers` processes race for `rounds` stale locks, each attempt at the
  * same instant (`startInMs` after the parent set the round up).
  */
-const fileHolderKilled = { ...holderKilled, wakeUpMs: 100 };
+const fileHolderKilled = { ...holderKilled, wakeUpMs: BACKOFF_MAX };
 const fileStaleRace = { ...common, stealers: 2, rounds: 200, startInMs: 5 };
 
 export const PROFILES = {
