@@ -70,6 +70,7 @@ Store options (run and status):
                          (rediss:// for TLS). Repeat it for a Redlock quorum of
                          independent servers (an odd number). Default: the URLs in
                          $GLOBALLOCK_REDIS_URL (separated by commas or spaces).
+                         Needs the ioredis package next to globallock.
   --dir PATH             the lock directory of the file store (default:
                          $GLOBALLOCK_DIR, else <tmpdir>/globallock-<uid>, mode 0700)
 
@@ -93,9 +94,9 @@ Durations: 250ms, 10s, 5m, 1h, or a number of seconds (1.5). While waiting on a
 terminal, one status line on stderr says who holds the lock and for how long
 we have waited; nothing is printed otherwise (errors aside) unless --json.
 
-SIGINT, SIGTERM and SIGHUP are forwarded to the command (SIGINT only when it
-does not come from the terminal, which delivers it to the command itself); the
-lock is released after the command exits.
+SIGINT, SIGTERM and SIGHUP are forwarded to the command; the lock is released
+after the command exits. (SIGINT is not forwarded when stdin is a terminal: a
+Ctrl-C there already reaches the command, which runs in the same process group.)
 
 Exit status:
   the command's own     0-255; 128+N when the command was killed by signal N
