@@ -66,13 +66,24 @@ class Made {
   }
 }
 
-/** The lock contract's harness for `RedisLocker` (for suites over any Locker, such as lockAll's). */
-export async function lockerHarness(deployment: SharedDeployment): Promise<LockerHarness> {
+/**
+ * A lock contract harness whose lockers `make` builds, each on its own client (its `close()` is
+ * called at cleanup; it may return a view of what it closes).
+ */
+async function lockContractHarness(
+  deployment: SharedDeployment,
+  make: (
+    client: Redis | Cluster,
+    options: RedisLockerOptions,
+  ) => { closable: { close(): Promise<void> }; locker: Locker },
+): Promise<LockerHarness> {
   const connect = await deployment.join();
   const made = new Made();
   const create = async (options?: { wakeOnly?: boolean }): Promise<Locker> => {
     const client = connect();
-    return made.add(new RedisLocker(client, options?.wakeOnly ? WAKE_ONLY : {}), client);
+    const { closable, locker } = make(client, options?.wakeOnly ? WAKE_ONLY : {});
+    made.add(closable, client);
+    return locker;
   };
   return {
     create,
@@ -83,44 +94,30 @@ export async function lockerHarness(deployment: SharedDeployment): Promise<Locke
       await deployment.leave();
     },
   };
+}
+
+/** The lock contract's harness for `RedisLocker` (for suites over any Locker, such as lockAll's). */
+export function lockerHarness(deployment: SharedDeployment): Promise<LockerHarness> {
+  return lockContractHarness(deployment, (client, options) => {
+    const locker = new RedisLocker(client, options);
+    return { closable: locker, locker };
+  });
 }
 
 /** The lock contract's harness for `RedisSemaphore({ limit: 1 })`. */
-export async function semaphoreAsLockHarness(deployment: SharedDeployment): Promise<LockerHarness> {
-  const connect = await deployment.join();
-  const made = new Made();
-  const create = async (options?: { wakeOnly?: boolean }): Promise<Locker> => {
-    const client = connect();
-    return made.add(new RedisSemaphore(client, { limit: 1, ...(options?.wakeOnly ? WAKE_ONLY : {}) }), client);
-  };
-  return {
-    create,
-    peer: (_locker, options) => create(options),
-    fencing: true,
-    async cleanup() {
-      await made.close();
-      await deployment.leave();
-    },
-  };
+export function semaphoreAsLockHarness(deployment: SharedDeployment): Promise<LockerHarness> {
+  return lockContractHarness(deployment, (client, options) => {
+    const locker = new RedisSemaphore(client, { limit: 1, ...options });
+    return { closable: locker, locker };
+  });
 }
 
 /** The lock contract's harness for the `write` view of `RedisReadWriteLocker`. */
-export async function writeViewHarness(deployment: SharedDeployment): Promise<LockerHarness> {
-  const connect = await deployment.join();
-  const made = new Made();
-  const create = async (options?: { wakeOnly?: boolean }): Promise<Locker> => {
-    const client = connect();
-    return made.add(new RedisReadWriteLocker(client, options?.wakeOnly ? WAKE_ONLY : {}), client).write;
-  };
-  return {
-    create,
-    peer: (_locker, options) => create(options),
-    fencing: true,
-    async cleanup() {
-      await made.close();
-      await deployment.leave();
-    },
-  };
+export function writeViewHarness(deployment: SharedDeployment): Promise<LockerHarness> {
+  return lockContractHarness(deployment, (client, options) => {
+    const readWrite = new RedisReadWriteLocker(client, options);
+    return { closable: readWrite, locker: readWrite.write };
+  });
 }
 
 /** The semaphore contract's harness for `RedisSemaphore`. */
