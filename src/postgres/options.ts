@@ -1,6 +1,6 @@
 import { InvalidArgumentError, type LockLostError } from "../errors.js";
+import { resolveBackoff, resolveOperationTimeout } from "../internal/lease-options.js";
 import {
-  MAX_TIMER_DELAY_MS,
   snapshotOptions,
   validateFunction,
   validatePositiveInteger,
@@ -105,23 +105,10 @@ export function resolvePostgresOptions(options: unknown): ResolvedPostgresLocker
   validateTimerDelay("options.expiry", expiry);
   const prefix = given.prefix === undefined ? "globallock:" : given.prefix;
   if (typeof prefix !== "string") throw new InvalidArgumentError("options.prefix", "a string", prefix);
-  const operationTimeout =
-    given.operationTimeout === undefined ? Math.min(2000, Math.floor(expiry / 4)) : given.operationTimeout;
-  validateTimerDelay("options.operationTimeout", operationTimeout);
-  if (operationTimeout >= expiry / 2) {
-    throw new InvalidArgumentError(
-      "options.operationTimeout",
-      `a number below expiry / 2 (${expiry / 2})`,
-      operationTimeout,
-    );
-  }
+  const operationTimeout = resolveOperationTimeout(given.operationTimeout, expiry);
   const connectTimeout = given.connectTimeout === undefined ? 5000 : given.connectTimeout;
   validateTimerDelay("options.connectTimeout", connectTimeout);
-  const backoff = snapshotOptions("options.backoff", given.backoff, ["min", "max"]);
-  const backoffMin = backoff.min === undefined ? 50 : backoff.min;
-  validateTimerDelay("options.backoff.min", backoffMin);
-  const backoffMax = backoff.max === undefined ? Math.max(1000, backoffMin) : backoff.max;
-  validateTimerDelay("options.backoff.max", backoffMax, backoffMin);
+  const [backoffMin, backoffMax] = resolveBackoff(given.backoff, expiry);
   const fencingSequence = given.fencingSequence === undefined ? "globallock_fencing" : given.fencingSequence;
   if (typeof fencingSequence !== "string" || !SEQUENCE_NAME.test(fencingSequence)) {
     throw new InvalidArgumentError(
@@ -138,7 +125,7 @@ export function resolvePostgresOptions(options: unknown): ResolvedPostgresLocker
     operationTimeout,
     connectTimeout,
     backoffMin,
-    backoffMax: Math.max(backoffMin, Math.min(backoffMax, Math.floor(expiry / 2), MAX_TIMER_DELAY_MS)),
+    backoffMax,
     fencingSequence,
     onLockLost: onLockLost as ((error: LockLostError) => void) | undefined,
   };

@@ -1,11 +1,10 @@
 import { InvalidArgumentError, type LockLostError } from "../errors.js";
+import { resolveBackoff, resolveOperationTimeout } from "../internal/lease-options.js";
 import {
-  MAX_TIMER_DELAY_MS,
   snapshotOptions,
   validateFunction,
   validateOptionsObject,
   validatePositiveInteger,
-  validateTimerDelay,
 } from "../internal/validate.js";
 import { clientKind } from "./client/connection-of.js";
 import type { RedisClient } from "./types.js";
@@ -91,8 +90,6 @@ const OPTION_NAMES = [
   "onLockLost",
 ] as const satisfies ReadonlyArray<keyof RedisLockerOptions>;
 
-const BACKOFF_NAMES = ["min", "max"] as const;
-
 /**
  * Validates `options` and fills in the defaults. Each option (and each of `backoff`'s) is read
  * exactly once; unknown names and `null` values are rejected. Throws {@link InvalidArgumentError}.
@@ -123,35 +120,6 @@ export function resolveOptions(options: RedisLockerOptions | undefined): Resolve
     sweepConcurrency,
     onLockLost: onLockLost as ((error: LockLostError) => void) | undefined,
   };
-}
-
-/** `operationTimeout`: a timer delay below `expiry / 2`; by default `min(2000, expiry / 4)`. */
-function resolveOperationTimeout(value: unknown, expiry: number): number {
-  const operationTimeout = value === undefined ? Math.min(2000, Math.floor(expiry / 4)) : value;
-  validateTimerDelay("options.operationTimeout", operationTimeout);
-  if (operationTimeout >= expiry / 2) {
-    throw new InvalidArgumentError(
-      "options.operationTimeout",
-      `a number below expiry / 2 (${expiry / 2})`,
-      operationTimeout,
-    );
-  }
-  return operationTimeout;
-}
-
-/**
- * `[min, max]` of the safety-net backoff. `max` defaults to `max(1000, min)` and is capped at
- * `expiry / 2` (but never below `min`); both are timer delays, so the result never exceeds
- * {@link MAX_TIMER_DELAY_MS}.
- */
-function resolveBackoff(value: unknown, expiry: number): [min: number, max: number] {
-  const given = snapshotOptions("options.backoff", value, BACKOFF_NAMES);
-  const min = given.min === undefined ? 50 : given.min;
-  validateTimerDelay("options.backoff.min", min);
-  const max = given.max === undefined ? Math.max(1000, min) : given.max;
-  validateTimerDelay("options.backoff.max", max, min);
-  const capped = Math.min(max, Math.floor(expiry / 2), MAX_TIMER_DELAY_MS);
-  return [min, Math.max(min, capped)];
 }
 
 /** What the `clients` argument may be, for error messages. */
