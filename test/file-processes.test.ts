@@ -4,7 +4,7 @@
  * same microsecond, a directory its user may not write, a waiting process kept alive.
  */
 import { execFile } from "node:child_process";
-import { chmodSync, chownSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -109,14 +109,22 @@ describe("FileLocker across processes", () => {
     mkdirSync(readOnly, { mode: 0o555 });
     chmodSync(readOnly, 0o555);
     const asRoot = process.getuid?.() === 0;
-    if (asRoot) {
-      // Root may write anywhere: the locker runs as nobody in a child process instead.
-      chownSync(directory, 65534, 65534);
-      chmodSync(directory, 0o755);
-    }
     try {
+      // Root may write anywhere: the locker runs as root without the capabilities that bypass
+      // file permissions (setpriv), in a child process, so the directory's own mode applies.
+      // (Not as another user: that user may not be able to read a checkout in a private folder.)
       const locker: Locker = asRoot
-        ? await RemoteFileLocker.start({ directory: readOnly }, { uid: 65534, gid: 65534 })
+        ? await RemoteFileLocker.start(
+            { directory: readOnly },
+            {
+              execPath: "setpriv",
+              execArgv: [
+                "--bounding-set=-dac_override,-dac_read_search",
+                "--inh-caps=-dac_override,-dac_read_search",
+                process.execPath,
+              ],
+            },
+          )
         : new FileLocker({ directory: readOnly });
       if (locker instanceof RemoteFileLocker) children.push(locker);
       const error = (await locker.tryLock(undefined, "k").catch((e: unknown) => e)) as Error & { code?: string };
@@ -126,8 +134,6 @@ describe("FileLocker across processes", () => {
       expect(error.message).toMatch(/EACCES/);
       await locker.close();
     } finally {
-      if (asRoot) chownSync(directory, 0, 0);
-      chmodSync(directory, 0o700);
       chmodSync(readOnly, 0o700);
     }
     // The same directory, writable again, works.

@@ -79,10 +79,11 @@ describe("an expiry above Node's timer limit (2^31 − 1 ms)", () => {
 describe("many held locks", () => {
   it("keeps 100,000 locks through several extension rounds: none lost, batched extensions", async () => {
     const lost: LockLostError[] = [];
-    // Short enough that one command per lock cannot extend them all within half a lease.
-    const expiry = 2000;
+    // Short enough that one command per lock cannot extend them all within half a lease (100,000
+    // commands in 1.5 s), long enough that a busy 2-core machine's pauses leave headroom.
+    const expiry = 3000;
     // A generous command timeout (below expiry / 2): filling 100,000 locks in bursts on a busy
-    // 2-core machine can keep one command waiting longer than the default 500 ms.
+    // 2-core machine can keep one command waiting longer than 500 ms.
     const locker = single.locker({ expiry, operationTimeout: 900, onLockLost: (error) => lost.push(error) });
     const other = single.locker({ expiry });
     const admin = single.admin();

@@ -43,6 +43,9 @@ export class RemoteError extends Error {
   }
 }
 
+/** How the child is started: as another user, or through a wrapper such as `setpriv`. */
+export type RemoteSpawnOptions = Pick<SpawnOptions, "uid" | "gid"> & { execPath?: string; execArgv?: string[] };
+
 export class RemoteFileLocker implements Locker {
   readonly child: ChildProcess;
   #nextId = 1;
@@ -52,16 +55,20 @@ export class RemoteFileLocker implements Locker {
   /** The child's exit. */
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 
-  private constructor(options: FileLockerOptions, spawnOptions: Pick<SpawnOptions, "uid" | "gid"> = {}) {
+  private constructor(options: FileLockerOptions, spawnOptions: RemoteSpawnOptions = {}) {
     this.child = fork(CHILD, [], { stdio: ["ignore", "inherit", "inherit", "ipc"], ...spawnOptions });
     this.exited = new Promise((done) => this.child.once("exit", (code, signal) => done({ code, signal })));
-    const ready = new Promise<void>((done) => {
+    const ready = new Promise<void>((done, fail) => {
       const onReady = (message: Reply): void => {
         if (message.event !== "ready") return;
         this.child.off("message", onReady);
         done();
       };
       this.child.on("message", onReady);
+      // A child that cannot start (say, it may not read the package) fails the start, not hangs it.
+      void this.exited.then(({ code, signal }) =>
+        fail(new Error(`child exited before it was ready (${code ?? signal})`)),
+      );
     });
     this.child.on("message", (message: Reply) => this.#onMessage(message));
     this.#ready = ready.then(async () => {
@@ -70,7 +77,7 @@ export class RemoteFileLocker implements Locker {
   }
 
   /** Starts a child process with a FileLocker of `options`, optionally as another user. */
-  static async start(options: FileLockerOptions, spawnOptions?: Pick<SpawnOptions, "uid" | "gid">) {
+  static async start(options: FileLockerOptions, spawnOptions?: RemoteSpawnOptions) {
     const locker = new RemoteFileLocker(options, spawnOptions);
     await locker.#ready;
     return locker;
