@@ -305,7 +305,14 @@ export class LockEngine {
         // A grant handed over meanwhile (say, while subscribing) is taken by the wait below.
         if (mayTry && attemptNow && !waiter.granted) {
           // The lean first try is not in the hand-off queue: on success there is nothing to leave.
-          const base = leanTry ? this.#intents.first : this.#intents.leave;
+          // On a key nobody here listens to, it does not join on failure either (a plain SET NX,
+          // the cheapest attempt): the retry that follows the subscription joins. On a key heard
+          // from lately (contended here), it joins at once.
+          const base = !leanTry
+            ? this.#intents.leave
+            : retryAfterSubscribing
+              ? this.#intents.keep
+              : this.#intents.first;
           const claimToken = state.handOff?.token;
           const intent = claimToken === undefined ? base : { ...base, claimToken };
           leanTry = false;

@@ -179,7 +179,8 @@ export class RedlockStore implements LockStore {
     let taken = 0;
     for (const answer of answers) {
       if (answer.status !== "fulfilled") continue;
-      const code = Array.isArray(answer.value) ? answer.value[0] : undefined;
+      // A bare code, or { 1, granted id } (never on a quorum node: it has no queue).
+      const code = Array.isArray(answer.value) ? answer.value[0] : answer.value;
       if (code === 1) deleted += 1;
       else if (code === -1) taken += 1;
       else gone += 1;

@@ -35,6 +35,8 @@ export class ScriptRunner {
   readonly #label: string;
   readonly #timeoutMs: number;
   readonly #deadlines: DeadlineGroup;
+  /** Makes the error of a call that timed out (one function for every call). */
+  readonly #timeoutError = (): Error => new Error(`Redis ${this.#label} did not answer within ${this.#timeoutMs} ms`);
   /** Whether the scripts were sent to the node since it last answered NOSCRIPT. */
   #loaded: boolean;
 
@@ -110,13 +112,25 @@ export class ScriptRunner {
     return this.#call(false, source, keys, args);
   }
 
-  #call(bySha: boolean, script: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
-    if (this.#failFast) {
-      const reason = this.#connection.unavailableReason();
-      if (reason !== undefined) {
-        return Promise.reject(new Error(`Redis ${this.#label} is not connected (${reason})`));
-      }
+  /**
+   * `SET key value PX ttlMs NX` with the timeout: `"OK"` when set, `null` when the key existed. No
+   * script, so no cache miss can reorder it.
+   */
+  setIfAbsent(key: string, value: string, ttlMs: number): Promise<unknown> {
+    const refusal = this.#refusal();
+    if (refusal !== undefined) return refusal;
+    let reply: Promise<unknown>;
+    try {
+      reply = this.#connection.setIfAbsent(key, value, ttlMs);
+    } catch (error) {
+      return Promise.reject(error);
     }
+    return this.#bounded(reply);
+  }
+
+  #call(bySha: boolean, script: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
+    const refusal = this.#refusal();
+    if (refusal !== undefined) return refusal;
     let reply: Promise<unknown>;
     try {
       reply = bySha ? this.#connection.evalsha(script, keys, args) : this.#connection.eval(script, keys, args);
@@ -124,10 +138,20 @@ export class ScriptRunner {
       // A client may throw instead of rejecting (a closed node-redis cluster, say).
       return Promise.reject(error);
     }
-    return this.#deadlines.run(
-      reply,
-      this.#timeoutMs,
-      () => new Error(`Redis ${this.#label} did not answer within ${this.#timeoutMs} ms`),
-    );
+    return this.#bounded(reply);
+  }
+
+  /** With `failFast`, a rejection while the connection is down; else undefined. */
+  #refusal(): Promise<never> | undefined {
+    if (!this.#failFast) return undefined;
+    const reason = this.#connection.unavailableReason();
+    return reason === undefined
+      ? undefined
+      : Promise.reject(new Error(`Redis ${this.#label} is not connected (${reason})`));
+  }
+
+  /** `reply`, bounded by the timeout. */
+  #bounded(reply: Promise<unknown>): Promise<unknown> {
+    return this.#deadlines.run(reply, this.#timeoutMs, this.#timeoutError);
   }
 }

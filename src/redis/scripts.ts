@@ -156,16 +156,19 @@ end
 /**
  * Releases a lock and hands it over (see HAND_OVER): an uncontended release touches the queue once
  * (ZRANGE) and publishes nothing. KEYS: lock, queue, liveness (the last two absent: no queue).
- * ARGV: token, grace (ms). Returns { 1 released | 0 already gone | -1 another token holds it,
- * granted waiter id }.
+ * ARGV: token, grace (ms). Returns 1 released (to nobody) | 0 already gone | -1 another token
+ * holds it, or { 1, the id of the waiter it was granted to } (a plain number when uncontended:
+ * the cheapest reply to read).
  */
 export const RELEASE = defineScript(`${HAND_OVER}
 local current = redis.call("get", KEYS[1])
 if current ~= ARGV[1] then
-  if current then return { -1, "" } end
-  return { 0, "" }
+  if current then return -1 end
+  return 0
 end
-return { 1, hand_over(KEYS[1], KEYS[2], KEYS[3], ARGV[2]) }
+local granted = hand_over(KEYS[1], KEYS[2], KEYS[3], ARGV[2])
+if granted == "" then return 1 end
+return { 1, granted }
 `);
 
 /**

@@ -93,6 +93,8 @@ export class SingleNodeStore implements LockStore {
   readonly #settings: SingleNodeStoreSettings;
   readonly #keyCache = new Map<string, KeySet>();
   readonly #scripts: ScriptSet;
+  /** Counted locks (a `limit`): every attempt runs the permit script. */
+  readonly #counted: boolean;
   /** ARGV appended to acquire calls of counted locks: limit, grace (none for locks). */
   readonly #permitArgs: readonly number[];
   /** ARGV appended to release and leave-queue calls of counted locks: limit (none for locks). */
@@ -103,7 +105,8 @@ export class SingleNodeStore implements LockStore {
     this.#runner = new ScriptRunner(connectionOf(client), "node", settings.commandTimeout);
     this.#cluster = this.#runner.connection.isCluster;
     this.#settings = settings;
-    this.#scripts = settings.limit === undefined ? LOCK_SCRIPTS : PERMIT_SCRIPTS;
+    this.#counted = settings.limit !== undefined;
+    this.#scripts = this.#counted ? PERMIT_SCRIPTS : LOCK_SCRIPTS;
     this.#permitArgs = settings.limit === undefined ? [] : [settings.limit, settings.handOffGrace];
     this.#limitArgs = settings.limit === undefined ? [] : [settings.limit];
   }
@@ -133,20 +136,25 @@ export class SingleNodeStore implements LockStore {
     const queued = keySet.queued !== undefined && intent !== undefined;
     // Without queue keys (a Cluster key with "}" but no hash tag) fencing was refused up front.
     const keys = !queued ? keySet.plain : fencing ? this.#fencedKeys(keySet) : (keySet.queued as string[]);
+    // The lean attempt: a lock that would not join the queue, asks for no fencing token and claims
+    // no grant is a plain SET NX — what the script would run, without a script call's cost.
+    const lean = !this.#counted && !fencing && intent?.join !== true && intent?.claimToken === undefined;
     const start = performance.now();
     let reply: unknown;
     try {
-      reply = await this.#runner.run(this.#scripts.acquire, keys, [
-        token,
-        duration,
-        queued ? intent.waiterId : "",
-        intent?.join ? "join" : "",
-        intent?.onSuccess ?? "keep",
-        this.#settings.livenessWindow,
-        intent?.claimToken ?? "",
-        FENCING_COUNTER_TTL_MS,
-        ...this.#permitArgs,
-      ]);
+      reply = lean
+        ? await this.#runner.setIfAbsent(resource, token, duration)
+        : await this.#runner.run(this.#scripts.acquire, keys, [
+            token,
+            duration,
+            queued ? intent.waiterId : "",
+            intent?.join ? "join" : "",
+            intent?.onSuccess ?? "keep",
+            this.#settings.livenessWindow,
+            intent?.claimToken ?? "",
+            FENCING_COUNTER_TTL_MS,
+            ...this.#permitArgs,
+          ]);
     } catch (error) {
       // The attempt may still run when the node answers again (it timed out here, not there):
       // queue a compare-and-delete with its token right behind it, so it cannot leave a lock that
@@ -155,7 +163,9 @@ export class SingleNodeStore implements LockStore {
       void this.release(new LockHandle(token, resource, 0, 0), true);
       throw unavailable(resource, "acquire", [error]);
     }
-    if (reply !== 0 && typeof reply !== "string") {
+    if (lean) {
+      if (reply === null) return { kind: "held" };
+    } else if (reply !== 0 && typeof reply !== "string") {
       const [left, registeredMs] = Array.isArray(reply) ? reply : [];
       const retryAfterMs = typeof left === "number" ? left : 1;
       if (typeof registeredMs !== "number" || registeredMs <= 0) return { kind: "held", retryAfterMs };
@@ -166,7 +176,7 @@ export class SingleNodeStore implements LockStore {
       void this.release(handle);
       return { kind: "expired-on-arrival" };
     }
-    return typeof reply === "string"
+    return typeof reply === "string" && !lean
       ? { kind: "acquired", handle, fencingToken: BigInt(reply) }
       : { kind: "acquired", handle };
   }
@@ -223,7 +233,10 @@ export class SingleNodeStore implements LockStore {
         [handle.token, this.#settings.handOffGrace, ...this.#limitArgs],
         ordered,
       );
-      const [code, chosen] = Array.isArray(reply) ? reply : [];
+      // A lock's release answers a bare code when it granted the key to nobody (see RELEASE).
+      let code = reply;
+      let chosen: unknown = "";
+      if (Array.isArray(reply)) [code, chosen] = reply;
       handle.handedTo = typeof chosen === "string" ? chosen : undefined;
       return code === 1 ? "released" : code === -1 ? "taken" : "expired";
     } catch {

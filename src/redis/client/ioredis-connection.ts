@@ -12,6 +12,7 @@ export interface IoRedisLike {
   readonly isCluster: boolean;
   evalsha(sha: string, numkeys: number, ...keysAndArgs: ScriptArgument[]): Promise<unknown>;
   eval(source: string, numkeys: number, ...keysAndArgs: ScriptArgument[]): Promise<unknown>;
+  set(key: string, value: string, px: "PX", ttlMs: number, nx: "NX"): Promise<unknown>;
   script(subcommand: "LOAD", source: string): Promise<unknown>;
   duplicate(): IoRedisLike;
   subscribe(channel: string): Promise<unknown>;
@@ -45,6 +46,10 @@ export class IoRedisConnection implements RedisConnection {
 
   eval(source: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
     return this.#client.eval(source, keys.length, ...keys, ...args);
+  }
+
+  setIfAbsent(key: string, value: string, ttlMs: number): Promise<unknown> {
+    return this.#client.set(key, value, "PX", ttlMs, "NX");
   }
 
   scriptLoad(source: string): Promise<unknown> {

@@ -93,6 +93,10 @@ export class NodeRedisConnection implements RedisConnection {
     return this.#send(keys[0], scriptCommand("EVAL", source, keys, args));
   }
 
+  setIfAbsent(key: string, value: string, ttlMs: number): Promise<unknown> {
+    return this.#send(key, ["SET", key, value, "PX", String(ttlMs), "NX"]);
+  }
+
   scriptLoad(source: string): Promise<unknown> {
     return this.#send(undefined, ["SCRIPT", "LOAD", source]);
   }

@@ -24,6 +24,11 @@ export interface RedisConnection {
   evalsha(sha: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown>;
   /** EVAL with the script's body. */
   eval(source: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown>;
+  /**
+   * `SET key value PX ttlMs NX`: resolves to `"OK"` when the key was set, `null` when it existed.
+   * (The lean first attempt on a free key: no script, no queue keys.)
+   */
+  setIfAbsent(key: string, value: string, ttlMs: number): Promise<unknown>;
   /** SCRIPT LOAD (on a Cluster: one node). */
   scriptLoad(source: string): Promise<unknown>;
   /**
