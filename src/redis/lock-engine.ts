@@ -23,12 +23,6 @@ import { ReleaseNotifier } from "./release-notifier.js";
 import { SingleNodeStore } from "./single-node-store.js";
 import type { RedisClient } from "./types.js";
 
-/** A grant that is not yet tracked by the locker. */
-interface Grant {
-  readonly handle: LockHandle;
-  readonly fencingToken?: bigint;
-}
-
 /** An attempt that did not acquire: someone else holds the key, or the grant came too late. */
 type Miss = Exclude<AttemptOutcome, { kind: "acquired" }>;
 
@@ -575,7 +569,7 @@ export class LockEngine {
     }
     // Kept (and extended: the grant's TTL is short) from now on, also while its fencing token is
     // on its way: a round trip later would be too late on a slow link.
-    const acquisition = this.#register(key, { handle }, request, true, owner);
+    const acquisition = this.#register(key, handle, undefined, request, true, owner);
     if (!request.fencing) return acquisition;
     let fencingToken: bigint | undefined;
     try {
@@ -621,16 +615,29 @@ export class LockEngine {
     probe: AcquireProbe | undefined,
   ): Promise<Acquisition | Miss> {
     if (probe !== undefined) probe.attempts += 1;
-    const attempt = this.#track(this.#grant(key, request, intent));
-    let result: Grant | Miss;
+    const attempt = this.#track(
+      this.#store.acquire(
+        this.#resourceOf(key),
+        request.expiry ?? this.#options.expiry,
+        intent,
+        request.fencing,
+        request.weight,
+      ),
+    );
+    let outcome: AttemptOutcome;
     try {
-      result = await this.#gate.race(attempt, signal);
+      outcome = await this.#gate.race(attempt, signal);
     } catch (error) {
       if (this.#isAbandonment(error, signal)) void this.#track(this.#cleanUpAbandoned(attempt, key, intent));
       throw error;
     }
-    if ("kind" in result) return result;
-    return this.#register(key, result, request, false, owner);
+    if (outcome.kind !== "acquired") return outcome;
+    if (request.fencing && outcome.fencingToken === undefined) {
+      // Only a store without fencing could answer so; checkFencing refused that up front.
+      void this.#track(this.#store.release(outcome.handle, true));
+      return { kind: "expired-on-arrival" };
+    }
+    return this.#register(key, outcome.handle, outcome.fencingToken, request, false, owner);
   }
 
   /**
@@ -641,12 +648,12 @@ export class LockEngine {
    * arrived too late. Both are sent with the script body, in that order, so the release cannot
    * grant the key to this locker after it left.
    */
-  async #cleanUpAbandoned(attempt: Promise<Grant | Miss>, key: string, intent: QueueIntent): Promise<void> {
+  async #cleanUpAbandoned(attempt: Promise<AttemptOutcome>, key: string, intent: QueueIntent): Promise<void> {
     const late = await attempt.catch(() => undefined);
     const resource = this.#options.prefix + key;
     // The registration the key may have been granted to: the late attempt's own, else the one it
     // carried.
-    const registered = late !== undefined && "kind" in late && late.kind === "held" ? late.registration : undefined;
+    const registered = late?.kind === "held" ? late.registration : undefined;
     const state = this.#keys.get(key);
     // A counted lock's waiter has its own entry (its own id): it always leaves.
     const ownEntry = intent.waiterId !== this.#waiterId;
@@ -655,40 +662,13 @@ export class LockEngine {
         ? this.#store.leaveQueue(resource, intent.waiterId, registered?.token ?? intent.claimToken)
         : undefined;
     if (ownEntry) {
-      await Promise.all([
-        leaving,
-        late !== undefined && "handle" in late ? this.#store.release(late.handle, true) : undefined,
-      ]);
+      await Promise.all([leaving, late?.kind === "acquired" ? this.#store.release(late.handle, true) : undefined]);
       return;
     }
     if (leaving !== undefined && state !== undefined) state.handOff = undefined;
     if (leaving === undefined && registered !== undefined && state !== undefined) state.handOff = registered;
-    const releasing = late !== undefined && "handle" in late ? this.#store.release(late.handle, true) : undefined;
+    const releasing = late?.kind === "acquired" ? this.#store.release(late.handle, true) : undefined;
     await Promise.all([leaving, releasing]);
-  }
-
-  /**
-   * Acquires in Redis, with the fencing token issued in the same step when asked for; the result
-   * is not yet tracked.
-   */
-  async #grant(key: string, request: ResolvedAcquireOptions, intent: QueueIntent): Promise<Grant | Miss> {
-    const { fencing } = request;
-    const outcome = await this.#store.acquire(
-      this.#resourceOf(key),
-      request.expiry ?? this.#options.expiry,
-      intent,
-      fencing,
-      request.weight,
-    );
-    if (outcome.kind !== "acquired") return outcome;
-    if (fencing && outcome.fencingToken === undefined) {
-      // Only a store without fencing could answer so; checkFencing refused that up front.
-      void this.#store.release(outcome.handle, true);
-      return { kind: "expired-on-arrival" };
-    }
-    return outcome.fencingToken === undefined
-      ? { handle: outcome.handle }
-      : { handle: outcome.handle, fencingToken: outcome.fencingToken };
   }
 
   #resourceOf(key: string): string {
@@ -701,18 +681,13 @@ export class LockEngine {
    */
   #register(
     key: string,
-    grant: Grant,
+    handle: LockHandle,
+    fencingToken: bigint | undefined,
     request: ResolvedAcquireOptions,
     handedOver: boolean,
     owner: AcquisitionOwner,
   ): Acquisition {
-    const acquisition = new Acquisition(
-      owner,
-      key,
-      grant.handle,
-      request.expiry ?? this.#options.expiry,
-      grant.fencingToken,
-    );
+    const acquisition = new Acquisition(owner, key, handle, request.expiry ?? this.#options.expiry, fencingToken);
     if (!request.autoExtend) acquisition.keepAlive = handedOver ? "once" : "never";
     const grantedAt = grantTime();
     if (grantedAt !== undefined) acquisition.grantedAt = grantedAt;
@@ -806,13 +781,15 @@ export class LockEngine {
 
   #track<T>(promise: Promise<T>): Promise<T> {
     this.#inFlight += 1;
-    const forget = (): void => {
-      this.#inFlight -= 1;
-      if (this.#inFlight === 0) this.#drained?.();
-    };
-    promise.then(forget, forget);
+    promise.then(this.#settled, this.#settled);
     return promise;
   }
+
+  /** Counts an operation of {@link #track} as settled (one function for all of them). */
+  readonly #settled = (): void => {
+    this.#inFlight -= 1;
+    if (this.#inFlight === 0) this.#drained?.();
+  };
 }
 
 /** A waiter of a counted lock: it has its own place in the store's queue (see `#obtainCounted`). */
