@@ -29,6 +29,8 @@
  * @module
  */
 // Besides the payload types, referenced from doc comments only.
+
+import type { CombinedLocker } from "./combined/combined-locker.js";
 import type {
   InvalidArgumentError,
   LockerClosedError,
@@ -37,10 +39,12 @@ import type {
   StoreUnavailableError,
   UnsupportedError,
 } from "./errors.js";
+import type { FileLocker } from "./file/file-locker.js";
 import type { Locker, ReleaseOutcome } from "./locker.js";
 import type { MemoryLocker } from "./memory/memory-locker.js";
 import type { MemoryReadWriteLocker } from "./memory/memory-read-write-locker.js";
 import type { MemorySemaphore } from "./memory/memory-semaphore.js";
+import type { PostgresLocker } from "./postgres/postgres-locker.js";
 import type { RedisLocker } from "./redis/redis-locker.js";
 import type { RedisReadWriteLocker } from "./redis/redis-read-write-locker.js";
 import type { RedisSemaphore } from "./redis/redis-semaphore.js";
@@ -69,10 +73,16 @@ export const EXTEND_CHANNEL = "globallock:extend";
 export const LOST_CHANNEL = "globallock:lost";
 
 /**
- * Which kind of locker published a message: the store (`memory` or `redis`) and the primitive
- * (`lock`: {@link MemoryLocker}, {@link RedisLocker}; `semaphore`: {@link MemorySemaphore},
- * {@link RedisSemaphore}; `read` and `write`: the views of {@link MemoryReadWriteLocker} and
- * {@link RedisReadWriteLocker}).
+ * Which kind of locker published a message: the store (`memory`, `redis`, `file`, `postgres`, or
+ * `combined` for a locker over member lockers) and the primitive (`lock`: {@link MemoryLocker},
+ * {@link RedisLocker}, {@link FileLocker}, {@link PostgresLocker}, {@link CombinedLocker};
+ * `semaphore`: {@link MemorySemaphore}, {@link RedisSemaphore}; `read` and `write`: the views of
+ * {@link MemoryReadWriteLocker} and {@link RedisReadWriteLocker}).
+ *
+ * A {@link CombinedLocker} publishes its own messages (`"combined-lock"`: one traced call, one
+ * release, one loss per combined lease) and its members, being lockers themselves, publish theirs
+ * under their own kinds — so one combined acquisition shows as one `"combined-lock"` call around
+ * its members' calls. It publishes no extension messages of its own: its members extend.
  */
 export type LockerKind =
   | "memory-lock"
@@ -82,7 +92,10 @@ export type LockerKind =
   | "redis-lock"
   | "redis-semaphore"
   | "redis-read"
-  | "redis-write";
+  | "redis-write"
+  | "file-lock"
+  | "postgres-lock"
+  | "combined-lock";
 
 /** Which {@link Locker} method a traced call is. */
 export type AcquireMode = "lock" | "tryLock" | "acquire" | "tryAcquire";
