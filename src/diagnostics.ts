@@ -29,6 +29,8 @@
  * @module
  */
 // Besides the payload types, referenced from doc comments only.
+
+import type { CombinedLocker } from "./combined/combined-locker.js";
 import type {
   InvalidArgumentError,
   LockerClosedError,
@@ -37,10 +39,12 @@ import type {
   StoreUnavailableError,
   UnsupportedError,
 } from "./errors.js";
+import type { FileLocker } from "./file/file-locker.js";
 import type { Locker, ReleaseOutcome } from "./locker.js";
 import type { MemoryLocker } from "./memory/memory-locker.js";
 import type { MemoryReadWriteLocker } from "./memory/memory-read-write-locker.js";
 import type { MemorySemaphore } from "./memory/memory-semaphore.js";
+import type { PostgresLocker } from "./postgres/postgres-locker.js";
 import type { RedisLocker } from "./redis/redis-locker.js";
 import type { RedisReadWriteLocker } from "./redis/redis-read-write-locker.js";
 import type { RedisSemaphore } from "./redis/redis-semaphore.js";
@@ -60,8 +64,9 @@ export const ACQUIRE_CHANNEL = "globallock:acquire";
 export const RELEASE_CHANNEL = "globallock:release";
 
 /**
- * Name of the channel of lease extensions (Redis lockers only): one {@link ExtendMessage} per
- * extension command and outcome.
+ * Name of the channel of lease extensions (Redis, file and PostgreSQL lockers; memory leases are
+ * never extended and a {@link CombinedLocker} leaves extending to its members): one
+ * {@link ExtendMessage} per extension command and outcome.
  */
 export const EXTEND_CHANNEL = "globallock:extend";
 
@@ -69,10 +74,16 @@ export const EXTEND_CHANNEL = "globallock:extend";
 export const LOST_CHANNEL = "globallock:lost";
 
 /**
- * Which kind of locker published a message: the store (`memory` or `redis`) and the primitive
- * (`lock`: {@link MemoryLocker}, {@link RedisLocker}; `semaphore`: {@link MemorySemaphore},
- * {@link RedisSemaphore}; `read` and `write`: the views of {@link MemoryReadWriteLocker} and
- * {@link RedisReadWriteLocker}).
+ * Which kind of locker published a message: the store (`memory`, `redis`, `file`, `postgres`, or
+ * `combined` for a locker over member lockers) and the primitive (`lock`: {@link MemoryLocker},
+ * {@link RedisLocker}, {@link FileLocker}, {@link PostgresLocker}, {@link CombinedLocker};
+ * `semaphore`: {@link MemorySemaphore}, {@link RedisSemaphore}; `read` and `write`: the views of
+ * {@link MemoryReadWriteLocker} and {@link RedisReadWriteLocker}).
+ *
+ * A {@link CombinedLocker} publishes its own messages (`"combined-lock"`: one traced call, one
+ * release, one loss per combined lease) and its members, being lockers themselves, publish theirs
+ * under their own kinds — so one combined acquisition shows as one `"combined-lock"` call around
+ * its members' calls. It publishes no extension messages of its own: its members extend.
  */
 export type LockerKind =
   | "memory-lock"
@@ -82,7 +93,10 @@ export type LockerKind =
   | "redis-lock"
   | "redis-semaphore"
   | "redis-read"
-  | "redis-write";
+  | "redis-write"
+  | "file-lock"
+  | "postgres-lock"
+  | "combined-lock";
 
 /** Which {@link Locker} method a traced call is. */
 export type AcquireMode = "lock" | "tryLock" | "acquire" | "tryAcquire";
@@ -127,8 +141,12 @@ export interface AcquireMessage {
   readonly weight: number | undefined;
   /**
    * Attempts to take the key so far. Redis: acquisition commands sent (a waiter handed the key by
-   * a release's grant sends none for it, so a hand-off usually shows 1). Memory: 1 once the call
-   * tried (a waiting caller is handed the key; it never tries again); 0 for a call refused before.
+   * a release's grant sends none for it, so a hand-off usually shows 1). File: takes tried in the
+   * lock directory. PostgreSQL: `pg_try_advisory_lock` statements sent. Memory: 1 once the call
+   * tried (a waiting caller is handed the key; it never tries again). Combined: 1 once the call
+   * asked its members (they count their own attempts in their own messages). 0 for a call refused
+   * before; Redis, file and PostgreSQL also show 0 for a `tryLock`/`tryAcquire` answered without
+   * asking the store (this locker holds the key, or queues callers for it).
    */
   readonly attempts: number;
   /** Ms from the call to its outcome (waiting included); `undefined` until it settles. */
@@ -174,10 +192,20 @@ export interface ReleaseMessage {
 export type ExtendOutcome = "extended" | "taken" | "expired" | "retry";
 
 /**
- * An extension command of the lease keeper returned ({@link EXTEND_CHANNEL}; Redis lockers only:
- * memory leases are never extended). The keeper extends leases in batches (up to 256 per command);
- * one message is published per batch, outcome and locker, so a batch whose leases all extended is
- * one message. Count failures with `count`, not with the number of messages.
+ * An extension returned ({@link EXTEND_CHANNEL}). Count failures with `count`, not with the number
+ * of messages:
+ *
+ * - Redis lockers: the lease keeper extends leases in batches (up to 256 per command); one message
+ *   is published per batch, outcome and locker, so a batch whose leases all extended is one message.
+ * - {@link FileLocker}: each lease is extended on its own (a rename of its entry): one message per
+ *   extension, `count` 1; `"expired"` when its timer found the lease run out before it could try.
+ * - {@link PostgresLocker}: the heartbeat (`SELECT 1` on the locker's one session) extends every
+ *   lease held on the session: one message per heartbeat, for the auto-extended leases held then.
+ *   A heartbeat that fails ends the session and loses its leases: its message has their loss
+ *   reason as `outcome` (`"taken"`, or `"expired"` when the server ended an idle session), its
+ *   `error`, and comes before their lost messages. Nothing is retried, so there is no `"retry"`.
+ * - Not published by memory lockers (never extended) nor by a {@link CombinedLocker} (its members
+ *   extend and publish).
  */
 export interface ExtendMessage {
   /** The first key of `keys` (the lease closest to its deadline). */
@@ -192,11 +220,14 @@ export interface ExtendMessage {
   readonly kind: LockerKind;
   /** What the extension found for them. */
   readonly outcome: ExtendOutcome;
-  /** Why the command failed, for `"retry"`; `undefined` otherwise. */
+  /**
+   * Why the command failed: for `"retry"`, and for a failed PostgreSQL heartbeat; `undefined`
+   * otherwise.
+   */
   readonly error: Error | undefined;
   /**
    * Sweep lag: how many ms later than planned the lease keeper sent the command — its timer's
-   * lateness (a busy event loop, a long GC pause) plus any wait for a free slot under
+   * lateness (a busy event loop, a long GC pause) plus, for Redis, any wait for a free slot under
    * `sweepConcurrency`. 0 when on time, and for a batch collected before anyone listened.
    */
   readonly lagMs: number;
@@ -212,7 +243,11 @@ export interface LostMessage {
   readonly locker: Locker;
   /** Which kind of locker it is. */
   readonly kind: LockerKind;
-  /** Why: `"taken"` (an extension found the key gone or another holder's) or `"expired"`. */
+  /**
+   * Why: `"taken"` (an extension found the key gone or another holder's; for PostgreSQL, the
+   * session holding it dropped) or `"expired"`. A {@link CombinedLocker}'s loss has the reason of
+   * the member loss that broke its strategy.
+   */
   readonly reason: LockLostReason;
   /** The error the lease's `lost` signal aborts with (and `onLockLost` receives). */
   readonly error: LockLostError;

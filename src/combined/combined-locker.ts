@@ -6,7 +6,16 @@ import {
   UnsupportedError,
 } from "../errors.js";
 import { onAnyAbort } from "../internal/abortable.js";
+import {
+  type AcquireProbe,
+  type DiagnosticSource,
+  grantTime,
+  lostChannel,
+  publishLost,
+  publishRelease,
+} from "../internal/diagnostics.js";
 import { noopRelease, Releasable } from "../internal/release-func.js";
+import { TracedLocker } from "../internal/traced-locker.js";
 import {
   checkWeight,
   resolveAcquireOptions,
@@ -52,19 +61,29 @@ const OUTCOME_RANK: Record<ReleaseOutcome, number> = { released: 0, expired: 1, 
  *   single member sees every grant: `{ fencing: true }` is an {@link UnsupportedError}.
  * - **Close.** `close()` refuses new calls and rejects waiters; it does not close the members (the
  *   caller owns them), and leases keep working until released.
+ * - **Diagnostics** (kind `"combined-lock"`; see `diagnostics.ts`). The combined locker publishes
+ *   its own messages, and its members, which are lockers in their own right, go on publishing
+ *   theirs: one combined call is one traced `"combined-lock"` call (`attempts`: 1 once it asked its
+ *   members; it never retries, its members do) around its members' traced calls; one combined
+ *   release is one release message (the worst member outcome) after its members'; a combined
+ *   lease found lost is one lost message, published a microtask after its `lost` aborted so that
+ *   it follows the lost message of the member whose loss broke the strategy. There is
+ *   no combined extension: extension messages come from the members.
  */
-export class CombinedLocker implements Locker {
+export class CombinedLocker extends TracedLocker implements Locker {
   readonly #members: readonly Locker[];
   readonly #strategy: CombinedStrategy;
   /** Members that must hold a key. */
   readonly #quorum: number;
   readonly #closing = new AbortController();
+  #waiting = 0;
 
   /**
    * @param lockers the member lockers (at least one, distinct), in the order every acquisition takes them.
    * @param options see {@link CombinedLockerOptions}.
    */
   constructor(lockers: readonly Locker[], options?: CombinedLockerOptions) {
+    super("combined-lock");
     if (!Array.isArray(lockers) || lockers.length === 0) {
       throw new InvalidArgumentError("lockers", "a non-empty array of Lockers", lockers);
     }
@@ -91,20 +110,45 @@ export class CombinedLocker implements Locker {
     return this.#strategy;
   }
 
-  /** {@inheritDoc Locker.lock} */
-  async lock(signal: AbortSignal | undefined, key: string): Promise<ReleaseFunc> {
-    return (await this.acquire(signal, key)).release;
+  /**
+   * Number of callers in `lock` or `acquire` that do not hold the key yet: waiting for a member or
+   * asking one (a call granted at once counts for the length of its members' round trips).
+   */
+  get waitingCount(): number {
+    return this.#waiting;
   }
 
-  /** {@inheritDoc Locker.tryLock} */
-  async tryLock(signal: AbortSignal | undefined, key: string): Promise<[acquired: boolean, release: ReleaseFunc]> {
-    const lease = await this.tryAcquire(signal, key);
+  // The calls themselves (see TracedLocker); `probe` is the diagnostics message while traced.
+
+  /** @internal */
+  protected async lockCall(
+    signal: AbortSignal | undefined,
+    key: string,
+    probe: AcquireProbe | undefined,
+  ): Promise<ReleaseFunc> {
+    return (await this.acquireCall(signal, key, undefined, probe)).release;
+  }
+
+  /** @internal */
+  protected async tryLockCall(
+    signal: AbortSignal | undefined,
+    key: string,
+    probe: AcquireProbe | undefined,
+  ): Promise<[acquired: boolean, release: ReleaseFunc]> {
+    const lease = await this.tryAcquireCall(signal, key, undefined, probe);
     return lease === undefined ? [false, noopRelease()] : [true, lease.release];
   }
 
-  /** {@inheritDoc Locker.acquire} */
-  async acquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease> {
-    const memberOptions = this.#check(signal, key, options);
+  /** @internal */
+  protected async acquireCall(
+    signal: AbortSignal | undefined,
+    key: string,
+    options: AcquireOptions | undefined,
+    probe: AcquireProbe | undefined,
+  ): Promise<Lease> {
+    const [memberOptions, autoExtend] = this.#check(signal, key, options, probe);
+    this.#waiting += 1;
+    let waiting = true;
     const controller = new AbortController();
     const unlisten = onAnyAbort([signal, this.#closing.signal], (reason) => controller.abort(reason));
     const taken: Lease[] = [];
@@ -121,8 +165,12 @@ export class CombinedLocker implements Locker {
           if (this.#members.length - errors.length < this.#quorum) throw this.#unavailable(key, errors);
         }
       }
-      return new CombinedLease(key, taken, this.#quorum);
+      this.#waiting -= 1;
+      waiting = false;
+      return new CombinedLease(this.diagnostics, key, taken, this.#quorum, autoExtend);
     } catch (error) {
+      if (waiting) this.#waiting -= 1;
+      waiting = false;
       await Promise.all(taken.map((lease) => lease.release()));
       throw error;
     } finally {
@@ -130,9 +178,14 @@ export class CombinedLocker implements Locker {
     }
   }
 
-  /** {@inheritDoc Locker.tryAcquire} */
-  async tryAcquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease | undefined> {
-    const memberOptions = this.#check(signal, key, options);
+  /** @internal */
+  protected async tryAcquireCall(
+    signal: AbortSignal | undefined,
+    key: string,
+    options: AcquireOptions | undefined,
+    probe: AcquireProbe | undefined,
+  ): Promise<Lease | undefined> {
+    const [memberOptions, autoExtend] = this.#check(signal, key, options, probe);
     const answers = await Promise.allSettled(
       this.#members.map((member, index) => member.tryAcquire(signal, key, memberOptions[index])),
     );
@@ -143,7 +196,9 @@ export class CombinedLocker implements Locker {
       else if (answer.value !== undefined) taken.push(answer.value);
     }
     const closed = this.#closing.signal.aborted;
-    if (taken.length >= this.#quorum && !signal?.aborted && !closed) return new CombinedLease(key, taken, this.#quorum);
+    if (taken.length >= this.#quorum && !signal?.aborted && !closed) {
+      return new CombinedLease(this.diagnostics, key, taken, this.#quorum, autoExtend);
+    }
     await Promise.all(taken.map((lease) => lease.release()));
     if (signal?.aborted) throw signal.reason;
     if (closed) throw this.#closing.signal.reason;
@@ -155,22 +210,32 @@ export class CombinedLocker implements Locker {
   }
 
   /** Stops the locker: idempotent; refuses new calls and rejects waiters. The members stay open. */
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     if (!this.#closing.signal.aborted) this.#closing.abort(new LockerClosedError());
   }
 
   /**
-   * Validates a call before anything is asked of a member, and returns each member's options:
-   * fencing (with `"all"`) is asked of the first member only.
+   * Validates a call before anything is asked of a member (telling `probe` the weight once valid,
+   * and its one attempt once the call goes ahead), and returns each member's options — fencing
+   * (with `"all"`) is asked of the first member only — and whether the lease is auto-extended.
    */
-  #check(signal: unknown, key: unknown, options: unknown): Array<AcquireOptions | undefined> {
+  #check(
+    signal: unknown,
+    key: unknown,
+    options: unknown,
+    probe: AcquireProbe | undefined,
+  ): [memberOptions: Array<AcquireOptions | undefined>, autoExtend: boolean] {
     const resolved = resolveAcquireOptions(options);
     checkWeight(resolved.weight, 1, "a lock's limit is 1");
+    if (probe !== undefined) probe.weight = resolved.weight;
     validateSignal(signal);
     validateKey(key);
     if (this.#closing.signal.aborted) throw this.#closing.signal.reason;
     signal?.throwIfAborted();
-    if (options === undefined) return [];
+    if (options === undefined) {
+      if (probe !== undefined) probe.attempts = 1;
+      return [[], true];
+    }
     if (resolved.fencing && this.#strategy === "majority") {
       throw new UnsupportedError(
         'Fencing tokens need one counter that sees every grant; a CombinedLocker with strategy "majority" has none (use "all", whose first member issues them)',
@@ -178,7 +243,11 @@ export class CombinedLocker implements Locker {
     }
     const { autoExtend, expiry } = resolved;
     const plain: AcquireOptions = { autoExtend, expiry };
-    return this.#members.map((_, index) => (index === 0 && resolved.fencing ? { ...plain, fencing: true } : plain));
+    if (probe !== undefined) probe.attempts = 1;
+    return [
+      this.#members.map((_, index) => (index === 0 && resolved.fencing ? { ...plain, fencing: true } : plain)),
+      autoExtend,
+    ];
   }
 
   #unavailable(key: string, errors: unknown[]): StoreUnavailableError {
@@ -192,10 +261,16 @@ export class CombinedLocker implements Locker {
 
 /**
  * A combined lease: the members' leases. Lost once fewer than `quorum` of them are still held;
- * released by releasing every member's.
+ * released by releasing every member's. Publishes its loss and its release (after the members')
+ * as the combined locker `source`, while anyone listens.
  */
 class CombinedLease extends Releasable implements Lease {
   readonly key: string;
+  readonly #source: DiagnosticSource;
+  /** Asked for: kept alive by the members (a `false` lease reaching its expiry is no loss to report). */
+  readonly #autoExtend: boolean;
+  /** When it was granted, if anyone listened for releases then. */
+  readonly #grantedAt = grantTime();
   readonly lost: AbortSignal;
   readonly fencingToken?: bigint;
   readonly #members: readonly Lease[];
@@ -204,8 +279,10 @@ class CombinedLease extends Releasable implements Lease {
   readonly #listeners: Array<() => void> = [];
   #losses = 0;
 
-  constructor(key: string, members: readonly Lease[], quorum: number) {
+  constructor(source: DiagnosticSource, key: string, members: readonly Lease[], quorum: number, autoExtend: boolean) {
     super();
+    this.#source = source;
+    this.#autoExtend = autoExtend;
     this.key = key;
     this.#members = members;
     this.#quorum = quorum;
@@ -227,7 +304,13 @@ class CombinedLease extends Releasable implements Lease {
     this.#losses += 1;
     if (this.#members.length - this.#losses >= this.#quorum || this.#lost.signal.aborted) return;
     const memberReason = reason instanceof LockLostError ? reason.reason : "taken";
-    this.#lost.abort(new LockLostError(this.key, memberReason, { cause: reason }));
+    const error = new LockLostError(this.key, memberReason, { cause: reason });
+    this.#lost.abort(error);
+    if (lostChannel.hasSubscribers) {
+      // After the member's own lost message, which its locker may publish after aborting `lost`.
+      const expected = !this.#autoExtend && memberReason === "expired";
+      queueMicrotask(() => publishLost(this.#source, error, expected));
+    }
   }
 
   assertHeld(): void {
@@ -253,7 +336,8 @@ class CombinedLease extends Releasable implements Lease {
   async releaseRoutine(): Promise<ReleaseOutcome> {
     for (const unlisten of this.#listeners) unlisten();
     const outcomes = await Promise.all(this.#members.map((member) => member.releaseWithOutcome()));
-    return outcomes.reduce((worst, outcome) => (OUTCOME_RANK[outcome] > OUTCOME_RANK[worst] ? outcome : worst));
+    const worst = outcomes.reduce((a, b) => (OUTCOME_RANK[b] > OUTCOME_RANK[a] ? b : a));
+    return publishRelease(this.#source, this.key, this.#grantedAt, worst);
   }
 
   [Symbol.asyncDispose](): Promise<void> {

@@ -1,5 +1,14 @@
 import { performance } from "node:perf_hooks";
+import type { ExtendOutcome } from "../diagnostics.js";
 import { LockLostError, type LockLostReason } from "../errors.js";
+import {
+  type DiagnosticSource,
+  extendChannel,
+  grantTime,
+  publishExtend,
+  publishLost,
+  publishRelease,
+} from "../internal/diagnostics.js";
 import { LeaseImpl } from "../internal/lease.js";
 import { Releasable } from "../internal/release-func.js";
 import { withTimeout } from "../internal/sleep.js";
@@ -17,6 +26,8 @@ export interface HoldOwner {
   freed(key: string): void;
   /** Registers an operation in flight so that `close()` can wait for it. */
   track<T>(operation: Promise<T>): Promise<T>;
+  /** The locker in diagnostics messages. */
+  readonly diagnostics: DiagnosticSource;
 }
 
 /** How long a release may take before it reports `"unknown"` (the lock then expires on its own). */
@@ -31,6 +42,10 @@ const RELEASE_TIMEOUT_MS = 5000;
  * (`"taken"`, or `"expired"` once the lease had run out). Any other error is transient: retried
  * until the lease runs out, and then the lease is lost (`"expired"`). A hold that is not to be
  * extended (`autoExtend: false`), or whose locker closed, only watches its deadline.
+ *
+ * Diagnostics (while anyone listens): each extension's outcome (one message per hold; `retry`
+ * with the error; `expired` when the timer found the lease run out before it could send one),
+ * the loss, and the release with its hold time.
  */
 export class FileHold extends Releasable {
   readonly key: string;
@@ -51,6 +66,12 @@ export class FileHold extends Releasable {
   #inFlight: Promise<void> | undefined;
   /** Released or lost: no more extensions. */
   #ended = false;
+  /** When it was granted, if anyone listened for releases then. */
+  readonly #grantedAt = grantTime();
+  /** `performance.now()` the armed timer is due at (for the lag of extension messages). */
+  #dueAt = 0;
+  /** Released by the locker for a caller that never got it: publishes no release message. */
+  #abandoned = false;
 
   constructor(
     owner: HoldOwner,
@@ -107,6 +128,7 @@ export class FileHold extends Releasable {
   #arm(at?: number): void {
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     const due = at ?? (this.#extending ? this.#validUntil - this.#expiry / 2 : this.#validUntil);
+    this.#dueAt = due;
     this.#timer = setTimeout(() => this.#fire(), Math.max(0, due - performance.now()));
     this.#timer.unref();
   }
@@ -115,11 +137,15 @@ export class FileHold extends Releasable {
     this.#timer = undefined;
     if (this.#ended) return;
     if (performance.now() >= this.#validUntil) {
+      // An extension was due and could not be sent in time (a blocked event loop, say).
+      if (this.#extending && this.#inFlight === undefined && extendChannel.hasSubscribers) {
+        this.#publishExtend("expired", undefined, this.#lagMs(performance.now()), 0);
+      }
       this.#markLost("expired");
       return;
     }
     if (this.#extending && this.#inFlight === undefined) {
-      this.#inFlight = this.#owner.track(this.#extend()).then((retryAt) => {
+      this.#inFlight = this.#owner.track(this.#extend(this.#dueAt)).then((retryAt) => {
         this.#inFlight = undefined;
         if (!this.#ended) this.#arm(retryAt);
       });
@@ -128,19 +154,34 @@ export class FileHold extends Releasable {
     this.#arm(this.#validUntil);
   }
 
-  /** One extension; resolves to when to retry after a transient error (else `undefined`). */
-  async #extend(): Promise<number | undefined> {
+  /**
+   * One extension (due at `dueAt`); resolves to when to retry after a transient error (else
+   * `undefined`). Publishes its outcome before acting on it, so a loss follows its extension.
+   */
+  async #extend(dueAt: number): Promise<number | undefined> {
     const startedAt = performance.now();
+    const lagMs = extendChannel.hasSubscribers ? this.#lagMs(startedAt, dueAt) : 0;
     let next: Entry | undefined;
     try {
       next = await this.#owner.store.extend(this.hash, this.#entry, this.#expiry);
-    } catch {
+    } catch (error) {
+      if (extendChannel.hasSubscribers && !this.#ended) {
+        const failure = error instanceof Error ? error : new Error(String(error));
+        this.#publishExtend("retry", failure, lagMs, performance.now() - startedAt);
+      }
       // Transient: try again soon, while the lease lasts (then the deadline declares it lost).
       return Math.min(performance.now() + Math.max(10, this.#expiry / 20), this.#validUntil);
     }
     if (next === undefined) {
-      this.#markLost(performance.now() >= this.#validUntil ? "expired" : "taken");
+      const reason = performance.now() >= this.#validUntil ? "expired" : "taken";
+      if (extendChannel.hasSubscribers && !this.#ended) {
+        this.#publishExtend(reason, undefined, lagMs, performance.now() - startedAt);
+      }
+      this.#markLost(reason);
       return undefined;
+    }
+    if (extendChannel.hasSubscribers && !this.#ended) {
+      this.#publishExtend("extended", undefined, lagMs, performance.now() - startedAt);
     }
     // Ours until the new deadline. (After a loss declared meanwhile, a release still finds the entry.)
     this.#entry = next;
@@ -154,7 +195,10 @@ export class FileHold extends Releasable {
     this.#end();
     const error = new LockLostError(this.key, reason);
     this.#lost.abort(error);
-    if (this.#autoExtend || reason !== "expired") {
+    // A hold not to be extended reaching its expiry is what its holder asked for.
+    const expected = !this.#autoExtend && reason === "expired";
+    publishLost(this.#owner.diagnostics, error, expected);
+    if (!expected) {
       try {
         this.#owner.onLockLost?.(error);
       } catch {
@@ -170,8 +214,31 @@ export class FileHold extends Releasable {
     this.#owner.ended(this);
   }
 
-  releaseRoutine(): Promise<ReleaseOutcome> {
-    return withTimeout(this.#release(), RELEASE_TIMEOUT_MS, () => new Error("release timed out"));
+  /** How late the extension due at `dueAt` is at `now`, in ms. */
+  #lagMs(now: number, dueAt = this.#dueAt): number {
+    return Math.max(0, now - dueAt);
+  }
+
+  #publishExtend(outcome: ExtendOutcome, error: Error | undefined, lagMs: number, elapsedMs: number): void {
+    const { locker, kind } = this.#owner.diagnostics;
+    publishExtend({ key: this.key, keys: [this.key], count: 1, locker, kind, outcome, error, lagMs, elapsedMs });
+  }
+
+  /**
+   * Releases a hold whose caller never received it (its call was aborted while the attempt was in
+   * flight): like `release`, without a release message.
+   */
+  abandon(): Promise<void> {
+    this.#abandoned = true;
+    return this.release();
+  }
+
+  async releaseRoutine(): Promise<ReleaseOutcome> {
+    const outcome = await withTimeout(this.#release(), RELEASE_TIMEOUT_MS, () => new Error("release timed out")).catch(
+      (): ReleaseOutcome => "unknown",
+    );
+    if (this.#abandoned) return outcome;
+    return publishRelease(this.#owner.diagnostics, this.key, this.#grantedAt, outcome);
   }
 
   async #release(): Promise<ReleaseOutcome> {

@@ -5,8 +5,10 @@ import { dirname } from "node:path";
 import { LockerClosedError, StoreUnavailableError } from "../errors.js";
 import { abortable } from "../internal/abortable.js";
 import { Backoff } from "../internal/backoff.js";
+import type { AcquireProbe } from "../internal/diagnostics.js";
 import { noopRelease } from "../internal/release-func.js";
 import { newToken } from "../internal/token.js";
+import { TracedLocker } from "../internal/traced-locker.js";
 import {
   checkWeight,
   type ResolvedAcquireOptions,
@@ -61,8 +63,12 @@ interface Missed {
  * systems are not supported). Deadlines are wall-clock times, compared by every process of the host:
  * a clock stepped forward by more than a lease can let a waiter take over a live lock early.
  * `close()` stops extending; held locks are not deleted and expire.
+ *
+ * Diagnostics (kind `"file-lock"`; see `diagnostics.ts`): every call is traced on
+ * `globallock:acquire` (`attempts`: takes tried in the directory); every release, extension and
+ * lost lease is published, each hold being extended on its own (one extend message per hold).
  */
-export class FileLocker implements Locker {
+export class FileLocker extends TracedLocker implements Locker {
   readonly #options: ResolvedFileLockerOptions;
   readonly #store: FileStore;
   readonly #watcher: DirectoryWatcher;
@@ -79,6 +85,7 @@ export class FileLocker implements Locker {
 
   /** @param options see {@link FileLockerOptions}. */
   constructor(options?: FileLockerOptions) {
+    super("file-lock");
     this.#options = resolveFileOptions(options);
     this.#store = new FileStore(this.#options.directory);
     this.#watcher = new DirectoryWatcher(this.#options.directory);
@@ -88,6 +95,7 @@ export class FileLocker implements Locker {
       ended: (hold) => this.#ended(hold),
       freed: (key) => this.#keys.notifyHead(key),
       track: (operation) => this.#track(operation),
+      diagnostics: this.diagnostics,
     };
   }
 
@@ -116,29 +124,49 @@ export class FileLocker implements Locker {
     return { ...this.#store.stats };
   }
 
-  /** {@inheritDoc Locker.lock} */
-  async lock(signal: AbortSignal | undefined, key: string): Promise<ReleaseFunc> {
-    const request = this.#check(signal, key, undefined);
-    return (await this.#obtain(signal, key, request)).release;
+  // The calls themselves (see TracedLocker); `probe` is the diagnostics message while traced.
+
+  /** @internal */
+  protected async lockCall(
+    signal: AbortSignal | undefined,
+    key: string,
+    probe: AcquireProbe | undefined,
+  ): Promise<ReleaseFunc> {
+    const request = this.#check(signal, key, undefined, undefined);
+    return (await this.#obtain(signal, key, request, probe)).release;
   }
 
-  /** {@inheritDoc Locker.tryLock} */
-  async tryLock(signal: AbortSignal | undefined, key: string): Promise<[acquired: boolean, release: ReleaseFunc]> {
-    const request = this.#check(signal, key, undefined);
-    const hold = await this.#tryObtain(signal, key, request);
+  /** @internal */
+  protected async tryLockCall(
+    signal: AbortSignal | undefined,
+    key: string,
+    probe: AcquireProbe | undefined,
+  ): Promise<[acquired: boolean, release: ReleaseFunc]> {
+    const request = this.#check(signal, key, undefined, undefined);
+    const hold = await this.#tryObtain(signal, key, request, probe);
     return hold === undefined ? [false, noopRelease()] : [true, hold.release];
   }
 
-  /** {@inheritDoc Locker.acquire} */
-  async acquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease> {
-    const request = this.#check(signal, key, options);
-    return (await this.#obtain(signal, key, request)).lease();
+  /** @internal */
+  protected async acquireCall(
+    signal: AbortSignal | undefined,
+    key: string,
+    options: AcquireOptions | undefined,
+    probe: AcquireProbe | undefined,
+  ): Promise<Lease> {
+    const request = this.#check(signal, key, options, probe);
+    return (await this.#obtain(signal, key, request, probe)).lease();
   }
 
-  /** {@inheritDoc Locker.tryAcquire} */
-  async tryAcquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease | undefined> {
-    const request = this.#check(signal, key, options);
-    return (await this.#tryObtain(signal, key, request))?.lease();
+  /** @internal */
+  protected async tryAcquireCall(
+    signal: AbortSignal | undefined,
+    key: string,
+    options: AcquireOptions | undefined,
+    probe: AcquireProbe | undefined,
+  ): Promise<Lease | undefined> {
+    const request = this.#check(signal, key, options, probe);
+    return (await this.#tryObtain(signal, key, request, probe))?.lease();
   }
 
   /**
@@ -162,7 +190,7 @@ export class FileLocker implements Locker {
   }
 
   /** {@inheritDoc Locker.close} */
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     if (!this.#closing.signal.aborted) {
       this.#closing.abort(new LockerClosedError());
       this.#watcher.close();
@@ -171,12 +199,21 @@ export class FileLocker implements Locker {
     while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight]);
   }
 
-  /** Validates a call; resolves its options. Throws before anything is done. */
-  #check(signal: unknown, key: unknown, options: unknown): ResolvedAcquireOptions & { expiry: number } {
+  /**
+   * Validates a call; resolves its options (and tells `probe` the weight asked for). Throws before
+   * anything is done.
+   */
+  #check(
+    signal: unknown,
+    key: unknown,
+    options: unknown,
+    probe: AcquireProbe | undefined,
+  ): ResolvedAcquireOptions & { expiry: number } {
     validateSignal(signal);
     validateKey(key);
     const resolved = resolveAcquireOptions(options);
     checkWeight(resolved.weight, 1, "a lock's limit is 1");
+    if (probe !== undefined) probe.weight = resolved.weight;
     if (resolved.expiry !== undefined) validateTimerDelay("options.expiry", resolved.expiry, MIN_EXPIRY_MS);
     this.#refuseIfClosed();
     signal?.throwIfAborted();
@@ -192,11 +229,12 @@ export class FileLocker implements Locker {
     signal: AbortSignal | undefined,
     key: string,
     request: ResolvedAcquireOptions & { expiry: number },
+    diagnosed: AcquireProbe | undefined,
   ): Promise<FileHold | undefined> {
     if (!this.#prepared) await this.#race(this.#prepare(), signal);
     const state = this.#keys.get(key);
     if (state !== undefined && !state.idle && (state.held > 0 || state.waiters.size > 0)) return undefined;
-    const outcome = await this.#race(this.#attempt(key, request, false), signal, true);
+    const outcome = await this.#race(this.#attempt(key, request, false, diagnosed), signal, true);
     return outcome instanceof FileHold ? outcome : undefined;
   }
 
@@ -209,6 +247,7 @@ export class FileLocker implements Locker {
     signal: AbortSignal | undefined,
     key: string,
     request: ResolvedAcquireOptions & { expiry: number },
+    diagnosed: AcquireProbe | undefined,
   ): Promise<FileHold> {
     if (!this.#prepared) await this.#race(this.#prepare(), signal);
     const state = this.#keys.open(key);
@@ -228,7 +267,7 @@ export class FileLocker implements Locker {
       for (;;) {
         let timeout: number | undefined;
         if (state.waiters.head === waiter) {
-          const outcome = await this.#race(this.#attempt(key, request, probe), signal, true);
+          const outcome = await this.#race(this.#attempt(key, request, probe, diagnosed), signal, true);
           if (outcome instanceof FileHold) {
             acquired = true;
             return outcome;
@@ -268,18 +307,24 @@ export class FileLocker implements Locker {
     const raced = abortable(operation, [signal, this.#closing.signal]);
     if (holds) {
       raced.catch(() => {
-        void operation.then((result) => (result instanceof FileHold ? result.release() : undefined));
+        // The caller never got it: released without a release message (as Redis does).
+        void operation.then((result) => (result instanceof FileHold ? result.abandon() : undefined));
       });
     }
     return raced;
   }
 
-  /** One attempt to take `key` (fencing included); a hold, or what the attempt saw. */
+  /**
+   * One attempt to take `key` (fencing included); a hold, or what the attempt saw. `probe`: look
+   * first; `diagnosed`: the diagnostics message of a traced call, which counts the attempt.
+   */
   #attempt(
     key: string,
     request: ResolvedAcquireOptions & { expiry: number },
     probe: boolean,
+    diagnosed: AcquireProbe | undefined,
   ): Promise<FileHold | Missed> {
+    if (diagnosed !== undefined) diagnosed.attempts += 1;
     return this.#track(this.#take(key, request, probe));
   }
 

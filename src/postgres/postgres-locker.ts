@@ -2,8 +2,9 @@ import { performance } from "node:perf_hooks";
 import { InvalidArgumentError, LockerClosedError, LockLostError, StoreUnavailableError } from "../errors.js";
 import { abortable } from "../internal/abortable.js";
 import { Backoff } from "../internal/backoff.js";
-import { LeaseImpl } from "../internal/lease.js";
-import { noopRelease, Releasable } from "../internal/release-func.js";
+import type { AcquireProbe } from "../internal/diagnostics.js";
+import { noopRelease } from "../internal/release-func.js";
+import { TracedLocker } from "../internal/traced-locker.js";
 import {
   checkWeight,
   resolveAcquireOptions,
@@ -14,18 +15,12 @@ import {
 } from "../internal/validate.js";
 import { type KeyState, KeyStates, Waiter } from "../internal/waiter.js";
 import type { AcquireOptions, Lease, Locker, ReleaseFunc, ReleaseOutcome } from "../locker.js";
+import { type Heartbeat, startHeartbeat } from "./heartbeat.js";
+import { Hold, type HoldOwner, type Request } from "./hold.js";
 import { channelOf, lockId, markerOf } from "./keys.js";
 import { type PostgresLockerOptions, type ResolvedPostgresLockerOptions, resolvePostgresOptions } from "./options.js";
 import { Session, type SessionEnd } from "./session.js";
 import type { PostgresPool, PostgresPoolClient } from "./types.js";
-
-/** What one acquisition asks for. */
-interface Request {
-  readonly fencing: boolean;
-  readonly autoExtend: boolean;
-  /** Lease length in ms. */
-  readonly expiry: number;
-}
 
 /** What one attempt found. */
 interface AttemptRow {
@@ -88,8 +83,13 @@ const LOCK_LIMIT = "a lock's limit is 1";
  * - **Close.** `close()` rejects waiters and, once no lease is held, cleans the connection up
  *   (`UNLISTEN *`, no session lock left) and gives it back to the pool. Leases still held keep it
  *   until they are released or, at the latest, `expiry` after `close()`, when it is destroyed.
+ * - **Diagnostics** (kind `"postgres-lock"`; see `diagnostics.ts`): every call is traced on
+ *   `globallock:acquire` (`attempts`: `pg_try_advisory_lock` statements sent); every release and
+ *   lost lease is published; each heartbeat that confirmed the session is one extend message
+ *   (`"extended"`) for the auto-extended leases on it, and one that failed is one message whose
+ *   outcome is the leases' loss reason, with its error, before their lost messages.
  */
-export class PostgresLocker implements Locker {
+export class PostgresLocker extends TracedLocker implements Locker {
   readonly #pool: PostgresPool;
   readonly #options: ResolvedPostgresLockerOptions;
   readonly #channel: string;
@@ -102,6 +102,8 @@ export class PostgresLocker implements Locker {
   readonly #lengths = new Map<number, number>();
   #heartbeat: NodeJS.Timeout | undefined;
   #heartbeatAt = Number.POSITIVE_INFINITY;
+  /** The heartbeat in flight while anyone listens for extensions (to publish what it found). */
+  #beating: Heartbeat | undefined;
   #waiting = 0;
   #closed: Promise<void> | undefined;
   /** What each {@link Hold} may ask of this locker. */
@@ -110,6 +112,7 @@ export class PostgresLocker implements Locker {
     untrack: (hold) => this.#untrack(hold),
     reportLost: (error) => this.#reportLost(error),
     validUntil: (session, length) => this.#sessionValidUntil(session, length),
+    diagnostics: this.diagnostics,
   };
 
   /**
@@ -118,6 +121,7 @@ export class PostgresLocker implements Locker {
    * @param options see {@link PostgresLockerOptions}.
    */
   constructor(pool: PostgresPool, options?: PostgresLockerOptions) {
+    super("postgres-lock");
     if (typeof (pool as { connect?: unknown } | null | undefined)?.connect !== "function") {
       throw new InvalidArgumentError("pool", "a pg Pool (an object with a connect() method)", pool);
     }
@@ -143,29 +147,49 @@ export class PostgresLocker implements Locker {
     return this.#waiting;
   }
 
-  /** {@inheritDoc Locker.lock} */
-  async lock(signal: AbortSignal | undefined, key: string): Promise<ReleaseFunc> {
-    const request = this.#check(signal, key, undefined);
-    return ((await this.#obtain(signal, key, request, true)) as Hold).release;
+  // The calls themselves (see TracedLocker); `probe` is the diagnostics message while traced.
+
+  /** @internal */
+  protected async lockCall(
+    signal: AbortSignal | undefined,
+    key: string,
+    probe: AcquireProbe | undefined,
+  ): Promise<ReleaseFunc> {
+    const request = this.#check(signal, key, undefined, undefined);
+    return ((await this.#obtain(signal, key, request, true, probe)) as Hold).release;
   }
 
-  /** {@inheritDoc Locker.tryLock} */
-  async tryLock(signal: AbortSignal | undefined, key: string): Promise<[acquired: boolean, release: ReleaseFunc]> {
-    const request = this.#check(signal, key, undefined);
-    const hold = await this.#obtain(signal, key, request, false);
+  /** @internal */
+  protected async tryLockCall(
+    signal: AbortSignal | undefined,
+    key: string,
+    probe: AcquireProbe | undefined,
+  ): Promise<[acquired: boolean, release: ReleaseFunc]> {
+    const request = this.#check(signal, key, undefined, undefined);
+    const hold = await this.#obtain(signal, key, request, false, probe);
     return hold === undefined ? [false, noopRelease()] : [true, hold.release];
   }
 
-  /** {@inheritDoc Locker.acquire} */
-  async acquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease> {
-    const request = this.#check(signal, key, options);
-    return ((await this.#obtain(signal, key, request, true)) as Hold).lease();
+  /** @internal */
+  protected async acquireCall(
+    signal: AbortSignal | undefined,
+    key: string,
+    options: AcquireOptions | undefined,
+    probe: AcquireProbe | undefined,
+  ): Promise<Lease> {
+    const request = this.#check(signal, key, options, probe);
+    return ((await this.#obtain(signal, key, request, true, probe)) as Hold).lease();
   }
 
-  /** {@inheritDoc Locker.tryAcquire} */
-  async tryAcquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease | undefined> {
-    const request = this.#check(signal, key, options);
-    return (await this.#obtain(signal, key, request, false))?.lease();
+  /** @internal */
+  protected async tryAcquireCall(
+    signal: AbortSignal | undefined,
+    key: string,
+    options: AcquireOptions | undefined,
+    probe: AcquireProbe | undefined,
+  ): Promise<Lease | undefined> {
+    const request = this.#check(signal, key, options, probe);
+    return (await this.#obtain(signal, key, request, false, probe))?.lease();
   }
 
   /**
@@ -175,7 +199,7 @@ export class PostgresLocker implements Locker {
    * they are released or `expiry` ms have passed, when the connection is destroyed and the server
    * frees them; their releases still work meanwhile.
    */
-  close(): Promise<void> {
+  override close(): Promise<void> {
     this.#closed ??= this.#close();
     return this.#closed;
   }
@@ -194,10 +218,14 @@ export class PostgresLocker implements Locker {
     timer.unref();
   }
 
-  /** Validates a call (options, then signal and key) and refuses it when closed or aborted. */
-  #check(signal: unknown, key: unknown, options: unknown): Request {
+  /**
+   * Validates a call (options, then signal and key; `probe` is told the weight once it is valid)
+   * and refuses it when closed or aborted.
+   */
+  #check(signal: unknown, key: unknown, options: unknown, probe: AcquireProbe | undefined): Request {
     const { fencing, weight, autoExtend, expiry } = resolveAcquireOptions(options);
     checkWeight(weight, 1, LOCK_LIMIT);
+    if (probe !== undefined) probe.weight = weight;
     if (expiry !== undefined) validateTimerDelay("options.expiry", expiry);
     validateSignal(signal);
     validateKey(key);
@@ -210,18 +238,20 @@ export class PostgresLocker implements Locker {
   /**
    * Takes `key`: one attempt when `wait` is false (resolving to `undefined` when it is held, here
    * or elsewhere), otherwise attempts until it holds it, `signal` aborts or the locker closes.
+   * `probe` (while traced) counts the attempts.
    */
   async #obtain(
     signal: AbortSignal | undefined,
     key: string,
     request: Request,
     wait: boolean,
+    probe: AcquireProbe | undefined,
   ): Promise<Hold | undefined> {
     const state = this.#keys.open(key);
     if (!wait) {
       try {
         if (state.held !== 0 || state.attempting || state.waiters.size !== 0) return undefined;
-        return (await this.#attempt(signal, key, state, request, false, undefined)).hold;
+        return (await this.#attempt(signal, key, state, request, false, undefined, probe)).hold;
       } finally {
         this.#keys.tidy(key, state);
       }
@@ -236,7 +266,7 @@ export class PostgresLocker implements Locker {
       for (;;) {
         let delay: number | undefined;
         if (state.waiters.head === waiter && state.held === 0 && !state.attempting) {
-          const result = await this.#attempt(signal, key, state, request, true, marked);
+          const result = await this.#attempt(signal, key, state, request, true, marked, probe);
           if (result.hold !== undefined) {
             hold = result.hold;
             marked = undefined;
@@ -266,7 +296,8 @@ export class PostgresLocker implements Locker {
   /**
    * One attempt on `key` (its state says nobody here holds it or is asking). With `mark`, the caller
    * is marked as a waiter when the key is taken; `marked` is the session it is marked on already.
-   * An attempt that succeeds after `signal` aborted or the locker closed is released at once.
+   * An attempt that succeeds after `signal` aborted or the locker closed is released at once
+   * (without a release message: the caller never got it). `probe` (while traced) counts it.
    */
   async #attempt(
     signal: AbortSignal | undefined,
@@ -275,7 +306,9 @@ export class PostgresLocker implements Locker {
     request: Request,
     mark: boolean,
     marked: Session | undefined,
+    probe: AcquireProbe | undefined,
   ): Promise<{ hold?: Hold; marked?: Session }> {
+    if (probe !== undefined) probe.attempts += 1;
     const resource = this.#resource(key, state);
     state.attempting = true;
     let row: AttemptRow | undefined;
@@ -324,7 +357,7 @@ export class PostgresLocker implements Locker {
         ? this.#closing.signal.reason
         : undefined;
     if (reason !== undefined) {
-      await hold.release();
+      await hold.abandon();
       throw reason;
     }
     return { hold };
@@ -425,14 +458,23 @@ export class PostgresLocker implements Locker {
     return session;
   }
 
-  /** A session ended: unless it was retired, every lock on it is lost. Waiters try again. */
+  /**
+   * A session ended: unless it was retired, every lock on it is lost (a heartbeat in flight on it
+   * is published as failed first). Waiters try again.
+   */
   #ended(session: Session, how: SessionEnd, cause: unknown): void {
     if (this.#session === session) {
       this.#session = undefined;
       this.#stopHeartbeat();
     }
+    const reason = how === "dropped" && !idleTimeout(cause) ? "taken" : "expired";
+    const beating = this.#beating;
+    if (beating?.session === session) {
+      this.#beating = undefined;
+      if (how !== "retired") beating.failed(reason, cause);
+    }
     for (const hold of [...session.holds] as Hold[]) {
-      hold.lose(new LockLostError(hold.key, how === "dropped" && !idleTimeout(cause) ? "taken" : "expired", { cause }));
+      hold.lose(new LockLostError(hold.key, reason, { cause }));
     }
     this.#keys.notifyAllHeads();
   }
@@ -528,10 +570,17 @@ export class PostgresLocker implements Locker {
   }
 
   #beat(session: Session): void {
+    const plannedAt = this.#heartbeatAt;
     this.#heartbeat = undefined;
     this.#heartbeatAt = Number.POSITIVE_INFINITY;
+    const beating = startHeartbeat(this.diagnostics, session, plannedAt);
+    this.#beating = beating;
     session.query("SELECT 1", undefined).then(
-      () => this.#scheduleHeartbeat(),
+      () => {
+        if (this.#beating === beating) this.#beating = undefined;
+        beating?.succeeded();
+        this.#scheduleHeartbeat();
+      },
       (error: unknown) => session.end("unconfirmed", error),
     );
   }
@@ -555,102 +604,4 @@ function idleTimeout(cause: unknown): boolean {
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
-}
-
-/** What a {@link Hold} may ask of its locker. */
-interface HoldOwner {
-  /** Forgets the hold and unlocks it in PostgreSQL; resolves to what the unlock found. */
-  free(hold: Hold): Promise<ReleaseOutcome>;
-  /** Forgets the hold (its lock is gone already). */
-  untrack(hold: Hold): void;
-  /** Calls `onLockLost`. */
-  reportLost(error: LockLostError): void;
-  /** When a lease of `length` ms on `session` stops being confirmed. */
-  validUntil(session: Session, length: number): number;
-}
-
-/**
- * One held acquisition: its release (once), its `lost` signal, and with `autoExtend: false` the
- * timer that frees it at expiry.
- */
-class Hold extends Releasable {
-  readonly #locker: HoldOwner;
-  readonly session: Session;
-  readonly key: string;
-  readonly resource: string;
-  readonly request: Request;
-  readonly fencingToken: bigint | undefined;
-  readonly #lost = new AbortController();
-  readonly #grantedAt = performance.now();
-  #timer: NodeJS.Timeout | undefined;
-  #ended = false;
-
-  constructor(
-    locker: HoldOwner,
-    session: Session,
-    key: string,
-    resource: string,
-    request: Request,
-    fencingToken: bigint | undefined,
-  ) {
-    super();
-    this.#locker = locker;
-    this.session = session;
-    this.key = key;
-    this.resource = resource;
-    this.request = request;
-    this.fencingToken = fencingToken;
-    if (!request.autoExtend) {
-      this.#timer = setTimeout(() => this.expire(), request.expiry);
-      this.#timer.unref();
-    }
-  }
-
-  /** The {@link Lease} of this acquisition. */
-  lease(): Lease {
-    return new LeaseImpl({
-      key: this.key,
-      releaser: this,
-      lost: this.#lost.signal,
-      validUntil: () => this.#validUntil(),
-      onDeadlinePassed: () => {
-        if (!this.request.autoExtend) this.expire();
-      },
-      fencingToken: this.fencingToken,
-    });
-  }
-
-  #validUntil(): number {
-    const confirmed = this.#locker.validUntil(this.session, this.request.expiry);
-    return this.request.autoExtend ? confirmed : Math.min(confirmed, this.#grantedAt + this.request.expiry);
-  }
-
-  /** `autoExtend: false` at expiry: frees the lock so the next waiter gets it, and reports it lost (expected). */
-  expire(): void {
-    if (this.#end()) return;
-    void this.#locker.free(this);
-    this.#lost.abort(new LockLostError(this.key, "expired"));
-  }
-
-  /** The lock is gone with its session: reports it lost (not expected). */
-  lose(error: LockLostError): void {
-    if (this.#end()) return;
-    this.#locker.untrack(this);
-    this.#lost.abort(error);
-    this.#locker.reportLost(error);
-  }
-
-  releaseRoutine(): Promise<ReleaseOutcome> | ReleaseOutcome {
-    if (!this.request.autoExtend && performance.now() >= this.#grantedAt + this.request.expiry) this.expire();
-    if (this.#end()) return "expired";
-    return this.#locker.free(this);
-  }
-
-  /** Marks the hold ended and stops its timer; returns whether it had already ended. */
-  #end(): boolean {
-    const ended = this.#ended;
-    this.#ended = true;
-    clearTimeout(this.#timer);
-    return ended;
-  }
 }
