@@ -52,8 +52,15 @@ describe("RedisLocker on node-redis clusters", () => {
 
   const wakeOnly = { backoff: { min: 20_000, max: 20_000 } };
 
-  /** Connections subscribed to `channel` on any master. */
-  async function subscribers(channel: string): Promise<number> {
+  /**
+   * Subscribers, on any master, of the grant channel registered in the liveness hash `waiters`
+   * ("<deadline>:<token>:<channel>"; 0 while nobody is registered).
+   */
+  async function registeredListeners(waiters: string): Promise<number> {
+    const entries = await Promise.all(admins.map((admin) => admin.hvals(waiters).catch(() => [])));
+    const registration = entries.flat()[0];
+    if (registration === undefined) return 0;
+    const channel = registration.split(":").slice(2).join(":");
     const counts = await Promise.all(admins.map((admin) => admin.pubsub("NUMSUB", channel)));
     return counts.reduce<number>((sum, reply) => sum + Number((reply as unknown[])[1]), 0);
   }
@@ -79,7 +86,8 @@ describe("RedisLocker on node-redis clusters", () => {
       const key = uniqueKey("cluster-resubscribe");
       const release = await holder.lock(undefined, key);
       const waiting = waiter.lock(AbortSignal.timeout(5000), key);
-      await eventually(async () => (await subscribers(`globallock:${key}`)) === 1);
+      // Queued, and listening on the grant channel it registered (where the release will tell it).
+      await eventually(async () => (await registeredListeners(`{globallock:${key}}:waiters`)) === 1);
       // Drop every subscriber connection on every master and release while they cannot reconnect.
       await dropSubscribersDuring(admins, release);
       const started = performance.now();

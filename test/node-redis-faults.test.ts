@@ -381,7 +381,13 @@ describe("faults", () => {
       const key = uniqueKey("resubscribe");
       const release = await holder.lock(undefined, key);
       const waiting = waiter.lock(AbortSignal.timeout(5000), key);
-      await eventually(async () => ((await admin.pubsub("NUMSUB", `globallock:${key}`)) as unknown[])[1] === 1);
+      // Queued, and listening on the grant channel it registered (where the release will tell it).
+      await eventually(async () => {
+        const [registration] = await admin.hvals(`{globallock:${key}}:waiters`);
+        if (registration === undefined) return false;
+        const channel = registration.split(":").slice(2).join(":");
+        return ((await admin.pubsub("NUMSUB", channel)) as unknown[])[1] === 1;
+      });
       // Drop every subscriber connection and release while it cannot reconnect: the message is lost.
       await dropSubscribersDuring([admin], release);
       const started = performance.now();

@@ -70,6 +70,41 @@ describe("hand-off queue across lockers (separate connections, as separate proce
     expect(after - before).toBe(1 + 5 * 2);
   });
 
+  it("tells each grant to the grantee alone: one message per hand-off, on the grantee locker's own channel", async () => {
+    const key = uniqueKey();
+    const listener = fixture.admin().duplicate();
+    const heard: Array<[channel: string, message: string]> = [];
+    listener.on("pmessage", (_pattern: string, channel: string, message: string) => heard.push([channel, message]));
+    await listener.psubscribe("globallock:*");
+    try {
+      const lockers = Array.from({ length: 6 }, () => fixture.locker());
+      const release = await (lockers[0] as RedisLocker).lock(undefined, key);
+      const order: number[] = [];
+      const done = lockers.slice(1).map(async (locker, i) => {
+        await sleep(i * 20); // arrive one after the other
+        const r = await locker.lock(AbortSignal.timeout(10_000), key);
+        order.push(i);
+        await sleep(2);
+        await r();
+      });
+      await sleep(150); // every waiter is queued
+      await release();
+      await Promise.all(done);
+      expect(order).toEqual([0, 1, 2, 3, 4]);
+      // Five hand-offs, five messages (the last release found nobody queued and told nobody),
+      // each on a different grant channel — nothing on the key's channel, which every waiter
+      // would hear.
+      await sleep(20);
+      const channels = heard.map(([channel]) => channel);
+      expect(channels).toHaveLength(5);
+      for (const channel of channels) expect(channel).toMatch(/^globallock:grant:[0-9a-f]{16}$/);
+      expect(new Set(channels).size).toBe(5);
+      for (const [, message] of heard) expect(message.endsWith(`:globallock:${key}`)).toBe(true);
+    } finally {
+      listener.disconnect();
+    }
+  });
+
   it("hands over by direct grant: the release sets the next waiter's token, which takes no claim round trip", async () => {
     const key = uniqueKey();
     const holder = fixture.locker();

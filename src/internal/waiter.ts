@@ -113,6 +113,8 @@ export class KeyState<G = unknown, H = unknown> extends IntrusiveList<Waiter<G>>
   idle = false;
   /** The key's full store name, built once (a stable string hashes once in every map). */
   resource: string | undefined;
+  /** When a waiter here last had to wait for the key (monotonic ms; -Infinity: never). */
+  waitedAt = Number.NEGATIVE_INFINITY;
 }
 
 /** Idle key states kept before any purge (see {@link KeyStates}). */

@@ -30,13 +30,15 @@ type Miss = Exclude<AttemptOutcome, { kind: "acquired" }>;
  * The machinery behind every Redis locker ({@link RedisLocker}, `RedisSemaphore`, the views of
  * `RedisReadWriteLocker`): one node, a Redis Cluster, or (locks only) a Redlock quorum.
  *
- * - Each acquisition sets `prefix + key` to a random 16-byte token with a TTL of `expiry`; release
- *   is an atomic compare-and-delete that publishes on the key's channel when someone may wait.
- * - Waiters wake on that publication (one subscriber connection per node, duplicated from the
- *   caller's client). In one locker, waiters of a key queue FIFO and only the head competes. On one
- *   node or a Cluster, lockers also queue across processes: a release grants the key to the
- *   longest-waiting live locker (sets it to the token that locker registered) and tells it so, so
- *   one release wakes one waiter, which holds the lock without a further round trip.
+ * - Each acquisition sets `prefix + key` to a random 16-byte token with a TTL of `expiry` (on a
+ *   free key a plain SET NX); release is an atomic compare-and-delete or hand-over.
+ * - In one locker, waiters of a key queue FIFO and only the head competes. On one node or a
+ *   Cluster, lockers also queue across processes: a release grants the key to the longest-waiting
+ *   live locker (sets it to the token that locker registered) and tells it so on that locker's own
+ *   grant channel (`prefix + "grant:" + id`), so one release wakes one process, however many
+ *   wait, and the grantee holds the lock without a further round trip. Without a queue (a quorum),
+ *   a release publishes on the key's channel and every waiter tries. One subscriber connection per
+ *   node, duplicated from the caller's client, carries both.
  * - Every held lock is extended from its own validity: every `expiry / 2`, and early enough that
  *   an extension answering within `operationTimeout` lands before the lease runs out (see
  *   {@link LeaseKeeper}). A lock found lost is reported through `onLockLost` and the lease's
@@ -59,6 +61,11 @@ export class LockEngine {
   readonly #gate = new CloseGate();
   /** This locker's id in the cross-process hand-off queues. */
   readonly #waiterId = randomBytes(8).toString("hex");
+  /**
+   * Where releases tell this locker it was granted a key (registered with its places in the
+   * hand-off queues): its own channel, so a release wakes the grantee's process alone.
+   */
+  readonly #grantChannel: string;
   /** Callers of `obtain` whose first attempt failed (or who queued behind others), still waiting. */
   #waiting = 0;
   /** The three ways an attempt relates to the hand-off queue (shared, so attempts allocate none). */
@@ -84,6 +91,7 @@ export class LockEngine {
     // Every waiter listens for close; many waiters are normal, not a leak.
     setMaxListeners(0, this.#closing.signal);
     this.#options = options;
+    this.#grantChannel = `${options.prefix}grant:${this.#waiterId}`;
     this.#counted = limit !== undefined;
     this.#intents = {
       first: { waiterId: this.#waiterId, join: true, onSuccess: "keep" },
@@ -100,6 +108,7 @@ export class LockEngine {
             handOffGrace: Math.max(20, Math.min(250, operationTimeout)),
             livenessWindow: 3 * backoffMax + operationTimeout,
             limit,
+            grantChannel: this.#grantChannel,
           })
         : new RedlockStore(list, { commandTimeout: operationTimeout, driftFactor });
     this.#notifier = new ReleaseNotifier(
@@ -272,6 +281,9 @@ export class LockEngine {
     const waiter = new Waiter<LockHandle>();
     state.waiters.push(waiter);
     const queued = this.#store.hasQueue(resource);
+    // With a queue, grants come on this locker's own channel; without one, releases are told on
+    // the key's channel.
+    const channel = queued ? this.#grantChannel : resource;
     let acquired = false;
     /** An attempt was cut short in flight: its own clean-up leaves the hand-off queue. */
     let abandoned = false;
@@ -286,8 +298,12 @@ export class LockEngine {
       const isHead = state.waiters.head === waiter;
       let leanTry = isHead && state.held === 0;
       let attemptNow = leanTry || (isHead && queued);
+      const listening = this.#notifier.isListening(channel);
+      // The lean try joins the queue on failure only on a key that had a waiter here lately (it is
+      // likely to fail); elsewhere it is a plain SET NX, and a failure joins at the retry below.
+      const leanJoins = leanTry && queued && listening && performance.now() - state.waitedAt < this.#options.backoffMax;
       // If the channel was already confirmed before that try, no release can have slipped by.
-      const retryAfterSubscribing = leanTry && !this.#notifier.isListening(resource);
+      const retryAfterSubscribing = leanTry && !(listening && (leanJoins || !queued));
       let lastRetryAfter: number | undefined;
       /** When this waiter last tried (which also refreshed its liveness in the hand-off queue). */
       let lastAttemptAt = performance.now();
@@ -302,11 +318,7 @@ export class LockEngine {
           // On a key nobody here listens to, it does not join on failure either (a plain SET NX,
           // the cheapest attempt): the retry that follows the subscription joins. On a key heard
           // from lately (contended here), it joins at once.
-          const base = !leanTry
-            ? this.#intents.leave
-            : retryAfterSubscribing
-              ? this.#intents.keep
-              : this.#intents.first;
+          const base = !leanTry ? this.#intents.leave : leanJoins ? this.#intents.first : this.#intents.keep;
           const claimToken = state.handOff?.token;
           const intent = claimToken === undefined ? base : { ...base, claimToken };
           leanTry = false;
@@ -341,10 +353,11 @@ export class LockEngine {
         if (!waiting) {
           waiting = true;
           this.#waiting += 1;
+          state.waitedAt = performance.now();
         }
         if (!subscribed) {
           subscribed = true;
-          await abortable(this.#notifier.subscribe(resource), signals);
+          await abortable(this.#notifier.subscribe(channel), signals);
           // A release may have happened between the failed try and the subscription.
           if (retryAfterSubscribing && state.waiters.head === waiter) {
             attemptNow = true;
@@ -376,7 +389,7 @@ export class LockEngine {
       // The next waiter here is not in the cross-process queue (a holder's locker leaves it):
       // whoever leaves the head, having taken the key or not, wakes it so that it joins.
       this.#keys.leave(key, state, waiter, !acquired || queued);
-      if (subscribed) this.#notifier.unsubscribe(resource);
+      if (subscribed) this.#notifier.unsubscribe(channel);
       if (!acquired && !abandoned && queued && state.waiters.size === 0) {
         void this.#track(this.#store.leaveQueue(resource, this.#waiterId, state.handOff?.token));
         state.handOff = undefined;
@@ -414,7 +427,7 @@ export class LockEngine {
     let waiting = false;
     try {
       let attemptNow = true;
-      const retryAfterSubscribing = !this.#notifier.isListening(resource);
+      const retryAfterSubscribing = !this.#notifier.isListening(this.#grantChannel);
       let lastRetryAfter: number | undefined;
       let lastAttemptAt = performance.now();
       let backoff: Backoff | undefined;
@@ -457,7 +470,7 @@ export class LockEngine {
         }
         if (!subscribed) {
           subscribed = true;
-          await abortable(this.#notifier.subscribe(resource), signals);
+          await abortable(this.#notifier.subscribe(this.#grantChannel), signals);
           if (retryAfterSubscribing && !waiter.granted) {
             attemptNow = true;
             continue;
@@ -481,7 +494,7 @@ export class LockEngine {
       if (waiting) this.#waiting -= 1;
       this.#countedWaiters.delete(waiter.id);
       this.#keys.leave(key, state, waiter, false);
-      if (subscribed) this.#notifier.unsubscribe(resource);
+      if (subscribed) this.#notifier.unsubscribe(this.#grantChannel);
       if (!acquired && !abandoned && waiter.registration !== undefined) {
         // Leaves its place; permits granted to it meanwhile go back (and on to those behind it).
         void this.#track(this.#store.leaveQueue(resource, waiter.id, waiter.registration.token));
@@ -725,9 +738,15 @@ export class LockEngine {
 
   #onReleaseMessage(channel: string, message: string): void {
     const { prefix } = this.#options;
+    if (channel === this.#grantChannel) {
+      const resource = grantedResource(message);
+      if (resource.startsWith(prefix)) this.#onGrant(resource.slice(prefix.length), resource, message);
+      return;
+    }
     if (!channel.startsWith(prefix)) return;
     const key = channel.slice(prefix.length);
     if (message.startsWith("g:")) {
+      // A grant told on the key's channel: from an older version's release.
       this.#onGrant(key, channel, message);
       return;
     }
@@ -790,6 +809,16 @@ export class LockEngine {
     this.#inFlight -= 1;
     if (this.#inFlight === 0) this.#drained?.();
   };
+}
+
+/** The key of a grant message "g:<id>:<token>:<server ms>:<key>" ("" when it names none). */
+function grantedResource(message: string): string {
+  let at = 0;
+  for (let colons = 0; colons < 4; colons++) {
+    at = message.indexOf(":", at) + 1;
+    if (at === 0) return "";
+  }
+  return message.slice(at);
 }
 
 /** A waiter of a counted lock: it has its own place in the store's queue (see `#obtainCounted`). */

@@ -1,4 +1,5 @@
 import { defineScript } from "./script-runner.js";
+import { PARSE_REGISTRATION, PUBLISH_GRANT } from "./scripts.js";
 
 /*
  * Lua scripts of counted locks: semaphores and read-write locks (a reader takes one permit of a
@@ -11,15 +12,15 @@ import { defineScript } from "./script-runner.js";
  * its lease, and the set itself expires with its last deadline.
  *
  * The hand-off queue is the lock's (arrival-ordered sorted set of waiter ids plus a hash of each
- * waiter's "<liveness deadline>:<token>"), served strictly first in, first out: an attempt takes
+ * waiter's "<liveness deadline>:<token>:<grant channel>"), served strictly first in, first out: an attempt takes
  * permits only when no live waiter is queued ahead of it, and a release (or a waiter that leaves)
  * grants permits to queued waiters from the head for as long as they fit, stopping at the first one
  * that does not. So a heavy waiter is never overtaken by lighter ones queued behind it. A grant
- * adds the waiter's registered token with a deadline of the hand-off grace and publishes
- * "g:<id>:<token>:<server ms>" on the set's key, as for locks.
+ * adds the waiter's registered token with a deadline of the hand-off grace and tells the waiter
+ * on its grant channel, as for locks.
  */
 
-const PERMITS = `
+const PERMITS = `${PARSE_REGISTRATION}${PUBLISH_GRANT}
 local t = redis.call("time")
 local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local now = math.floor(now_us / 1000)
@@ -50,11 +51,11 @@ local function add_holder(holders, member, ttl, latest)
   redis.call("pexpire", holders, latest - now)
 end
 
--- The token registered by live waiter id, or nil (a waiter whose liveness passed is dropped).
+-- The token and grant channel registered by live waiter id, or nil (a waiter whose liveness
+-- passed is dropped).
 local function live_token(queue, alive, id)
-  local entry = redis.call("hget", alive, id) or ""
-  local sep = string.find(entry, ":", 1, true)
-  if sep and tonumber(string.sub(entry, 1, sep - 1)) > now then return string.sub(entry, sep + 1) end
+  local deadline, token, channel = parse_registration(redis.call("hget", alive, id) or "")
+  if deadline and deadline > now then return token, channel end
   redis.call("zrem", queue, id)
   redis.call("hdel", alive, id)
   return nil
@@ -65,7 +66,7 @@ local function admit(holders, queue, alive, limit, grace, used, latest)
   local first = ""
   local head = redis.call("zrange", queue, 0, 0)[1]
   while head do
-    local token = live_token(queue, alive, head)
+    local token, channel = live_token(queue, alive, head)
     if token then
       local weight = weight_of(token)
       if used + weight > limit then break end
@@ -73,7 +74,7 @@ local function admit(holders, queue, alive, limit, grace, used, latest)
       redis.call("hdel", alive, head)
       add_holder(holders, token, grace, latest)
       if latest < now + grace then latest = now + grace end
-      redis.call("publish", holders, "g:" .. head .. ":" .. token .. ":" .. now)
+      publish_grant(holders, head, token, channel, now)
       used = used + weight
       if first == "" then first = head end
     end
@@ -97,7 +98,8 @@ end
  * One attempt to take permits. KEYS: holders, queue, liveness, and the fencing counter when a
  * token is wanted. ARGV: token (with its weight), ttl (ms), waiter id ("" = not queued), "join",
  * on success "leave" | "keep", liveness window (ms), claim token ("" = none: a registration of this
- * locker that may have been granted permits), fencing counter TTL, limit, hand-off grace (ms).
+ * locker that may have been granted permits), fencing counter TTL, limit, hand-off grace (ms), the
+ * locker's grant channel.
  * Returns 0 when acquired (the fencing token as a string when asked for), else { ms until the
  * earliest holder's deadline (>= 1), server ms when it registered (0 when it did not join) }.
  */
@@ -143,7 +145,7 @@ local registered = 0
 if id ~= "" and join == "join" then
   registered = now
   redis.call("zadd", queue, "NX", now_us, id)
-  redis.call("hset", alive, id, (now + window) .. ":" .. token)
+  redis.call("hset", alive, id, (now + window) .. ":" .. token .. ":" .. ARGV[#ARGV])
   redis.call("pexpire", queue, window)
   redis.call("pexpire", alive, window)
 end

@@ -30,7 +30,8 @@ export class ReleaseNotifier {
   #closed = false;
 
   /**
-   * @param onRelease called with the channel (the full Redis key) and message of every release.
+   * @param onRelease called with the channel (a locker's grant channel, or the full Redis key of a
+   *   lock without a hand-off queue) and message of every release.
    * @param onResubscribed called when a subscriber reconnected: messages may have been missed.
    */
   constructor(

@@ -8,13 +8,15 @@ import { defineScript } from "./script-runner.js";
  *
  * The hand-off queue of a key (single node or Cluster only) is a sorted set of waiter ids by
  * arrival (server time in µs) plus a hash of each waiter's registration, "<liveness deadline in
- * server ms>:<token>": the token of the waiter's latest attempt. Waiters refresh it whenever they
- * try; a release skips (and drops) waiters whose deadline passed and GRANTS the key to the first
- * live one: it sets the key to that waiter's registered token, with a TTL of the hand-off grace,
- * and publishes "g:<id>:<token>:<server ms>", so the waiter holds the lock without a claim round
- * trip (its first extension lengthens the TTL). A waiter that died while counted alive blocks the
- * key for at most the grace; one whose message was lost finds its own token in the key at its next
- * attempt and takes it.
+ * server ms>:<token>:<grant channel>": the token of the waiter's latest attempt and the channel its
+ * locker listens on for grants. Waiters refresh it whenever they try; a release skips (and drops)
+ * waiters whose deadline passed and GRANTS the key to the first live one: it sets the key to that
+ * waiter's registered token, with a TTL of the hand-off grace, and publishes
+ * "g:<id>:<token>:<server ms>:<key>" on the waiter's grant channel — only the grantee's process
+ * hears it, however many wait — so the waiter holds the lock without a claim round trip (its first
+ * extension lengthens the TTL). A waiter that died while counted alive blocks the key for at most
+ * the grace; one whose message was lost finds its own token in the key at its next attempt and
+ * takes it. (A registration without a channel, from an older version, is told on the key's channel.)
  */
 
 const NOW = `
@@ -38,6 +40,32 @@ end
 `;
 
 /**
+ * Lua: splits a registration "<liveness deadline>:<token>[:<grant channel>]" into the deadline (a
+ * number, or nil when malformed), the token and the channel (nil when absent).
+ */
+export const PARSE_REGISTRATION = `
+local function parse_registration(entry)
+  local sep = string.find(entry, ":", 1, true)
+  if not sep then return nil end
+  local deadline = tonumber(string.sub(entry, 1, sep - 1))
+  local rest = string.sub(entry, sep + 1)
+  local sep2 = string.find(rest, ":", 1, true)
+  if not sep2 then return deadline, rest, nil end
+  return deadline, string.sub(rest, 1, sep2 - 1), string.sub(rest, sep2 + 1)
+end
+`;
+
+/**
+ * Lua: tells waiter \`id\` that it was granted \`lock\` with \`token\` at server time \`now_ms\`: on its
+ * registered grant channel, else (an older registration) on the lock's own channel.
+ */
+export const PUBLISH_GRANT = `
+local function publish_grant(lock, id, token, channel, now_ms)
+  redis.call("publish", channel or lock, "g:" .. id .. ":" .. token .. ":" .. now_ms .. ":" .. lock)
+end
+`;
+
+/**
  * One acquisition attempt on a single node. KEYS: lock, queue, liveness, and the fencing counter
  * when a fencing token is wanted: it is issued in the same step as the grant (as
  * ISSUE_FENCING_TOKEN does), so a fenced acquisition costs no extra round trip. ARGV: token, ttl (ms),
@@ -46,7 +74,8 @@ end
  * ("" = none): the locker's registration that it has not seen granted — an attempt that finds the
  * key granted to it (the grant's message not read yet, or lost) takes it. Only the locker knows
  * whether one of its waiters already took a grant, so the script never guesses from the hash.
- * A free key costs one command (SET NX). ARGV[8]: the fencing counter's TTL (ms).
+ * A free key costs one command (SET NX). ARGV[8]: the fencing counter's TTL (ms); the last ARGV:
+ * the locker's grant channel (registered with the waiter).
  * Returns 0 when acquired (the fencing token as a decimal string when asked for), else { the
  * lock's remaining TTL in ms (>= 1), server time in ms when it registered (0 when it did not join) }.
  */
@@ -71,7 +100,7 @@ if id ~= "" and join == "join" then
   local now = now_us()
   registered = math.floor(now / 1000)
   redis.call("zadd", queue, "NX", now, id)
-  redis.call("hset", alive, id, (registered + window) .. ":" .. token)
+  redis.call("hset", alive, id, (registered + window) .. ":" .. token .. ":" .. ARGV[#ARGV])
   redis.call("pexpire", queue, window)
   redis.call("pexpire", alive, window)
 end
@@ -116,14 +145,14 @@ return restored
 `);
 
 /**
- * Lua: hands a key that its holder gives up to the first live waiter of its queue — sets it to that
- * waiter's registered token for `grace` ms, takes the waiter out of the queue and publishes
- * "g:<id>:<token>:<server ms>" — or deletes it. Waiters whose liveness deadline passed are dropped
+ * Lua (needs PARSE_REGISTRATION, PUBLISH_GRANT): hands a key that its holder gives up to the first
+ * live waiter of its queue — sets it to that waiter's registered token for `grace` ms, takes the
+ * waiter out of the queue and tells it (publish_grant) — or deletes it. Waiters whose liveness deadline passed are dropped
  * on the way. With a queue every waiter of another process is in it, so nothing is published when
  * nobody is queued. Without a queue (a quorum node) it deletes the key and publishes an empty
  * message: anyone may take it. Returns the id of the waiter it was granted to, or "".
  */
-const HAND_OVER = `
+const HAND_OVER = `${PARSE_REGISTRATION}${PUBLISH_GRANT}
 local function hand_over(lock, queue, alive, grace)
   if queue then
     local head = redis.call("zrange", queue, 0, 0)[1]
@@ -131,14 +160,12 @@ local function hand_over(lock, queue, alive, grace)
       local t = redis.call("time")
       local now_ms = math.floor(tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000)
       while head do
-        local entry = redis.call("hget", alive, head) or ""
-        local sep = string.find(entry, ":", 1, true)
+        local deadline, granted, channel = parse_registration(redis.call("hget", alive, head) or "")
         redis.call("zrem", queue, head)
         redis.call("hdel", alive, head)
-        if sep and tonumber(string.sub(entry, 1, sep - 1)) > now_ms then
-          local granted = string.sub(entry, sep + 1)
+        if deadline and deadline > now_ms then
           redis.call("set", lock, granted, "PX", grace)
-          redis.call("publish", lock, "g:" .. head .. ":" .. granted .. ":" .. now_ms)
+          publish_grant(lock, head, granted, channel, now_ms)
           return head
         end
         head = redis.call("zrange", queue, 0, 0)[1]

@@ -38,6 +38,11 @@ export interface SingleNodeStoreSettings {
    * `undefined` for plain locks (one token per key, scripts.ts).
    */
   readonly limit?: number | undefined;
+  /**
+   * The channel this store's locker listens on for grants: registered with every place it takes
+   * in a hand-off queue, so a release tells the grantee alone.
+   */
+  readonly grantChannel: string;
 }
 
 /** The scripts a store runs: the same KEYS and ARGV for locks and for counted locks. */
@@ -138,7 +143,12 @@ export class SingleNodeStore implements LockStore {
     const keys = !queued ? keySet.plain : fencing ? this.#fencedKeys(keySet) : (keySet.queued as string[]);
     // The lean attempt: a lock that would not join the queue, asks for no fencing token and claims
     // no grant is a plain SET NX — what the script would run, without a script call's cost.
-    const lean = !this.#counted && !fencing && intent?.join !== true && intent?.claimToken === undefined;
+    // (A key without a queue has nothing to join.)
+    const lean =
+      !this.#counted &&
+      !fencing &&
+      intent?.claimToken === undefined &&
+      (intent?.join !== true || keySet.queued === undefined);
     const start = performance.now();
     let reply: unknown;
     try {
@@ -154,6 +164,7 @@ export class SingleNodeStore implements LockStore {
             intent?.claimToken ?? "",
             FENCING_COUNTER_TTL_MS,
             ...this.#permitArgs,
+            this.#settings.grantChannel,
           ]);
     } catch (error) {
       // The attempt may still run when the node answers again (it timed out here, not there):
