@@ -8,7 +8,8 @@ interface Channel {
   refs: number;
   readonly ready: Promise<void>;
   confirmed: boolean;
-  linger: NodeJS.Timeout | undefined;
+  /** When its last user left (monotonic ms); meaningful while `refs` is 0. */
+  idleSince: number;
 }
 
 /**
@@ -26,6 +27,8 @@ export class ReleaseNotifier {
   readonly #timeoutMs: number;
   readonly #lingerMs: number;
   readonly #channels = new Map<string, Channel>();
+  /** Unsubscribes channels idle for the linger; armed while any channel is idle. */
+  #lingerTimer: NodeJS.Timeout | undefined;
   #subscribers: SubscriberConnection[] | undefined;
   #closed = false;
 
@@ -55,8 +58,6 @@ export class ReleaseNotifier {
     const existing = this.#channels.get(channel);
     if (existing !== undefined) {
       existing.refs += 1;
-      clearTimeout(existing.linger);
-      existing.linger = undefined;
       return existing.ready;
     }
     if (this.#closed) return Promise.resolve();
@@ -66,7 +67,7 @@ export class ReleaseNotifier {
     const entry: Channel = {
       refs: 1,
       confirmed: false,
-      linger: undefined,
+      idleSince: 0,
       ready: Promise.any(confirmations).then(
         () => {
           entry.confirmed = true;
@@ -83,24 +84,51 @@ export class ReleaseNotifier {
     return this.#channels.get(channel)?.confirmed === true;
   }
 
-  /** Drops one reference to `channel`; after the last one it unsubscribes once the linger passes. */
+  /**
+   * Drops one reference to `channel`; after the last one it unsubscribes once the linger passes
+   * (one timer for all channels, not one per call: a busy channel's users come and go constantly).
+   */
   unsubscribe(channel: string): void {
     const entry = this.#channels.get(channel);
     if (entry === undefined) return;
     entry.refs -= 1;
     if (entry.refs > 0) return;
-    entry.linger = setTimeout(() => {
-      if (this.#channels.get(channel) !== entry || entry.refs > 0) return;
+    entry.idleSince = performance.now();
+    if (this.#lingerTimer === undefined && !this.#closed) this.#armLinger(this.#lingerMs);
+  }
+
+  #armLinger(delay: number): void {
+    this.#lingerTimer = setTimeout(() => this.#sweepIdle(), delay);
+    this.#lingerTimer.unref();
+  }
+
+  /** Unsubscribes channels idle for the linger; re-arms for the next one to come due. */
+  #sweepIdle(): void {
+    this.#lingerTimer = undefined;
+    const now = performance.now();
+    let next = Number.POSITIVE_INFINITY;
+    for (const [channel, entry] of this.#channels) {
+      if (entry.refs > 0) continue;
+      const due = entry.idleSince + this.#lingerMs;
+      if (due > now) {
+        next = Math.min(next, due);
+        continue;
+      }
       this.#channels.delete(channel);
       for (const subscriber of this.#subscribers ?? []) subscriber.unsubscribe(channel).catch(() => undefined);
-    }, this.#lingerMs);
-    entry.linger.unref();
+    }
+    // At most four sweeps per linger, however the idle times are spread (a channel may linger up
+    // to a quarter longer).
+    if (next !== Number.POSITIVE_INFINITY && !this.#closed) {
+      this.#armLinger(Math.max(1, Math.ceil(next - now), Math.ceil(this.#lingerMs / 4)));
+    }
   }
 
   /** Closes the subscriber connections this notifier created (never the caller's clients). */
   async close(): Promise<void> {
     this.#closed = true;
-    for (const entry of this.#channels.values()) clearTimeout(entry.linger);
+    clearTimeout(this.#lingerTimer);
+    this.#lingerTimer = undefined;
     this.#channels.clear();
     const subscribers = this.#subscribers ?? [];
     this.#subscribers = [];
