@@ -52,7 +52,7 @@ class Lane {
 }
 
 const byDue = (acquisition: Acquisition): number => acquisition.due;
-const byDeadline = (acquisition: Acquisition): number => acquisition.handle.validUntil;
+const byDeadline = (acquisition: Acquisition): number => acquisition.validUntil;
 
 /**
  * Keeps a locker's held locks alive and notices when one is lost.
@@ -116,7 +116,7 @@ export class LeaseKeeper {
     if (this.#stopped || acquisition.keepAlive === "never") {
       // Left to expire: only its deadline is watched.
       lane.pending.insertSorted(acquisition, byDeadline);
-      this.#arm(acquisition.handle.validUntil);
+      this.#arm(acquisition.validUntil);
       return;
     }
     acquisition.due = this.#dueTime(acquisition);
@@ -185,12 +185,12 @@ export class LeaseKeeper {
    * TTL was sent, but early enough that an answer within the command timeout (which may itself
    * fire up to 10 % late) arrives before the deadline, with room for this process's measured
    * timer lateness. The margin is capped at an eighth of the lease, so extensions never run back
-   * to back.
+   * to back. Whole ms, rounded down (see {@link Acquisition}).
    */
   #dueTime(acquisition: Acquisition): number {
-    const { validFrom, validUntil } = acquisition.handle;
-    const margin = Math.min(acquisition.duration / 8, 5 + 2 * this.#lateness);
-    return Math.min(validFrom + acquisition.duration / 2, validUntil - this.#lead(acquisition) - margin);
+    const { validFrom, validUntil, duration } = acquisition;
+    const margin = Math.min(duration / 8, 5 + 2 * this.#lateness);
+    return Math.floor(Math.min(validFrom + duration / 2, validUntil - this.#lead(acquisition) - margin));
   }
 
   /**
@@ -223,7 +223,7 @@ export class LeaseKeeper {
     for (const lane of this.#lanes.values()) {
       if (lane.idle.head !== undefined) next = Math.min(next, lane.idle.head.due);
       if (lane.retry.head !== undefined) next = Math.min(next, lane.retry.head.due);
-      if (lane.pending.head !== undefined) next = Math.min(next, lane.pending.head.handle.validUntil);
+      if (lane.pending.head !== undefined) next = Math.min(next, lane.pending.head.validUntil);
     }
     if (next !== Number.POSITIVE_INFINITY) this.#arm(next);
   }
@@ -248,7 +248,7 @@ export class LeaseKeeper {
 
   /** Declares lost every lease whose deadline passed without a confirmed extension. */
   #expireOverdue(lane: Lane, now: number): void {
-    for (let head = lane.pending.head; head !== undefined && head.handle.validUntil <= now; head = lane.pending.head) {
+    for (let head = lane.pending.head; head !== undefined && head.validUntil <= now; head = lane.pending.head) {
       this.markLost(head, "expired");
     }
   }
@@ -265,7 +265,7 @@ export class LeaseKeeper {
     for (const list of [lane.retry, lane.idle]) {
       for (let head = list.head; head !== undefined && head.due <= horizon; head = list.head) {
         list.remove(head);
-        if (head.handle.validUntil <= now) {
+        if (head.validUntil <= now) {
           this.markLost(head, "expired");
           continue;
         }
@@ -306,7 +306,7 @@ export class LeaseKeeper {
   async #extend(batch: Acquisition[], plannedAt: number | undefined): Promise<void> {
     this.#inFlight += 1;
     this.#stats.batches += 1;
-    const handles = batch.map((acquisition) => acquisition.handle);
+    const handles: readonly Acquisition[] = batch;
     const deadlines = handles.map((handle) => handle.validUntil);
     // Only while anyone listens: the time sent, and how late that was.
     const sentAt = extendChannel.hasSubscribers ? performance.now() : undefined;
@@ -356,10 +356,10 @@ export class LeaseKeeper {
     this.#stats.retries += 1;
     if (this.#stopped) return; // stays in pending: its deadline is watched
     const lane = this.#lane(acquisition.duration);
-    const timeLeft = acquisition.handle.validUntil - now;
+    const timeLeft = acquisition.validUntil - now;
     const lastChance = timeLeft - this.#lead(acquisition);
     acquisition.list?.remove(acquisition);
-    acquisition.due = now + Math.max(1, Math.min(acquisition.duration / 8, lastChance));
+    acquisition.due = Math.floor(now + Math.max(1, Math.min(acquisition.duration / 8, lastChance)));
     lane.retry.insertSorted(acquisition, byDue);
   }
 }
