@@ -294,28 +294,37 @@ export class LeaseKeeper {
     while (this.#inFlight < this.#settings.sweepConcurrency && !this.#stopped) {
       const batch = this.#backlog.shift();
       if (batch === undefined) return;
-      const live = batch.filter((acquisition) => acquisition.state === "held");
-      if (live.length > 0) void this.#extend(live, this.#plannedAt?.get(batch));
+      // Leases released (or lost) since the batch was collected are dropped, in place.
+      let live = 0;
+      for (let index = 0; index < batch.length; index++) {
+        const acquisition = batch[index] as Acquisition;
+        if (acquisition.state === "held") batch[live++] = acquisition;
+      }
+      batch.length = live;
+      if (live > 0) void this.#extend(batch, this.#plannedAt?.get(batch));
     }
   }
 
   /**
-   * Extends one batch and files each lease by its outcome; never rejects. `plannedAt`: when the
-   * timer that collected it was meant to fire, if anyone listened then.
+   * Extends one batch (leases of one lane) and files each lease by its outcome; never rejects.
+   * `plannedAt`: when the timer that collected it was meant to fire, if anyone listened then.
    */
   async #extend(batch: Acquisition[], plannedAt: number | undefined): Promise<void> {
     this.#inFlight += 1;
     this.#stats.batches += 1;
-    const handles: readonly Acquisition[] = batch;
-    const deadlines = handles.map((handle) => handle.validUntil);
+    const { duration } = batch[0] as Acquisition;
+    // Each lease's deadline before this extension: its headroom once confirmed (see stats).
+    const deadlines: number[] = [];
+    for (let index = 0; index < batch.length; index++) deadlines.push((batch[index] as Acquisition).validUntil);
     // Only while anyone listens: the time sent, and how late that was.
     const sentAt = extendChannel.hasSubscribers ? performance.now() : undefined;
     const lagMs = sentAt === undefined || plannedAt === undefined ? 0 : Math.max(0, sentAt - plannedAt);
     let outcomes: ExtendOutcome[];
     try {
-      outcomes = await this.#settings.track(this.#store.extendMany(handles, batch[0]?.duration ?? 0));
+      outcomes = await this.#settings.track(this.#store.extendMany(batch, duration));
     } catch (error) {
-      outcomes = batch.map(() => (error instanceof Error ? error : new Error(String(error))));
+      const failure = error instanceof Error ? error : new Error(String(error));
+      outcomes = batch.map(() => failure);
     } finally {
       this.#inFlight -= 1;
       if (this.#inFlight === 0) this.#drained?.();
@@ -323,21 +332,28 @@ export class LeaseKeeper {
     const now = performance.now();
     // Reported before they are acted on: an extension that found a lease taken precedes its loss.
     if (sentAt !== undefined && extendChannel.hasSubscribers) reportExtension(batch, outcomes, lagMs, now - sentAt);
-    batch.forEach((acquisition, index) => {
-      if (acquisition.state !== "held") return;
+    const lane = this.#lane(duration);
+    let minDeadline = Number.POSITIVE_INFINITY;
+    for (let index = 0; index < batch.length; index++) {
+      const acquisition = batch[index] as Acquisition;
+      if (acquisition.state !== "held") continue;
       const outcome = outcomes[index];
-      if (outcome === "extended") this.#extended(acquisition, now, deadlines[index] ?? now);
-      else if (outcome === "taken" || outcome === "expired") this.markLost(acquisition, outcome);
+      if (outcome === "extended") {
+        minDeadline = Math.min(minDeadline, deadlines[index] ?? now);
+        this.#extended(acquisition, lane);
+      } else if (outcome === "taken" || outcome === "expired") this.markLost(acquisition, outcome);
       else this.#scheduleRetry(acquisition, now);
-    });
+    }
+    if (minDeadline !== Number.POSITIVE_INFINITY) {
+      this.#stats.minHeadroomMs = Math.min(this.#stats.minHeadroomMs, minDeadline - now);
+    }
     this.#pump();
     this.#rearm();
   }
 
-  #extended(acquisition: Acquisition, now: number, previousDeadline: number): void {
+  /** Files a lease whose extension was confirmed: next due, or (not to be extended) its deadline. */
+  #extended(acquisition: Acquisition, lane: Lane): void {
     this.#stats.extensions += 1;
-    this.#stats.minHeadroomMs = Math.min(this.#stats.minHeadroomMs, previousDeadline - now);
-    const lane = this.#lane(acquisition.duration);
     acquisition.list?.remove(acquisition);
     if (acquisition.keepAlive === "once") acquisition.keepAlive = "never";
     if (this.#stopped || acquisition.keepAlive === "never") {
