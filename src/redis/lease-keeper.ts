@@ -257,7 +257,8 @@ export class LeaseKeeper {
    * Moves every lease due within a short window (a sixteenth of its lease) into
    * batches: extending a little early is always safe and lets leases acquired close together
    * share a command. A lease already past its deadline (a blocked event loop) is lost, not
-   * extended.
+   * extended. Each full batch is sent as soon as it is collected (within the in-flight limit), so
+   * Redis works on the first while the rest of a large round is being collected.
    */
   #collectDue(lane: Lane, now: number, plannedAt: number): void {
     const horizon = now + lane.duration / 16;
@@ -273,6 +274,7 @@ export class LeaseKeeper {
         batch.push(head);
         if (batch.length === MAX_EXTEND_BATCH) {
           this.#enqueue(batch, plannedAt);
+          this.#pump();
           batch = [];
         }
       }
