@@ -3,7 +3,9 @@ import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
 import { CloseGate } from "../src/internal/abortable.js";
 import { DeadlineGroup } from "../src/internal/deadline-group.js";
+import { ReleaseOnce } from "../src/internal/release-func.js";
 import { newToken } from "../src/internal/token.js";
+import { KeyStates, Waiter } from "../src/internal/waiter.js";
 
 const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
 
@@ -50,5 +52,64 @@ describe("CloseGate", () => {
     const done = new AbortController();
     expect(await gate.race(Promise.resolve("ok"), done.signal)).toBe("ok");
     expect(getEventListeners(done.signal, "abort")).toHaveLength(0);
+  });
+});
+
+describe("KeyStates", () => {
+  it("counts keys only held without a state object, and opens one with the count when needed", () => {
+    const keys = new KeyStates();
+    keys.hold("a");
+    keys.hold("a");
+    expect(keys.heldCount("a")).toBe(2);
+    expect(keys.get("a")).toBeUndefined();
+    const state = keys.open("a");
+    expect(state.held).toBe(2);
+    expect(keys.get("a")).toBe(state);
+    const waiter = new Waiter();
+    state.waiters.push(waiter);
+    keys.unhold("a");
+    keys.unhold("a");
+    expect(keys.heldCount("a")).toBe(0);
+    expect(state.idle).toBe(false); // still waited for
+    keys.leave("a", state, waiter, false);
+    expect(state.idle).toBe(true);
+    keys.hold("a");
+    expect(state.idle).toBe(false);
+    expect(keys.heldCount("a")).toBe(1);
+  });
+
+  it("keeps a released key as an idle count, and purges idle entries once they outnumber busy ones", () => {
+    const keys = new KeyStates();
+    keys.hold("k");
+    keys.unhold("k");
+    expect(keys.heldCount("k")).toBe(0);
+    keys.hold("k");
+    expect(keys.heldCount("k")).toBe(1);
+    keys.unhold("k");
+    for (let i = 0; i < 2000; i++) keys.hold(`busy-${i}`);
+    for (let i = 0; i < 2000; i++) keys.unhold(`busy-${i}`);
+    // The purge ran: a waiter's notification finds no state, a fresh hold counts from zero.
+    keys.notifyHead("k");
+    keys.notifyAllHeads();
+    keys.hold("busy-0");
+    expect(keys.heldCount("busy-0")).toBe(1);
+  });
+});
+
+describe("release functions", () => {
+  it("are their own async disposer (inherited, not an own property) and release once", async () => {
+    let runs = 0;
+    const { release } = new ReleaseOnce(() => {
+      runs += 1;
+      return "released";
+    });
+    expect(release[Symbol.asyncDispose]).toBe(release);
+    expect(Object.hasOwn(release, Symbol.asyncDispose)).toBe(false);
+    expect(typeof release).toBe("function");
+    {
+      await using _disposed = release;
+    }
+    await release();
+    expect(runs).toBe(1);
   });
 });

@@ -1,6 +1,20 @@
 import type { ReleaseFunc, ReleaseOutcome } from "../locker.js";
 
 /**
+ * The prototype of every {@link ReleaseFunc}: `Function.prototype` plus a `[Symbol.asyncDispose]`
+ * getter that returns the function itself, so `release[Symbol.asyncDispose] === release` (as an own
+ * property would have it) and `await using release = …` calls it.
+ */
+const RELEASE_FUNC_PROTOTYPE: object = Object.create(Function.prototype, {
+  [Symbol.asyncDispose]: {
+    get(this: unknown) {
+      return this;
+    },
+    configurable: true,
+  },
+});
+
+/**
  * Runs a release routine at most once (started synchronously on the first call) and remembers
  * what it found. Never rejects: a routine that throws reports `"unknown"`.
  *
@@ -14,8 +28,10 @@ export abstract class Releasable {
 
   constructor() {
     const release = releaseAndForget.bind(this);
-    (release as unknown as Record<symbol, unknown>)[Symbol.asyncDispose] = release;
-    this.release = release as ReleaseFunc;
+    // `[Symbol.asyncDispose]` comes from the prototype (see RELEASE_FUNC_PROTOTYPE): an own
+    // property would cost every held lock a property array besides its bound function.
+    Object.setPrototypeOf(release, RELEASE_FUNC_PROTOTYPE);
+    this.release = release as unknown as ReleaseFunc;
   }
 
   /** The release itself; called once, by {@link run}. */

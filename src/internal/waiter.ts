@@ -124,49 +124,98 @@ const IDLE_KEPT = 1024;
  * The {@link KeyState} of every key a locker holds or waits for. Everything about a key lives on
  * its state object, so an uncontended lock and release touch one map entry.
  *
+ * A key that is only held here (by one acquisition or more, nobody waiting here, nothing known of
+ * its hand-off: a `tryLock`, say) needs no state object: its entry is just the number of its
+ * acquisitions held here, until a call opens a state for it (see {@link open}). So 100,000 held
+ * locks cost 100,000 map entries and no state objects.
+ *
  * A state whose key is no longer held or waited for is not deleted at once: inserting and deleting
  * entries of a large V8 Map (10,000 held locks, say) costs microseconds and old-generation garbage
  * as its table is rebuilt, while a key locked again and again would pay that on every call. Idle
- * states stay (a later call on the key finds them), and are purged in one pass once there are more
- * than 1,024 of them and they outnumber the busy ones: memory stays bounded by twice the busy keys
- * (or 1,024), and the purge costs O(1) per call amortised.
+ * entries stay (a state, or the count 0; a later call on the key finds them), and are purged in one
+ * pass once there are more than 1,024 of them and they outnumber the busy ones: memory stays
+ * bounded by twice the busy keys (or 1,024), and the purge costs O(1) per call amortised.
  */
 export class KeyStates<G = unknown, H = unknown> {
-  readonly #states = new Map<string, KeyState<G, H>>();
+  /** Per key: its state, or (no state object) how many acquisitions hold it here (0: idle). */
+  readonly #states = new Map<string, KeyState<G, H> | number>();
   #idle = 0;
 
-  /** The state of `key`, if anything is held or waited for (or it was, recently). */
+  /** The state of `key`, if it has one (something is waited for, or was recently). */
   get(key: string): KeyState<G, H> | undefined {
-    return this.#states.get(key);
+    const entry = this.#states.get(key);
+    return typeof entry === "number" ? undefined : entry;
+  }
+
+  /** How many acquisitions of `key` this locker holds (not released, not known lost). */
+  heldCount(key: string): number {
+    const entry = this.#states.get(key);
+    return entry === undefined ? 0 : typeof entry === "number" ? entry : entry.held;
   }
 
   /** The state of `key`, created if needed; pair with {@link tidy} once done with it. */
   open(key: string): KeyState<G, H> {
-    let state = this.#states.get(key);
-    if (state === undefined) {
-      state = new KeyState<G, H>();
+    const entry = this.#states.get(key);
+    if (entry === undefined || typeof entry === "number") {
+      const state = new KeyState<G, H>();
+      if (entry === 0) this.#idle -= 1;
+      else if (entry !== undefined) state.held = entry;
       this.#states.set(key, state);
-    } else if (state.idle) {
-      // What an idle state still knew of the hand-off is spent (its waiters left the queue).
-      state.idle = false;
-      state.handOff = undefined;
-      state.earlyGrant = undefined;
-      this.#idle -= 1;
+      return state;
     }
-    return state;
+    if (entry.idle) this.#wake(entry);
+    return entry;
+  }
+
+  /** Counts one more acquisition of `key` held here. */
+  hold(key: string): void {
+    const entry = this.#states.get(key);
+    if (entry === undefined || typeof entry === "number") {
+      if (entry === 0) this.#idle -= 1;
+      this.#states.set(key, (entry ?? 0) + 1);
+      return;
+    }
+    if (entry.idle) this.#wake(entry);
+    entry.held += 1;
+  }
+
+  /** Counts one acquisition of `key` fewer held here (released, or found lost). */
+  unhold(key: string): void {
+    const entry = this.#states.get(key);
+    if (entry === undefined || entry === 0) return;
+    if (typeof entry !== "number") {
+      entry.held -= 1;
+      this.tidy(key, entry);
+      return;
+    }
+    this.#states.set(key, entry - 1);
+    if (entry === 1) this.#idled();
   }
 
   /** Marks `key`'s state idle when nothing is held or waited for any more. */
   tidy(_key: string, state: KeyState<G, H>): void {
     if (state.idle || state.held !== 0 || state.waiters.size !== 0) return;
     state.idle = true;
+    this.#idled();
+  }
+
+  /** An idle state is in use again: what it still knew of the hand-off is spent (its waiters left the queue). */
+  #wake(state: KeyState<G, H>): void {
+    state.idle = false;
+    state.handOff = undefined;
+    state.earlyGrant = undefined;
+    this.#idle -= 1;
+  }
+
+  /** One more idle entry; purges them when they are many. */
+  #idled(): void {
     this.#idle += 1;
     if (this.#idle > IDLE_KEPT && this.#idle * 2 > this.#states.size) this.#purge();
   }
 
   #purge(): void {
-    for (const [key, state] of this.#states) {
-      if (state.idle) this.#states.delete(key);
+    for (const [key, entry] of this.#states) {
+      if (entry === 0 || (typeof entry !== "number" && entry.idle)) this.#states.delete(key);
     }
     this.#idle = 0;
   }
@@ -185,16 +234,18 @@ export class KeyStates<G = unknown, H = unknown> {
 
   /** Wakes the head of `key`'s queue, if any. */
   notifyHead(key: string): void {
-    this.#states.get(key)?.waiters.head?.notify();
+    this.get(key)?.waiters.head?.notify();
   }
 
   /** Restarts the wait of the head of `key`'s queue with a fresh timeout, if it is waiting. */
   postponeHead(key: string): void {
-    this.#states.get(key)?.waiters.head?.postpone();
+    this.get(key)?.waiters.head?.postpone();
   }
 
   /** Wakes the head of every queue (after notifications may have been lost). */
   notifyAllHeads(): void {
-    for (const state of this.#states.values()) state.waiters.head?.notify();
+    for (const entry of this.#states.values()) {
+      if (typeof entry !== "number") entry.waiters.head?.notify();
+    }
   }
 }

@@ -52,7 +52,7 @@ class Lane {
 }
 
 const byDue = (acquisition: Acquisition): number => acquisition.due;
-const byDeadline = (acquisition: Acquisition): number => acquisition.handle.validUntil;
+const byDeadline = (acquisition: Acquisition): number => acquisition.validUntil;
 
 /**
  * Keeps a locker's held locks alive and notices when one is lost.
@@ -116,7 +116,7 @@ export class LeaseKeeper {
     if (this.#stopped || acquisition.keepAlive === "never") {
       // Left to expire: only its deadline is watched.
       lane.pending.insertSorted(acquisition, byDeadline);
-      this.#arm(acquisition.handle.validUntil);
+      this.#arm(acquisition.validUntil);
       return;
     }
     acquisition.due = this.#dueTime(acquisition);
@@ -185,12 +185,12 @@ export class LeaseKeeper {
    * TTL was sent, but early enough that an answer within the command timeout (which may itself
    * fire up to 10 % late) arrives before the deadline, with room for this process's measured
    * timer lateness. The margin is capped at an eighth of the lease, so extensions never run back
-   * to back.
+   * to back. Whole ms, rounded down (see {@link Acquisition}).
    */
   #dueTime(acquisition: Acquisition): number {
-    const { validFrom, validUntil } = acquisition.handle;
-    const margin = Math.min(acquisition.duration / 8, 5 + 2 * this.#lateness);
-    return Math.min(validFrom + acquisition.duration / 2, validUntil - this.#lead(acquisition) - margin);
+    const { validFrom, validUntil, duration } = acquisition;
+    const margin = Math.min(duration / 8, 5 + 2 * this.#lateness);
+    return Math.floor(Math.min(validFrom + duration / 2, validUntil - this.#lead(acquisition) - margin));
   }
 
   /**
@@ -223,7 +223,7 @@ export class LeaseKeeper {
     for (const lane of this.#lanes.values()) {
       if (lane.idle.head !== undefined) next = Math.min(next, lane.idle.head.due);
       if (lane.retry.head !== undefined) next = Math.min(next, lane.retry.head.due);
-      if (lane.pending.head !== undefined) next = Math.min(next, lane.pending.head.handle.validUntil);
+      if (lane.pending.head !== undefined) next = Math.min(next, lane.pending.head.validUntil);
     }
     if (next !== Number.POSITIVE_INFINITY) this.#arm(next);
   }
@@ -248,7 +248,7 @@ export class LeaseKeeper {
 
   /** Declares lost every lease whose deadline passed without a confirmed extension. */
   #expireOverdue(lane: Lane, now: number): void {
-    for (let head = lane.pending.head; head !== undefined && head.handle.validUntil <= now; head = lane.pending.head) {
+    for (let head = lane.pending.head; head !== undefined && head.validUntil <= now; head = lane.pending.head) {
       this.markLost(head, "expired");
     }
   }
@@ -257,7 +257,8 @@ export class LeaseKeeper {
    * Moves every lease due within a short window (a sixteenth of its lease) into
    * batches: extending a little early is always safe and lets leases acquired close together
    * share a command. A lease already past its deadline (a blocked event loop) is lost, not
-   * extended.
+   * extended. Each full batch is sent as soon as it is collected (within the in-flight limit), so
+   * Redis works on the first while the rest of a large round is being collected.
    */
   #collectDue(lane: Lane, now: number, plannedAt: number): void {
     const horizon = now + lane.duration / 16;
@@ -265,7 +266,7 @@ export class LeaseKeeper {
     for (const list of [lane.retry, lane.idle]) {
       for (let head = list.head; head !== undefined && head.due <= horizon; head = list.head) {
         list.remove(head);
-        if (head.handle.validUntil <= now) {
+        if (head.validUntil <= now) {
           this.markLost(head, "expired");
           continue;
         }
@@ -273,6 +274,7 @@ export class LeaseKeeper {
         batch.push(head);
         if (batch.length === MAX_EXTEND_BATCH) {
           this.#enqueue(batch, plannedAt);
+          this.#pump();
           batch = [];
         }
       }
@@ -294,28 +296,37 @@ export class LeaseKeeper {
     while (this.#inFlight < this.#settings.sweepConcurrency && !this.#stopped) {
       const batch = this.#backlog.shift();
       if (batch === undefined) return;
-      const live = batch.filter((acquisition) => acquisition.state === "held");
-      if (live.length > 0) void this.#extend(live, this.#plannedAt?.get(batch));
+      // Leases released (or lost) since the batch was collected are dropped, in place.
+      let live = 0;
+      for (let index = 0; index < batch.length; index++) {
+        const acquisition = batch[index] as Acquisition;
+        if (acquisition.state === "held") batch[live++] = acquisition;
+      }
+      batch.length = live;
+      if (live > 0) void this.#extend(batch, this.#plannedAt?.get(batch));
     }
   }
 
   /**
-   * Extends one batch and files each lease by its outcome; never rejects. `plannedAt`: when the
-   * timer that collected it was meant to fire, if anyone listened then.
+   * Extends one batch (leases of one lane) and files each lease by its outcome; never rejects.
+   * `plannedAt`: when the timer that collected it was meant to fire, if anyone listened then.
    */
   async #extend(batch: Acquisition[], plannedAt: number | undefined): Promise<void> {
     this.#inFlight += 1;
     this.#stats.batches += 1;
-    const handles = batch.map((acquisition) => acquisition.handle);
-    const deadlines = handles.map((handle) => handle.validUntil);
+    const { duration } = batch[0] as Acquisition;
+    // Each lease's deadline before this extension: its headroom once confirmed (see stats).
+    const deadlines: number[] = [];
+    for (let index = 0; index < batch.length; index++) deadlines.push((batch[index] as Acquisition).validUntil);
     // Only while anyone listens: the time sent, and how late that was.
     const sentAt = extendChannel.hasSubscribers ? performance.now() : undefined;
     const lagMs = sentAt === undefined || plannedAt === undefined ? 0 : Math.max(0, sentAt - plannedAt);
     let outcomes: ExtendOutcome[];
     try {
-      outcomes = await this.#settings.track(this.#store.extendMany(handles, batch[0]?.duration ?? 0));
+      outcomes = await this.#settings.track(this.#store.extendMany(batch, duration));
     } catch (error) {
-      outcomes = batch.map(() => (error instanceof Error ? error : new Error(String(error))));
+      const failure = error instanceof Error ? error : new Error(String(error));
+      outcomes = batch.map(() => failure);
     } finally {
       this.#inFlight -= 1;
       if (this.#inFlight === 0) this.#drained?.();
@@ -323,21 +334,28 @@ export class LeaseKeeper {
     const now = performance.now();
     // Reported before they are acted on: an extension that found a lease taken precedes its loss.
     if (sentAt !== undefined && extendChannel.hasSubscribers) reportExtension(batch, outcomes, lagMs, now - sentAt);
-    batch.forEach((acquisition, index) => {
-      if (acquisition.state !== "held") return;
+    const lane = this.#lane(duration);
+    let minDeadline = Number.POSITIVE_INFINITY;
+    for (let index = 0; index < batch.length; index++) {
+      const acquisition = batch[index] as Acquisition;
+      if (acquisition.state !== "held") continue;
       const outcome = outcomes[index];
-      if (outcome === "extended") this.#extended(acquisition, now, deadlines[index] ?? now);
-      else if (outcome === "taken" || outcome === "expired") this.markLost(acquisition, outcome);
+      if (outcome === "extended") {
+        minDeadline = Math.min(minDeadline, deadlines[index] ?? now);
+        this.#extended(acquisition, lane);
+      } else if (outcome === "taken" || outcome === "expired") this.markLost(acquisition, outcome);
       else this.#scheduleRetry(acquisition, now);
-    });
+    }
+    if (minDeadline !== Number.POSITIVE_INFINITY) {
+      this.#stats.minHeadroomMs = Math.min(this.#stats.minHeadroomMs, minDeadline - now);
+    }
     this.#pump();
     this.#rearm();
   }
 
-  #extended(acquisition: Acquisition, now: number, previousDeadline: number): void {
+  /** Files a lease whose extension was confirmed: next due, or (not to be extended) its deadline. */
+  #extended(acquisition: Acquisition, lane: Lane): void {
     this.#stats.extensions += 1;
-    this.#stats.minHeadroomMs = Math.min(this.#stats.minHeadroomMs, previousDeadline - now);
-    const lane = this.#lane(acquisition.duration);
     acquisition.list?.remove(acquisition);
     if (acquisition.keepAlive === "once") acquisition.keepAlive = "never";
     if (this.#stopped || acquisition.keepAlive === "never") {
@@ -356,10 +374,10 @@ export class LeaseKeeper {
     this.#stats.retries += 1;
     if (this.#stopped) return; // stays in pending: its deadline is watched
     const lane = this.#lane(acquisition.duration);
-    const timeLeft = acquisition.handle.validUntil - now;
+    const timeLeft = acquisition.validUntil - now;
     const lastChance = timeLeft - this.#lead(acquisition);
     acquisition.list?.remove(acquisition);
-    acquisition.due = now + Math.max(1, Math.min(acquisition.duration / 8, lastChance));
+    acquisition.due = Math.floor(now + Math.max(1, Math.min(acquisition.duration / 8, lastChance)));
     lane.retry.insertSorted(acquisition, byDue);
   }
 }

@@ -215,7 +215,7 @@ export class LockEngine {
       // Waiters queued here come first (across processes, the store's queue sees to that).
       if ((state?.waiters.size ?? 0) > 0) return undefined;
       this.#store.checkResource(this.#resourceOf(key));
-    } else if ((state?.held ?? 0) > 0) return undefined;
+    } else if (this.#keys.heldCount(key) > 0) return undefined;
     const outcome = await this.#attempt(signal, key, request, this.#intents.keep, owner, probe);
     return outcome instanceof Acquisition ? outcome : undefined;
   }
@@ -226,7 +226,7 @@ export class LockEngine {
       key: acquisition.key,
       releaser: acquisition.releaser,
       lost: acquisition.lostSignal,
-      validUntil: () => acquisition.handle.validUntil,
+      validUntil: () => acquisition.validUntil,
       onDeadlinePassed: () => this.#keeper.markLost(acquisition, "expired"),
       fencingToken: acquisition.fencingToken,
     });
@@ -704,17 +704,14 @@ export class LockEngine {
     if (!request.autoExtend) acquisition.keepAlive = handedOver ? "once" : "never";
     const grantedAt = grantTime();
     if (grantedAt !== undefined) acquisition.grantedAt = grantedAt;
-    this.#keys.open(key).held += 1;
+    this.#keys.hold(key);
     this.#keeper.add(acquisition);
     return acquisition;
   }
 
   /** Stops counting `acquisition` as held by this locker (it was released or lost). */
   #forget(acquisition: Acquisition): void {
-    const state = this.#keys.get(acquisition.key);
-    if (state === undefined) return;
-    state.held -= 1;
-    this.#keys.tidy(acquisition.key, state);
+    this.#keys.unhold(acquisition.key);
   }
 
   /** Releases `acquisition` and publishes what the release found (while anyone listens). */
@@ -752,7 +749,7 @@ export class LockEngine {
     }
     // An empty message: a release where there is no hand-off queue; anyone may take the key.
     // While this locker holds the key, it is stale (or our own).
-    if (message === "" && (this.#keys.get(key)?.held ?? 0) === 0) this.#keys.notifyHead(key);
+    if (message === "" && this.#keys.heldCount(key) === 0) this.#keys.notifyHead(key);
   }
 
   /**

@@ -157,25 +157,28 @@ return { retry, registered }
 
 /**
  * Extends many holders (one node, one Cluster slot) while each is still in its set and not past
- * its deadline. KEYS: the holders' sets (repeated for holders of one key). ARGV: ttl, then one
- * token per key. Returns 1 (extended) or 0 (gone) per key.
+ * its deadline. KEYS: the holders' sets (repeated for holders of one key). ARGV: ttl, then the
+ * tokens, one per key, separated by spaces. Returns one character per key: "1" extended, "0" gone.
  */
 export const EXTEND_PERMITS = defineScript(`${PERMITS}
-local ttl = tonumber(ARGV[1])
+local ttl, tokens = tonumber(ARGV[1]), ARGV[2]
 local out = {}
+local from = 1
 for i, key in ipairs(KEYS) do
-  local member = ARGV[i + 1]
+  local stop = string.find(tokens, " ", from, true) or 0
+  local member = string.sub(tokens, from, stop - 1)
+  from = stop + 1
   local score = redis.call("zscore", key, member)
   if score and tonumber(score) > now then
     redis.call("zadd", key, "XX", now + ttl, member)
     if redis.call("pttl", key) < ttl then redis.call("pexpire", key, ttl) end
-    out[i] = 1
+    out[i] = "1"
   else
     if score then redis.call("zrem", key, member) end
-    out[i] = 0
+    out[i] = "0"
   end
 end
-return out
+return table.concat(out)
 `);
 
 /**

@@ -108,31 +108,30 @@ export class RedlockStore implements LockStore {
     const live = handles.filter((handle) => now < handle.validUntil);
     if (live.length === 0) return outcomes;
     const keys = live.map((handle) => handle.resource);
-    const args = [duration, ...live.map((handle) => handle.token)];
+    // The tokens as one argument, the answers one character per key (see EXTEND_MANY).
+    const args = [duration, live.map((handle) => handle.token).join(" ")];
     const start = performance.now();
     const answers = await Promise.allSettled(this.#runners.map((runner) => runner.run(EXTEND_MANY, keys, args)));
     const validUntil = start + duration - this.#drift(duration);
+    const inTime = performance.now() < validUntil;
     const quorum = Math.floor(this.#runners.length / 2) + 1;
+    // What each node answered ("" when it failed), and the failures, the same for every lock.
+    const replies = answers.map((answer) =>
+      answer.status === "fulfilled" && typeof answer.value === "string" ? answer.value : "",
+    );
+    const causes = answers.flatMap((answer) => (answer.status === "rejected" ? [answer.reason as unknown] : []));
+    const unanswered = causes.length;
     const toRestore: LockHandle[][] = this.#runners.map(() => []);
     let position = 0;
     handles.forEach((handle, index) => {
       if (handle !== live[position]) return;
       let extended = 0;
-      let unanswered = 0;
-      const causes: unknown[] = [];
-      answers.forEach((answer) => {
-        if (answer.status === "rejected") {
-          unanswered += 1;
-          causes.push(answer.reason);
-        } else if ((answer.value as unknown[])[position] === 1) extended += 1;
-      });
-      if (extended >= quorum && performance.now() < validUntil) {
+      for (const reply of replies) if (reply[position] === "1") extended += 1;
+      if (extended >= quorum && inTime) {
         handle.renew(start, validUntil);
         outcomes[index] = "extended";
-        answers.forEach((answer, node) => {
-          if (answer.status === "fulfilled" && (answer.value as unknown[])[position] === 0) {
-            toRestore[node]?.push(handle);
-          }
+        replies.forEach((reply, node) => {
+          if (reply[position] === "0") toRestore[node]?.push(handle);
         });
       } else if (extended >= quorum) {
         outcomes[index] = "expired";

@@ -111,24 +111,29 @@ return { left, registered }
 
 /**
  * Extends many locks of one node (one Cluster slot) at once, each only while it holds its own
- * token (never re-creating an expired key). KEYS: the locks. ARGV: ttl (ms), then one token per
- * key. Returns one number per key: 1 extended, 0 gone, -1 held by another token.
+ * token (never re-creating an expired key). KEYS: the locks. ARGV: ttl (ms), then the tokens, one
+ * per key, separated by spaces (tokens never contain one). Returns one character per key: "1"
+ * extended, "0" gone, "-" held by another token.
  */
 export const EXTEND_MANY = defineScript(`
-local ttl = ARGV[1]
+local ttl, tokens = ARGV[1], ARGV[2]
+local call, find, sub = redis.call, string.find, string.sub
 local out = {}
+local from = 1
 for i, key in ipairs(KEYS) do
-  local current = redis.call("get", key)
-  if current == ARGV[i + 1] then
-    redis.call("pexpire", key, ttl)
-    out[i] = 1
+  local stop = find(tokens, " ", from, true) or 0
+  local current = call("get", key)
+  if current == sub(tokens, from, stop - 1) then
+    call("pexpire", key, ttl)
+    out[i] = "1"
   elseif current then
-    out[i] = -1
+    out[i] = "-"
   else
-    out[i] = 0
+    out[i] = "0"
   end
+  from = stop + 1
 end
-return out
+return table.concat(out)
 `);
 
 /**

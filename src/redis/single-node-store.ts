@@ -79,6 +79,9 @@ interface KeySet {
   fenced: readonly string[] | undefined;
 }
 
+/** The character EXTEND_MANY and EXTEND_PERMITS answer for a key they extended ("1"). */
+const EXTENDED = 49;
+
 /** Resources whose KEYS arrays a store keeps. */
 const KEY_CACHE_SIZE = 1024;
 
@@ -193,46 +196,81 @@ export class SingleNodeStore implements LockStore {
   }
 
   async extendMany(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
-    const outcomes: ExtendOutcome[] = handles.map(() => "expired");
+    const outcomes: ExtendOutcome[] = [];
+    for (let index = 0; index < handles.length; index++) outcomes.push("expired");
     const now = performance.now();
+    if (!this.#cluster) {
+      await this.#extendGroup(handles, undefined, duration, now, outcomes);
+      return outcomes;
+    }
     // On a Cluster a script may only touch one slot: keys that share a hash tag go together.
     const groups = new Map<string, number[]>();
-    handles.forEach((handle, index) => {
-      if (now >= handle.validUntil) return; // "expired": nothing is sent
-      const group = this.#cluster ? (hashTagOf(handle.resource) ?? handle.resource) : "";
+    for (let index = 0; index < handles.length; index++) {
+      const { resource } = handles[index] as LockHandle;
+      const group = hashTagOf(resource) ?? resource;
       const members = groups.get(group);
       if (members === undefined) groups.set(group, [index]);
       else members.push(index);
-    });
-    await Promise.all(
-      [...groups.values()].map(async (indexes) => {
-        const batch = indexes.map((index) => handles[index] as LockHandle);
-        const start = performance.now();
-        let replies: unknown;
-        try {
-          replies = await this.#runner.run(
-            this.#scripts.extendMany,
-            batch.map((handle) => handle.resource),
-            [duration, ...batch.map((handle) => handle.token)],
-          );
-        } catch (error) {
-          const failure = unavailable(batch[0]?.resource ?? "", "extend", [error]);
-          for (const index of indexes) outcomes[index] = failure;
-          return;
-        }
-        const validUntil = start + duration - this.#drift(duration);
-        indexes.forEach((index, position) => {
-          const reply = Array.isArray(replies) ? replies[position] : undefined;
-          if (reply === 1) {
-            batch[position]?.renew(start, validUntil);
-            outcomes[index] = "extended";
-          } else {
-            outcomes[index] = "taken";
-          }
-        });
-      }),
-    );
+    }
+    if (groups.size === 1) await this.#extendGroup(handles, undefined, duration, now, outcomes);
+    else {
+      await Promise.all(
+        Array.from(groups.values(), (indexes) => this.#extendGroup(handles, indexes, duration, now, outcomes)),
+      );
+    }
     return outcomes;
+  }
+
+  /**
+   * One extension script call for `handles` (those at `indexes`, or all of them) on one node or
+   * slot: fills their `outcomes` (which start as "expired"). A handle whose validity ran out by
+   * `now` stays "expired" and is not sent. The tokens go as one space-separated argument and the
+   * answer is one character per key (see EXTEND_MANY): 2 arguments and one string per lock fewer
+   * to build, send and parse than a token and a number each.
+   */
+  async #extendGroup(
+    handles: readonly LockHandle[],
+    indexes: readonly number[] | undefined,
+    duration: number,
+    now: number,
+    outcomes: ExtendOutcome[],
+  ): Promise<void> {
+    const count = indexes === undefined ? handles.length : indexes.length;
+    const keys: string[] = [];
+    const tokens: string[] = [];
+    for (let position = 0; position < count; position++) {
+      const index = indexes === undefined ? position : (indexes[position] as number);
+      const handle = handles[index] as LockHandle;
+      if (now >= handle.validUntil) continue; // "expired": nothing is sent
+      keys.push(handle.resource);
+      tokens.push(handle.token);
+      outcomes[index] = "taken"; // until the answer says otherwise
+    }
+    if (keys.length === 0) return;
+    const start = performance.now();
+    let replies: unknown;
+    try {
+      replies = await this.#runner.run(this.#scripts.extendMany, keys, [duration, tokens.join(" ")]);
+    } catch (error) {
+      const failure = unavailable(keys[0] as string, "extend", [error]);
+      for (let position = 0; position < count; position++) {
+        const index = indexes === undefined ? position : (indexes[position] as number);
+        if (outcomes[index] === "taken") outcomes[index] = failure;
+      }
+      return;
+    }
+    const answers = typeof replies === "string" ? replies : "";
+    const validUntil = start + duration - this.#drift(duration);
+    let sent = 0;
+    for (let position = 0; position < count; position++) {
+      const index = indexes === undefined ? position : (indexes[position] as number);
+      if (outcomes[index] !== "taken") continue;
+      if (answers.charCodeAt(sent) === EXTENDED) {
+        (handles[index] as LockHandle).renew(start, validUntil);
+        outcomes[index] = "extended";
+      }
+      sent += 1;
+    }
   }
 
   async release(handle: LockHandle, ordered = false): Promise<ReleaseOutcome> {
