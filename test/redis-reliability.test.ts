@@ -3,9 +3,11 @@
  * same-tick calls keep FIFO, a lease longer than Node's timer limit, 100,000 held locks kept
  * through several extension rounds, and quorum redundancy restored after minority restarts.
  */
+import type { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { LockLostError, ReleaseFunc } from "../src/index.js";
+import { type LockLostError, RedisLocker, type ReleaseFunc } from "../src/index.js";
 import { uniqueKey } from "./contract.js";
+import type { RedisServer } from "./helpers/redis.js";
 import { RedisFixture } from "./helpers/redis-harness.js";
 import { eventually, sleep } from "./helpers/wait.js";
 
@@ -155,3 +157,46 @@ describe("a five-node quorum", () => {
     expect(await holding()).toBe(0);
   }, 30_000);
 });
+
+describe("a quorum node that dies with an attempt unanswered", () => {
+  it("cleans up the failed attempt that its client re-sends once the node is back, empty", async () => {
+    const fixture = await RedisFixture.start(3);
+    fixtures.push(fixture);
+    const [node0, node1, node2] = fixture.servers as [RedisServer, RedisServer, RedisServer];
+    // A client that keeps unanswered commands and re-sends them when it reconnects (ioredis does
+    // by default; maxRetriesPerRequest: null waits for the reconnection however long it takes).
+    const clients = [node0, node1, node2].map((server) => server.client({ maxRetriesPerRequest: null }));
+    fixture.clients.push(...clients);
+    const contender = new RedisLocker(clients, { expiry: 20_000, operationTimeout: 300 });
+    fixture.lockers.push(contender);
+    const key = uniqueKey("resent");
+    const resource = `globallock:${key}`;
+    const admin0 = fixture.admin(0);
+    // Held by someone else on node 1 only, free on node 2: node 0's vote decides the attempt.
+    await fixture.admin(1).set(resource, "someone-else", "PX", 20_000);
+    await Promise.all(clients.map((client) => client.ping())); // connected before node 0 stalls
+    // Node 0 holds every write command, scripts included, unanswered (not SIGSTOP: killing a
+    // stopped server resumes it first, and it could answer in between).
+    await admin0.call("CLIENT", "PAUSE", "20000", "WRITE");
+    const attempt = contender.tryLock(undefined, key);
+    await sleep(100); // sent to all three; node 0 does not answer
+    await node0.kill(); // its connection drops with the attempt unanswered
+    expect((await attempt)[0]).toBe(false); // 1 for, 1 against, node 0 timed out: not a majority
+    await node0.restart(); // empty: no command has run there yet
+    // The contender's client reconnects and re-sends the attempt, which sets the key on the empty
+    // node; the clean-up queued behind it deletes it again. Without that clean-up the key would
+    // stay, nobody's, for the attempt's whole 20 s expiry.
+    await eventually(async () => (await evalCalls(admin0).catch(() => 0)) > 0, 5000);
+    await sleep(200);
+    expect(await admin0.get(resource)).toBeNull();
+    expect(await evalCalls(admin0)).toBeGreaterThanOrEqual(2); // the attempt and its clean-up
+  });
+});
+
+/** EVAL and EVALSHA calls a node has run since it started. */
+async function evalCalls(admin: Redis): Promise<number> {
+  const info = await admin.info("commandstats");
+  let calls = 0;
+  for (const match of info.matchAll(/^cmdstat_(?:eval|evalsha):calls=(\d+)/gm)) calls += Number(match[1]);
+  return calls;
+}

@@ -37,6 +37,13 @@ export class RedlockStore implements LockStore {
   readonly #redlock: Redlock;
   readonly #runners: readonly ScriptRunner[];
   readonly #driftFactor: number;
+  /**
+   * Per node: tokens of attempts sent there and not (yet) answered, with when their keys would
+   * expire (monotonic ms). The client re-sends such a command when it reconnects — to a node that
+   * restarted empty, where it then sets the key — so its clean-up must not be refused while the
+   * connection is down (see {@link #sendCleanUp}).
+   */
+  readonly #unanswered: ReadonlyArray<Map<string, number>>;
   readonly supportsFencing = false;
 
   constructor(clients: readonly RedisClient[], settings: RedlockStoreSettings) {
@@ -52,15 +59,23 @@ export class RedlockStore implements LockStore {
     // attempt on the same connection) would then run before the attempt it undoes, leaving a key
     // nobody owns for a whole expiry on a node whose script cache was emptied.
     const sources = new Map<string, string>();
-    const facades = this.#runners.map((runner) => ({
-      evalsha: (hash: string, numkeys: number, ...rest: unknown[]) => {
-        const [keys, args] = splitRedlockArguments(numkeys, rest);
-        const source = sources.get(hash);
-        return source === undefined ? runner.evalsha(hash, keys, args) : runner.eval(source, keys, args);
-      },
-      eval: (source: string, numkeys: number, ...rest: unknown[]) =>
-        runner.eval(source, ...splitRedlockArguments(numkeys, rest)),
-    }));
+    const facades = this.#runners.map((runner, node) => {
+      const call = (source: string, keys: string[], args: ScriptArgument[]): Promise<unknown> => {
+        if (source === this.#redlock.scripts.acquireScript.value) return this.#sendAttempt(node, keys, args);
+        if (source === this.#redlock.scripts.releaseScript.value) return this.#sendCleanUp(node, source, keys, args);
+        return runner.eval(source, keys, args);
+      };
+      return {
+        evalsha: (hash: string, numkeys: number, ...rest: unknown[]) => {
+          const [keys, args] = splitRedlockArguments(numkeys, rest);
+          const source = sources.get(hash);
+          return source === undefined ? runner.evalsha(hash, keys, args) : call(source, keys, args);
+        },
+        eval: (source: string, numkeys: number, ...rest: unknown[]) =>
+          call(source, ...splitRedlockArguments(numkeys, rest)),
+      };
+    });
+    this.#unanswered = this.#runners.map(() => new Map());
     this.#redlock = new Redlock(
       facades as unknown as ConstructorParameters<typeof Redlock>[0],
       { retryCount: 0, driftFactor: settings.driftFactor },
@@ -71,6 +86,53 @@ export class RedlockStore implements LockStore {
   }
 
   checkResource(): void {}
+
+  /** An attempt of redlock's on `node`: remembered until it is answered (see {@link #unanswered}). */
+  #sendAttempt(node: number, keys: string[], args: ScriptArgument[]): Promise<unknown> {
+    const runner = this.#runners[node] as ScriptRunner;
+    const unanswered = this.#unanswered[node] as Map<string, number>;
+    const reply = runner.eval(this.#redlock.scripts.acquireScript.value, keys, args);
+    if (!runner.connected) return reply; // refused at once: nothing was sent
+    const [token, duration] = args;
+    if (typeof token !== "string") return reply;
+    const now = performance.now();
+    // Entries past their expiry are of no use any more (the key expired on its own): drop them.
+    for (const [old, expiresAt] of unanswered) {
+      if (expiresAt > now) break;
+      unanswered.delete(old);
+    }
+    unanswered.set(token, now + Number(duration));
+    reply.then(
+      () => unanswered.delete(token),
+      () => undefined,
+    );
+    return reply;
+  }
+
+  /**
+   * redlock's clean-up of a failed attempt on `node`. When that attempt went unanswered and the
+   * connection is down now, a failing-fast runner would refuse the clean-up while the client
+   * re-sends the attempt on reconnection, leaving a key nobody owns for a whole expiry (which also
+   * blocks restoring the holder's key there). So it is queued on the client anyway, to run after
+   * the re-sent attempt; redlock's vote is still refused at once.
+   */
+  #sendCleanUp(node: number, source: string, keys: string[], args: ScriptArgument[]): Promise<unknown> {
+    this.#followUnanswered(node, source, keys, args);
+    return (this.#runners[node] as ScriptRunner).eval(source, keys, args);
+  }
+
+  /**
+   * Queues the compare-and-delete `source` (its first argument the token) on `node`'s client even
+   * while the connection is down, when an attempt with that token went unanswered there (see
+   * {@link #sendCleanUp}).
+   */
+  #followUnanswered(node: number, source: string, keys: string[], args: ScriptArgument[]): void {
+    const runner = this.#runners[node] as ScriptRunner;
+    const token = args[0];
+    if (typeof token === "string" && this.#unanswered[node]?.delete(token) === true && !runner.connected) {
+      runner.evalWhenConnected(source, keys, args).catch(() => undefined);
+    }
+  }
 
   hasQueue(): boolean {
     return false;
@@ -171,7 +233,11 @@ export class RedlockStore implements LockStore {
    */
   async release(handle: LockHandle, ordered = false): Promise<ReleaseOutcome> {
     const answers = await Promise.allSettled(
-      this.#runners.map((runner) => runner.run(RELEASE, [handle.resource], [handle.token, 0], ordered)),
+      this.#runners.map((runner, node) => {
+        // A node whose grant of this lock went unanswered (and is down now) deletes it once back.
+        this.#followUnanswered(node, RELEASE.source, [handle.resource], [handle.token, 0]);
+        return runner.run(RELEASE, [handle.resource], [handle.token, 0], ordered);
+      }),
     );
     let deleted = 0;
     let gone = 0;

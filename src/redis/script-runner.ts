@@ -59,6 +59,11 @@ export class ScriptRunner {
     this.#loaded = connection.isCluster;
   }
 
+  /** False while the client's connection is down (reconnecting or closed). */
+  get connected(): boolean {
+    return this.#connection.unavailableReason() === undefined;
+  }
+
   /** The connection this runner sends on (for cluster detection and the like). */
   get connection(): RedisConnection {
     return this.#connection;
@@ -100,6 +105,21 @@ export class ScriptRunner {
         // the call that follows fails the same way, and reports it
       }
     }
+  }
+
+  /**
+   * EVAL with the script's body and the timeout, sent even while the connection is down (the
+   * client queues it until it reconnects), where a failing-fast runner would refuse it: for a
+   * clean-up that must follow a command the client may re-send once it reconnects.
+   */
+  evalWhenConnected(source: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
+    let reply: Promise<unknown>;
+    try {
+      reply = this.#connection.eval(source, keys, args);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#bounded(reply);
   }
 
   /** EVALSHA with the timeout (redlock calls this too). */
