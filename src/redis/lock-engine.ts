@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import type { LockerKind } from "../diagnostics.js";
 import { InvalidArgumentError, LockerClosedError, UnsupportedError } from "../errors.js";
-import { abortable, CloseGate } from "../internal/abortable.js";
+import { abortable, CloseGate, subscribeAbort } from "../internal/abortable.js";
 import { Backoff } from "../internal/backoff.js";
 import { type AcquireProbe, grantTime, publishRelease } from "../internal/diagnostics.js";
 import { LeaseImpl } from "../internal/lease.js";
@@ -90,6 +90,9 @@ export class LockEngine {
     }
     // Every waiter listens for close; many waiters are normal, not a leak.
     setMaxListeners(0, this.#closing.signal);
+    // Keeps the close signal's abort hub (and its one listener) for the engine's life: otherwise a
+    // lone waiter would add and remove an event listener at every wait (a hand-off's hot path).
+    subscribeAbort(this.#closing.signal, ignoreAbort);
     this.#options = options;
     this.#grantChannel = `${options.prefix}grant:${this.#waiterId}`;
     this.#counted = limit !== undefined;
@@ -807,6 +810,9 @@ export class LockEngine {
     if (this.#inFlight === 0) this.#drained?.();
   };
 }
+
+/** The engine's standing subscription to its own close (see the constructor): nothing to do. */
+function ignoreAbort(): void {}
 
 /** The key of a grant message "g:<id>:<token>:<server ms>:<key>" ("" when it names none). */
 function grantedResource(message: string): string {
