@@ -7,13 +7,14 @@ import type { RedisClient } from "./types.js";
 /**
  * A {@link Locker} over one Redis node, a Redis Cluster, or a Redlock quorum of independent nodes.
  *
- * - Each acquisition sets `prefix + key` to a random 16-byte token with a TTL of `expiry`; release
- *   is an atomic compare-and-delete that publishes on the key's channel when someone may wait.
- * - Waiters wake on that publication (one subscriber connection per node, duplicated from the
- *   caller's client). In one locker, waiters of a key queue FIFO and only the head competes. On one
- *   node or a Cluster, lockers also queue across processes: a release grants the key to the
- *   longest-waiting live locker (sets it to the token that locker registered) and tells it so, so
- *   one release wakes one waiter, which holds the lock without a further round trip.
+ * - Each acquisition sets `prefix + key` to a random 16-byte token with a TTL of `expiry` (on a
+ *   free key a plain SET NX); release is an atomic compare-and-delete or hand-over.
+ * - In one locker, waiters of a key queue FIFO and only the head competes. On one node or a
+ *   Cluster, lockers also queue across processes: a release grants the key to the longest-waiting
+ *   live locker (sets it to the token that locker registered) and tells that locker alone, on its
+ *   grant channel, so one release wakes one process, which holds the lock without a further round
+ *   trip. On a quorum a release publishes on the key's channel and waiters try again. Messages
+ *   come on one subscriber connection per node, duplicated from the caller's client.
  * - Every held lock is extended from its own validity: every `expiry / 2`, and early enough that
  *   an extension answering within `operationTimeout` lands before the lease runs out. A lock found
  *   lost is reported through `onLockLost` and the lease's `lost` signal; its holder keeps running.
