@@ -14,7 +14,7 @@ import {
   publishLost,
   publishRelease,
 } from "../internal/diagnostics.js";
-import { noopRelease, Releasable } from "../internal/release-func.js";
+import { Releasable } from "../internal/release-func.js";
 import { TracedLocker } from "../internal/traced-locker.js";
 import {
   checkWeight,
@@ -23,7 +23,7 @@ import {
   validateKey,
   validateSignal,
 } from "../internal/validate.js";
-import type { AcquireOptions, Lease, Locker, ReleaseFunc, ReleaseOutcome } from "../locker.js";
+import type { AcquireOptions, Lease, Locker, ReleaseOutcome } from "../locker.js";
 
 /**
  * How many members must hold a key for the {@link CombinedLocker} to hold it: `"all"` of them
@@ -119,25 +119,6 @@ export class CombinedLocker extends TracedLocker implements Locker {
   }
 
   // The calls themselves (see TracedLocker); `probe` is the diagnostics message while traced.
-
-  /** @internal */
-  protected async lockCall(
-    signal: AbortSignal | undefined,
-    key: string,
-    probe: AcquireProbe | undefined,
-  ): Promise<ReleaseFunc> {
-    return (await this.acquireCall(signal, key, undefined, probe)).release;
-  }
-
-  /** @internal */
-  protected async tryLockCall(
-    signal: AbortSignal | undefined,
-    key: string,
-    probe: AcquireProbe | undefined,
-  ): Promise<[acquired: boolean, release: ReleaseFunc]> {
-    const lease = await this.tryAcquireCall(signal, key, undefined, probe);
-    return lease === undefined ? [false, noopRelease()] : [true, lease.release];
-  }
 
   /** @internal */
   protected async acquireCall(

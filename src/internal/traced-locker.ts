@@ -1,6 +1,7 @@
 import type { LockerKind } from "../diagnostics.js";
 import type { AcquireOptions, Lease, Locker, ReleaseFunc } from "../locker.js";
 import { type AcquireProbe, acquireTraced, type DiagnosticSource, traceAcquire } from "./diagnostics.js";
+import { noopRelease } from "./release-func.js";
 
 /**
  * The four acquisition methods of a {@link Locker}, traced on the `globallock:acquire` channel
@@ -57,24 +58,30 @@ export abstract class TracedLocker implements Locker {
   abstract close(): Promise<void>;
 
   /**
-   * `lock` itself: must reject (not throw) on bad input.
+   * `lock` itself: must reject (not throw) on bad input. By default an `acquire` with default
+   * options, keeping only its release; a locker with a cheaper path overrides it.
    * @internal
    */
-  protected abstract lockCall(
+  protected async lockCall(
     signal: AbortSignal | undefined,
     key: string,
     probe: AcquireProbe | undefined,
-  ): Promise<ReleaseFunc>;
+  ): Promise<ReleaseFunc> {
+    return (await this.acquireCall(signal, key, undefined, probe)).release;
+  }
 
   /**
-   * `tryLock` itself.
+   * `tryLock` itself. By default a `tryAcquire` with default options (see {@link lockCall}).
    * @internal
    */
-  protected abstract tryLockCall(
+  protected async tryLockCall(
     signal: AbortSignal | undefined,
     key: string,
     probe: AcquireProbe | undefined,
-  ): Promise<[acquired: boolean, release: ReleaseFunc]>;
+  ): Promise<[acquired: boolean, release: ReleaseFunc]> {
+    const lease = await this.tryAcquireCall(signal, key, undefined, probe);
+    return lease === undefined ? [false, noopRelease()] : [true, lease.release];
+  }
 
   /**
    * `acquire` itself; sets `probe.weight` once the options are validated.

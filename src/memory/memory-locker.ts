@@ -73,7 +73,7 @@ export class MemoryLocker extends TracedLocker implements Locker {
   // The calls themselves (see TracedLocker); `probe` is the diagnostics message while traced.
 
   /** @internal */
-  protected async lockCall(
+  protected override async lockCall(
     signal: AbortSignal | undefined,
     key: string,
     probe: AcquireProbe | undefined,
@@ -84,7 +84,7 @@ export class MemoryLocker extends TracedLocker implements Locker {
   }
 
   /** @internal */
-  protected async tryLockCall(
+  protected override async tryLockCall(
     signal: AbortSignal | undefined,
     key: string,
     probe: AcquireProbe | undefined,

@@ -7,10 +7,9 @@ import { LockerClosedError, UnsupportedError } from "../errors.js";
 import { onAnyAbort } from "../internal/abortable.js";
 import type { AcquireProbe } from "../internal/diagnostics.js";
 import { IntrusiveList, type Linked } from "../internal/intrusive-list.js";
-import { noopRelease } from "../internal/release-func.js";
 import { TracedLocker } from "../internal/traced-locker.js";
 import { validateKey, validateSignal } from "../internal/validate.js";
-import type { AcquireOptions, Lease, Locker, ReleaseFunc, ReleaseOutcome } from "../locker.js";
+import type { AcquireOptions, Lease, Locker, ReleaseOutcome } from "../locker.js";
 import { type MemoryAcquireOptions, memoryLease, resolveMemoryAcquireOptions } from "./memory-lease.js";
 
 /** One caller queued for permits of a key that did not fit when it arrived (or had callers ahead). */
@@ -193,25 +192,6 @@ export class PermitLocker extends TracedLocker implements Locker {
   }
 
   // The calls themselves (see TracedLocker); `probe` is the diagnostics message while traced.
-
-  /** @internal */
-  protected async lockCall(
-    signal: AbortSignal | undefined,
-    key: string,
-    probe: AcquireProbe | undefined,
-  ): Promise<ReleaseFunc> {
-    return (await this.acquireCall(signal, key, undefined, probe)).release;
-  }
-
-  /** @internal */
-  protected async tryLockCall(
-    signal: AbortSignal | undefined,
-    key: string,
-    probe: AcquireProbe | undefined,
-  ): Promise<[acquired: boolean, release: ReleaseFunc]> {
-    const lease = await this.tryAcquireCall(signal, key, undefined, probe);
-    return lease === undefined ? [false, noopRelease()] : [true, lease.release];
-  }
 
   /** @internal */
   protected async acquireCall(

@@ -150,7 +150,7 @@ export class PostgresLocker extends TracedLocker implements Locker {
   // The calls themselves (see TracedLocker); `probe` is the diagnostics message while traced.
 
   /** @internal */
-  protected async lockCall(
+  protected override async lockCall(
     signal: AbortSignal | undefined,
     key: string,
     probe: AcquireProbe | undefined,
@@ -160,7 +160,7 @@ export class PostgresLocker extends TracedLocker implements Locker {
   }
 
   /** @internal */
-  protected async tryLockCall(
+  protected override async tryLockCall(
     signal: AbortSignal | undefined,
     key: string,
     probe: AcquireProbe | undefined,

@@ -90,7 +90,7 @@ export abstract class EngineLocker extends TracedLocker implements Locker {
   // The calls themselves (see TracedLocker); `probe` is the diagnostics message while traced.
 
   /** @internal */
-  protected async lockCall(
+  protected override async lockCall(
     signal: AbortSignal | undefined,
     key: string,
     probe: AcquireProbe | undefined,
@@ -100,7 +100,7 @@ export abstract class EngineLocker extends TracedLocker implements Locker {
   }
 
   /** @internal */
-  protected async tryLockCall(
+  protected override async tryLockCall(
     signal: AbortSignal | undefined,
     key: string,
     probe: AcquireProbe | undefined,
