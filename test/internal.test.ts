@@ -20,15 +20,63 @@ describe("newToken", () => {
 describe("DeadlineGroup", () => {
   it("rejects what does not settle in time, passes through what does, and stops its timer", async () => {
     const before = timers();
-    const group = new DeadlineGroup(5);
+    const group = new DeadlineGroup(20, { inOrder: false });
     const never = new Promise<never>(() => undefined);
-    const late = group.run(never, 20, () => new Error("too slow"));
-    const quick = group.run(Promise.resolve(7), 20, () => new Error("unexpected"));
-    const failing = group.run(Promise.reject(new Error("own error")), 20, () => new Error("unexpected"));
+    const late = group.run(never, () => new Error("too slow"));
+    const quick = group.run(Promise.resolve(7), () => new Error("unexpected"));
+    const failing = group.run(Promise.reject(new Error("own error")), () => new Error("unexpected"));
     expect(await quick).toBe(7);
     await expect(failing).rejects.toThrow("own error");
     await expect(late).rejects.toThrow("too slow");
     expect(timers()).toBe(before);
+  });
+
+  it("does not count a stall of this process's event loop against the timeout", async () => {
+    const group = new DeadlineGroup(50, { inOrder: false });
+    let answer: (value: string) => void = () => undefined;
+    const pending = group.run(new Promise<string>((resolve) => (answer = resolve)), () => new Error("timed out"));
+    // 300 ms of synchronous work (six timeouts): no reply could have been read meanwhile.
+    const until = performance.now() + 300;
+    while (performance.now() < until) Math.sqrt(until);
+    setImmediate(() => answer("answered after the stall"));
+    expect(await pending).toBe("answered after the stall");
+  });
+
+  it("in order: keeps an operation pending while the server answers the ones before it, and fails it once all is silent", async () => {
+    const group = new DeadlineGroup(100, { inOrder: true });
+    const resolvers: Array<() => void> = [];
+    const operations = Array.from({ length: 16 }, (_, index) =>
+      group.run(
+        new Promise<number>((resolve) => resolvers.push(() => resolve(index))),
+        () => new Error(`#${index} timed out`),
+      ),
+    );
+    // The server answers one operation every 20 ms: 12 answers take more than two timeouts, and
+    // none of the operations may time out while answers keep coming.
+    for (let index = 0; index < 12; index++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      resolvers[index]?.();
+    }
+    // Then the server falls silent: the other four time out.
+    const outcomes = await Promise.allSettled(operations);
+    expect(outcomes.map((outcome) => (outcome.status === "fulfilled" ? outcome.value : "timed out"))).toEqual([
+      ...[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
+      ...Array(4).fill("timed out"),
+    ]);
+  });
+
+  it("not in order (a Cluster): other servers' answers do not keep a silent one's operation pending", async () => {
+    const group = new DeadlineGroup(40, { inOrder: false });
+    const silent = group
+      .run(new Promise<never>(() => undefined), () => new Error("silent server"))
+      .catch((error: Error) => error.message);
+    const answered: Promise<number>[] = [];
+    for (let index = 0; index < 8; index++) {
+      await new Promise((resolve) => setTimeout(resolve, 15));
+      answered.push(group.run(Promise.resolve(index), () => new Error("unexpected")));
+    }
+    expect(await silent).toBe("silent server");
+    expect(await Promise.all(answered)).toHaveLength(8);
   });
 });
 

@@ -24,7 +24,9 @@ export interface PostgresLockerOptions {
   /**
    * Timeout of every statement the locker sends, in ms (default `min(2000, expiry / 4)`; below
    * `expiry / 2`). A statement that does not answer in time ends the connection: its locks are
-   * reported lost and the server frees them.
+   * reported lost and the server frees them. Counted from when the statement is sent, as the
+   * server's silence: an answer already waiting in the socket wins, and time this process's event
+   * loop spent stalled does not count (the locker's own timer, not pg's `query_timeout`).
    */
   operationTimeout?: number | undefined;
   /**

@@ -1,4 +1,5 @@
 import { performance } from "node:perf_hooks";
+import { DeadlineGroup } from "../internal/deadline-group.js";
 import type { PostgresNotification, PostgresPoolClient } from "./types.js";
 
 /** Why a session ended: its connection failed or ended, or it could not be confirmed in time. */
@@ -39,6 +40,9 @@ export class Session {
   /** The latest statement queued (settled or not). */
   #tail: Promise<unknown> = Promise.resolve();
   readonly #timeout: number;
+  /** Bounds each statement's wait for its answer (not pg's `query_timeout`: see {@link DeadlineGroup}). */
+  readonly #deadlines: DeadlineGroup;
+  readonly #timeoutError = (): Error => new Error(`PostgreSQL did not answer within ${this.#timeout} ms`);
   readonly #channel: string;
   readonly #events: SessionEvents;
   readonly #onError = (error: Error): void => this.end("dropped", error);
@@ -52,6 +56,7 @@ export class Session {
   constructor(client: PostgresPoolClient, timeout: number, channel: string, events: SessionEvents) {
     this.client = client;
     this.#timeout = timeout;
+    this.#deadlines = new DeadlineGroup(timeout, { inOrder: true });
     this.#channel = channel;
     this.#events = events;
     client.on("error", this.#onError);
@@ -83,7 +88,7 @@ export class Session {
   }
 
   /**
-   * Runs one statement with the session's timeout. An ordinary SQL error is thrown as is; any other
+   * Runs one statement with the session's timeout (counted from when it is sent). An ordinary SQL error is thrown as is; any other
    * failure ends the session first.
    */
   query<R>(text: string, values: unknown[] | undefined): Promise<R[]> {
@@ -98,8 +103,11 @@ export class Session {
     if (this.#ended) throw new Error("the locker's PostgreSQL connection has ended");
     const sentAt = performance.now();
     try {
-      const result = await this.client.query(
-        values === undefined ? { text, query_timeout: this.#timeout } : { text, values, query_timeout: this.#timeout },
+      // Our own timeout, not pg's `query_timeout`: pg's timer can fire while the answer already
+      // waits in the socket (a burst of calls stalled the event loop), and ends a healthy session.
+      const result = await this.#deadlines.run(
+        this.client.query(values === undefined ? { text } : { text, values }),
+        this.#timeoutError,
       );
       if (sentAt > this.confirmedAt) this.confirmedAt = sentAt;
       return result.rows as R[];

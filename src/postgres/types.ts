@@ -15,8 +15,8 @@ export interface PostgresNotification {
 
 /** One connection checked out of a pool (`pg.PoolClient`). */
 export interface PostgresPoolClient {
-  /** Runs one statement with its parameters; `query_timeout` bounds the wait for its answer (ms). */
-  query(config: { text: string; values?: unknown[]; query_timeout?: number }): Promise<{
+  /** Runs one statement with its parameters (the locker bounds the wait for its answer itself). */
+  query(config: { text: string; values?: unknown[] }): Promise<{
     /** The rows the statement returned. */
     rows: unknown[];
   }>;

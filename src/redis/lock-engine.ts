@@ -23,6 +23,8 @@ import { ReleaseNotifier } from "./release-notifier.js";
 import { SingleNodeStore } from "./single-node-store.js";
 import type { RedisClient } from "./types.js";
 
+/** How often a `tryLock` asks again after its win was read only once the lease had run out. */
+const LATE_ANSWER_RETRIES = 3;
 /** An attempt that did not acquire: someone else holds the key, or the grant came too late. */
 type Miss = Exclude<AttemptOutcome, { kind: "acquired" }>;
 
@@ -219,8 +221,14 @@ export class LockEngine {
       if ((state?.waiters.size ?? 0) > 0) return undefined;
       this.#store.checkResource(this.#resourceOf(key));
     } else if (this.#keys.heldCount(key) > 0) return undefined;
-    const outcome = await this.#attempt(signal, key, request, this.#intents.keep, owner, probe);
-    return outcome instanceof Acquisition ? outcome : undefined;
+    for (let late = 0; ; late++) {
+      const outcome = await this.#attempt(signal, key, request, this.#intents.keep, owner, probe);
+      if (outcome instanceof Acquisition) return outcome;
+      // "expired-on-arrival": the key was free and taken for us, but this process read the answer
+      // only after the lease had run out (a burst or a pause stalled it). That is no "held
+      // elsewhere": ask again, a few times, rather than answer false for a free key.
+      if (outcome.kind !== "expired-on-arrival" || late === LATE_ANSWER_RETRIES) return undefined;
+    }
   }
 
   /** The {@link Lease} of `acquisition`. */

@@ -24,7 +24,10 @@ export interface RedisLockerOptions {
   /**
    * Timeout of every Redis command the locker sends, in ms (default `min(2000, expiry / 4)`; must
    * be below `expiry / 2` and at most 2147483647, the longest Node.js timer delay). A node that does
-   * not answer in time counts as failed.
+   * not answer in time counts as failed. The timeout measures the node's silence, not this
+   * process's business: an answer already waiting in the socket always wins; time this process's
+   * event loop spent stalled (a burst of calls, a long GC pause) does not count; and a single node
+   * that keeps answering this connection's earlier commands is busy, not down.
    */
   operationTimeout?: number | undefined;
   /** Clock drift allowance as a fraction of `expiry` (default `0.01`, as redlock). */

@@ -147,7 +147,7 @@ export class RedlockStore implements LockStore {
     } catch (error) {
       const verdict = await classify(error);
       if (verdict.held) return { kind: "held" };
-      throw unavailable(resource, "acquire", verdict.causes);
+      throw unavailable(resource, "acquire", verdict.causes, "quorum");
     }
     const handle = new LockHandle(lock.value, resource, start, start + duration - this.#drift(duration));
     if (performance.now() >= handle.validUntil) {
@@ -200,7 +200,7 @@ export class RedlockStore implements LockStore {
       } else if (extended + unanswered < quorum) {
         outcomes[index] = "taken";
       } else {
-        outcomes[index] = unavailable(handle.resource, "extend", causes);
+        outcomes[index] = unavailable(handle.resource, "extend", causes, "quorum");
       }
       position += 1;
     });

@@ -110,8 +110,9 @@ export class SingleNodeStore implements LockStore {
   readonly supportsFencing = true;
 
   constructor(client: RedisClient, settings: SingleNodeStoreSettings) {
-    this.#runner = new ScriptRunner(connectionOf(client), "node", settings.commandTimeout);
-    this.#cluster = this.#runner.connection.isCluster;
+    const connection = connectionOf(client);
+    this.#cluster = connection.isCluster;
+    this.#runner = new ScriptRunner(connection, this.#cluster ? "Cluster" : "server", settings.commandTimeout);
     this.#settings = settings;
     this.#counted = settings.limit !== undefined;
     this.#scripts = this.#counted ? PERMIT_SCRIPTS : LOCK_SCRIPTS;
@@ -175,7 +176,7 @@ export class SingleNodeStore implements LockStore {
       // nobody owns for a whole expiry. Same connection, so Redis runs it after the attempt; sent
       // with the script's body, so a flushed script cache cannot make it fail or overtake.
       void this.release(new LockHandle(token, resource, 0, 0), true);
-      throw unavailable(resource, "acquire", [error]);
+      throw unavailable(resource, "acquire", [error], "single");
     }
     if (lean) {
       if (reply === null) return { kind: "held" };
@@ -252,7 +253,7 @@ export class SingleNodeStore implements LockStore {
     try {
       replies = await this.#runner.run(this.#scripts.extendMany, keys, [duration, tokens.join(" ")]);
     } catch (error) {
-      const failure = unavailable(keys[0] as string, "extend", [error]);
+      const failure = unavailable(keys[0] as string, "extend", [error], "single");
       for (let position = 0; position < count; position++) {
         const index = indexes === undefined ? position : (indexes[position] as number);
         if (outcomes[index] === "taken") outcomes[index] = failure;
@@ -330,7 +331,7 @@ export class SingleNodeStore implements LockStore {
         [handle.token, FENCING_COUNTER_TTL_MS],
       );
     } catch (error) {
-      throw unavailable(handle.resource, "fencing token", [error]);
+      throw unavailable(handle.resource, "fencing token", [error], "single");
     }
     return typeof reply === "string" ? BigInt(reply) : undefined;
   }

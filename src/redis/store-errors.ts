@@ -1,12 +1,26 @@
 import { StoreUnavailableError } from "../errors.js";
 
-/** The typed error for a Redis operation that failed for reasons other than contention. */
-export function unavailable(resource: string, operation: string, causes: unknown[]): StoreUnavailableError {
+/** How the failed operation was sent: to one node or Cluster, or to every node of a Redlock quorum. */
+export type Topology = "single" | "quorum";
+
+/**
+ * The typed error for a Redis operation that failed for reasons other than contention, worded for
+ * the setup the user has: a quorum names the nodes' failures, a single node (or Cluster) its own.
+ */
+export function unavailable(
+  resource: string,
+  operation: string,
+  causes: unknown[],
+  topology: Topology,
+): StoreUnavailableError {
   const cause = causes.length === 1 ? causes[0] : new AggregateError(causes, `Redis ${operation} failed`);
   const detail = causes.map((c) => (c instanceof Error ? c.message : String(c))).join("; ");
+  const what = topology === "quorum" ? "did not reach a quorum" : "failed";
   return new StoreUnavailableError(
     resource,
-    `Redis ${operation} of "${resource}" did not reach a quorum: ${detail || "no node answered"}`,
-    { cause },
+    `Redis ${operation} of "${resource}" ${what}: ${detail || "no node answered"}`,
+    {
+      cause,
+    },
   );
 }
