@@ -232,6 +232,35 @@ describe("a busy process and a healthy store", () => {
     expect(overlaps).toBe(0);
   }, 180_000);
 
+  it("an extension answered while this process was stalled past the lease's deadline keeps the lease", async () => {
+    // Once armed, the client stalls this process just after sending its next script call: the
+    // lease keeper's extension (the lean grant is a plain SET; no other script runs meanwhile).
+    const client = redis.admin();
+    const armed = { stall: 0 };
+    const evalsha = client.evalsha.bind(client) as (...args: unknown[]) => Promise<unknown>;
+    Object.assign(client, {
+      evalsha: (...args: unknown[]) => {
+        const answer = evalsha(...args);
+        const ms = armed.stall;
+        armed.stall = 0;
+        // Stalled from the check phase, after this loop turn's poll: the keeper's deadline timer
+        // is armed, and the answer arrives during the stall.
+        if (ms > 0) setImmediate(() => stallEventLoop(ms));
+        return answer;
+      },
+    });
+    const locker = new RedisLocker(client, { expiry: 1000, operationTimeout: 100 });
+    closers.push(locker);
+    const lease = await locker.acquire(undefined, uniqueKey("stalled-extension"));
+    // Sent about half-way through the lease; the stall ends well past the lease's deadline, with
+    // the extension's answer (a new lease from when it was sent) waiting in the socket.
+    armed.stall = 900;
+    while (armed.stall > 0) await new Promise((resolve) => setTimeout(resolve, 20));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(lease.lost.aborted).toBe(false);
+    expect(await lease.releaseWithOutcome()).toBe("released");
+  });
+
   it("a server that does not answer still times out, with a message for a single node (no quorum)", async () => {
     const locker = redis.locker({ expiry: 2000, operationTimeout: 100 });
     const paused = redis.admin();

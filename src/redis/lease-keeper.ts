@@ -84,6 +84,8 @@ export class LeaseKeeper {
   #size = 0;
   #timer: NodeJS.Timeout | undefined;
   #timerAt = Number.POSITIVE_INFINITY;
+  /** The pass that declares overdue leases lost, when one is scheduled (see {@link #expireOverdue}). */
+  #overdueCheck: NodeJS.Immediate | undefined;
   /** Decaying estimate of how late the timer fires, in ms. */
   #lateness = 0;
   /**
@@ -238,7 +240,11 @@ export class LeaseKeeper {
     this.#lateness = Math.max(late, this.#lateness * 0.9);
     this.#stats.maxLatenessMs = Math.max(this.#stats.maxLatenessMs, late);
     for (const [duration, lane] of this.#lanes) {
-      this.#expireOverdue(lane, now);
+      if (this.#overdueCheck === undefined && (lane.pending.head?.validUntil ?? Number.POSITIVE_INFINITY) <= now) {
+        // Its extension's answer may be waiting in the socket: decide after the poll phase reads it.
+        this.#overdueCheck = setImmediate(this.#expireOverdue);
+        this.#overdueCheck.unref();
+      }
       if (!this.#stopped) this.#collectDue(lane, now, plannedAt);
       if (lane.idle.size + lane.retry.size + lane.pending.size === 0) this.#lanes.delete(duration);
     }
@@ -246,12 +252,22 @@ export class LeaseKeeper {
     this.#rearm();
   }
 
-  /** Declares lost every lease whose deadline passed without a confirmed extension. */
-  #expireOverdue(lane: Lane, now: number): void {
-    for (let head = lane.pending.head; head !== undefined && head.validUntil <= now; head = lane.pending.head) {
-      this.markLost(head, "expired");
+  /**
+   * Declares lost every lease whose deadline passed without a confirmed extension. Runs in the
+   * check phase, after the poll phase has read every answer already waiting (a timer fires before
+   * it), so an extension confirmed in time but read late — this process stalled — wins.
+   */
+  readonly #expireOverdue = (): void => {
+    this.#overdueCheck = undefined;
+    const now = performance.now();
+    for (const [duration, lane] of this.#lanes) {
+      for (let head = lane.pending.head; head !== undefined && head.validUntil <= now; head = lane.pending.head) {
+        this.markLost(head, "expired");
+      }
+      if (lane.idle.size + lane.retry.size + lane.pending.size === 0) this.#lanes.delete(duration);
     }
-  }
+    this.#rearm();
+  };
 
   /**
    * Moves every lease due within a short window (a sixteenth of its lease) into
