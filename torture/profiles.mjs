@@ -40,6 +40,11 @@ const redisPaused = {
   marginMs: 500,
   clockSlackMs: 20,
 };
+/**
+ * Scenario 22: every process fires its `calls` at the same instant, `startInMs` after the parent
+ * asks; rounds take `expiries` in turn (the default, and one whose command timeout is 500 ms).
+ */
+const burst = { ...common, expiries: [30_000, 2000], startInMs: 300, timeoutMs: 120_000 };
 /** Scenario 8: 5 nodes; each phase waits for `sectionsPerPhase`; `noQuorumMs` without a majority. */
 const quorum = { ...common, noQuorumMs: 1500, sectionsPerPhase: 10 };
 /** Scenario 8b (opt-in): a 4-node quorum under contention; each acquire is given `acquireTimeoutMs`. */
@@ -147,6 +152,7 @@ export const PROFILES = {
     "file-holder-killed": { ...fileHolderKilled, seeds: [1, 2, 3, 4, 5], contenders: 3, warmup: 10 },
     "file-holder-paused": { ...holderPaused, seeds: [1, 2, 3, 4, 5], contenders: 3, warmup: 10 },
     "file-stale-race": { ...fileStaleRace, seeds: [1, 2, 3] },
+    burst: { ...burst, seeds: [1, 2, 3], processes: 3, lockers: 10, calls: 10_000, rounds: 6 },
   },
   short: {
     control: { ...common, seeds: [1], processes: 3, sections: 20, hold: { min: 1, max: 4 } },
@@ -180,6 +186,7 @@ export const PROFILES = {
     "file-holder-killed": { ...fileHolderKilled, seeds: [1], contenders: 2, warmup: 5 },
     "file-holder-paused": { ...holderPaused, seeds: [1], contenders: 2, warmup: 5 },
     "file-stale-race": { ...fileStaleRace, seeds: [1] },
+    burst: { ...burst, seeds: [1], processes: 2, lockers: 10, calls: 10_000, rounds: 2 },
   },
 };
 

@@ -1,4 +1,5 @@
 /** Every scenario, in report order. */
+import burst from "./burst.mjs";
 import control from "./control.mjs";
 import fileHolderKilled from "./file-holder-killed.mjs";
 import fileHolderPaused from "./file-holder-paused.mjs";
@@ -47,6 +48,7 @@ export const SCENARIOS = [
   fileHolderKilled,
   fileHolderPaused,
   fileStaleRace,
+  burst,
 ];
 
 /** Scenarios run only when asked for by id (`--only`): they document known failures. */
