@@ -121,6 +121,11 @@ const loopBlocked = { ...staleHolder, faultFactor: 1.5, afterBlockMs: EXPIRY / 2
  */
 const fileHolderKilled = { ...holderKilled, wakeUpMs: BACKOFF_MAX };
 const fileStaleRace = { ...common, stealers: 2, rounds: 200, startInMs: 5 };
+/**
+ * Scenario 21, real partitions: the holder's long sections last `holdFactor` × expiry; `lossShare`
+ * of its packets dropped both ways for `lossSections` sections of everyone.
+ */
+const partition = { ...common, holdFactor: 4, lossShare: 0.2, timeoutMs: 120_000 };
 
 export const PROFILES = {
   full: {
@@ -147,6 +152,7 @@ export const PROFILES = {
     "file-holder-killed": { ...fileHolderKilled, seeds: [1, 2, 3, 4, 5], contenders: 3, warmup: 10 },
     "file-holder-paused": { ...holderPaused, seeds: [1, 2, 3, 4, 5], contenders: 3, warmup: 10 },
     "file-stale-race": { ...fileStaleRace, seeds: [1, 2, 3] },
+    partition: { ...partition, seeds: [1, 2, 3], contenders: 3, warmup: 10, lossSections: 60 },
   },
   short: {
     control: { ...common, seeds: [1], processes: 3, sections: 20, hold: { min: 1, max: 4 } },
@@ -180,6 +186,7 @@ export const PROFILES = {
     "file-holder-killed": { ...fileHolderKilled, seeds: [1], contenders: 2, warmup: 5 },
     "file-holder-paused": { ...holderPaused, seeds: [1], contenders: 2, warmup: 5 },
     "file-stale-race": { ...fileStaleRace, seeds: [1] },
+    partition: { ...partition, seeds: [1], contenders: 2, warmup: 5, holdFactor: 3, lossSections: 15 },
   },
 };
 

@@ -10,6 +10,7 @@ import longSection from "./long-section.mjs";
 import loopBlocked from "./loop-blocked.mjs";
 import memory from "./memory.mjs";
 import noFaults from "./no-faults.mjs";
+import partition from "./partition.mjs";
 import quorum from "./quorum.mjs";
 import quorumEven from "./quorum-even.mjs";
 import quorumRestore from "./quorum-restore.mjs";
@@ -47,6 +48,7 @@ export const SCENARIOS = [
   fileHolderKilled,
   fileHolderPaused,
   fileStaleRace,
+  partition,
 ];
 
 /** Scenarios run only when asked for by id (`--only`): they document known failures. */
