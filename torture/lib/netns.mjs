@@ -68,7 +68,10 @@ export function labUnavailable() {
   }
 }
 
-/** Deletes namespaces of earlier runs whose parent process is gone (their veths go with them). */
+/**
+ * Deletes the namespaces of earlier runs whose parent process is gone (their veths go with them),
+ * after killing the processes left inside them.
+ */
 export function removeLeftovers() {
   let names = [];
   try {
@@ -82,6 +85,14 @@ export function removeLeftovers() {
     const match = new RegExp(`^${PREFIX}(\\d+)-`).exec(name);
     if (match && Number(match[1]) !== process.pid && !pidAlive(Number(match[1]))) {
       try {
+        // Its servers and workers outlived a SIGKILLed run: they live in that namespace only.
+        for (const pid of run(["ip", "netns", "pids", name]).split("\n").filter(Boolean)) {
+          try {
+            process.kill(Number(pid), "SIGKILL");
+          } catch {
+            // gone
+          }
+        }
         run(["ip", "netns", "del", name]);
       } catch {
         // already gone
@@ -227,6 +238,15 @@ export class NetLab {
     for (const chain of ["OUTPUT", "INPUT"]) {
       this.#rule(client, chain, "-m", "statistic", "--mode", "random", "--probability", String(share));
     }
+  }
+
+  /** Packets the DROP rules of client `client` have dropped so far (proof that a cut was real). */
+  dropped(client) {
+    const listing = inNs(this.ns(client), "iptables", "-L", "-n", "-v", "-x");
+    return listing
+      .split("\n")
+      .map((line) => /^\s*(\d+)\s+\d+\s+DROP\b/.exec(line))
+      .reduce((total, match) => total + (match ? Number(match[1]) : 0), 0);
   }
 
   /** Removes every cut and loss rule of client `client`. */

@@ -89,8 +89,21 @@ export default {
     let entered = await enterLong("one node");
     ctx.log("cutting the holder from node 0");
     lab.cut("h", [0], "both");
-    const oneNode = await holder.waitForNext((e) => e.type === "special", 20_000, "one node: section done");
+    const oneNodeDone = holder.waitForNext((e) => e.type === "special", 20_000, "one node: section done");
+    // The cut is real: node 0 is no longer extended, so its copy of the key lapses, while the other
+    // nodes keep the holder's.
+    await sleep(1.5 * p.expiry);
+    const copies = await Promise.all(ctx.lockAdmins.map((admin) => admin.get(`${ctx.prefix}${keys[0]}`)));
+    const oneNode = await oneNodeDone;
+    const droppedOneNode = lab.dropped("h");
     lab.heal("h");
+    checks.add(
+      "one node cut: node 0's copy lapsed while nodes 1 and 2 kept the holder's token",
+      copies[0] === null && copies[1] !== null && copies[1] === copies[2],
+      "node 0 empty, 1 and 2 the same token",
+      JSON.stringify(copies),
+    );
+    checks.atLeast("one node cut: packets dropped", droppedOneNode, 1);
     const grantsOneNode = grantsToOthers(entered.t, oneNode.releaseStartedAt);
     checks.equal("one node cut: the holder's lease is not lost", oneNode.lostAt, undefined);
     checks.equal("one node cut: nobody else granted during the section", grantsOneNode.length, 0);
@@ -110,9 +123,10 @@ export default {
         `majority ${direction}: next grant`,
       );
       await holder.waitForNext((e) => e.type === "special", 20_000, `majority ${direction}: section done`);
+      const dropped = lab.dropped("h");
       lab.heal("h");
       await ctx.sectionsAfter(now(), 2, 20_000, `majority ${direction}: sections after healing`);
-      majority[direction] = { lostMs: lost.t - cutAt, graceMs: grant.t - lost.t };
+      majority[direction] = { lostMs: lost.t - cutAt, graceMs: grant.t - lost.t, dropped };
       const name = { both: "both ways", out: "client → server dropped", in: "server → client dropped" }[direction];
       checks.add(
         `majority cut ${name}: the holder is told its lease is lost before anyone else is granted`,
@@ -129,6 +143,7 @@ export default {
     const holderSections = ctx.pool.events.filter(
       (e) => e.type === "released" && e.worker === holder.id && e.t > lossFrom,
     );
+    const droppedLoss = lab.dropped("h");
     lab.heal("h");
     const lossTo = now();
     const history = await ctx.finish(checks, keys);
@@ -137,6 +152,10 @@ export default {
     const lossLost = lossEvents.filter((e) => e.type === "lost");
     const errors = ctx.pool.events.filter((e) => e.type === "acquireError");
     const other = errors.filter((e) => !TYPED_ERRORS.has(e.code));
+    for (const [direction, { dropped }] of Object.entries(majority)) {
+      checks.atLeast(`majority cut ${direction}: packets dropped`, dropped, 1);
+    }
+    checks.atLeast("loss: packets dropped", droppedLoss, 1);
     checks.atLeast("loss: sections go on", lossEvents.filter((e) => e.type === "released").length, p.lossSections);
     checks.add(
       "only typed errors (StoreUnavailableError, or the attempt's own timeout)",
@@ -165,6 +184,7 @@ export default {
       graceBothMs: majority.both.graceMs,
       graceOutMs: majority.out.graceMs,
       graceInMs: majority.in.graceMs,
+      droppedLoss,
       lossSections: lossEvents.filter((e) => e.type === "released").length,
       lossHolderSections: holderSections.length,
       lossLost: lossLost.length,
