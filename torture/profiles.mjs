@@ -1,6 +1,6 @@
 /**
  * Parameters of every scenario in each profile. `full` is what `npm run torture` runs (several
- * seeds, more processes and sections; about 7 minutes on 2 cores); `short` is the profile the
+ * seeds, more processes and sections; about 9 minutes on 2 cores); `short` is the profile the
  * vitest suite runs inside `npm test` (one seed, fewer processes and sections).
  *
  * Times are in ms. `expiry` is the lease length; `backoffMax` the locker's safety-net wake-up bound;

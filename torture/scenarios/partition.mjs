@@ -37,7 +37,7 @@ export default {
     "namespaces + iptables DROP; cut from 1 of 3 nodes: lease kept, nobody else granted; cut from 2 " +
     "(both ways, client→server, server→client): holder told it lost the lease before anyone else is " +
     `granted, overlaps only with it; ${Math.round(p.lossShare * 100)}% loss: sections go on, overlaps only ` +
-    "with holders told of their loss, only typed errors (SKIP where namespaces cannot be made)",
+    "with the cut holder, only typed errors; every cut drops packets (SKIP where namespaces cannot be made)",
   observed: (results) =>
     results.some((r) => r.metrics?.skipped)
       ? `SKIP: ${results.find((r) => r.metrics?.skipped).metrics.skipReason}`
@@ -47,7 +47,7 @@ export default {
         `${range(results, "graceOutMs")}, ${range(results, "graceInMs")} after the loss was told; ` +
         `loss: ${sum(results, "lossSections")} sections, ${sum(results, "lossLost")} leases lost, ` +
         `${sum(results, "lossErrors")} typed errors, ${sum(results, "otherErrors")} other; ` +
-        `unexplained overlaps ${sum(results, "unexplained")}`,
+        `overlaps ${sum(results, "overlaps")} (${sum(results, "unexplained")} not with the cut holder)`,
 
   async run(ctx, p, _seed, checks) {
     const reason = labUnavailable();
