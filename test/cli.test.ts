@@ -4,6 +4,7 @@
  * free loopback port.
  */
 import { execFileSync } from "node:child_process";
+import { once } from "node:events";
 import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Redis } from "ioredis";
@@ -135,6 +136,47 @@ describe("globallock run, file store", () => {
     expect(lease).toBeDefined();
     await lease?.release();
   });
+
+  // Linux only: elsewhere (no /proc, no setpriv) the command can outlive a killed wrapper (see --help).
+  it.skipIf(process.platform !== "linux")(
+    "a SIGKILLed run takes its command and the command's children with it: no second run beside them",
+    async () => {
+      const command = ["sh", "-c", 'sleep 300 & echo "pids $$ $!"; wait'];
+      const cli = startCli(["run", ...dirArgs, "--key", "killed", "--expiry", "2s", "--", ...command]);
+      await cli.waitFor(/pids \d+ \d+/);
+      const pids = (/pids (\d+) (\d+)/.exec(cli.stdout) as RegExpExecArray).slice(1).map(Number);
+      try {
+        // Not `cli.exited`: that waits for the output pipes, which survivors of the command keep open.
+        const killed = once(cli.child, "exit");
+        cli.child.kill("SIGKILL");
+        await killed;
+        // Once the dead wrapper's lease has run out, a second run gets the key; its command reports
+        // which processes of the first run are still running.
+        const probe = pids.map(
+          (pid) => `[ -d /proc/${pid} ] && ! grep -q '^State:.*zombie' /proc/${pid}/status && echo "running ${pid}";`,
+        );
+        let second: Awaited<ReturnType<typeof runCli>>;
+        do {
+          second = await runCli([
+            "run",
+            ...dirArgs,
+            "--key",
+            "killed",
+            "--no-wait",
+            "--",
+            "sh",
+            "-c",
+            `${probe.join(" ")} echo probed`,
+          ]);
+        } while (second.code === 75);
+        expect(second.stdout).toBe("probed\n");
+        expect(second.code).toBe(0);
+        for (const pid of pids) await eventually(() => !running(pid), 20_000);
+      } finally {
+        for (const pid of pids) if (running(pid)) process.kill(pid, "SIGKILL");
+      }
+    },
+  );
 
   it("SIGTERM while waiting gives up at once (143), without running the command", async () => {
     const lease = await files.acquire(undefined, "waiting");
@@ -297,6 +339,20 @@ describe("globallock run, file store", () => {
     }
   });
 });
+
+/** Whether `pid` is a live process (`process.kill(pid, 0)` succeeds and it is not a zombie). */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8"));
+  } catch {
+    return false;
+  }
+}
 
 function CLI_PATH(): string {
   return new URL("../dist/esm/cli/main.js", import.meta.url).pathname;

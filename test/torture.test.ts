@@ -356,4 +356,30 @@ describe("torture, short profile", () => {
     },
     TIMEOUT,
   );
+
+  it(
+    "21. real partitions (network namespaces): cut from one node the holder keeps the lock; cut from a majority, any way, it is told before anyone else is granted",
+    async () => {
+      const { metrics, checks } = await run("partition", []);
+      // Without root or iptables the scenario says SKIP and why (the TCP-proxy scenario 9 still runs).
+      if (metrics.skipped) return;
+      const names = checks.map((check) => check.name);
+      for (const direction of ["both ways", "client → server dropped", "server → client dropped"]) {
+        expect(names).toContain(
+          `majority cut ${direction}: the holder is told its lease is lost before anyone else is granted`,
+        );
+      }
+      expect(names).toEqual(
+        expect.arrayContaining([
+          "one node cut: the holder's lease is not lost",
+          "one node cut: nobody else granted during the section",
+          "C1: every overlap involves the cut holder",
+          "loss: sections go on",
+        ]),
+      );
+      expect(metrics.grantsOneNode).toBe(0);
+      expect(metrics.unexplained).toBe(0);
+    },
+    2 * TIMEOUT,
+  );
 });

@@ -1,6 +1,6 @@
 /**
  * Parameters of every scenario in each profile. `full` is what `npm run torture` runs (several
- * seeds, more processes and sections; about 7 minutes on 2 cores); `short` is the profile the
+ * seeds, more processes and sections; about 9 minutes on 2 cores); `short` is the profile the
  * vitest suite runs inside `npm test` (one seed, fewer processes and sections).
  *
  * Times are in ms. `expiry` is the lease length; `backoffMax` the locker's safety-net wake-up bound;
@@ -126,6 +126,11 @@ const loopBlocked = { ...staleHolder, faultFactor: 1.5, afterBlockMs: EXPIRY / 2
  */
 const fileHolderKilled = { ...holderKilled, wakeUpMs: BACKOFF_MAX };
 const fileStaleRace = { ...common, stealers: 2, rounds: 200, startInMs: 5 };
+/**
+ * Scenario 21, real partitions: the holder's long sections last `holdFactor` × expiry; `lossShare`
+ * of its packets dropped both ways for `lossSections` sections of everyone.
+ */
+const partition = { ...common, holdFactor: 4, lossShare: 0.2, timeoutMs: 120_000 };
 
 export const PROFILES = {
   full: {
@@ -152,6 +157,7 @@ export const PROFILES = {
     "file-holder-killed": { ...fileHolderKilled, seeds: [1, 2, 3, 4, 5], contenders: 3, warmup: 10 },
     "file-holder-paused": { ...holderPaused, seeds: [1, 2, 3, 4, 5], contenders: 3, warmup: 10 },
     "file-stale-race": { ...fileStaleRace, seeds: [1, 2, 3] },
+    partition: { ...partition, seeds: [1, 2, 3], contenders: 3, warmup: 10, lossSections: 60 },
     burst: { ...burst, seeds: [1, 2, 3], processes: 3, lockers: 10, calls: 10_000, rounds: 6 },
   },
   short: {
@@ -186,6 +192,7 @@ export const PROFILES = {
     "file-holder-killed": { ...fileHolderKilled, seeds: [1], contenders: 2, warmup: 5 },
     "file-holder-paused": { ...holderPaused, seeds: [1], contenders: 2, warmup: 5 },
     "file-stale-race": { ...fileStaleRace, seeds: [1] },
+    partition: { ...partition, seeds: [1], contenders: 2, warmup: 5, holdFactor: 3, lossSections: 15 },
     burst: { ...burst, seeds: [1], processes: 2, lockers: 10, calls: 10_000, rounds: 2 },
   },
 };

@@ -18,7 +18,7 @@
  * Worker → parent: ready, acquired, entered, lost, released, acquireError, special, paused,
  * unhandled, done {stats} (with the locker's `leaseStats` for a RedisLocker).
  *
- * The lock connections go to `config.lockPorts` (one client per port: one node or a quorum; a
+ * The lock connections go to `config.lockPorts` on `config.lockHost` (one client per port: one node or a quorum; a
  * scenario may point them at a TCP proxy), or, with `config.sentinel` ({ ports, name }), one ioredis
  * Sentinel client that finds the master itself. With `config.abortWaits` ({ chance, minMs, maxMs }),
  * that share of attempts gets a short, seeded AbortSignal timeout instead of `acquireTimeoutMs`.
@@ -152,7 +152,9 @@ async function setUp(received) {
   rng = new Prng(config.seed);
   holdRange = { ...config.hold };
   writerShare = config.writerShare ?? 0;
-  const refereeClient = new Redis({ host: "127.0.0.1", port: config.refereePort, ...RESILIENT_CLIENT });
+  // A worker inside a network namespace (config.netns) reaches the referee through its Unix socket.
+  const refereeAt = config.refereePath ? { path: config.refereePath } : { host: "127.0.0.1", port: config.refereePort };
+  const refereeClient = new Redis({ ...refereeAt, ...RESILIENT_CLIENT });
   refereeClient.on("error", () => undefined);
   clients.push(refereeClient);
   referee = new RefereeRecorder(refereeClient, config.namespace);
@@ -169,7 +171,7 @@ async function setUp(received) {
       prefix: config.prefix,
     });
   } else if (config.mode === "semaphore" || config.mode === "rw") {
-    const client = new Redis({ host: "127.0.0.1", port: config.lockPorts[0], ...RESILIENT_CLIENT });
+    const client = new Redis({ host: config.lockHost, port: config.lockPorts[0], ...RESILIENT_CLIENT });
     client.on("error", () => undefined);
     clients.push(client);
     await client.ping();
@@ -195,7 +197,7 @@ function lockConnections() {
     const sentinels = sentinel.ports.map((port) => ({ host: "127.0.0.1", port }));
     return [new Redis({ sentinels, name: sentinel.name, ...RESILIENT_CLIENT, sentinelRetryStrategy: () => 50 })];
   }
-  return config.lockPorts.map((port) => new Redis({ host: "127.0.0.1", port, ...RESILIENT_CLIENT }));
+  return config.lockPorts.map((port) => new Redis({ host: config.lockHost, port, ...RESILIENT_CLIENT }));
 }
 
 async function runAll() {

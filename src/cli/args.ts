@@ -98,6 +98,15 @@ SIGINT, SIGTERM and SIGHUP are forwarded to the command; the lock is released
 after the command exits. (SIGINT is not forwarded when stdin is a terminal: a
 Ctrl-C there already reaches the command, which runs in the same process group.)
 
+If globallock itself is killed (kill -9, the OOM killer), the command dies with
+it, since nothing keeps the lock alive any more: on Linux the command is started
+through util-linux \`setpriv --pdeathsig KILL\` (skipped where setpriv is
+missing), and a helper process SIGKILLs every process started under it (marked
+by $GLOBALLOCK_RUN_ID in its environment; one that clears its environment
+escapes). Elsewhere (macOS) the command can outlive a killed globallock.
+Background children still running when the command exits normally are left
+alone, as with flock(1).
+
 Exit status:
   the command's own     0-255; 128+N when the command was killed by signal N
   64                    bad usage: an unknown option, a bad value, no command

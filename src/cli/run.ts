@@ -11,6 +11,7 @@ import type { RunCommand } from "./args.js";
 import { EXIT } from "./exit-codes.js";
 import { describeHolder, formatMs, type Reporter } from "./reporter.js";
 import { type HolderInfo, type OpenStore, openStore } from "./store.js";
+import { tether } from "./tether.js";
 
 /** The signals forwarded to the command (and that interrupt a wait). */
 const FORWARDED = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
@@ -170,8 +171,9 @@ async function runHolding(
 ): Promise<number> {
   const env = { ...process.env };
   if (cmd.fencingEnv !== undefined) env[cmd.fencingEnv] = String(lease.fencingToken);
-  const [program, ...args] = cmd.argv;
-  const child = spawn(program, args, { stdio: "inherit", env });
+  const program = cmd.argv[0];
+  const tethered = tether(cmd.argv, env);
+  const child = spawn(tethered.program, tethered.args, { stdio: "inherit", env: tethered.env });
   started(child);
   let stoppedForLoss = false;
   let killTimer: NodeJS.Timeout | undefined;
@@ -196,9 +198,12 @@ async function runHolding(
     (resolve) => {
       child.once("error", (error) => resolve({ error }));
       child.once("exit", (code, signal) => resolve({ code, signal }));
-      child.once("spawn", () => reporter.event("started", { key: cmd.key, pid: child.pid, command: cmd.argv }));
+      child.once("spawn", () =>
+        reporter.event("started", { key: cmd.key, pid: child.pid, command: cmd.argv, tether: tethered.tether }),
+      );
     },
   );
+  tethered.disarm();
   clearTimeout(killTimer);
   lease.lost.removeEventListener("abort", onLost);
   const outcome = await lease.releaseWithOutcome();

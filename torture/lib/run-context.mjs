@@ -51,7 +51,11 @@ export class RunContext {
 
   /** Starts the referee and the lock servers. */
   async start() {
-    const servers = await startServers(1 + this.lockNodes);
+    // Every server also listens on a Unix socket in its directory (`socketPath`): the way in for
+    // workers inside network namespaces, which do not share this loopback.
+    const servers = await startServers(1 + this.lockNodes, {
+      config: ({ dir }) => `unixsocket ${join(dir, "redis.sock")}\nunixsocketperm 700\n`,
+    });
     [this.refereeServer, ...this.lockServers] = servers;
     this.#refereeClient = this.refereeServer.client();
     this.referee = new RefereeReader(this.#refereeClient, this.namespace);
@@ -123,7 +127,8 @@ export class RunContext {
    * @param {number} index
    * @param {object} settings mode, keys, sections, tasks, hold, fencing, expiry, backoffMax, writer,
    *   operationTimeout, and optionally `lockPorts` (where the lock connections go instead of the
-   *   lock servers, e.g. a proxy), `sentinel` ({ ports, name }), `abortWaits` ({ chance, minMs, maxMs }),
+   *   lock servers, e.g. a proxy), `lockHost` (their host, default 127.0.0.1), `netns` (the network
+   *   namespace the worker runs in; it then reaches the referee through its Unix socket), `sentinel` ({ ports, name }), `abortWaits` ({ chance, minMs, maxMs }),
    *   and for counted locks `limit` and `weights` ({ min, max }) (mode "semaphore") or `writerShare`
    *   (mode "rw")
    */
@@ -137,6 +142,9 @@ export class RunContext {
       mode: settings.mode ?? "redis",
       writer: settings.writer ?? "fenced",
       refereePort: this.refereeServer.port,
+      refereePath: settings.netns ? join(this.refereeServer.dir, "redis.sock") : null,
+      netns: settings.netns ?? null,
+      lockHost: settings.lockHost ?? "127.0.0.1",
       lockPorts: settings.lockPorts ?? this.lockServers.map((server) => server.port),
       sentinel: settings.sentinel ?? null,
       abortWaits: settings.abortWaits ?? null,

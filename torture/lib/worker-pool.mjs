@@ -28,7 +28,16 @@ export class WorkerHandle {
   constructor(config, onEvent) {
     this.config = config;
     this.id = config.id;
-    this.child = fork(WORKER_PATH, [], { stdio: ["ignore", "ignore", "pipe", "ipc"], serialization: "advanced" });
+    // config.netns: the worker runs inside that network namespace (`ip netns exec NS node worker.mjs`,
+    // which execs node in place: same pid, same IPC channel).
+    const inNamespace = config.netns
+      ? { execPath: "ip", execArgv: ["netns", "exec", config.netns, process.execPath] }
+      : {};
+    this.child = fork(WORKER_PATH, [], {
+      stdio: ["ignore", "ignore", "pipe", "ipc"],
+      serialization: "advanced",
+      ...inNamespace,
+    });
     this.pid = this.child.pid;
     track(this.child);
     this.child.stderr.on("data", (chunk) => {

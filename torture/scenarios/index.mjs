@@ -11,6 +11,7 @@ import longSection from "./long-section.mjs";
 import loopBlocked from "./loop-blocked.mjs";
 import memory from "./memory.mjs";
 import noFaults from "./no-faults.mjs";
+import partition from "./partition.mjs";
 import quorum from "./quorum.mjs";
 import quorumEven from "./quorum-even.mjs";
 import quorumRestore from "./quorum-restore.mjs";
@@ -48,6 +49,7 @@ export const SCENARIOS = [
   fileHolderKilled,
   fileHolderPaused,
   fileStaleRace,
+  partition,
   burst,
 ];
 

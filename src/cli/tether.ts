@@ -1,0 +1,165 @@
+/**
+ * Ties the command of `globallock run` to the wrapper's life. Nothing keeps the lock alive once the
+ * wrapper is gone, so a SIGKILLed (or crashed) wrapper must not leave its command running: another
+ * `globallock run` on the key would run beside it once the lease expires. On Linux, two mechanisms,
+ * neither needing a native build:
+ *
+ * - **The command itself** is started through util-linux `setpriv --pdeathsig KILL -- command…`:
+ *   setpriv sets the parent-death signal (prctl PR_SET_PDEATHSIG) and execs the command, keeping
+ *   its pid; the kernel SIGKILLs it the moment the wrapper's spawning thread (Node's main thread)
+ *   exits, however it died.
+ * - **Its descendants** (`sh -c 'worker & wait'`, or a daemon that left the process group) are not
+ *   reached by that signal. The command's environment carries a marker, `GLOBALLOCK_RUN_ID=<random>`,
+ *   which children inherit; a small reaper process (this same executable, `globallock
+ *   __globallock-reaper ID`) reads a pipe from the wrapper. When the command exits normally the
+ *   wrapper writes "done" and the reaper leaves; when the pipe closes without it (the wrapper died),
+ *   the reaper SIGKILLs every process whose environment (`/proc/PID/environ`, the environment it was
+ *   exec'ed with) carries the marker, until none is left.
+ *
+ * Limits: a descendant that exec'ed with a cleared environment escapes the reaper; where setpriv or
+ * `/proc` is missing (macOS, minimal images), the missing part is skipped: the command may then
+ * outlive a SIGKILLed wrapper, as before.
+ */
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { accessSync, constants, existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { delimiter, join } from "node:path";
+
+/** The environment variable that marks the command and its descendants. */
+export const RUN_ID_ENV = "GLOBALLOCK_RUN_ID";
+/** The hidden subcommand that runs {@link reap}. */
+export const REAPER_COMMAND = "__globallock-reaper";
+
+/** How the command is started, and what to do once it exited. */
+export interface Tethered {
+  readonly program: string;
+  readonly args: string[];
+  readonly env: NodeJS.ProcessEnv;
+  /** Which mechanisms are in place (reported with the "started" event). */
+  readonly tether: { readonly pdeathsig: boolean; readonly reaper: boolean };
+  /** The command exited: the reaper leaves without killing anything. */
+  disarm(): void;
+}
+
+/** Prepares `argv` to be spawned tied to this process (see the module comment). */
+export function tether(argv: readonly [string, ...string[]], env: NodeJS.ProcessEnv): Tethered {
+  const [program, ...args] = argv;
+  const runId = randomBytes(12).toString("hex");
+  const reaper = startReaper(runId);
+  const commandEnv = reaper === undefined ? env : { ...env, [RUN_ID_ENV]: runId };
+  // When the program cannot be found, spawn it directly: the spawn error names it as it always did.
+  const setpriv = findProgram(program, env.PATH) === undefined ? undefined : setprivPath(env.PATH);
+  return {
+    program: setpriv ?? program,
+    args: setpriv === undefined ? args : ["--pdeathsig", "KILL", "--", program, ...args],
+    env: commandEnv,
+    tether: { pdeathsig: setpriv !== undefined, reaper: reaper !== undefined },
+    disarm: () => {
+      if (reaper === undefined) return;
+      reaper.stdin?.end("done\n");
+    },
+  };
+}
+
+/** Starts the reaper (Linux, with /proc, and this process started from a script); undefined elsewhere. */
+function startReaper(runId: string): ChildProcess | undefined {
+  const script = process.argv[1];
+  if (process.platform !== "linux" || script === undefined || !existsSync("/proc/self/environ")) return undefined;
+  const env = { ...process.env };
+  delete env[RUN_ID_ENV];
+  const child = spawn(process.execPath, [script, REAPER_COMMAND, runId], {
+    stdio: ["pipe", "ignore", "ignore"],
+    env,
+  });
+  child.on("error", () => undefined);
+  child.stdin?.on("error", () => undefined);
+  child.unref();
+  (child.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+  return child;
+}
+
+let setprivChecked: { path: string | undefined } | undefined;
+
+/** `setpriv` when it is on PATH and knows --pdeathsig (util-linux 2.33 and later). */
+function setprivPath(pathEnv: string | undefined): string | undefined {
+  if (setprivChecked === undefined) {
+    const path = findProgram("setpriv", pathEnv);
+    const works =
+      path !== undefined &&
+      process.platform === "linux" &&
+      spawnSync(path, ["--pdeathsig", "KILL", "--", "true"], { stdio: "ignore", timeout: 5000 }).status === 0;
+    setprivChecked = { path: works ? path : undefined };
+  }
+  return setprivChecked.path;
+}
+
+/** The executable file `program` resolves to (through PATH when it has no slash), or undefined. */
+function findProgram(program: string, pathEnv: string | undefined): string | undefined {
+  const candidates = program.includes("/")
+    ? [program]
+    : (pathEnv ?? "").split(delimiter).map((dir) => join(dir === "" ? "." : dir, program));
+  return candidates.find((candidate) => {
+    try {
+      accessSync(candidate, constants.X_OK);
+      return statSync(candidate).isFile();
+    } catch {
+      return false;
+    }
+  });
+}
+
+/**
+ * The reaper's body: waits for the wrapper's pipe (stdin) to close; without a "done" first, SIGKILLs
+ * every process whose environment carries `GLOBALLOCK_RUN_ID=runId`, round after round until a round
+ * finds none. Ignores SIGINT, SIGTERM and SIGHUP (a terminal's Ctrl-C reaches it too): it ends on
+ * its own when the pipe closes. Resolves to the number of processes killed.
+ */
+export function reap(runId: string): Promise<number> {
+  if (!/^[0-9a-f]{16,}$/.test(runId)) return Promise.resolve(0);
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, () => undefined);
+  const marker = `${RUN_ID_ENV}=${runId}`;
+  return new Promise((resolve) => {
+    let received = "";
+    process.stdin.on("data", (chunk: Buffer) => {
+      received += chunk.toString();
+    });
+    process.stdin.on("error", () => undefined);
+    process.stdin.on("close", () => {
+      if (received.includes("done")) {
+        resolve(0);
+        return;
+      }
+      // A process that was forking when its parent was killed leaves a new pid: look again until
+      // a round finds nobody new.
+      const killed = new Set<number>();
+      for (let round = 0; round < 100; round++) {
+        const found = marked(marker).filter((pid) => !killed.has(pid));
+        for (const pid of found) {
+          killed.add(pid);
+          try {
+            process.kill(pid, "SIGKILL");
+          } catch {
+            // Already gone.
+          }
+        }
+        if (found.length === 0) break;
+      }
+      resolve(killed.size);
+    });
+  });
+}
+
+/** Pids (other than this process) whose exec-time environment contains `marker`. */
+function marked(marker: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/environ`, "latin1").split("\0").includes(marker)) pids.push(pid);
+    } catch {
+      // Gone, or not ours to read.
+    }
+  }
+  return pids;
+}
