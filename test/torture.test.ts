@@ -382,4 +382,18 @@ describe("torture, short profile", () => {
     },
     2 * TIMEOUT,
   );
+
+  it(
+    "22. bursts of 10,000 concurrent tryLock per process on one key: exactly one holding winner per round, no error",
+    async () => {
+      const { metrics } = await run("burst", [
+        "exactly one winner in every round",
+        "every winner still holding when its process reported",
+        "no error from a healthy server",
+      ]);
+      expect(metrics.badRounds).toBe(0);
+      expect(metrics.errors).toBe(0);
+    },
+    TIMEOUT,
+  );
 });
