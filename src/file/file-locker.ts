@@ -20,6 +20,7 @@ import {
 import { KeyStates, Waiter } from "../internal/waiter.js";
 import type { AcquireOptions, Lease, Locker, ReleaseFunc } from "../locker.js";
 import { MIN_EXPIRY_MS } from "../redis/options.js";
+import { remainingMs } from "./entry.js";
 import { FileHold, type HoldOwner } from "./file-hold.js";
 import { type FileLockerOptions, type ResolvedFileLockerOptions, resolveFileOptions } from "./options.js";
 import { codeOf, type Entry, type FileLockHolder, FileStore, type FileStoreStats } from "./store.js";
@@ -280,9 +281,11 @@ export class FileLocker extends TracedLocker implements Locker {
           }
           backoff ??= new Backoff(this.#options.backoffMin, this.#options.backoffMax);
           timeout = backoff.next();
-          const deadline = outcome.holder?.deadline;
-          // A holder that dies is taken over at its deadline, not a backoff later.
-          if (deadline !== undefined) timeout = Math.min(timeout, Math.max(1, deadline - Date.now() + 2));
+          // A holder that stops is taken over at its deadline, not a backoff later (one that dies is
+          // found dead at the next look: within a backoff).
+          if (outcome.holder !== undefined) {
+            timeout = Math.min(timeout, Math.max(1, remainingMs(outcome.holder) + 2));
+          }
         }
         this.#enterWait();
         try {
