@@ -5,6 +5,7 @@
  */
 import { rmSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { OperationQueue } from "../src/file/operation-queue.js";
 import { FileLocker, type Lease, type LockLostError } from "../src/index.js";
 import { tempLockDirectory } from "./helpers/file-harness.js";
 
@@ -46,4 +47,34 @@ describe("FileLocker under a burst", () => {
       rmSync(directory, { recursive: true, force: true });
     }
   }, 120_000);
+});
+
+describe("OperationQueue (the store's bound on operations in flight)", () => {
+  it("runs at most `limit` at once; urgent operations go before waiting ones, each class in order", async () => {
+    const queue = new OperationQueue(1);
+    const order: string[] = [];
+    let running = 0;
+    let most = 0;
+    const op = (name: string) => async (): Promise<string> => {
+      running += 1;
+      most = Math.max(most, running);
+      await new Promise((resolve) => setImmediate(resolve));
+      order.push(name);
+      running -= 1;
+      return name;
+    };
+    const done = [
+      queue.run(false, op("first")),
+      queue.run(false, op("attempt 1")),
+      queue.run(false, op("attempt 2")),
+      queue.run(true, op("extension 1")),
+      queue.run(true, op("extension 2")),
+    ];
+    expect(queue.queued).toBe(4);
+    expect(await Promise.all(done)).toEqual(["first", "attempt 1", "attempt 2", "extension 1", "extension 2"]);
+    expect(order).toEqual(["first", "extension 1", "extension 2", "attempt 1", "attempt 2"]);
+    expect(most).toBe(1);
+    await expect(queue.run(true, () => Promise.reject(new Error("boom")))).rejects.toThrow("boom");
+    expect(await queue.run(false, op("after an error"))).toBe("after an error");
+  });
 });

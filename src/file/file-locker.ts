@@ -75,6 +75,8 @@ export class FileLocker extends TracedLocker implements Locker {
   readonly #watcher: DirectoryWatcher;
   readonly #keys = new KeyStates();
   readonly #holds = new Set<FileHold>();
+  /** One-shot attempts under way, by key. */
+  readonly #attempting = new Map<string, number>();
   readonly #inFlight = new Set<Promise<unknown>>();
   readonly #closing = new AbortController();
   #ready: Promise<void> | undefined;
@@ -235,8 +237,17 @@ export class FileLocker extends TracedLocker implements Locker {
     if (!this.#prepared) await this.#race(this.#prepare(), signal);
     const state = this.#keys.get(key);
     if (state !== undefined && !state.idle && (state.held > 0 || state.waiters.size > 0)) return undefined;
-    const outcome = await this.#race(this.#attempt(key, request, false, diagnosed), signal, true);
-    return outcome instanceof FileHold ? outcome : undefined;
+    // Another attempt of this locker on the key is under way (a burst): look before building one.
+    const concurrent = this.#attempting.get(key) ?? 0;
+    this.#attempting.set(key, concurrent + 1);
+    try {
+      const outcome = await this.#race(this.#attempt(key, request, concurrent > 0, diagnosed), signal, true);
+      return outcome instanceof FileHold ? outcome : undefined;
+    } finally {
+      const left = (this.#attempting.get(key) ?? 1) - 1;
+      if (left === 0) this.#attempting.delete(key);
+      else this.#attempting.set(key, left);
+    }
   }
 
   /**
