@@ -114,13 +114,20 @@ const semaphoreKill = { ...semaphore, marginMs: 500, clockSlackMs: 20 };
 const readWriteStop = { ...holderPaused, writerShare: 0.5 };
 const loopBlocked = { ...staleHolder, faultFactor: 1.5, afterBlockMs: EXPIRY / 2, successorHoldMs: 2 * EXPIRY };
 /**
- * Scenarios 17–20, FileLocker (lock files of this host): as 1, 3 and 4; 18 also bounds the
- * take-over after the dead holder's deadline by `wakeUpMs`, one safety-net wake-up (waiters sleep
- * at most until the deadline read from the lock file, so it is usually a few ms). 20: `stealers` processes race for `rounds` stale locks, each attempt at the
+ * Scenarios 17–20, FileLocker (lock files of this host): as 1, 3 and 4; 18 with a lease of 10 s,
+ * which the dead holder's successor must not wait for (its process is found gone within a
+ * safety-net wake-up). 20: `stealers` processes race for `rounds` stale locks, each attempt at the
  * same instant (`startInMs` after the parent set the round up).
+ * 21: `processes` processes fire `calls` tryAcquire in all at one instant on one key, with leases of
+ * `expiry`; the winner then holds `holdMs` more. 22: a holder and `waiters` waiters with wall clocks
+ * stepped by an hour (libfaketime): the live holder holds `holdMs` (several extensions) and nobody
+ * else may get in; then a holder with a lease of `deadExpiry` is SIGKILLed, and a waiter must take
+ * over within `deadBoundMs`.
  */
-const fileHolderKilled = { ...holderKilled, wakeUpMs: BACKOFF_MAX };
+const fileHolderKilled = { ...holderKilled, expiry: 10_000 };
 const fileStaleRace = { ...common, stealers: 2, rounds: 200, startInMs: 5 };
+const fileBurst = { ...common, processes: 4, calls: 10_000, expiry: 2000, holdMs: 2500 };
+const fileClockStep = { ...common, waiters: 3, holdMs: 3 * EXPIRY, deadExpiry: 60_000, deadBoundMs: BACKOFF_MAX + 500 };
 
 export const PROFILES = {
   full: {
@@ -147,6 +154,8 @@ export const PROFILES = {
     "file-holder-killed": { ...fileHolderKilled, seeds: [1, 2, 3, 4, 5], contenders: 3, warmup: 10 },
     "file-holder-paused": { ...holderPaused, seeds: [1, 2, 3, 4, 5], contenders: 3, warmup: 10 },
     "file-stale-race": { ...fileStaleRace, seeds: [1, 2, 3] },
+    "file-burst": { ...fileBurst, seeds: [1, 2, 3] },
+    "file-clock-step": { ...fileClockStep, seeds: [1, 2, 3] },
   },
   short: {
     control: { ...common, seeds: [1], processes: 3, sections: 20, hold: { min: 1, max: 4 } },
@@ -180,6 +189,8 @@ export const PROFILES = {
     "file-holder-killed": { ...fileHolderKilled, seeds: [1], contenders: 2, warmup: 5 },
     "file-holder-paused": { ...holderPaused, seeds: [1], contenders: 2, warmup: 5 },
     "file-stale-race": { ...fileStaleRace, seeds: [1] },
+    "file-burst": { ...fileBurst, seeds: [1] },
+    "file-clock-step": { ...fileClockStep, seeds: [1] },
   },
 };
 

@@ -1,5 +1,7 @@
 /** Every scenario, in report order. */
 import control from "./control.mjs";
+import fileBurst from "./file-burst.mjs";
+import fileClockStep from "./file-clock-step.mjs";
 import fileHolderKilled from "./file-holder-killed.mjs";
 import fileHolderPaused from "./file-holder-paused.mjs";
 import fileNoFaults from "./file-no-faults.mjs";
@@ -47,6 +49,8 @@ export const SCENARIOS = [
   fileHolderKilled,
   fileHolderPaused,
   fileStaleRace,
+  fileBurst,
+  fileClockStep,
 ];
 
 /** Scenarios run only when asked for by id (`--only`): they document known failures. */
