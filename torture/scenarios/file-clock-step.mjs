@@ -109,10 +109,11 @@ export default {
       await acquire(dead, "dead");
       const next = waiters.map((waiter) => acquire(waiter, "dead"));
       await new Promise((resolve) => setTimeout(resolve, p.backoffMax));
+      // Out of the referee before the kill: its successor may enter within ms of it.
+      await ctx.referee.forget("dead", "d");
       const killedAt = monotonic();
       dead.child.kill("SIGKILL");
       await dead.exited;
-      await ctx.referee.forget("dead", "d");
       const [granted] = await drain(next, "dead");
       const takeoverMs = granted?.type === "acquired" ? granted.t - killedAt : Number.POSITIVE_INFINITY;
       checks.atMost(

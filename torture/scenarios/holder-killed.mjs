@@ -41,13 +41,24 @@ export async function runHolderKilled(ctx, p, checks, { leaseLeft, settings = {}
   const entered = await victim.waitForNext((e) => e.type === "entered", 20_000, "victim inside");
 
   victim.killedOnPurpose = true;
+  let pttl;
+  let expiresAt;
+  if (deadFound) {
+    // The successor may come within ms of the kill: the lease and the referee are settled first
+    // (the victim sleeps inside its section meanwhile, doing nothing).
+    pttl = await leaseLeft(entered.key);
+    expiresAt = now() + pttl;
+    await ctx.referee.forget(entered.key, entered.holderId);
+  }
   const killAt = now();
   victim.signal("SIGKILL");
   await victim.exited;
-  const pttl = await leaseLeft(entered.key);
-  const expiresAt = now() + pttl;
-  // The dead holder never leaves the referee by itself; its lock still keeps everyone out.
-  await ctx.referee.forget(entered.key, entered.holderId);
+  if (!deadFound) {
+    pttl = await leaseLeft(entered.key);
+    expiresAt = now() + pttl;
+    // The dead holder never leaves the referee by itself; its lock still keeps everyone out.
+    await ctx.referee.forget(entered.key, entered.holderId);
+  }
 
   const next = await ctx.firstEvent(
     (e) => e.type === "acquired" && e.worker !== victim.id && e.t > killAt,
