@@ -82,6 +82,8 @@ interface Missed {
  * another boot id, deadlines fall back to wall-clock times compared by every process — a clock
  * stepped by more than a lease can then let a waiter take a live lock early, or keep a dead
  * holder's lock longer — and a dead holder's lock is taken over only after its deadline.
+ * Containers of one kernel share the boot and its monotonic clock, unless one has its own time
+ * namespace (then it needs a lock directory of its own).
  * `close()` stops extending; held locks are not deleted and expire (or are taken over at once when
  * the process then exits).
  *
