@@ -63,8 +63,9 @@ interface Missed {
  * - **Stopped holders.** A lock whose deadline passed (a holder frozen by `SIGSTOP`, a debugger, a
  *   blocked event loop) is taken over by removing its entry (by name: of several contenders racing
  *   for it exactly one succeeds) and taking it anew.
- * - **Bursts.** The file operations of one locker in flight are bounded (4; libuv's thread pool,
- *   which every file-system call of the process shares, has 4 threads by default), and extensions,
+ * - **Bursts.** The store operations of one locker in flight (each a few file-system calls in a
+ *   row) are bounded (4; libuv's thread pool, which every file-system call of the process shares,
+ *   has 4 threads by default), and extensions,
  *   releases and fencing go before waiting attempts: 10,000 concurrent attempts on a key do not
  *   starve the held leases. Concurrent one-shot attempts on one key look at the lock before
  *   building an attempt of their own.

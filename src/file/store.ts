@@ -23,9 +23,10 @@
  *   never exists without its entry.
  * - **extend**: `rename(H.lock/T.D…, H.lock/T.D2…)`: succeeds only while the entry exists, so only
  *   while nobody took the lock over; a holder whose extension succeeded held it throughout.
- * - **take over a stale lock** (`D` in the past, or its holder dead): `rmdir(H.lock/T.D…)`, then take as above. Of
- *   several contenders that found the same stale entry exactly one removal succeeds; an extension
- *   that came first renamed the entry, so every removal fails and the lock stays with its holder.
+ * - **take over a stale lock** (`D` in the past, or its holder dead): `rmdir(H.lock/T.D…)`, then
+ *   take as above. Of several contenders that found the same stale entry exactly one removal
+ *   succeeds; an extension that came first renamed the entry, so every removal fails and the lock
+ *   stays with its holder.
  * - **release**: `rmdir(H.lock/<our entry>)` (only ever our own), then `rmdir(H.lock)` (only if it
  *   is still empty) — the event that wakes waiters watching the directory.
  * - **fencing**: `rename(H.fence/n, H.fence/n+1)`: succeeds only for the caller that read `n`
