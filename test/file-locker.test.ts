@@ -249,7 +249,8 @@ describe("FileLocker specifics", () => {
 /** Moves the entry of a lock (a holder that stopped extending) to a deadline in the past. */
 function makeStale(lock: string): void {
   for (const name of readdirSync(lock)) {
-    const [token, _deadline, ...rest] = name.split(".");
-    renameSync(join(lock, name), join(lock, [token, Date.now() - 1000, ...rest].join(".")));
+    // token.deadline(monotonic).deadline(wall).rest: both deadlines in the past.
+    const [token, _deadline, _wallDeadline, ...rest] = name.split(".");
+    renameSync(join(lock, name), join(lock, [token, 1, 1, ...rest].join(".")));
   }
 }

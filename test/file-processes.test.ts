@@ -71,8 +71,9 @@ describe("FileLocker across processes", () => {
         const lease = await here.acquire(undefined, key, { autoExtend: false, expiry: 60_000 });
         const lock = here.lockPath(key);
         const [name] = readdirSync(lock) as [string];
-        const [token, _deadline, ...rest] = name.split(".");
-        renameSync(join(lock, name), join(lock, [token, Date.now() - 1, ...rest].join(".")));
+        // token.deadline(monotonic).deadline(wall).rest: both deadlines in the past.
+        const [token, _deadline, _wallDeadline, ...rest] = name.split(".");
+        renameSync(join(lock, name), join(lock, [token, 1, 1, ...rest].join(".")));
         const at = performance.timeOrigin + performance.now() + 5;
         const [x, y] = await Promise.all([a.raceAt(key, at), b.raceAt(key, at)]);
         expect(Number(x.won) + Number(y.won), `round ${round}`).toBe(1);

@@ -119,18 +119,25 @@ const semaphoreKill = { ...semaphore, marginMs: 500, clockSlackMs: 20 };
 const readWriteStop = { ...holderPaused, writerShare: 0.5 };
 const loopBlocked = { ...staleHolder, faultFactor: 1.5, afterBlockMs: EXPIRY / 2, successorHoldMs: 2 * EXPIRY };
 /**
- * Scenarios 17–20, FileLocker (lock files of this host): as 1, 3 and 4; 18 also bounds the
- * take-over after the dead holder's deadline by `wakeUpMs`, one safety-net wake-up (waiters sleep
- * at most until the deadline read from the lock file, so it is usually a few ms). 20: `stealers` processes race for `rounds` stale locks, each attempt at the
+ * Scenarios 17–20, FileLocker (lock files of this host): as 1, 3 and 4; 18 with a lease of 10 s,
+ * which the dead holder's successor must not wait for (its process is found gone within a
+ * safety-net wake-up). 20: `stealers` processes race for `rounds` stale locks, each attempt at the
  * same instant (`startInMs` after the parent set the round up).
+ * 23: `processes` processes fire `calls` tryAcquire in all at one instant on one key, with leases of
+ * `expiry`; the winner then holds `holdMs` more. 24: a holder and `waiters` waiters with wall clocks
+ * stepped by an hour (libfaketime): the live holder holds `holdMs` (several extensions) and nobody
+ * else may get in; then a holder with a lease of `deadExpiry` is SIGKILLed, and a waiter must take
+ * over within `deadBoundMs`.
  */
-const fileHolderKilled = { ...holderKilled, wakeUpMs: BACKOFF_MAX };
+const fileHolderKilled = { ...holderKilled, expiry: 10_000 };
 const fileStaleRace = { ...common, stealers: 2, rounds: 200, startInMs: 5 };
 /**
  * Scenario 21, real partitions: the holder's long sections last `holdFactor` × expiry; `lossShare`
  * of its packets dropped both ways for `lossSections` sections of everyone.
  */
 const partition = { ...common, holdFactor: 4, lossShare: 0.2, timeoutMs: 120_000 };
+const fileBurst = { ...common, processes: 4, calls: 10_000, expiry: 2000, holdMs: 2500 };
+const fileClockStep = { ...common, waiters: 3, holdMs: 3 * EXPIRY, deadExpiry: 60_000, deadBoundMs: BACKOFF_MAX + 500 };
 
 export const PROFILES = {
   full: {
@@ -159,6 +166,8 @@ export const PROFILES = {
     "file-stale-race": { ...fileStaleRace, seeds: [1, 2, 3] },
     partition: { ...partition, seeds: [1, 2, 3], contenders: 3, warmup: 10, lossSections: 60 },
     burst: { ...burst, seeds: [1, 2, 3], processes: 3, lockers: 10, calls: 10_000, rounds: 6 },
+    "file-burst": { ...fileBurst, seeds: [1, 2, 3] },
+    "file-clock-step": { ...fileClockStep, seeds: [1, 2, 3] },
   },
   short: {
     control: { ...common, seeds: [1], processes: 3, sections: 20, hold: { min: 1, max: 4 } },
@@ -194,6 +203,8 @@ export const PROFILES = {
     "file-stale-race": { ...fileStaleRace, seeds: [1] },
     partition: { ...partition, seeds: [1], contenders: 2, warmup: 5, holdFactor: 3, lossSections: 15 },
     burst: { ...burst, seeds: [1], processes: 2, lockers: 10, calls: 10_000, rounds: 2 },
+    "file-burst": { ...fileBurst, seeds: [1] },
+    "file-clock-step": { ...fileClockStep, seeds: [1] },
   },
 };
 

@@ -20,6 +20,7 @@ import {
 import { KeyStates, Waiter } from "../internal/waiter.js";
 import type { AcquireOptions, Lease, Locker, ReleaseFunc } from "../locker.js";
 import { MIN_EXPIRY_MS } from "../redis/options.js";
+import { remainingMs } from "./entry.js";
 import { FileHold, type HoldOwner } from "./file-hold.js";
 import { type FileLockerOptions, type ResolvedFileLockerOptions, resolveFileOptions } from "./options.js";
 import { codeOf, type Entry, type FileLockHolder, FileStore, type FileStoreStats } from "./store.js";
@@ -41,16 +42,33 @@ interface Missed {
  *
  * How it works (see the `store` module for the file layout):
  *
- * - **Atomic take.** An attempt makes its entry (random token, deadline, grant time, pid and host,
- *   all in the entry's name) in a private directory and renames that directory onto the key's lock
- *   directory: the rename succeeds only if the lock is free, and the lock never exists without its
- *   entry.
+ * - **Atomic take.** An attempt makes its entry (random token, deadline, grant time, and who holds
+ *   it: pid, process start time, pid namespace, boot id and host, all in the entry's name) in a
+ *   private directory and renames that directory onto the key's lock directory: the rename succeeds
+ *   only if the lock is free, and the lock never exists without its entry.
  * - **Leases.** Every held lock is extended every `expiry / 2` from its own deadline, by renaming
  *   its entry to a later deadline — which succeeds only while the entry is still there, so an
  *   extension never revives a lock that was taken over. A lock found lost aborts its lease's `lost`
  *   signal and calls `onLockLost`; its holder keeps running.
- * - **Crashed or stopped holders.** A lock whose deadline passed is taken over by removing its
- *   entry (by name: of several contenders racing for it exactly one succeeds) and taking it anew.
+ * - **Deadlines on the monotonic clock.** An entry's deadline is kept on the boot's
+ *   `CLOCK_MONOTONIC` (`process.hrtime`), which every process of the host shares and which wall-clock
+ *   steps (NTP, `date -s`) do not move; the boot id tells boots apart. A holder or waiter whose wall
+ *   clock steps by an hour neither gives a live lock away nor keeps a dead one for the hour.
+ * - **Dead holders** of this host are taken over at once, without waiting for their deadline, as
+ *   with `flock`: a holder whose process is gone (`kill(pid, 0)` says `ESRCH`, or it is a zombie),
+ *   whose pid now runs another process (its start time in `/proc/PID/stat` differs from the
+ *   entry's), or that wrote its entry in an earlier boot of this host. A waiter finds out at its
+ *   next look, within `backoff.max`. A pid of another host, pid namespace (container) or unknown
+ *   boot is never trusted: such a holder is taken over only after its deadline.
+ * - **Stopped holders.** A lock whose deadline passed (a holder frozen by `SIGSTOP`, a debugger, a
+ *   blocked event loop) is taken over by removing its entry (by name: of several contenders racing
+ *   for it exactly one succeeds) and taking it anew.
+ * - **Bursts.** The store operations of one locker in flight (each a few file-system calls in a
+ *   row) are bounded (4; libuv's thread pool, which every file-system call of the process shares,
+ *   has 4 threads by default), and extensions,
+ *   releases and fencing go before waiting attempts: 10,000 concurrent attempts on a key do not
+ *   starve the held leases. Concurrent one-shot attempts on one key look at the lock before
+ *   building an attempt of their own.
  * - **Waiting.** Waiters wake on release through `fs.watch` on the directory, with a jittered
  *   backoff (never later than the holder's deadline) as the safety net; waiters of one locker queue
  *   FIFO and only the first one tries.
@@ -60,9 +78,15 @@ interface Missed {
  *   into file names: nothing is ever created outside the directory.
  *
  * Scope: processes of one host sharing a local file system (POSIX rename semantics; network file
- * systems are not supported). Deadlines are wall-clock times, compared by every process of the host:
- * a clock stepped forward by more than a lease can let a waiter take over a live lock early.
- * `close()` stops extending; held locks are not deleted and expire.
+ * systems are not supported). The monotonic deadlines and the dead-holder check need Linux's `/proc`
+ * (the boot id and process start times). Elsewhere (macOS, Windows), and for an entry written under
+ * another boot id, deadlines fall back to wall-clock times compared by every process — a clock
+ * stepped by more than a lease can then let a waiter take a live lock early, or keep a dead
+ * holder's lock longer — and a dead holder's lock is taken over only after its deadline.
+ * Containers of one kernel share the boot and its monotonic clock, unless one has its own time
+ * namespace (then it needs a lock directory of its own).
+ * `close()` stops extending; held locks are not deleted and expire (or are taken over at once when
+ * the process then exits).
  *
  * Diagnostics (kind `"file-lock"`; see `diagnostics.ts`): every call is traced on
  * `globallock:acquire` (`attempts`: takes tried in the directory); every release, extension and
@@ -74,6 +98,8 @@ export class FileLocker extends TracedLocker implements Locker {
   readonly #watcher: DirectoryWatcher;
   readonly #keys = new KeyStates();
   readonly #holds = new Set<FileHold>();
+  /** One-shot attempts under way, by key. */
+  readonly #attempting = new Map<string, number>();
   readonly #inFlight = new Set<Promise<unknown>>();
   readonly #closing = new AbortController();
   #ready: Promise<void> | undefined;
@@ -234,8 +260,17 @@ export class FileLocker extends TracedLocker implements Locker {
     if (!this.#prepared) await this.#race(this.#prepare(), signal);
     const state = this.#keys.get(key);
     if (state !== undefined && !state.idle && (state.held > 0 || state.waiters.size > 0)) return undefined;
-    const outcome = await this.#race(this.#attempt(key, request, false, diagnosed), signal, true);
-    return outcome instanceof FileHold ? outcome : undefined;
+    // Another attempt of this locker on the key is under way (a burst): look before building one.
+    const concurrent = this.#attempting.get(key) ?? 0;
+    this.#attempting.set(key, concurrent + 1);
+    try {
+      const outcome = await this.#race(this.#attempt(key, request, concurrent > 0, diagnosed), signal, true);
+      return outcome instanceof FileHold ? outcome : undefined;
+    } finally {
+      const left = (this.#attempting.get(key) ?? 1) - 1;
+      if (left === 0) this.#attempting.delete(key);
+      else this.#attempting.set(key, left);
+    }
   }
 
   /**
@@ -280,9 +315,11 @@ export class FileLocker extends TracedLocker implements Locker {
           }
           backoff ??= new Backoff(this.#options.backoffMin, this.#options.backoffMax);
           timeout = backoff.next();
-          const deadline = outcome.holder?.deadline;
-          // A holder that dies is taken over at its deadline, not a backoff later.
-          if (deadline !== undefined) timeout = Math.min(timeout, Math.max(1, deadline - Date.now() + 2));
+          // A holder that stops is taken over at its deadline, not a backoff later (one that dies is
+          // found dead at the next look: within a backoff).
+          if (outcome.holder !== undefined) {
+            timeout = Math.min(timeout, Math.max(1, remainingMs(outcome.holder) + 2));
+          }
         }
         this.#enterWait();
         try {

@@ -18,15 +18,16 @@ export interface FileLockerOptions {
   directory?: string | undefined;
   /**
    * Lease length in milliseconds (default `30_000`, at least `200`). A held lock is extended every
-   * `expiry / 2`; the lock of a holder that died (or stopped) can be taken over once its lease ran
-   * out, so after at most this long.
+   * `expiry / 2`; the lock of a holder that stopped (SIGSTOP, a blocked event loop) can be taken
+   * over once its lease ran out, so after at most this long. A holder of this host that died is
+   * taken over at once (on Linux; see {@link FileLocker}), a waiter finding out within `backoff.max`.
    */
   expiry?: number | undefined;
   /**
    * Safety-net wait of a blocked `lock` between attempts when no release is seen, in ms: jittered
    * exponential from `min` to `max` (default `{ min: 50, max: 1000 }`; `max` capped at
    * `expiry / 2`), and never later than the holder's deadline read from its lock file. Catches
-   * crashed holders and missed file-system notifications.
+   * dead holders (found dead at the next look) and missed file-system notifications.
    */
   backoff?:
     | {

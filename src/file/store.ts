@@ -6,9 +6,10 @@
  *
  * ```
  * H.lock/                    the lock: absent or empty = free; held = exactly one entry in it
- * H.lock/T.D.A.P.host        the holder's entry, an empty directory whose name says it all: its
- *                            random 16-byte token T (hex), the wall-clock ms D at which its lease
- *                            runs out, the grant time A, and the holder's pid P and host name
+ * H.lock/T.D.W.A.P.S.N.B.host  the holder's entry, an empty directory whose name says it all
+ *                            (see `entry.ts`): its random token T, its deadline on the boot's
+ *                            monotonic clock D and on the wall clock W, the grant time A, and who
+ *                            holds it: pid P, process start time S, pid namespace N, boot id B, host
  * H.fence/<n>                the key's fencing counter: one empty file named by the last token
  * .tmp-T/                    an attempt being built (renamed to H.lock, or removed)
  * ```
@@ -22,9 +23,10 @@
  *   never exists without its entry.
  * - **extend**: `rename(H.lock/T.D…, H.lock/T.D2…)`: succeeds only while the entry exists, so only
  *   while nobody took the lock over; a holder whose extension succeeded held it throughout.
- * - **take over a stale lock** (`D` in the past): `rmdir(H.lock/T.D…)`, then take as above. Of
- *   several contenders that found the same stale entry exactly one removal succeeds; an extension
- *   that came first renamed the entry, so every removal fails and the lock stays with its holder.
+ * - **take over a stale lock** (`D` in the past, or its holder dead): `rmdir(H.lock/T.D…)`, then
+ *   take as above. Of several contenders that found the same stale entry exactly one removal
+ *   succeeds; an extension that came first renamed the entry, so every removal fails and the lock
+ *   stays with its holder.
  * - **release**: `rmdir(H.lock/<our entry>)` (only ever our own), then `rmdir(H.lock)` (only if it
  *   is still empty) — the event that wakes waiters watching the directory.
  * - **fencing**: `rename(H.fence/n, H.fence/n+1)`: succeeds only for the caller that read `n`
@@ -34,24 +36,17 @@
  * An entry is a directory rather than a file holding the same fields because it costs one system
  * call to make (`mkdir`) instead of three (`open`, `write`, `close`), and a reader needs no second
  * call to learn who holds the lock.
+ *
+ * Every operation waits for one of a few slots ({@link OperationQueue}): extensions, releases and
+ * fencing go before attempts, so a burst of attempts cannot starve the leases that are held.
  */
 import { mkdir, readdir, rename, rmdir, stat, unlink, writeFile } from "node:fs/promises";
-import { hostname } from "node:os";
 import { join } from "node:path";
 import { StoreUnavailableError } from "../errors.js";
+import { type Entry, entryOf, holderDead, parseEntry, remainingMs, takeable } from "./entry.js";
+import { OperationQueue } from "./operation-queue.js";
 
-/** A held entry, as named in its lock directory. */
-export interface Entry {
-  /** The entry's name: `<token>.<deadline>.<acquiredAt>.<pid>.<host>`. */
-  readonly name: string;
-  readonly token: string;
-  /** Wall-clock ms (`Date.now()`) at which the lease runs out. */
-  readonly deadline: number;
-  /** Wall-clock ms of the grant. */
-  readonly acquiredAt: number;
-  readonly pid: number;
-  readonly host: string;
-}
+export type { Entry } from "./entry.js";
 
 /** What a lock file tells about its holder (see {@link FileLocker.inspect}). */
 export interface FileLockHolder {
@@ -61,9 +56,18 @@ export interface FileLockHolder {
   readonly host: string;
   /** Wall-clock ms (`Date.now()`) of the grant. */
   readonly acquiredAt: number;
-  /** Wall-clock ms at which the lease runs out unless extended. */
+  /**
+   * Wall-clock ms at which the lease runs out unless extended: this process's `Date.now()` plus the
+   * time left, measured on the boot's monotonic clock when the holder is of this host and boot.
+   */
   readonly deadline: number;
-  /** True when the deadline has passed: the holder died or stopped, and the next caller takes over. */
+  /**
+   * True when the holder is known dead: it wrote its entry on this host in an earlier boot, or its
+   * process is gone (or its pid belongs to another process now). Only judged for holders of this
+   * host, boot and pid namespace.
+   */
+  readonly dead: boolean;
+  /** True when the deadline has passed or the holder is dead: the next caller takes over. */
   readonly stale: boolean;
 }
 
@@ -76,11 +80,12 @@ export type TakeResult =
 export interface FileStoreStats {
   /** Stale entries this process removed (a dead or stopped holder's lock taken over). */
   staleTakeovers: number;
+  /** Of those, entries whose holder was found dead before its deadline (taken over at once). */
+  deadHolderTakeovers: number;
   /** Stale entries another contender removed first (this process lost the race for them). */
   lostTakeoverRaces: number;
 }
 
-const ENTRY = /^([0-9a-f]{32})\.(\d{1,16})\.(\d{1,16})\.(\d{1,10})\.(.*)$/;
 /**
  * Error codes of a rename onto a lock directory that exists: not empty (POSIX), or any existing
  * directory (Windows, where an empty one is then removed and the rename tried again).
@@ -88,11 +93,8 @@ const ENTRY = /^([0-9a-f]{32})\.(\d{1,16})\.(\d{1,16})\.(\d{1,10})\.(.*)$/;
 const HELD_CODES = new Set(["ENOTEMPTY", "EEXIST", "EPERM"]);
 /** Attempts of one take that found the lock changing under it before it counts as held. */
 const TAKE_ROUNDS = 4;
-/** This host's name as entries carry it: safe characters only, at most 100 of them. */
-const HOST =
-  hostname()
-    .replace(/[^A-Za-z0-9.-]/g, "_")
-    .slice(0, 100) || "host";
+/** Store operations of one locker in flight at most (libuv's thread pool has 4 threads by default). */
+const OPERATIONS_IN_FLIGHT = 4;
 
 /** The error code of a Node.js system error, if any. */
 export function codeOf(error: unknown): string | undefined {
@@ -100,31 +102,11 @@ export function codeOf(error: unknown): string | undefined {
   return typeof code === "string" ? code : undefined;
 }
 
-/** Parses an entry name; `undefined` for anything else. */
-export function parseEntry(name: string): Entry | undefined {
-  const match = ENTRY.exec(name);
-  if (match === null) return undefined;
-  const [, token, deadline, acquiredAt, pid, host] = match as unknown as [
-    string,
-    string,
-    string,
-    string,
-    string,
-    string,
-  ];
-  return { name, token, deadline: Number(deadline), acquiredAt: Number(acquiredAt), pid: Number(pid), host };
-}
-
-/** An entry of this process, granted at `acquiredAt`, running out at `deadline`. */
-function entryOf(token: string, deadline: number, acquiredAt: number): Entry {
-  const name = `${token}.${deadline}.${acquiredAt}.${process.pid}.${HOST}`;
-  return { name, token, deadline, acquiredAt, pid: process.pid, host: HOST };
-}
-
 /** The lock files of one directory. Paths are built from a key's hash, never from the key. */
 export class FileStore {
   readonly directory: string;
-  readonly stats: FileStoreStats = { staleTakeovers: 0, lostTakeoverRaces: 0 };
+  readonly #queue = new OperationQueue(OPERATIONS_IN_FLIGHT);
+  readonly stats: FileStoreStats = { staleTakeovers: 0, deadHolderTakeovers: 0, lostTakeoverRaces: 0 };
 
   constructor(directory: string) {
     this.directory = directory;
@@ -137,14 +119,19 @@ export class FileStore {
 
   /**
    * One attempt to take the lock of `hash` for `token`, with a lease of `expiry` ms: takes it if
-   * it is free or its holder's deadline passed (exactly one of racing contenders takes a stale lock
-   * over). `probe`: look before building anything (cheaper when the lock is probably held).
+   * it is free, its holder's deadline passed or its holder is dead (exactly one of racing
+   * contenders takes a stale lock over). `probe`: look before building anything (cheaper when the
+   * lock is probably held).
    */
-  async take(hash: string, token: string, expiry: number, probe: boolean): Promise<TakeResult> {
+  take(hash: string, token: string, expiry: number, probe: boolean): Promise<TakeResult> {
+    return this.#queue.run(false, () => this.#take(hash, token, expiry, probe));
+  }
+
+  async #take(hash: string, token: string, expiry: number, probe: boolean): Promise<TakeResult> {
     const lock = this.lockPath(hash);
     if (probe) {
       const holder = await this.#owner(lock);
-      if (holder !== undefined && holder.deadline > Date.now()) return { taken: false, holder };
+      if (holder !== undefined && !takeable(holder)) return { taken: false, holder };
     }
     const tmp = join(this.directory, `.tmp-${token}`);
     await this.#call("create an attempt directory in", () => mkdir(tmp));
@@ -153,8 +140,7 @@ export class FileStore {
     try {
       for (let round = 0; round < TAKE_ROUNDS; round++) {
         const startedAt = performance.now();
-        const wallNow = Date.now();
-        const entry = entryOf(token, wallNow + expiry, wallNow);
+        const entry = entryOf(token, expiry, Date.now());
         if (built === undefined) {
           await this.#call("write an attempt in", () => mkdir(join(tmp, entry.name)));
         } else if (built.name !== entry.name) {
@@ -171,7 +157,7 @@ export class FileStore {
           await rmdir(lock).catch(() => undefined);
           continue;
         }
-        if (holder.deadline > Date.now()) return { taken: false, holder };
+        if (!takeable(holder)) return { taken: false, holder };
         await this.#takeOver(lock, holder);
       }
       return { taken: false, holder: await this.#owner(lock) };
@@ -197,9 +183,11 @@ export class FileStore {
 
   /** Removes a stale entry: exactly one of the contenders that found it succeeds. */
   async #takeOver(lock: string, stale: Entry): Promise<void> {
+    const dead = remainingMs(stale) > 0;
     try {
       await rmdir(join(lock, stale.name));
       this.stats.staleTakeovers += 1;
+      if (dead) this.stats.deadHolderTakeovers += 1;
     } catch (error) {
       if (codeOf(error) !== "ENOENT") throw this.#unavailable("take over a stale lock in", error);
       this.stats.lostTakeoverRaces += 1;
@@ -210,9 +198,13 @@ export class FileStore {
    * Moves our entry to a new deadline, `expiry` ms from now. Resolves to the new entry, or to
    * `undefined` when the entry is gone (the lock was taken over or deleted).
    */
-  async extend(hash: string, entry: Entry, expiry: number): Promise<Entry | undefined> {
+  extend(hash: string, entry: Entry, expiry: number): Promise<Entry | undefined> {
+    return this.#queue.run(true, () => this.#extend(hash, entry, expiry));
+  }
+
+  async #extend(hash: string, entry: Entry, expiry: number): Promise<Entry | undefined> {
     const lock = this.lockPath(hash);
-    const next = entryOf(entry.token, Date.now() + expiry, entry.acquiredAt);
+    const next = entryOf(entry.token, expiry, entry.acquiredAt);
     try {
       await rename(join(lock, entry.name), join(lock, next.name));
       return next;
@@ -226,7 +218,11 @@ export class FileStore {
    * Deletes our entry (and the lock directory, if still empty). Resolves to `"released"`, or, when
    * the entry was already gone, `"taken"` (another holder's entry is there) or `"expired"`.
    */
-  async release(hash: string, entry: Entry): Promise<"released" | "taken" | "expired"> {
+  release(hash: string, entry: Entry): Promise<"released" | "taken" | "expired"> {
+    return this.#queue.run(true, () => this.#release(hash, entry));
+  }
+
+  async #release(hash: string, entry: Entry): Promise<"released" | "taken" | "expired"> {
     const lock = this.lockPath(hash);
     try {
       await rmdir(join(lock, entry.name));
@@ -242,7 +238,7 @@ export class FileStore {
 
   /** The current entry of `hash`'s lock, if any (stale or not). */
   owner(hash: string): Promise<Entry | undefined> {
-    return this.#owner(this.lockPath(hash));
+    return this.#queue.run(false, () => this.#owner(this.lockPath(hash)));
   }
 
   async #owner(lock: string): Promise<Entry | undefined> {
@@ -256,17 +252,19 @@ export class FileStore {
     let found: Entry | undefined;
     for (const name of names) {
       const entry = parseEntry(name);
-      if (entry !== undefined && (found === undefined || entry.deadline > found.deadline)) found = entry;
+      if (entry !== undefined && (found === undefined || remainingMs(entry) > remainingMs(found))) found = entry;
     }
     return found;
   }
 
   /** Who holds `hash`'s lock, read from its entry's name (`undefined` when free). */
   async holder(hash: string): Promise<FileLockHolder | undefined> {
-    const entry = await this.#owner(this.lockPath(hash));
+    const entry = await this.owner(hash);
     if (entry === undefined) return undefined;
-    const { pid, host, acquiredAt, deadline } = entry;
-    return { pid, host, acquiredAt, deadline, stale: deadline <= Date.now() };
+    const { pid, host, acquiredAt } = entry;
+    const left = remainingMs(entry);
+    const dead = holderDead(entry);
+    return { pid, host, acquiredAt, deadline: Date.now() + left, dead, stale: dead || left <= 0 };
   }
 
   /**
@@ -274,7 +272,11 @@ export class FileStore {
    * then one more than the last. The counter is the name of the one file in `H.fence/`, moved up
    * by a rename that only succeeds from the current value.
    */
-  async nextFencingToken(hash: string): Promise<bigint> {
+  nextFencingToken(hash: string): Promise<bigint> {
+    return this.#queue.run(true, () => this.#nextFencingToken(hash));
+  }
+
+  async #nextFencingToken(hash: string): Promise<bigint> {
     const dir = join(this.directory, `${hash}.fence`);
     for (let round = 0; round < 64; round++) {
       const values = await this.#fenceValues(dir);
@@ -311,7 +313,11 @@ export class FileStore {
    * Removes attempt directories older than `olderThanMs` (left by a process killed while it made
    * an attempt); best effort.
    */
-  async sweepAttempts(olderThanMs: number): Promise<void> {
+  sweepAttempts(olderThanMs: number): Promise<void> {
+    return this.#queue.run(false, () => this.#sweepAttempts(olderThanMs));
+  }
+
+  async #sweepAttempts(olderThanMs: number): Promise<void> {
     const names = await readdir(this.directory).catch(() => [] as string[]);
     const cutoff = Date.now() - olderThanMs;
     for (const name of names) {

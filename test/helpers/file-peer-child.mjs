@@ -4,7 +4,8 @@
  *
  * Parent → child: { op: "open", options } | { op: "acquire", id, key, options, wait } |
  *   { op: "abort", id } | { op: "release", id } | { op: "close" } | { op: "raceAt", id, key, at }
- *   (raceAt: spin until epoch ms `at`, one tryAcquire; a lease won is kept under `id`)
+ *   | { op: "clock", id } (raceAt: spin until epoch ms `at`, one tryAcquire; a lease won is kept under
+ *   `id`; clock: the child's Date.now(), as `now`)
  * Child → parent: { id, ok, lease?: { token, fencingToken? } | null, outcome?, error? } and
  *   { event: "lost", id, reason }
  */
@@ -75,6 +76,10 @@ process.on("message", async (message) => {
       }
       break;
     }
+    case "clock":
+      // The child's wall clock (stepped by libfaketime in the clock tests).
+      reply({ id: message.id, ok: true, now: Date.now() });
+      break;
     case "close":
       for (const controller of pending.values()) controller.abort(new Error("closing"));
       await locker?.close();

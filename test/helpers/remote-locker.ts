@@ -31,6 +31,7 @@ interface Reply {
   won?: boolean;
   lostRace?: boolean;
   pid?: number;
+  now?: number;
 }
 
 /** An error the child reported, with its name and code. */
@@ -43,8 +44,8 @@ export class RemoteError extends Error {
   }
 }
 
-/** How the child is started: as another user, or through a wrapper such as `setpriv`. */
-export type RemoteSpawnOptions = Pick<SpawnOptions, "uid" | "gid"> & { execPath?: string; execArgv?: string[] };
+/** How the child is started: as another user, through a wrapper such as `setpriv`, or with another environment. */
+export type RemoteSpawnOptions = Pick<SpawnOptions, "uid" | "gid" | "env"> & { execPath?: string; execArgv?: string[] };
 
 export class RemoteFileLocker implements Locker {
   readonly child: ChildProcess;
@@ -189,6 +190,12 @@ export class RemoteFileLocker implements Locker {
       lostRace: reply.lostRace === true,
       release: () => this.#call({ op: "release" }, id),
     };
+  }
+
+  /** The child's wall clock, `Date.now()` there (stepped by libfaketime in the clock tests). */
+  async wallClock(): Promise<number> {
+    const reply = await this.#call({ op: "clock" });
+    return reply.now as number;
   }
 
   async close(): Promise<void> {

@@ -95,9 +95,10 @@ export class RunContext {
       return null;
     }
     const entries = names
-      .map((name) => /^([0-9a-f]{32})\.(\d+)\./.exec(name))
+      // token.deadline(monotonic ms).deadline(wall-clock ms).…: the wall-clock one.
+      .map((name) => /^([0-9a-f]{32})\.(\d+)\.(\d+)\./.exec(name))
       .filter(Boolean)
-      .map(([name, token, deadline]) => ({ name, token, deadline: Number(deadline) }));
+      .map(([name, token, _monotonic, deadline]) => ({ name, token, deadline: Number(deadline) }));
     return entries.sort((a, b) => b.deadline - a.deadline)[0] ?? null;
   }
 

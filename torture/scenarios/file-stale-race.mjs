@@ -80,10 +80,11 @@ export default {
         keys.push(key);
         const lease = await holder.acquire(undefined, key, { autoExtend: false });
         const lock = holder.lockPath(key);
-        // The entry's name is token.deadline.grant.pid.host: move the deadline into the past.
+        // The entry's name is token.deadline(monotonic).deadline(wall).grant.pid…: both deadlines
+        // into the past.
         for (const name of readdirSync(lock)) {
-          const [token, _deadline, ...rest] = name.split(".");
-          renameSync(join(lock, name), join(lock, [token, Date.now() - 1, ...rest].join(".")));
+          const [token, _deadline, _wallDeadline, ...rest] = name.split(".");
+          renameSync(join(lock, name), join(lock, [token, 1, 1, ...rest].join(".")));
         }
         const at = now() + p.startInMs;
         const replies = await Promise.all(stealers.map((s) => ask(s, { type: "race", key, at }, "raced")));

@@ -1,6 +1,8 @@
 /** Every scenario, in report order. */
 import burst from "./burst.mjs";
 import control from "./control.mjs";
+import fileBurst from "./file-burst.mjs";
+import fileClockStep from "./file-clock-step.mjs";
 import fileHolderKilled from "./file-holder-killed.mjs";
 import fileHolderPaused from "./file-holder-paused.mjs";
 import fileNoFaults from "./file-no-faults.mjs";
@@ -51,6 +53,8 @@ export const SCENARIOS = [
   fileStaleRace,
   partition,
   burst,
+  fileBurst,
+  fileClockStep,
 ];
 
 /** Scenarios run only when asked for by id (`--only`): they document known failures. */

@@ -1,0 +1,121 @@
+/**
+ * A lock entry: the holder's record, all in the name of one empty directory inside a key's lock
+ * (see `store.ts`). Its name is
+ *
+ * ```
+ * T.D.W.A.P.S.N.B.host
+ * ```
+ *
+ * the random 16-byte token `T` (hex); the deadline `D` in ms on the boot's monotonic clock and
+ * the same deadline `W` in wall-clock ms; the wall-clock grant time `A`; the holder's pid `P`, its
+ * start time `S` (clock ticks since boot), its pid namespace `N`; the boot id `B` (32 hex digits,
+ * `0` where unknown); and the host name.
+ *
+ * Reading an entry: another process of the same host and boot compares `D` with its own monotonic
+ * clock (wall-clock steps move neither) and can tell whether the holder is dead; any other reader
+ * (another boot id, or none known) can only compare `W` with its wall clock.
+ */
+import { BOOT_ID, HOST, monotonicNow, PID_NAMESPACE, processGone, SELF_START_TIME } from "./host.js";
+
+/** A held entry, as named in its lock directory. */
+export interface Entry {
+  /** The entry's name (see the module comment). */
+  readonly name: string;
+  readonly token: string;
+  /** Ms on the writer's boot's monotonic clock at which the lease runs out. */
+  readonly deadline: number;
+  /** Wall-clock ms (`Date.now()`) at which the lease runs out, as the writer's clock said. */
+  readonly wallDeadline: number;
+  /** Wall-clock ms of the grant. */
+  readonly acquiredAt: number;
+  readonly pid: number;
+  /** The holder's start time in clock ticks since boot (0: unknown). */
+  readonly startTime: number;
+  /** The inode of the holder's pid namespace (0: unknown). */
+  readonly pidNamespace: number;
+  /** The boot id of the writer's host (`""`: unknown). */
+  readonly bootId: string;
+  readonly host: string;
+}
+
+const ENTRY =
+  /^([0-9a-f]{32})\.(\d{1,16})\.(\d{1,16})\.(\d{1,16})\.(\d{1,10})\.(\d{1,20})\.(\d{1,20})\.([0-9a-f]{32}|0)\.(.+)$/;
+
+/** Parses an entry name; `undefined` for anything else. */
+export function parseEntry(name: string): Entry | undefined {
+  const match = ENTRY.exec(name);
+  if (match === null) return undefined;
+  const [, token, deadline, wall, acquiredAt, pid, start, namespace, boot, host] = match as unknown as string[];
+  return {
+    name,
+    token: token as string,
+    deadline: Number(deadline),
+    wallDeadline: Number(wall),
+    acquiredAt: Number(acquiredAt),
+    pid: Number(pid),
+    startTime: Number(start),
+    pidNamespace: Number(namespace),
+    bootId: boot === "0" ? "" : (boot as string),
+    host: host as string,
+  };
+}
+
+/** An entry of this process with `token`, granted at `acquiredAt`, running out `expiry` ms from now. */
+export function entryOf(token: string, expiry: number, acquiredAt: number): Entry {
+  const deadline = monotonicNow() + expiry;
+  const wallDeadline = Date.now() + expiry;
+  const { pid } = process;
+  const name = [
+    token,
+    deadline,
+    wallDeadline,
+    acquiredAt,
+    pid,
+    SELF_START_TIME,
+    PID_NAMESPACE,
+    BOOT_ID || "0",
+    HOST,
+  ].join(".");
+  return {
+    name,
+    token,
+    deadline,
+    wallDeadline,
+    acquiredAt,
+    pid,
+    startTime: SELF_START_TIME,
+    pidNamespace: PID_NAMESPACE,
+    bootId: BOOT_ID,
+    host: HOST,
+  };
+}
+
+/** Whether `entry`'s deadline is on this process's monotonic clock (same known boot). */
+function sameBoot(entry: Entry): boolean {
+  return BOOT_ID !== "" && entry.bootId === BOOT_ID;
+}
+
+/**
+ * Ms left on `entry`'s lease as this process sees it: on the monotonic clock when the entry is of
+ * this boot, else on the wall clock (the writer's wall clock against ours).
+ */
+export function remainingMs(entry: Entry): number {
+  return sameBoot(entry) ? entry.deadline - monotonicNow() : entry.wallDeadline - Date.now();
+}
+
+/**
+ * Whether `entry`'s holder is known to be dead: written on this host in an earlier boot, or, in
+ * this boot and pid namespace, by a process that is gone (or whose pid now belongs to another
+ * process). An entry of another host, pid namespace or unknown boot is never judged dead.
+ */
+export function holderDead(entry: Entry): boolean {
+  if (entry.host !== HOST || BOOT_ID === "" || entry.bootId === "") return false;
+  if (entry.bootId !== BOOT_ID) return true;
+  if (PID_NAMESPACE === 0 || entry.pidNamespace !== PID_NAMESPACE) return false;
+  return processGone(entry.pid, entry.startTime);
+}
+
+/** Whether `entry`'s lock can be taken over: its lease ran out, or its holder is dead. */
+export function takeable(entry: Entry): boolean {
+  return remainingMs(entry) <= 0 || holderDead(entry);
+}
