@@ -7,7 +7,9 @@
  * judged as they must be. No timing thresholds: outcomes and order only (a lease of 60 s against a
  * test timeout far below it).
  */
-import { readdirSync, renameSync, rmSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { existsSync, readdirSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FileLocker, type FileLockerOptions, type Lease } from "../src/index.js";
@@ -113,6 +115,43 @@ describe.skipIf(process.platform !== "linux")("FileLocker: wall-clock steps and 
     expect(waiter.stats.deadHolderTakeovers).toBe(1);
     expect(await waiter.inspect("killed")).toMatchObject({ pid: process.pid, dead: false, stale: false });
     expect(await lease.releaseWithOutcome()).toBe("released");
+  });
+
+  it("a SIGKILLed holder that led its process group is dead only once the children it left in the group are gone", async () => {
+    // A holder that runs commands under its lock (as `globallock run` does) and leads its process
+    // group (detached: setsid): its child `sleep` stays in the group when the holder is killed.
+    const script = `
+      const { FileLocker } = await import(${JSON.stringify(new URL("../dist/esm/index.js", import.meta.url).href)});
+      const { spawn } = await import("node:child_process");
+      const locker = new FileLocker({ directory: ${JSON.stringify(directory)}, expiry: ${LONG_EXPIRY} });
+      await locker.acquire(undefined, "group");
+      const child = spawn("sleep", ["300"], { stdio: "ignore" });
+      process.stdout.write(String(child.pid) + "\\n");
+      setInterval(() => undefined, 1000);`;
+    const holder = spawn(process.execPath, ["--input-type=module", "-e", script], {
+      detached: true,
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    const exited = new Promise((resolve) => holder.once("exit", resolve));
+    const [line] = (await once(holder.stdout, "data")) as [Buffer];
+    const leftBehind = Number(line.toString().trim());
+    try {
+      holder.kill("SIGKILL");
+      await exited;
+      const waiter = local();
+      // The holder is gone, its `sleep` is not: the lock is still held, and reads as not dead.
+      expect(await waiter.inspect("group")).toMatchObject({ dead: false, stale: false });
+      expect(await waiter.tryAcquire(undefined, "group")).toBeUndefined();
+      process.kill(leftBehind, "SIGKILL");
+      await eventually(() => !existsSync(`/proc/${leftBehind}`));
+      // Now nothing of the holder is left: taken over at once, not after the 60 s lease.
+      const lease = await waiter.tryAcquire(undefined, "group");
+      expect(lease).toBeDefined();
+      expect(waiter.stats.deadHolderTakeovers).toBe(1);
+      await lease?.release();
+    } finally {
+      if (existsSync(`/proc/${leftBehind}`)) process.kill(leftBehind, "SIGKILL");
+    }
   });
 
   it("a holder whose pid now runs another process (another start time) is dead: taken over at once", async () => {

@@ -57,7 +57,9 @@ interface Missed {
  * - **Dead holders** of this host are taken over at once, without waiting for their deadline, as
  *   with `flock`: a holder whose process is gone (`kill(pid, 0)` says `ESRCH`, or it is a zombie),
  *   whose pid now runs another process (its start time in `/proc/PID/stat` differs from the
- *   entry's), or that wrote its entry in an earlier boot of this host. A waiter finds out at its
+ *   entry's), or that wrote its entry in an earlier boot of this host. A holder that led its
+ *   process group (a program started from an interactive shell) is dead only once no process is
+ *   left in that group: children it started may still act under its lock. A waiter finds out at its
  *   next look, within `backoff.max`. A pid of another host, pid namespace (container) or unknown
  *   boot is never trusted: such a holder is taken over only after its deadline.
  * - **Stopped holders.** A lock whose deadline passed (a holder frozen by `SIGSTOP`, a debugger, a

@@ -7,7 +7,7 @@
  * Linux only: without `/proc` (macOS, Windows, a container without it) the boot id is unknown, and
  * entries then fall back to wall-clock deadlines and are never judged dead by pid (see FileLocker).
  */
-import { readFileSync, readlinkSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { hostname } from "node:os";
 
 /** This host's name as entries carry it: safe characters only, at most 64 of them. */
@@ -39,6 +39,8 @@ export interface ProcessStat {
   readonly state: string;
   /** Clock ticks since boot at which the process started. */
   readonly startTime: number;
+  /** Its process group id. */
+  readonly processGroup: number;
 }
 
 /**
@@ -55,14 +57,22 @@ export function processStat(pid: number): ProcessStat | undefined {
   }
   const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
   const startTime = Number(fields[19]);
-  if (fields[0] === undefined || !Number.isSafeInteger(startTime)) return undefined;
-  return { state: fields[0], startTime };
+  const processGroup = Number(fields[2]);
+  if (fields[0] === undefined || !Number.isSafeInteger(startTime) || !Number.isSafeInteger(processGroup))
+    return undefined;
+  return { state: fields[0], startTime, processGroup };
 }
 
 /**
- * Whether process `pid` (of this host, boot and pid namespace) is gone: no such process
- * (`ESRCH`; `EPERM` means it exists), a zombie, or a process started at another time than
- * `startTime` (the pid was reused). `startTime` 0: unknown, only existence counts.
+ * Whether process `pid` (of this host, boot and pid namespace) is gone, with everything it left
+ * behind in the process group it led: the process is gone (`ESRCH`; `EPERM` means it exists) or a
+ * zombie, and no live process remains in process group `pid` — or the pid now runs a process
+ * started at another time than `startTime` (the pid was reused, so its old group is empty: Linux
+ * does not reuse a pid still in use as a group id). `startTime` 0: unknown, only existence counts.
+ *
+ * The group matters for a holder that ran commands under its lock: `globallock run` killed with
+ * SIGKILL leaves its command's children running in its group for the few ms its reaper needs, and
+ * a lock taken over then would let a second command start beside them.
  */
 export function processGone(pid: number, startTime: number): boolean {
   if (!Number.isSafeInteger(pid) || pid <= 0) return false;
@@ -70,11 +80,40 @@ export function processGone(pid: number, startTime: number): boolean {
   try {
     process.kill(pid, 0);
   } catch (error) {
-    if ((error as { code?: unknown }).code === "ESRCH") return true;
+    if ((error as { code?: unknown }).code === "ESRCH") return !groupLives(pid);
   }
   const stat = processStat(pid);
   if (stat === undefined) return false; // gone just now, or no /proc: the next look decides
-  return stat.state === "Z" || (startTime !== 0 && stat.startTime !== startTime);
+  if (startTime !== 0 && stat.startTime !== startTime) return true;
+  return stat.state === "Z" && !groupLives(pid, true);
+}
+
+/**
+ * Whether a live process is in process group `group` (whose leader is gone, or a zombie: a zombie
+ * still counts as a member for `kill`, so its group is then read from `/proc`).
+ */
+function groupLives(group: number, leaderIsZombie = false): boolean {
+  if (!leaderIsZombie) {
+    try {
+      process.kill(-group, 0);
+      return true;
+    } catch (error) {
+      return (error as { code?: unknown }).code === "EPERM";
+    }
+  }
+  let names: string[];
+  try {
+    names = readdirSync("/proc");
+  } catch {
+    return false;
+  }
+  for (const name of names) {
+    const pid = Number(name);
+    if (!Number.isSafeInteger(pid) || pid === group) continue;
+    const stat = processStat(pid);
+    if (stat !== undefined && stat.processGroup === group && stat.state !== "Z") return true;
+  }
+  return false;
 }
 
 function readBootId(): string {
