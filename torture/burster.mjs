@@ -5,8 +5,11 @@
  * loop (the event loop is busy sending for a while), and reports what they ended with. A winner
  * keeps its lease until the parent — having heard from every process — tells it to release.
  *
- * Parent → burster: start {port, prefix, lockers, id}, burst {key, at, calls, expiry}, release {key}, stop.
- * Burster → parent: ready, burst {key, winners, holding, refused, errors, firstError, ms}, released {key, outcomes}.
+ * Parent → burster: start {port, prefix, lockers, id}, burst {key, at, calls, expiry}, status {key},
+ * release {key}, stop.
+ * Burster → parent: ready, burst {key, winners, holding, refused, errors, firstError, ms},
+ * status {key, holding}, released {key, outcomes}. "Holding": `assertHeld()` passes (not lost, and
+ * the lease's deadline not passed), checked when the message is sent.
  */
 import { RedisLocker } from "globallock";
 import { Redis } from "ioredis";
@@ -18,6 +21,16 @@ const clients = [];
 const lockers = new Map();
 /** Leases won in a burst, held until the parent says "release". */
 const held = new Map();
+
+/** Whether `lease` is still safely held (not lost, and its deadline not passed: checked now). */
+function isHeld(lease) {
+  try {
+    lease.assertHeld();
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 const send = (message) => process.send?.({ ...message, burster: config?.id });
 
@@ -62,12 +75,14 @@ process.on("message", async (message) => {
       type: "burst",
       key: message.key,
       winners: winners.length,
-      holding: winners.filter((lease) => !lease.lost.aborted).length,
+      holding: winners.filter(isHeld).length,
       refused: settled.length - winners.length - errors.length,
       errors: errors.length,
       firstError: errors[0] === undefined ? undefined : String(errors[0]),
       ms,
     });
+  } else if (message.type === "status") {
+    send({ type: "status", key: message.key, holding: (held.get(message.key) ?? []).filter(isHeld).length });
   } else if (message.type === "release") {
     const winners = held.get(message.key) ?? [];
     held.delete(message.key);

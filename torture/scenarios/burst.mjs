@@ -9,7 +9,7 @@
  * all processes, still holding its lease when its process reports, and its release finds it
  * "released". With 2 s a process's burst (10,000 calls, on 2 shared cores) can outlast the lease,
  * and with it a winner's lease (no lease survives a pause longer than itself): a round then needs
- * a winner, and never two holding at once.
+ * a winner, and never two holding at once (asked of every process once all have reported).
  */
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -84,11 +84,15 @@ export default {
           bursters.map((b) => ask(b, { type: "burst", key, at, calls: p.calls, expiry }, "burst")),
         );
         const winners = total(replies, "winners");
-        const holding = total(replies, "holding");
+        // Asked once every process has reported: leases held at the same time, or not.
+        const statuses = await Promise.all(bursters.map((b) => ask(b, { type: "status", key }, "status")));
+        const holding = total(statuses, "holding");
         // The default lease outlasts the burst: one winner, holding. A short one may not (a burst
         // that keeps a process busy longer than the lease outlasts any lease): then a later call
         // can take the key after a winner's lease ran out, but never while one is held.
-        const good = short ? winners >= 1 && holding <= 1 : winners === 1 && holding === 1;
+        const good = short
+          ? winners >= 1 && holding <= 1
+          : winners === 1 && holding === 1 && total(replies, "holding") === 1;
         if (!good) badRounds += 1;
         errors += total(replies, "errors");
         firstError ??= replies.find((r) => r.firstError)?.firstError;
