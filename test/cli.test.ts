@@ -50,7 +50,9 @@ async function expectSerialized(store: string[], key: string): Promise<void> {
   const spans = intervals(...results.map((r) => r.stdout));
   expect(spans).toHaveLength(3);
   for (let i = 1; i < spans.length; i++) {
-    expect(spans[i]?.[0]).toBeGreaterThanOrEqual(spans[i - 1]?.[1] as number);
+    expect(spans[i]?.[0], JSON.stringify({ spans, stderr: results.map((r) => r.stderr) })).toBeGreaterThanOrEqual(
+      spans[i - 1]?.[1] as number,
+    );
   }
 }
 
@@ -110,7 +112,8 @@ describe("globallock run, file store", () => {
       expect(events.map((e) => e.event)).toEqual(["waiting", "not-acquired"]);
       expect(events[0].holder).toMatchObject({ held: true, pid: process.pid });
       expect(events[1].waitedMs).toBeGreaterThanOrEqual(190);
-      expect(events[1].waitedMs).toBeLessThan(1500);
+      // Gave up after the wait, not after 200 s (a loaded machine may add seconds, not minutes).
+      expect(events[1].waitedMs).toBeLessThan(20_000);
     } finally {
       await lease.release();
     }

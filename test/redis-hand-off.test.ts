@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RedisLocker } from "../src/index.js";
 import { uniqueKey } from "./contract.js";
 import { RedisFixture } from "./helpers/redis-harness.js";
-import { eventually, sleep } from "./helpers/wait.js";
+import { eventually, sleep, untilWaiting } from "./helpers/wait.js";
 
 let fixture: RedisFixture;
 beforeAll(async () => {
@@ -31,14 +31,17 @@ describe("hand-off queue across lockers (separate connections, as separate proce
     const lockers = [0, 1, 2, 3].map(() => fixture.locker());
     const release = await holder.lock(undefined, key);
     const order: number[] = [];
-    const waits = lockers.map(async (locker, i) => {
-      await sleep(i * 30); // arrive one after the other
-      const r = await locker.lock(AbortSignal.timeout(10_000), key);
-      order.push(i);
-      await sleep(5);
-      await r();
-    });
-    await sleep(200);
+    const waits: Array<Promise<void>> = [];
+    for (const [i, locker] of lockers.entries()) {
+      waits.push(
+        locker.lock(AbortSignal.timeout(20_000), key).then(async (r) => {
+          order.push(i);
+          await sleep(5);
+          await r();
+        }),
+      );
+      await untilWaiting(locker, 1); // queued before the next one arrives
+    }
     await release();
     await Promise.all(waits);
     expect(order).toEqual([0, 1, 2, 3]);
@@ -46,21 +49,23 @@ describe("hand-off queue across lockers (separate connections, as separate proce
 
   it("wakes only the next waiter: no failed attempts while many lockers wait", async () => {
     const key = uniqueKey();
-    const lockers = Array.from({ length: 6 }, () => fixture.locker());
+    // No safety-net poll and no extension sweep while the test runs, however slow the machine:
+    // every script call counted below is a hand-off's.
+    const quiet = { expiry: 60_000, backoff: { min: 30_000, max: 30_000 } };
+    const lockers = Array.from({ length: 6 }, () => fixture.locker(quiet));
     const holder = lockers[0] as RedisLocker;
     const release = await holder.lock(undefined, key);
     const done: Promise<void>[] = [];
     for (const locker of lockers.slice(1)) {
       done.push(
         (async () => {
-          const r = await locker.lock(AbortSignal.timeout(10_000), key);
+          const r = await locker.lock(AbortSignal.timeout(20_000), key);
           await sleep(2);
           await r();
         })(),
       );
-      await sleep(20);
+      await untilWaiting(locker, 1); // it has tried once and is queued
     }
-    await sleep(50); // every waiter has tried once and is queued
     const before = await calls(["evalsha", "eval"]);
     await release();
     await Promise.all(done);
@@ -80,21 +85,27 @@ describe("hand-off queue across lockers (separate connections, as separate proce
       const lockers = Array.from({ length: 6 }, () => fixture.locker());
       const release = await (lockers[0] as RedisLocker).lock(undefined, key);
       const order: number[] = [];
-      const done = lockers.slice(1).map(async (locker, i) => {
-        await sleep(i * 20); // arrive one after the other
-        const r = await locker.lock(AbortSignal.timeout(10_000), key);
-        order.push(i);
-        await sleep(2);
-        await r();
-      });
-      await sleep(150); // every waiter is queued
+      const done: Array<Promise<void>> = [];
+      for (const [i, locker] of lockers.slice(1).entries()) {
+        done.push(
+          locker.lock(AbortSignal.timeout(20_000), key).then(async (r) => {
+            order.push(i);
+            await sleep(2);
+            await r();
+          }),
+        );
+        await untilWaiting(locker, 1); // queued before the next one arrives
+      }
       await release();
       await Promise.all(done);
       expect(order).toEqual([0, 1, 2, 3, 4]);
       // Five hand-offs, five messages (the last release found nobody queued and told nobody),
       // each on a different grant channel — nothing on the key's channel, which every waiter
-      // would hear.
-      await sleep(20);
+      // would hear. Every grantee was woken by its message, so all five were sent; a sixth would
+      // have been published before the last release resolved, so it would be here by the time an
+      // admin round trip comes back.
+      await eventually(() => heard.length >= 5);
+      await fixture.admin().ping();
       const channels = heard.map(([channel]) => channel);
       expect(channels).toHaveLength(5);
       for (const channel of channels) expect(channel).toMatch(/^globallock:grant:[0-9a-f]{16}$/);
@@ -112,7 +123,7 @@ describe("hand-off queue across lockers (separate connections, as separate proce
     const other = fixture.locker();
     const release = await holder.lock(undefined, key);
     const waiting = waiter.acquire(AbortSignal.timeout(10_000), key);
-    await sleep(50); // the waiter tried once and registered its token in the queue
+    await untilWaiting(waiter, 1); // the waiter tried once and registered its token in the queue
     const setsBefore = await calls(["set"]);
     const acquiresBefore = await calls(["evalsha", "eval"]);
     await release();
@@ -136,7 +147,7 @@ describe("hand-off queue across lockers (separate connections, as separate proce
     const other = fixture.locker();
     const release = await holder.lock(undefined, key);
     const waiting = waiter.lock(AbortSignal.timeout(10_000), key);
-    await sleep(50);
+    await untilWaiting(waiter, 1);
     // Drop every subscriber connection: the grant's message reaches nobody.
     await admin.call("CLIENT", "KILL", "TYPE", "pubsub");
     await release();
@@ -192,10 +203,10 @@ describe("hand-off queue across lockers (separate connections, as separate proce
     if (doomedClient === undefined) throw new Error("no server");
     const doomed = new RedisLocker(doomedClient, { backoff: { min: 50, max: 300 } });
     const doomedWait = doomed.lock(undefined, key).catch(() => undefined);
-    await sleep(50);
+    await untilWaiting(doomed, 1);
     const survivor = fixture.locker({ backoff: { min: 50, max: 300 } });
     const survivorWait = survivor.lock(AbortSignal.timeout(10_000), key);
-    await sleep(50);
+    await untilWaiting(survivor, 1);
     doomedClient.disconnect(); // the doomed locker can no longer claim a hand-off
     await release(); // grants the key to the doomed locker, first in line (TTL: the grace)
     const releaseSurvivor = await survivorWait; // after the grant lapses, at its next poll

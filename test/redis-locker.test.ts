@@ -8,7 +8,7 @@ import {
 } from "../src/index.js";
 import { uniqueKey } from "./contract.js";
 import { RedisFixture } from "./helpers/redis-harness.js";
-import { eventually, sleep } from "./helpers/wait.js";
+import { eventually, sleep, untilWaiting } from "./helpers/wait.js";
 
 let fixture: RedisFixture;
 beforeAll(async () => {
@@ -145,8 +145,9 @@ describe("RedisLocker on one node", () => {
     const releases = await Promise.all(keys.map((key) => locker.lock(undefined, key)));
     const controllers = keys.map(() => new AbortController());
     const waits = keys.map((key, i) => peer.lock(controllers[i]?.signal, key).catch(() => undefined));
-    await sleep(50);
+    await untilWaiting(peer, 5);
     // The waiting locker listens on one channel, its own grant channel, however many keys it waits for.
+    await eventually(async () => ((await admin.pubsub("CHANNELS", "leakcheck:*")) as string[]).length > 0);
     expect((await admin.pubsub("CHANNELS", "leakcheck:*")) as string[]).toEqual([
       expect.stringMatching(/^leakcheck:grant:[0-9a-f]{16}$/),
     ]);

@@ -3,9 +3,10 @@
  * contract test's "peer" really is another process). It imports the BUILT package.
  *
  * Parent → child: { op: "open", options } | { op: "acquire", id, key, options, wait } |
- *   { op: "abort", id } | { op: "release", id } | { op: "close" } | { op: "raceAt", id, key, at }
+ *   { op: "abort", id } | { op: "release", id } | { op: "close" } | { op: "raceAt", id, key, at } |
+ *   { op: "waiting", id }
  *   (raceAt: spin until epoch ms `at`, one tryAcquire; a lease won is kept under `id`)
- * Child → parent: { id, ok, lease?: { token, fencingToken? } | null, outcome?, error? } and
+ * Child → parent: { id, ok, lease?: { token, fencingToken? } | null, outcome?, waiting?, error? } and
  *   { event: "lost", id, reason }
  */
 import { FileLocker } from "globallock";
@@ -75,6 +76,9 @@ process.on("message", async (message) => {
       }
       break;
     }
+    case "waiting":
+      reply({ id: message.id, ok: true, waiting: locker.waitingCount });
+      break;
     case "close":
       for (const controller of pending.values()) controller.abort(new Error("closing"));
       await locker?.close();

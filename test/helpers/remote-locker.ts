@@ -31,6 +31,7 @@ interface Reply {
   won?: boolean;
   lostRace?: boolean;
   pid?: number;
+  waiting?: number;
 }
 
 /** An error the child reported, with its name and code. */
@@ -189,6 +190,12 @@ export class RemoteFileLocker implements Locker {
       lostRace: reply.lostRace === true,
       release: () => this.#call({ op: "release" }, id),
     };
+  }
+
+  /** The child's `waitingCount`: callers waiting in its locker. */
+  async waiting(): Promise<number> {
+    const reply = await this.#call({ op: "waiting" });
+    return reply.waiting ?? Number.NaN;
   }
 
   async close(): Promise<void> {
