@@ -56,10 +56,14 @@ async function expectSerialized(store: string[], key: string): Promise<void> {
   }
 }
 
-/** A command that runs 1.5 s, under `--on-lost kill`: `loseLock` deletes its lock; the command is stopped (125). */
+/**
+ * A command that runs 60 s, under `--on-lost kill`: `loseLock` deletes its lock; the command is
+ * stopped (125). The lease (2 s) is long enough that a loaded machine does not lose it on its own
+ * before the command is ready; the loss is noticed at the next extension, within about 1 s.
+ */
 async function expectStoppedOnLoss(store: string[], key: string, loseLock: () => Promise<unknown>): Promise<void> {
-  const child = nodeCommand(`console.log("ready"); setTimeout(() => console.log("finished"), 1500);`);
-  const cli = startCli(["run", ...store, "--key", key, "--expiry", "400ms", "--on-lost", "kill", "--", ...child]);
+  const child = nodeCommand(`console.log("ready"); setTimeout(() => console.log("finished"), 60_000);`);
+  const cli = startCli(["run", ...store, "--key", key, "--expiry", "2s", "--on-lost", "kill", "--", ...child]);
   await cli.waitFor(/ready/);
   await loseLock();
   const result = await cli.exited;
@@ -179,7 +183,7 @@ describe("globallock run, file store", () => {
       "--key",
       "stubborn",
       "--expiry",
-      "400ms",
+      "2s", // not lost on its own before "ready" on a loaded machine
       "--on-lost",
       "kill",
       "--kill-after",

@@ -24,6 +24,26 @@ async function calls(commands: string[]): Promise<number> {
   return total;
 }
 
+/**
+ * Each locker in turn calls `lock` on `key` and is observably queued (it tried, failed and waits)
+ * before the next one calls: the arrival order, whatever the machine's load. Each pushes its index
+ * to `order` once it holds the key, then releases. Resolves to the calls.
+ */
+async function queueInTurn(lockers: RedisLocker[], key: string, order: number[]): Promise<Array<Promise<void>>> {
+  const calls: Array<Promise<void>> = [];
+  for (const [i, locker] of lockers.entries()) {
+    calls.push(
+      locker.lock(AbortSignal.timeout(20_000), key).then(async (release) => {
+        order.push(i);
+        await sleep(2);
+        await release();
+      }),
+    );
+    await untilWaiting(locker, 1);
+  }
+  return calls;
+}
+
 describe("hand-off queue across lockers (separate connections, as separate processes)", () => {
   it("serves lockers in arrival order", async () => {
     const key = uniqueKey();
@@ -31,17 +51,7 @@ describe("hand-off queue across lockers (separate connections, as separate proce
     const lockers = [0, 1, 2, 3].map(() => fixture.locker());
     const release = await holder.lock(undefined, key);
     const order: number[] = [];
-    const waits: Array<Promise<void>> = [];
-    for (const [i, locker] of lockers.entries()) {
-      waits.push(
-        locker.lock(AbortSignal.timeout(20_000), key).then(async (r) => {
-          order.push(i);
-          await sleep(5);
-          await r();
-        }),
-      );
-      await untilWaiting(locker, 1); // queued before the next one arrives
-    }
+    const waits = await queueInTurn(lockers, key, order);
     await release();
     await Promise.all(waits);
     expect(order).toEqual([0, 1, 2, 3]);
@@ -85,17 +95,7 @@ describe("hand-off queue across lockers (separate connections, as separate proce
       const lockers = Array.from({ length: 6 }, () => fixture.locker());
       const release = await (lockers[0] as RedisLocker).lock(undefined, key);
       const order: number[] = [];
-      const done: Array<Promise<void>> = [];
-      for (const [i, locker] of lockers.slice(1).entries()) {
-        done.push(
-          locker.lock(AbortSignal.timeout(20_000), key).then(async (r) => {
-            order.push(i);
-            await sleep(2);
-            await r();
-          }),
-        );
-        await untilWaiting(locker, 1); // queued before the next one arrives
-      }
+      const done = await queueInTurn(lockers.slice(1), key, order);
       await release();
       await Promise.all(done);
       expect(order).toEqual([0, 1, 2, 3, 4]);
