@@ -1,4 +1,6 @@
 /** The cross-process hand-off queue of a single node: FIFO between lockers, one wake-up per release. */
+
+import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RedisLocker } from "../src/index.js";
 import { uniqueKey } from "./contract.js";
@@ -6,8 +8,10 @@ import { RedisFixture } from "./helpers/redis-harness.js";
 import { eventually, sleep, untilWaiting } from "./helpers/wait.js";
 
 let fixture: RedisFixture;
+let admin: Redis;
 beforeAll(async () => {
   fixture = await RedisFixture.start(1);
+  admin = fixture.admin();
 });
 afterAll(async () => {
   await fixture?.stop();
@@ -25,9 +29,18 @@ async function calls(commands: string[]): Promise<number> {
 }
 
 /**
- * Each locker in turn calls `lock` on `key` and is observably queued (it tried, failed and waits)
- * before the next one calls: the arrival order, whatever the machine's load. Each pushes its index
- * to `order` once it holds the key, then releases. Resolves to the calls.
+ * Waits until `count` lockers are registered in `key`'s hand-off queue (its liveness hash in Redis):
+ * their attempt that joined the queue has run. (`waitingCount` alone counts a waiter from its
+ * first failed try on, which can come before the try that joins.)
+ */
+async function untilQueued(key: string, count: number): Promise<void> {
+  await eventually(async () => (await admin.hlen(`{globallock:${key}}:waiters`)) === count, 20_000);
+}
+
+/**
+ * Each locker in turn calls `lock` on `key` and is observably queued (it tried, failed, joined the
+ * hand-off queue and waits) before the next one calls: the arrival order, whatever the machine's
+ * load. Each pushes its index to `order` once it holds the key, then releases. Resolves to the calls.
  */
 async function queueInTurn(lockers: RedisLocker[], key: string, order: number[]): Promise<Array<Promise<void>>> {
   const calls: Array<Promise<void>> = [];
@@ -40,6 +53,7 @@ async function queueInTurn(lockers: RedisLocker[], key: string, order: number[])
       }),
     );
     await untilWaiting(locker, 1);
+    await untilQueued(key, i + 1);
   }
   return calls;
 }
@@ -76,6 +90,7 @@ describe("hand-off queue across lockers (separate connections, as separate proce
       );
       await untilWaiting(locker, 1); // it has tried once and is queued
     }
+    await untilQueued(key, lockers.length - 1);
     const before = await calls(["evalsha", "eval"]);
     await release();
     await Promise.all(done);
@@ -123,7 +138,7 @@ describe("hand-off queue across lockers (separate connections, as separate proce
     const other = fixture.locker();
     const release = await holder.lock(undefined, key);
     const waiting = waiter.acquire(AbortSignal.timeout(10_000), key);
-    await untilWaiting(waiter, 1); // the waiter tried once and registered its token in the queue
+    await untilQueued(key, 1); // the waiter tried and registered its token in the queue
     const setsBefore = await calls(["set"]);
     const acquiresBefore = await calls(["evalsha", "eval"]);
     await release();
@@ -141,13 +156,12 @@ describe("hand-off queue across lockers (separate connections, as separate proce
 
   it("recovers a grant whose message was lost: the waiter's next attempt finds its own token and takes the key", async () => {
     const key = uniqueKey();
-    const admin = fixture.admin();
     const holder = fixture.locker();
     const waiter = fixture.locker({ backoff: { min: 50, max: 300 } });
     const other = fixture.locker();
     const release = await holder.lock(undefined, key);
     const waiting = waiter.lock(AbortSignal.timeout(10_000), key);
-    await untilWaiting(waiter, 1);
+    await untilQueued(key, 1);
     // Drop every subscriber connection: the grant's message reaches nobody.
     await admin.call("CLIENT", "KILL", "TYPE", "pubsub");
     await release();
@@ -203,15 +217,14 @@ describe("hand-off queue across lockers (separate connections, as separate proce
     if (doomedClient === undefined) throw new Error("no server");
     const doomed = new RedisLocker(doomedClient, { backoff: { min: 50, max: 300 } });
     const doomedWait = doomed.lock(undefined, key).catch(() => undefined);
-    await untilWaiting(doomed, 1);
+    await untilQueued(key, 1);
     const survivor = fixture.locker({ backoff: { min: 50, max: 300 } });
     const survivorWait = survivor.lock(AbortSignal.timeout(10_000), key);
-    await untilWaiting(survivor, 1);
+    await untilQueued(key, 2);
     doomedClient.disconnect(); // the doomed locker can no longer claim a hand-off
     await release(); // grants the key to the doomed locker, first in line (TTL: the grace)
     const releaseSurvivor = await survivorWait; // after the grant lapses, at its next poll
     await releaseSurvivor();
-    const admin = fixture.admin();
     await eventually(async () => (await admin.keys(`*${key}*`)).length === 0, 5000);
     await doomed.close();
     await doomedWait;
