@@ -16,6 +16,7 @@ import {
   tryLockAndDo,
   UnsupportedError,
 } from "../src/index.js";
+import { untilWaiting } from "./helpers/wait.js";
 
 export interface LockerHarness {
   /** A new locker (closed by `cleanup`). `wakeOnly` asks for a locker whose safety-net polling is
@@ -144,7 +145,7 @@ export function lockerContract(name: string, setup: () => Promise<LockerHarness>
         acquired = true;
         return r;
       });
-      await tick(50);
+      await untilWaiting(l, 1);
       expect(acquired).toBe(false);
       await release();
       const release2 = await waiting;
@@ -156,10 +157,11 @@ export function lockerContract(name: string, setup: () => Promise<LockerHarness>
       const l = await fresh({ wakeOnly: true });
       const key = uniqueKey();
       const release = await l.lock(undefined, key);
-      const waiting = l.lock(AbortSignal.timeout(5000), key);
-      await tick(100); // the waiter has tried, failed and is now parked on its (very long) backoff
+      // Below the 20 s safety-net poll of a wakeOnly locker, and far above a wake-up on a loaded machine.
+      const waiting = l.lock(AbortSignal.timeout(15_000), key);
+      await untilWaiting(l, 1); // the waiter has tried, failed and is now parked on its (very long) backoff
       await release();
-      const release2 = await waiting; // with only polling, this would take longer than 5 s
+      const release2 = await waiting; // with only polling, this would take 20 s
       await release2();
     });
 
@@ -168,8 +170,8 @@ export function lockerContract(name: string, setup: () => Promise<LockerHarness>
       const waiter = await harness.peer(holder, { wakeOnly: true });
       const key = uniqueKey();
       const release = await holder.lock(undefined, key);
-      const waiting = waiter.lock(AbortSignal.timeout(5000), key);
-      await tick(100);
+      const waiting = waiter.lock(AbortSignal.timeout(15_000), key); // as above: below the 20 s poll
+      await untilWaiting(waiter, 1);
       await release();
       const release2 = await waiting;
       await release2();
@@ -220,7 +222,7 @@ export function lockerContract(name: string, setup: () => Promise<LockerHarness>
       const release = await a.lock(undefined, key);
       expect((await b.tryLock(undefined, key))[0]).toBe(false);
       const waiting = b.lock(AbortSignal.timeout(10_000), key);
-      await tick(30);
+      await untilWaiting(b, 1);
       await release();
       const releaseB = await waiting;
       expect((await a.tryLock(undefined, key))[0]).toBe(false);
@@ -254,7 +256,7 @@ export function lockerContract(name: string, setup: () => Promise<LockerHarness>
       const release = await l.lock(undefined, key);
       const controller = new AbortController();
       const waiting = l.lock(controller.signal, key);
-      await tick(30);
+      await untilWaiting(l, 1);
       controller.abort();
       await expectAbortReason(waiting, controller.signal);
       expect(getEventListeners(controller.signal, "abort")).toHaveLength(0);
@@ -271,7 +273,7 @@ export function lockerContract(name: string, setup: () => Promise<LockerHarness>
       const controllers = Array.from({ length: 20 }, () => new AbortController());
       const waits = controllers.map((c) => l.lock(c.signal, key).catch((e: unknown) => e));
       const survivor = l.lock(AbortSignal.timeout(10_000), key);
-      await tick(30);
+      await untilWaiting(l, 21);
       for (const c of controllers) c.abort();
       for (const result of await Promise.all(waits)) expect(result).toBeInstanceOf(DOMException);
       await release();
@@ -285,13 +287,17 @@ export function lockerContract(name: string, setup: () => Promise<LockerHarness>
       const key = uniqueKey();
       const release = await l.lock(undefined, key);
       const order: number[] = [];
-      const waits = [0, 1, 2, 3, 4].map(async (i) => {
-        await tick(i * 15);
-        const r = await l.lock(AbortSignal.timeout(10_000), key);
-        order.push(i);
-        await r();
-      });
-      await tick(120);
+      const waits: Array<Promise<void>> = [];
+      for (const i of [0, 1, 2, 3, 4]) {
+        // Each arrives once the one before it is observably waiting.
+        waits.push(
+          l.lock(AbortSignal.timeout(20_000), key).then(async (r) => {
+            order.push(i);
+            await r();
+          }),
+        );
+        await untilWaiting(l, i + 1);
+      }
       await release();
       await Promise.all(waits);
       expect(order).toEqual([0, 1, 2, 3, 4]);
@@ -334,8 +340,8 @@ export function lockerContract(name: string, setup: () => Promise<LockerHarness>
       const l = await fresh();
       const key = uniqueKey();
       const release = await l.lock(undefined, key);
-      const waiting = l.lock(undefined, key).catch((e: unknown) => e); // observed before close
-      await tick(20);
+      const waiting = l.lock(undefined, key).catch((e: unknown) => e);
+      await untilWaiting(l, 1); // observed before close
       await l.close();
       expect(await waiting).toBeInstanceOf(LockerClosedError);
       await expect(l.lock(undefined, key)).rejects.toBeInstanceOf(LockerClosedError);
@@ -552,11 +558,14 @@ export function lockerContract(name: string, setup: () => Promise<LockerHarness>
       it("an auto-extended lease with its own short expiry stays held past it", async () => {
         const l = await fresh();
         const key = uniqueKey();
-        const lease = await l.acquire(undefined, key, { expiry: 300 });
-        await tick(800);
+        const peer = await harness.peer(l);
+        // Short next to the locker's own expiry (30 s), yet long enough that a loaded machine's
+        // delays do not make an extension late; held for more than two of them.
+        const lease = await l.acquire(undefined, key, { expiry: 2000 });
+        await tick(4500);
+        expect(await peer.tryAcquire(undefined, key)).toBeUndefined();
         expect(lease.lost.aborted).toBe(false);
         lease.assertHeld();
-        expect(await (await harness.peer(l)).tryAcquire(undefined, key)).toBeUndefined();
         expect(await lease.releaseWithOutcome()).toBe("released");
       });
 

@@ -284,20 +284,22 @@ describe("Redis", () => {
   it("a frozen server (SIGSTOP): retry with the error, extended after SIGCONT; frozen past the lease: lost", async () => {
     const [frozen] = await startServers(1);
     try {
-      const options: RedisLockerOptions = { expiry: 1000, operationTimeout: 150 };
+      // A command timeout a loaded machine does not reach by itself, and a lease with room for a
+      // retry after it; the waits below are conditions (the freeze lasts until the retry is seen).
+      const options: RedisLockerOptions = { expiry: 4000, operationTimeout: 600 };
       const locker = keep(new RedisLocker(client(frozen), options));
       const recorder = await recording(async (live) => {
         const survivor = await locker.acquire(undefined, uniqueKey());
         frozen?.pause();
-        await eventually(() => live.extends.some((m) => m.outcome === "retry"), 3000);
+        await eventually(() => live.extends.some((m) => m.outcome === "retry"), 10_000);
         frozen?.resume();
-        await eventually(() => live.extends.some((m) => m.outcome === "extended"), 3000);
+        await eventually(() => live.extends.some((m) => m.outcome === "extended"), 10_000);
         survivor.assertHeld();
         await survivor.release();
 
         const victim = await locker.acquire(undefined, uniqueKey());
         frozen?.pause();
-        await eventually(() => victim.lost.aborted, 3000);
+        await eventually(() => victim.lost.aborted, 10_000);
         frozen?.resume();
         await victim.release();
       });

@@ -23,7 +23,7 @@ import {
 } from "../src/index.js";
 import { lockerContract, whenAborted } from "./contract.js";
 import { fileLockerHarness, tempLockDirectory } from "./helpers/file-harness.js";
-import { eventually, sleep } from "./helpers/wait.js";
+import { eventually, sleep, untilWaiting } from "./helpers/wait.js";
 import { lockAllSuite } from "./lock-all-contract.js";
 
 lockerContract("FileLocker (peer: another FileLocker on the same directory)", fileLockerHarness());
@@ -152,10 +152,12 @@ describe("FileLocker specifics", () => {
     const locker = make({ directory });
     const peer = make({ directory });
     const release = await locker.lock(undefined, "busy");
-    const waits = Array.from({ length: 5 }, () => peer.lock(AbortSignal.timeout(100), "busy").catch((e: unknown) => e));
-    await sleep(30);
-    expect(peer.waitingCount).toBe(5);
-    for (const result of await Promise.all(waits)) expect((result as Error).name).toBe("TimeoutError");
+    const controllers = Array.from({ length: 5 }, () => new AbortController());
+    const waits = controllers.map((c) => peer.lock(c.signal, "busy").catch((e: unknown) => e));
+    await untilWaiting(peer, 5);
+    for (const c of controllers) c.abort();
+    const results = await Promise.all(waits);
+    for (const [i, result] of results.entries()) expect(result).toBe(controllers[i]?.signal.reason);
     expect(peer.waitingCount).toBe(0);
     expect(locker.heldCount).toBe(1);
     await release();

@@ -21,7 +21,11 @@ export function lockAllSuite(name: string, setup: () => Promise<LockerHarness>):
       await harness?.cleanup();
     });
 
-    it("two callers passing reversed key orders 200 times never deadlock and never overlap", async () => {
+    // A deadlock fails a round by its own 10 s signal; the test's timeout only has to let 400 rounds
+    // finish on a loaded machine (a few seconds on a quiet one).
+    it("two callers passing reversed key orders 200 times never deadlock and never overlap", {
+      timeout: 120_000,
+    }, async () => {
       const a = await harness.create();
       const b = await harness.peer(a);
       const keys = [uniqueKey("all-a"), uniqueKey("all-b"), uniqueKey("all-c")];

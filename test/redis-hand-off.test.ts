@@ -1,13 +1,17 @@
 /** The cross-process hand-off queue of a single node: FIFO between lockers, one wake-up per release. */
+
+import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RedisLocker } from "../src/index.js";
 import { uniqueKey } from "./contract.js";
 import { RedisFixture } from "./helpers/redis-harness.js";
-import { eventually, sleep } from "./helpers/wait.js";
+import { eventually, sleep, untilWaiting } from "./helpers/wait.js";
 
 let fixture: RedisFixture;
+let admin: Redis;
 beforeAll(async () => {
   fixture = await RedisFixture.start(1);
+  admin = fixture.admin();
 });
 afterAll(async () => {
   await fixture?.stop();
@@ -24,6 +28,36 @@ async function calls(commands: string[]): Promise<number> {
   return total;
 }
 
+/**
+ * Waits until `count` lockers are registered in `key`'s hand-off queue (its liveness hash in Redis):
+ * their attempt that joined the queue has run. (`waitingCount` alone counts a waiter from its
+ * first failed try on, which can come before the try that joins.)
+ */
+async function untilQueued(key: string, count: number): Promise<void> {
+  await eventually(async () => (await admin.hlen(`{globallock:${key}}:waiters`)) === count, 20_000);
+}
+
+/**
+ * Each locker in turn calls `lock` on `key` and is observably queued (it tried, failed, joined the
+ * hand-off queue and waits) before the next one calls: the arrival order, whatever the machine's
+ * load. Each pushes its index to `order` once it holds the key, then releases. Resolves to the calls.
+ */
+async function queueInTurn(lockers: RedisLocker[], key: string, order: number[]): Promise<Array<Promise<void>>> {
+  const calls: Array<Promise<void>> = [];
+  for (const [i, locker] of lockers.entries()) {
+    calls.push(
+      locker.lock(AbortSignal.timeout(20_000), key).then(async (release) => {
+        order.push(i);
+        await sleep(2);
+        await release();
+      }),
+    );
+    await untilWaiting(locker, 1);
+    await untilQueued(key, i + 1);
+  }
+  return calls;
+}
+
 describe("hand-off queue across lockers (separate connections, as separate processes)", () => {
   it("serves lockers in arrival order", async () => {
     const key = uniqueKey();
@@ -31,14 +65,7 @@ describe("hand-off queue across lockers (separate connections, as separate proce
     const lockers = [0, 1, 2, 3].map(() => fixture.locker());
     const release = await holder.lock(undefined, key);
     const order: number[] = [];
-    const waits = lockers.map(async (locker, i) => {
-      await sleep(i * 30); // arrive one after the other
-      const r = await locker.lock(AbortSignal.timeout(10_000), key);
-      order.push(i);
-      await sleep(5);
-      await r();
-    });
-    await sleep(200);
+    const waits = await queueInTurn(lockers, key, order);
     await release();
     await Promise.all(waits);
     expect(order).toEqual([0, 1, 2, 3]);
@@ -46,21 +73,24 @@ describe("hand-off queue across lockers (separate connections, as separate proce
 
   it("wakes only the next waiter: no failed attempts while many lockers wait", async () => {
     const key = uniqueKey();
-    const lockers = Array.from({ length: 6 }, () => fixture.locker());
+    // No safety-net poll and no extension sweep while the test runs, however slow the machine:
+    // every script call counted below is a hand-off's.
+    const quiet = { expiry: 60_000, backoff: { min: 30_000, max: 30_000 } };
+    const lockers = Array.from({ length: 6 }, () => fixture.locker(quiet));
     const holder = lockers[0] as RedisLocker;
     const release = await holder.lock(undefined, key);
     const done: Promise<void>[] = [];
     for (const locker of lockers.slice(1)) {
       done.push(
         (async () => {
-          const r = await locker.lock(AbortSignal.timeout(10_000), key);
+          const r = await locker.lock(AbortSignal.timeout(20_000), key);
           await sleep(2);
           await r();
         })(),
       );
-      await sleep(20);
+      await untilWaiting(locker, 1); // it has tried once and is queued
     }
-    await sleep(50); // every waiter has tried once and is queued
+    await untilQueued(key, lockers.length - 1);
     const before = await calls(["evalsha", "eval"]);
     await release();
     await Promise.all(done);
@@ -80,21 +110,17 @@ describe("hand-off queue across lockers (separate connections, as separate proce
       const lockers = Array.from({ length: 6 }, () => fixture.locker());
       const release = await (lockers[0] as RedisLocker).lock(undefined, key);
       const order: number[] = [];
-      const done = lockers.slice(1).map(async (locker, i) => {
-        await sleep(i * 20); // arrive one after the other
-        const r = await locker.lock(AbortSignal.timeout(10_000), key);
-        order.push(i);
-        await sleep(2);
-        await r();
-      });
-      await sleep(150); // every waiter is queued
+      const done = await queueInTurn(lockers.slice(1), key, order);
       await release();
       await Promise.all(done);
       expect(order).toEqual([0, 1, 2, 3, 4]);
       // Five hand-offs, five messages (the last release found nobody queued and told nobody),
       // each on a different grant channel — nothing on the key's channel, which every waiter
-      // would hear.
-      await sleep(20);
+      // would hear. Every grantee was woken by its message, so all five were sent; a sixth would
+      // have been published before the last release resolved, so it would be here by the time an
+      // admin round trip comes back.
+      await eventually(() => heard.length >= 5);
+      await fixture.admin().ping();
       const channels = heard.map(([channel]) => channel);
       expect(channels).toHaveLength(5);
       for (const channel of channels) expect(channel).toMatch(/^globallock:grant:[0-9a-f]{16}$/);
@@ -112,7 +138,7 @@ describe("hand-off queue across lockers (separate connections, as separate proce
     const other = fixture.locker();
     const release = await holder.lock(undefined, key);
     const waiting = waiter.acquire(AbortSignal.timeout(10_000), key);
-    await sleep(50); // the waiter tried once and registered its token in the queue
+    await untilQueued(key, 1); // the waiter tried and registered its token in the queue
     const setsBefore = await calls(["set"]);
     const acquiresBefore = await calls(["evalsha", "eval"]);
     await release();
@@ -130,13 +156,12 @@ describe("hand-off queue across lockers (separate connections, as separate proce
 
   it("recovers a grant whose message was lost: the waiter's next attempt finds its own token and takes the key", async () => {
     const key = uniqueKey();
-    const admin = fixture.admin();
     const holder = fixture.locker();
     const waiter = fixture.locker({ backoff: { min: 50, max: 300 } });
     const other = fixture.locker();
     const release = await holder.lock(undefined, key);
     const waiting = waiter.lock(AbortSignal.timeout(10_000), key);
-    await sleep(50);
+    await untilQueued(key, 1);
     // Drop every subscriber connection: the grant's message reaches nobody.
     await admin.call("CLIENT", "KILL", "TYPE", "pubsub");
     await release();
@@ -192,15 +217,14 @@ describe("hand-off queue across lockers (separate connections, as separate proce
     if (doomedClient === undefined) throw new Error("no server");
     const doomed = new RedisLocker(doomedClient, { backoff: { min: 50, max: 300 } });
     const doomedWait = doomed.lock(undefined, key).catch(() => undefined);
-    await sleep(50);
+    await untilQueued(key, 1);
     const survivor = fixture.locker({ backoff: { min: 50, max: 300 } });
     const survivorWait = survivor.lock(AbortSignal.timeout(10_000), key);
-    await sleep(50);
+    await untilQueued(key, 2);
     doomedClient.disconnect(); // the doomed locker can no longer claim a hand-off
     await release(); // grants the key to the doomed locker, first in line (TTL: the grace)
     const releaseSurvivor = await survivorWait; // after the grant lapses, at its next poll
     await releaseSurvivor();
-    const admin = fixture.admin();
     await eventually(async () => (await admin.keys(`*${key}*`)).length === 0, 5000);
     await doomed.close();
     await doomedWait;

@@ -106,13 +106,14 @@ describe("fencing tokens", () => {
 
   it("a holder that lost its lock has a lower token than the next holder, and its writes are rejected", async () => {
     const admin = fixture.admin();
-    const a = fixture.locker({ expiry: 400, operationTimeout: 190 });
-    const b = fixture.locker({ expiry: 400, operationTimeout: 190 });
+    // Command timeouts (just under expiry / 2 for A) that a loaded machine does not reach.
+    const a = fixture.locker({ expiry: 1000, operationTimeout: 490 });
+    const b = fixture.locker({ expiry: 5000 });
     const key = uniqueKey();
     const resource = `resource:${key}`;
     const first = await a.acquire(undefined, key, { fencing: true });
     expect(await fencedWrite(admin, resource, first.fencingToken as bigint, "from A")).toBe(true);
-    blockEventLoop(600); // A "pauses" past its lease; its key expires in Redis
+    blockEventLoop(1300); // A "pauses" past its lease; its key expires in Redis
     const second = await b.acquire(AbortSignal.timeout(5000), key, { fencing: true });
     expect(second.fencingToken).toBeGreaterThan(first.fencingToken as bigint);
     expect(await fencedWrite(admin, resource, second.fencingToken as bigint, "from B")).toBe(true);

@@ -139,6 +139,22 @@ const partition = { ...common, holdFactor: 4, lossShare: 0.2, timeoutMs: 120_000
 const fileBurst = { ...common, processes: 4, calls: 10_000, expiry: 2000, holdMs: 2500 };
 const fileClockStep = { ...common, waiters: 3, holdMs: 3 * EXPIRY, deadExpiry: 60_000, deadBoundMs: BACKOFF_MAX + 500 };
 
+/**
+ * The short profile runs inside `npm test`, often on a shared or busy machine (a load of 15 on 2
+ * cores delays a process by hundreds of ms), so there its pure latency bounds are loosened to
+ * "within the expiry" or "within the wait": a tight bound there fails on load, not on a bug. Each
+ * loosened bound has an outcome check beside it that still catches the bug it was set for:
+ * script-flush's quiet probes (key free and queue empty once nobody waits) catch a key kept for a
+ * waiter that left; quorum-restore still requires the key back with the holder's token on every
+ * node; file-holder-killed still requires the next holder not before the deadline and within
+ * expiry + backoff.max + margin. `npm run torture` (the full profile) measures the tight bounds.
+ */
+const LOADED = {
+  scriptFlush: { unavailableBoundMs: EXPIRY },
+  quorumRestore: { restoreBoundMs: quorumRestore.restoreWaitMs },
+  fileHolderKilled: { wakeUpMs: EXPIRY },
+};
+
 export const PROFILES = {
   full: {
     control: { ...common, seeds: [1], processes: 4, sections: 40, hold: { min: 1, max: 4 } },
@@ -190,15 +206,24 @@ export const PROFILES = {
       sections: 1,
       hold: { min: 2 * SLOW_EXPIRY, max: 2 * SLOW_EXPIRY },
     },
-    "script-flush": { ...scriptFlush, seeds: [1], processes: 3, probes: 3 },
-    "quorum-restore": { ...quorumRestore, seeds: [1], contenders: 2, warmup: 5, holdFactor: 4 },
+    // The latency bounds below are loosened to `LOADED` in the short profile (see there); the full
+    // profile keeps the tight ones it measures.
+    "script-flush": { ...scriptFlush, ...LOADED.scriptFlush, seeds: [1], processes: 3, probes: 3 },
+    "quorum-restore": {
+      ...quorumRestore,
+      ...LOADED.quorumRestore,
+      seeds: [1],
+      contenders: 2,
+      warmup: 5,
+      holdFactor: 4,
+    },
     "sentinel-failover": { ...sentinelFailover, seeds: [1], processes: 3, warmup: 5 },
     semaphore: { ...semaphore, seeds: [1], processes: 8, sections: 20, keys: 1 },
     "semaphore-kill": { ...semaphoreKill, seeds: [1], contenders: 4, warmup: 5 },
     "read-write": { ...readWrite, seeds: [1], processes: 8, sections: 20 },
     "read-write-stop": { ...readWriteStop, seeds: [1], contenders: 4, warmup: 5 },
     "file-no-faults": { ...common, seeds: [1], processes: 4, sections: 40, keys: 1 },
-    "file-holder-killed": { ...fileHolderKilled, seeds: [1], contenders: 2, warmup: 5 },
+    "file-holder-killed": { ...fileHolderKilled, ...LOADED.fileHolderKilled, seeds: [1], contenders: 2, warmup: 5 },
     "file-holder-paused": { ...holderPaused, seeds: [1], contenders: 2, warmup: 5 },
     "file-stale-race": { ...fileStaleRace, seeds: [1] },
     partition: { ...partition, seeds: [1], contenders: 2, warmup: 5, holdFactor: 3, lossSections: 15 },

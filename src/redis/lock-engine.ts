@@ -314,7 +314,10 @@ export class LockEngine {
       // likely to fail); elsewhere it is a plain SET NX, and a failure joins at the retry below.
       const leanJoins = leanTry && queued && listening && performance.now() - state.waitedAt < this.#options.backoffMax;
       // If the channel was already confirmed before that try, no release can have slipped by.
-      const retryAfterSubscribing = leanTry && !(listening && (leanJoins || !queued));
+      // Otherwise one may have, between the failed first try and the subscription (its message,
+      // or its grant to this locker, then reached nobody): try once more after subscribing. That
+      // holds for a first try behind this locker's own holder as much as for the lean one.
+      const retryAfterSubscribing = !listening || (leanTry && !(leanJoins || !queued));
       let lastRetryAfter: number | undefined;
       /** When this waiter last tried (which also refreshed its liveness in the hand-off queue). */
       let lastAttemptAt = performance.now();

@@ -4,9 +4,10 @@
  *
  * Parent → child: { op: "open", options } | { op: "acquire", id, key, options, wait } |
  *   { op: "abort", id } | { op: "release", id } | { op: "close" } | { op: "raceAt", id, key, at }
- *   | { op: "clock", id } (raceAt: spin until epoch ms `at`, one tryAcquire; a lease won is kept under
- *   `id`; clock: the child's Date.now(), as `now`)
- * Child → parent: { id, ok, lease?: { token, fencingToken? } | null, outcome?, error? } and
+ *   | { op: "clock", id } | { op: "waiting", id } (raceAt: spin until epoch ms `at`, one tryAcquire;
+ *   a lease won is kept under `id`; clock: the child's Date.now(), as `now`; waiting: its
+ *   locker's waitingCount)
+ * Child → parent: { id, ok, lease?: { token, fencingToken? } | null, outcome?, now?, waiting?, error? } and
  *   { event: "lost", id, reason }
  */
 import { FileLocker } from "globallock";
@@ -79,6 +80,9 @@ process.on("message", async (message) => {
     case "clock":
       // The child's wall clock (stepped by libfaketime in the clock tests).
       reply({ id: message.id, ok: true, now: Date.now() });
+      break;
+    case "waiting":
+      reply({ id: message.id, ok: true, waiting: locker.waitingCount });
       break;
     case "close":
       for (const controller of pending.values()) controller.abort(new Error("closing"));

@@ -32,6 +32,7 @@ interface Reply {
   lostRace?: boolean;
   pid?: number;
   now?: number;
+  waiting?: number;
 }
 
 /** An error the child reported, with its name and code. */
@@ -196,6 +197,12 @@ export class RemoteFileLocker implements Locker {
   async wallClock(): Promise<number> {
     const reply = await this.#call({ op: "clock" });
     return reply.now as number;
+  }
+
+  /** The child's `waitingCount`: callers waiting in its locker. */
+  async waiting(): Promise<number> {
+    const reply = await this.#call({ op: "waiting" });
+    return reply.waiting ?? Number.NaN;
   }
 
   async close(): Promise<void> {
