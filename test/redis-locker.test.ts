@@ -62,12 +62,13 @@ describe("RedisLocker on one node", () => {
   it("reports a lock deleted behind its holder's back; the holder goes on; its late release spares the next holder", async () => {
     const admin = fixture.admin();
     const lost: LockLostError[] = [];
-    const holder = fixture.locker({ expiry: 1000, onLockLost: (error) => lost.push(error) });
-    const next = fixture.locker({ expiry: 1000 });
+    // Leases whose command timeouts (expiry / 4) a loaded machine does not reach.
+    const holder = fixture.locker({ expiry: 3000, onLockLost: (error) => lost.push(error) });
+    const next = fixture.locker({ expiry: 3000 });
     const key = uniqueKey();
     const release = await holder.lock(undefined, key);
     await admin.del(`globallock:${key}`); // simulated loss (e.g. a failover without the key)
-    await eventually(() => lost.length === 1, 3000);
+    await eventually(() => lost.length === 1, 10_000); // at the next extension
     expect(lost[0]?.code).toBe("ERR_GLOBALLOCK_LOCK_LOST");
     expect(lost[0]?.key).toBe(key);
     expect(lost[0]?.reason).toBe("taken");
@@ -84,7 +85,7 @@ describe("RedisLocker on one node", () => {
     const admin = fixture.admin();
     let calls = 0;
     const holder = fixture.locker({
-      expiry: 400,
+      expiry: 2000, // its command timeout (500 ms) is not reached on a loaded machine
       onLockLost: () => {
         calls += 1;
         throw new Error("hook failed");
@@ -99,7 +100,7 @@ describe("RedisLocker on one node", () => {
       const key = uniqueKey();
       await holder.lock(undefined, key);
       await admin.del(`globallock:${key}`);
-      await eventually(() => calls === 1, 3000);
+      await eventually(() => calls === 1, 10_000);
       await sleep(50);
       expect(unhandled).toEqual([]);
     } finally {
