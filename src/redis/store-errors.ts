@@ -15,9 +15,7 @@ export function unavailable(
 ): StoreUnavailableError {
   const cause = causes.length === 1 ? causes[0] : new AggregateError(causes, `Redis ${operation} failed`);
   // An error without a message (some client errors have none) is named by its class.
-  const detail = causes
-    .map((c) => (c instanceof Error ? c.message || c.constructor.name : String(c)))
-    .join("; ");
+  const detail = causes.map((c) => (c instanceof Error ? c.message || c.constructor.name : String(c))).join("; ");
   const what = topology === "quorum" ? "did not reach a quorum" : "failed";
   return new StoreUnavailableError(
     resource,
