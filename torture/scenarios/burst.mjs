@@ -11,10 +11,9 @@
  * and with it a winner's lease (no lease survives a pause longer than itself): a round then needs
  * a winner, and never two holding at once (asked of every process once all have reported).
  */
-import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { track } from "../lib/cleanup.mjs";
-import { now, within } from "../lib/clock.mjs";
+import { now } from "../lib/clock.mjs";
+import { ask, forkPeer, stopPeers } from "../lib/peers.mjs";
 import { Prng } from "../lib/prng.mjs";
 import { range, sum } from "../report.mjs";
 
@@ -45,25 +44,7 @@ export default {
     /** Per round of each kind: whether it met its check. */
     const defaultRounds = [];
     const shortRounds = [];
-    const bursters = Array.from({ length: p.processes }, (_, i) => {
-      const child = fork(BURSTER, [], { stdio: ["ignore", "ignore", "inherit", "ipc"] });
-      track(child);
-      return { id: `b${i}`, child, exited: new Promise((done) => child.once("exit", done)) };
-    });
-    const ask = (burster, message, type, ms = 60_000) =>
-      within(
-        new Promise((resolve) => {
-          const onMessage = (reply) => {
-            if (reply.type !== type) return;
-            burster.child.off("message", onMessage);
-            resolve(reply);
-          };
-          burster.child.on("message", onMessage);
-          burster.child.send(message);
-        }),
-        ms,
-        `${burster.id} ${type}`,
-      );
+    const bursters = Array.from({ length: p.processes }, (_, i) => forkPeer(BURSTER, `b${i}`));
     let badRounds = 0;
     let errors = 0;
     let badReleases = 0;
@@ -72,7 +53,7 @@ export default {
     const keys = [];
     try {
       const start = { type: "start", port: ctx.lockServers[0].port, prefix: ctx.prefix, lockers: p.lockers };
-      await Promise.all(bursters.map((b) => ask(b, { ...start, id: b.id }, "ready")));
+      await Promise.all(bursters.map((b) => ask(b, { ...start, id: b.id }, "ready", 60_000)));
       for (let round = 0; round < p.rounds; round++) {
         const key = `burst-${round}`;
         keys.push(key);
@@ -81,11 +62,11 @@ export default {
         const short = expiry < DEFAULT_EXPIRY;
         const at = now() + p.startInMs;
         const replies = await Promise.all(
-          bursters.map((b) => ask(b, { type: "burst", key, at, calls: p.calls, expiry }, "burst")),
+          bursters.map((b) => ask(b, { type: "burst", key, at, calls: p.calls, expiry }, "burst", 60_000)),
         );
         const winners = total(replies, "winners");
         // Asked once every process has reported: leases held at the same time, or not.
-        const statuses = await Promise.all(bursters.map((b) => ask(b, { type: "status", key }, "status")));
+        const statuses = await Promise.all(bursters.map((b) => ask(b, { type: "status", key }, "status", 60_000)));
         const holding = total(statuses, "holding");
         // The default lease outlasts the burst: one winner, holding. A short one may not (a burst
         // that keeps a process busy longer than the lease outlasts any lease): then a later call
@@ -97,7 +78,7 @@ export default {
         errors += total(replies, "errors");
         firstError ??= replies.find((r) => r.firstError)?.firstError;
         burstMsMax = Math.max(burstMsMax, ...replies.map((r) => r.ms));
-        const released = await Promise.all(bursters.map((b) => ask(b, { type: "release", key }, "released")));
+        const released = await Promise.all(bursters.map((b) => ask(b, { type: "release", key }, "released", 60_000)));
         if (!short) badReleases += released.flatMap((r) => r.outcomes).filter((o) => o !== "released").length;
         ctx.log(
           `round ${round}: expiry ${expiry}, ${winners} winner(s), ${holding} holding, ${total(replies, "errors")} errors`,
@@ -105,8 +86,7 @@ export default {
         (short ? shortRounds : defaultRounds).push(good);
       }
     } finally {
-      for (const b of bursters) if (b.child.connected) b.child.send({ type: "stop" });
-      await within(Promise.all(bursters.map((b) => b.exited)), 10_000, "bursters exit").catch(() => undefined);
+      await stopPeers(bursters);
     }
     await ctx.finish(checks, keys);
     checks.equal(

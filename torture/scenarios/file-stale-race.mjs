@@ -8,14 +8,13 @@
  * The rounds in which a loser had found the stale entry too (and lost the race to remove it) show
  * that the race was real.
  */
-import { fork } from "node:child_process";
 import { readdirSync, renameSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { FileLocker } from "globallock";
 import { checkNoOverlap } from "../lib/checks.mjs";
-import { track } from "../lib/cleanup.mjs";
-import { now, within } from "../lib/clock.mjs";
+import { now } from "../lib/clock.mjs";
+import { ask, forkPeer, stopPeers } from "../lib/peers.mjs";
 import { sum } from "../report.mjs";
 
 const STEALER = fileURLToPath(new URL("../file-stealer.mjs", import.meta.url));
@@ -34,25 +33,7 @@ export default {
 
   async run(ctx, p, _seed, checks) {
     const directory = ctx.useFileStore();
-    const stealers = Array.from({ length: p.stealers }, (_, i) => {
-      const child = fork(STEALER, [], { stdio: ["ignore", "ignore", "inherit", "ipc"] });
-      track(child);
-      return { id: `s${i}`, child, exited: new Promise((done) => child.once("exit", done)) };
-    });
-    const ask = (stealer, message, type) =>
-      within(
-        new Promise((resolve) => {
-          const onMessage = (reply) => {
-            if (reply.type !== type) return;
-            stealer.child.off("message", onMessage);
-            resolve(reply);
-          };
-          stealer.child.on("message", onMessage);
-          stealer.child.send(message);
-        }),
-        10_000,
-        `${stealer.id} ${type}`,
-      );
+    const stealers = Array.from({ length: p.stealers }, (_, i) => forkPeer(STEALER, `s${i}`));
     const holder = new FileLocker({ directory, expiry: 60_000 });
     const keys = [];
     let badRounds = 0;
@@ -99,8 +80,7 @@ export default {
       }
     } finally {
       await holder.close();
-      for (const s of stealers) if (s.child.connected) s.child.send({ type: "stop" });
-      await within(Promise.all(stealers.map((s) => s.exited)), 10_000, "stealers exit").catch(() => undefined);
+      await stopPeers(stealers);
     }
     const history = await ctx.finish(checks, keys);
     checks.equal("exactly one winner in every round", badRounds, 0);
