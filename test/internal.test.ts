@@ -28,7 +28,8 @@ describe("DeadlineGroup", () => {
     expect(await quick).toBe(7);
     await expect(failing).rejects.toThrow("own error");
     await expect(late).rejects.toThrow("too slow");
-    expect(timers()).toBe(before);
+    // Its interval is stopped: no more timers than before (another test's may have ended meanwhile).
+    expect(timers()).toBeLessThanOrEqual(before);
   });
 
   it("does not count a stall of this process's event loop against the timeout", async () => {
