@@ -46,7 +46,7 @@ export { PostgresLocker } from "./postgres/postgres-locker.js";
 export type { PostgresNotification, PostgresPool, PostgresPoolClient } from "./postgres/types.js";
 export type { ReadWriteLocker } from "./read-write.js";
 export { FENCING_COUNTER_TTL_MS } from "./redis/fencing.js";
-export type { LeaseKeeperStats } from "./redis/lease-keeper.js";
+export type { LeaseKeeperStats } from "./core/lease-keeper.js";
 export { MIN_EXPIRY_MS, type RedisLockerOptions, type ResolvedRedisLockerOptions } from "./redis/options.js";
 export { RedisLocker } from "./redis/redis-locker.js";
 export { READ_WRITE_PREFIX, RedisReadWriteLocker } from "./redis/redis-read-write-locker.js";

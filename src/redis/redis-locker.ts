@@ -1,6 +1,6 @@
 import { checkWeight, DEFAULT_ACQUIRE_OPTIONS, type ResolvedAcquireOptions } from "../internal/validate.js";
-import { EngineLocker } from "./engine-locker.js";
-import { LockEngine } from "./lock-engine.js";
+import { CoreLocker } from "../core/core-locker.js";
+import { LockCore } from "../core/lock-core.js";
 import { type RedisLockerOptions, resolveClients, resolveOptions } from "./options.js";
 import type { RedisClient } from "./types.js";
 
@@ -23,7 +23,7 @@ import type { RedisClient } from "./types.js";
  *   {@link UnsupportedError} there, thrown before anything is sent.
  * - The caller owns the clients: `close()` never closes them.
  */
-export class RedisLocker extends EngineLocker {
+export class RedisLocker extends CoreLocker {
   /** @internal */
   protected readonly defaultRequest: ResolvedAcquireOptions = DEFAULT_ACQUIRE_OPTIONS;
 
@@ -36,7 +36,7 @@ export class RedisLocker extends EngineLocker {
    */
   constructor(clients: RedisClient | RedisClient[], options?: RedisLockerOptions) {
     const list = resolveClients(clients);
-    super(new LockEngine(list, resolveOptions(options)), "redis-lock");
+    super(new LockCore(list, resolveOptions(options)), "redis-lock");
   }
 
   /** @internal */

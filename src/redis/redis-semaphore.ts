@@ -5,8 +5,8 @@ import {
   type ResolvedAcquireOptions,
   validateOptionsObject,
 } from "../internal/validate.js";
-import { EngineLocker } from "./engine-locker.js";
-import { LockEngine } from "./lock-engine.js";
+import { CoreLocker } from "../core/core-locker.js";
+import { LockCore } from "../core/lock-core.js";
 import { type RedisLockerOptions, resolveClients, resolveOptions, withDefaultPrefix } from "./options.js";
 import type { RedisClient } from "./types.js";
 
@@ -40,7 +40,7 @@ export const SEMAPHORE_PREFIX = "globallock:semaphore:";
  * - `fencing: true` is an {@link UnsupportedError} unless `limit` is 1: tokens order exclusive
  *   grants, and permits are shared.
  */
-export class RedisSemaphore extends EngineLocker {
+export class RedisSemaphore extends CoreLocker {
   /** @internal */
   protected readonly defaultRequest: ResolvedAcquireOptions = DEFAULT_ACQUIRE_OPTIONS;
   /** Permits per key. */
@@ -64,7 +64,7 @@ export class RedisSemaphore extends EngineLocker {
       );
     }
     const resolved = resolveOptions(withDefaultPrefix(rest, SEMAPHORE_PREFIX));
-    super(new LockEngine(list, resolved, limit), "redis-semaphore");
+    super(new LockCore(list, resolved, limit), "redis-semaphore");
     this.limit = limit;
   }
 

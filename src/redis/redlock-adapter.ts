@@ -1,5 +1,5 @@
 /**
- * The only file that imports redlock: the {@link LockStore} for a quorum of independent Redis
+ * The only file that imports redlock: the {@link Backend} for a quorum of independent Redis
  * nodes. It makes redlock do single attempts (our own wait loop does the waiting), bounds every
  * Redis command with a timeout, tells "held by someone else" apart from "Redis failed" by
  * inspecting the votes, checks the validity of every grant, and keeps redlock's types out of the
@@ -11,7 +11,7 @@ import { UnsupportedError } from "../errors.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { connectionOf } from "./client/connection-of.js";
 import type { ScriptArgument } from "./client/redis-connection.js";
-import { type AttemptOutcome, type ExtendOutcome, LockHandle, type LockStore } from "./lock-store.js";
+import { type AttemptOutcome, type ExtendOutcome, LockHandle, type Backend } from "../core/backend.js";
 import { ScriptRunner } from "./script-runner.js";
 import { EXTEND_MANY, REDLOCK_RELEASE_SCRIPT, RELEASE, RESTORE_MANY } from "./scripts.js";
 import { unavailable } from "./store-errors.js";
@@ -33,7 +33,7 @@ export interface RedlockStoreSettings {
  * (set-if-absent with our token), so the lock keeps its redundancy and survives the next minority
  * restart too.
  */
-export class RedlockStore implements LockStore {
+export class RedlockStore implements Backend {
   readonly #redlock: Redlock;
   readonly #runners: readonly ScriptRunner[];
   readonly #driftFactor: number;

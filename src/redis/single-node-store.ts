@@ -9,10 +9,10 @@ import {
   type AttemptOutcome,
   type ExtendOutcome,
   LockHandle,
-  type LockStore,
+  type Backend,
   type QueueIntent,
   type Registration,
-} from "./lock-store.js";
+} from "../core/backend.js";
 import {
   ACQUIRE_PERMITS,
   EXTEND_PERMITS,
@@ -95,7 +95,7 @@ const KEY_CACHE_SIZE = 1024;
  * With a `limit` it keeps counted locks instead (semaphores, read-write locks): a key is a set of
  * holders, each taking `weight` permits, and the queue is served strictly in arrival order.
  */
-export class SingleNodeStore implements LockStore {
+export class SingleNodeStore implements Backend {
   readonly #runner: ScriptRunner;
   readonly #cluster: boolean;
   readonly #settings: SingleNodeStoreSettings;

@@ -73,11 +73,11 @@ export type AttemptOutcome =
  */
 export type ExtendOutcome = "extended" | "taken" | "expired" | Error;
 
-/** The most locks one {@link LockStore.extendMany} call is given (one script call per node). */
+/** The most locks one {@link Backend.extendMany} call is given (one script call per node). */
 export const MAX_EXTEND_BATCH = 256;
 
 /** Where locks live: one Redis node or Cluster ({@link SingleNodeStore}) or a Redlock quorum. */
-export interface LockStore {
+export interface Backend {
   /** True when releases of `resource` hand it to the next queued waiter (and publish its id). */
   hasQueue(resource: string): boolean;
   /**

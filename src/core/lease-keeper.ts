@@ -4,7 +4,7 @@ import { LockLostError, type LockLostReason } from "../errors.js";
 import { extendChannel, publishExtend, publishLost } from "../internal/diagnostics.js";
 import { IntrusiveList } from "../internal/intrusive-list.js";
 import type { Acquisition, AcquisitionOwner } from "./acquisition.js";
-import { type ExtendOutcome, type LockStore, MAX_EXTEND_BATCH } from "./lock-store.js";
+import { type ExtendOutcome, type Backend, MAX_EXTEND_BATCH } from "./backend.js";
 
 /** What the {@link LeaseKeeper} needs from its locker. */
 export interface LeaseKeeperSettings {
@@ -72,7 +72,7 @@ const byDeadline = (acquisition: Acquisition): number => acquisition.validUntil;
  * adding and releasing one costs O(1) and no allocation however many are held.
  */
 export class LeaseKeeper {
-  readonly #store: LockStore;
+  readonly #store: Backend;
   readonly #settings: LeaseKeeperSettings;
   /** One lane per lease length (today every lease of a locker has the same one). */
   readonly #lanes = new Map<number, Lane>();
@@ -96,7 +96,7 @@ export class LeaseKeeper {
   #stopped = false;
   #stats = { extensions: 0, batches: 0, retries: 0, minHeadroomMs: Number.POSITIVE_INFINITY, maxLatenessMs: 0 };
 
-  constructor(store: LockStore, settings: LeaseKeeperSettings) {
+  constructor(store: Backend, settings: LeaseKeeperSettings) {
     this.#store = store;
     this.#settings = settings;
   }

@@ -2,7 +2,7 @@ import type { DiagnosticSource } from "../internal/diagnostics.js";
 import type { IntrusiveList, Linked } from "../internal/intrusive-list.js";
 import { Releasable } from "../internal/release-func.js";
 import type { ReleaseOutcome } from "../locker.js";
-import type { LockHandle } from "./lock-store.js";
+import type { LockHandle } from "./backend.js";
 
 /** Lifecycle of one acquisition: held until released, or lost on the way. */
 export type AcquisitionState = "held" | "lost" | "released";

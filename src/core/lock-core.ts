@@ -16,12 +16,12 @@ import { KeyStates, Waiter } from "../internal/waiter.js";
 import type { AcquireOptions, Lease, Locker, ReleaseOutcome } from "../locker.js";
 import { Acquisition, type AcquisitionOwner } from "./acquisition.js";
 import { LeaseKeeper, type LeaseKeeperStats } from "./lease-keeper.js";
-import { type AttemptOutcome, LockHandle, type LockStore, type QueueIntent, type Registration } from "./lock-store.js";
-import { MIN_EXPIRY_MS, type ResolvedRedisLockerOptions } from "./options.js";
-import { RedlockStore } from "./redlock-adapter.js";
-import { ReleaseNotifier } from "./release-notifier.js";
-import { SingleNodeStore } from "./single-node-store.js";
-import type { RedisClient } from "./types.js";
+import { type AttemptOutcome, LockHandle, type Backend, type QueueIntent, type Registration } from "./backend.js";
+import { MIN_EXPIRY_MS, type ResolvedRedisLockerOptions } from "../redis/options.js";
+import { RedlockStore } from "../redis/redlock-adapter.js";
+import { ReleaseNotifier } from "../redis/release-notifier.js";
+import { SingleNodeStore } from "../redis/single-node-store.js";
+import type { RedisClient } from "../redis/types.js";
 
 /** How often a `tryLock` asks again after its win was read only once the lease had run out. */
 const LATE_ANSWER_RETRIES = 3;
@@ -47,9 +47,9 @@ type Miss = Exclude<AttemptOutcome, { kind: "acquired" }>;
  *   `lost` signal; its holder keeps running.
  * - The caller owns the clients: `close()` never closes them.
  */
-export class LockEngine {
+export class LockCore {
   readonly #options: ResolvedRedisLockerOptions;
-  readonly #store: LockStore;
+  readonly #store: Backend;
   readonly #notifier: ReleaseNotifier;
   readonly #keeper: LeaseKeeper;
   /** Per key: how many acquisitions are held here, and who waits here (FIFO). */

@@ -8,18 +8,18 @@ import type { ResolvedAcquireOptions } from "../internal/validate.js";
 import type { AcquireOptions, Lease, Locker, ReleaseFunc } from "../locker.js";
 import type { AcquisitionOwner } from "./acquisition.js";
 import type { LeaseKeeperStats } from "./lease-keeper.js";
-import type { LockEngine } from "./lock-engine.js";
-import type { ResolvedRedisLockerOptions } from "./options.js";
+import type { LockCore } from "./lock-core.js";
+import type { ResolvedRedisLockerOptions } from "../redis/options.js";
 
 /**
- * A {@link Locker} over a {@link LockEngine}: what every Redis locker shares. A subclass says how
+ * A {@link Locker} over a {@link LockCore}: what every Redis locker shares. A subclass says how
  * a call's options become a request to the engine (its weight, and whether fencing is allowed).
  *
  * Every call is traced on the `globallock:acquire` channel while anyone listens (see
  * `diagnostics.ts`); otherwise it runs as it would without diagnostics.
  */
-export abstract class EngineLocker extends TracedLocker implements Locker {
-  readonly #engine: LockEngine;
+export abstract class CoreLocker extends TracedLocker implements Locker {
+  readonly #engine: LockCore;
   /** Owns this locker's acquisitions; names it in diagnostics messages. */
   readonly #owner: AcquisitionOwner;
 
@@ -27,7 +27,7 @@ export abstract class EngineLocker extends TracedLocker implements Locker {
    * @param engine the engine (shared by the two views of a read-write locker).
    * @param kind what diagnostics messages call this locker.
    */
-  protected constructor(engine: LockEngine, kind: LockerKind) {
+  protected constructor(engine: LockCore, kind: LockerKind) {
     super(kind);
     this.#engine = engine;
     this.#owner = engine.ownerFor(this, kind);
