@@ -1,4 +1,5 @@
 export { CombinedLocker, type CombinedLockerOptions, type CombinedStrategy } from "./combined/combined-locker.js";
+export type { LeaseKeeperStats } from "./core/lease-keeper.js";
 export {
   ACQUIRE_CHANNEL,
   type AcquireMessage,
@@ -46,7 +47,6 @@ export { PostgresLocker } from "./postgres/postgres-locker.js";
 export type { PostgresNotification, PostgresPool, PostgresPoolClient } from "./postgres/types.js";
 export type { ReadWriteLocker } from "./read-write.js";
 export { FENCING_COUNTER_TTL_MS } from "./redis/fencing.js";
-export type { LeaseKeeperStats } from "./core/lease-keeper.js";
 export { MIN_EXPIRY_MS, type RedisLockerOptions, type ResolvedRedisLockerOptions } from "./redis/options.js";
 export { RedisLocker } from "./redis/redis-locker.js";
 export { READ_WRITE_PREFIX, RedisReadWriteLocker } from "./redis/redis-read-write-locker.js";

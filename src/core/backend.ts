@@ -76,10 +76,82 @@ export type ExtendOutcome = "extended" | "taken" | "expired" | Error;
 /** The most locks one {@link Backend.extendMany} call is given (one script call per node). */
 export const MAX_EXTEND_BATCH = 256;
 
-/** Where locks live: one Redis node or Cluster ({@link SingleNodeStore}) or a Redlock quorum. */
+/**
+ * A grant a release made, as a backend reports it (see {@link BackendEvents.granted}): the queue
+ * entry it names, the token that entry registered, and the store's clock when it was granted.
+ */
+export interface Grant {
+  /** The queue entry granted: a locker's id, or (counted locks) a locker's id, a dot, a number. */
+  readonly waiterId: string;
+  /** The token the entry registered (see {@link Registration}); the key now holds it. */
+  readonly token: string;
+  /** The store's clock at the grant, in ms (see {@link Backend.grantedHandle}). */
+  readonly serverMs: number;
+}
+
+/**
+ * What a backend tells the core about releases it hears of (from any process). Called
+ * synchronously from the backend's own event sources; the core never throws from them.
+ */
+export interface BackendEvents {
+  /** `key` (the caller's key, not the store's name) was released and granted to nobody: try. */
+  released(key: string): void;
+  /** A release handed `key` to a queue entry (maybe another locker's: then nothing to try yet). */
+  granted(key: string, grant: Grant): void;
+  /** Notifications may have been missed (a subscriber reconnected): every waiter should try. */
+  missed(): void;
+}
+
+/** What the core gives a backend when it makes it. */
+export interface BackendContext {
+  /** The locker's id in cross-process hand-off queues (random, 16 hex characters). */
+  readonly waiterId: string;
+  /** Where the backend reports releases. */
+  readonly events: BackendEvents;
+}
+
+/**
+ * How the core learns that a key it waits for may be free. A backend that cannot hear releases
+ * at all may watch nothing: the core's safety-net polling then does the waking.
+ */
+export interface ReleaseWatcher {
+  /**
+   * Starts hearing releases (or grants) of `resource`, reference-counted; resolves once the
+   * subscription is confirmed or could not be (never rejects). Pair every call with {@link unwatch}.
+   */
+  watch(resource: string): Promise<void>;
+  /** Drops one reference taken by {@link watch}. */
+  unwatch(resource: string): void;
+  /** True while a confirmed subscription covers `resource` (no release can slip by unheard). */
+  isWatching(resource: string): boolean;
+  /** Stops hearing anything; closes what the backend opened for it. */
+  close(): Promise<void>;
+}
+
+/**
+ * A store, as the lock core drives it. The core owns everything else a lock does: validation, the
+ * per-key waiter queue and wait loop, the lease record and its keeping, loss reporting, release
+ * outcomes, counts and diagnostics. A backend only talks to its store:
+ *
+ * - Every method that takes a `resource` gets the name the backend chose with {@link resourceOf}.
+ * - Operations that can fail throw (or answer) a `StoreUnavailableError` with the store's error as
+ *   `cause`; "someone else holds it" is never an error.
+ * - A grant is valid until the handle's `validUntil`, a local monotonic time the backend bounds
+ *   conservatively (a store's clock is not a clock two processes share).
+ * - A backend with a hand-off queue ({@link hasQueue}) registers failed attempts that ask to join
+ *   (see {@link QueueIntent}) and has releases grant the key to the longest-waiting live entry,
+ *   reporting it through {@link BackendEvents.granted}; the core hands that grant to its waiter.
+ *   Without a queue, releases are reported through {@link BackendEvents.released} and waiters try.
+ */
 export interface Backend {
+  /** The store's name for `key` (a prefixed key, a path, a hash): computed once per key state. */
+  resourceOf(key: string): string;
+  /** True when the store counts permits (semaphores, read-write locks) besides plain locks. */
+  readonly countsPermits: boolean;
   /** True when releases of `resource` hand it to the next queued waiter (and publish its id). */
   hasQueue(resource: string): boolean;
+  /** How the core hears of releases. */
+  readonly watcher: ReleaseWatcher;
   /**
    * One attempt to take `resource` (`weight` permits of it, for counted locks) for `duration` ms;
    * with `fencing`, the grant carries a fencing token issued in the same atomic step. Store
@@ -103,12 +175,12 @@ export interface Backend {
   /**
    * Compare-and-delete (or hand-off) with publication. Never rejects. `ordered`: the release
    * compensates for an earlier command on the same connection (an attempt that timed out or was
-   * abandoned); it must run after that command and must not depend on the script cache.
+   * abandoned); it must run after that command and must not depend on a script cache.
    */
   release(handle: LockHandle, ordered?: boolean): Promise<ReleaseOutcome>;
   /**
    * The handle of a grant a release made to `registration` (see {@link Registration}) at the
-   * node's time `grantedServerMs`: valid for the hand-off grace from then, as bounded locally.
+   * store's time `grantedServerMs`: valid for the hand-off grace from then, as bounded locally.
    */
   grantedHandle(resource: string, registration: Registration, grantedServerMs: number): LockHandle;
   /**
@@ -123,3 +195,6 @@ export interface Backend {
   /** Throws an UnsupportedError when `resource` cannot be fenced (before anything is sent). */
   checkFencing(resource: string): void;
 }
+
+/** Makes a locker's backend, once the core knows its waiter id and event sink. */
+export type BackendFactory = (context: BackendContext) => Backend;

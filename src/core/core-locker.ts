@@ -8,8 +8,7 @@ import type { ResolvedAcquireOptions } from "../internal/validate.js";
 import type { AcquireOptions, Lease, Locker, ReleaseFunc } from "../locker.js";
 import type { AcquisitionOwner } from "./acquisition.js";
 import type { LeaseKeeperStats } from "./lease-keeper.js";
-import type { LockCore } from "./lock-core.js";
-import type { ResolvedRedisLockerOptions } from "../redis/options.js";
+import type { CoreSettings, LockCore } from "./lock-core.js";
 
 /**
  * A {@link Locker} over a {@link LockCore}: what every Redis locker shares. A subclass says how
@@ -18,8 +17,8 @@ import type { ResolvedRedisLockerOptions } from "../redis/options.js";
  * Every call is traced on the `globallock:acquire` channel while anyone listens (see
  * `diagnostics.ts`); otherwise it runs as it would without diagnostics.
  */
-export abstract class CoreLocker extends TracedLocker implements Locker {
-  readonly #engine: LockCore;
+export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends TracedLocker implements Locker {
+  readonly #engine: LockCore<O>;
   /** Owns this locker's acquisitions; names it in diagnostics messages. */
   readonly #owner: AcquisitionOwner;
 
@@ -27,7 +26,7 @@ export abstract class CoreLocker extends TracedLocker implements Locker {
    * @param engine the engine (shared by the two views of a read-write locker).
    * @param kind what diagnostics messages call this locker.
    */
-  protected constructor(engine: LockCore, kind: LockerKind) {
+  protected constructor(engine: LockCore<O>, kind: LockerKind) {
     super(kind);
     this.#engine = engine;
     this.#owner = engine.ownerFor(this, kind);
@@ -47,7 +46,7 @@ export abstract class CoreLocker extends TracedLocker implements Locker {
   protected abstract request(options: ResolvedAcquireOptions): ResolvedAcquireOptions;
 
   /** The resolved options (defaults filled in). */
-  get options(): Readonly<Omit<ResolvedRedisLockerOptions, "onLockLost">> {
+  get options(): Readonly<Omit<O, "onLockLost">> {
     return this.#engine.options;
   }
 

@@ -4,7 +4,7 @@ import { LockLostError, type LockLostReason } from "../errors.js";
 import { extendChannel, publishExtend, publishLost } from "../internal/diagnostics.js";
 import { IntrusiveList } from "../internal/intrusive-list.js";
 import type { Acquisition, AcquisitionOwner } from "./acquisition.js";
-import { type ExtendOutcome, type Backend, MAX_EXTEND_BATCH } from "./backend.js";
+import { type Backend, type ExtendOutcome, MAX_EXTEND_BATCH } from "./backend.js";
 
 /** What the {@link LeaseKeeper} needs from its locker. */
 export interface LeaseKeeperSettings {

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import type { LockerKind } from "../diagnostics.js";
+import type { LockLostError } from "../errors.js";
 import { InvalidArgumentError, LockerClosedError, UnsupportedError } from "../errors.js";
 import { abortable, CloseGate, subscribeAbort } from "../internal/abortable.js";
 import { Backoff } from "../internal/backoff.js";
@@ -15,13 +16,17 @@ import {
 import { KeyStates, Waiter } from "../internal/waiter.js";
 import type { AcquireOptions, Lease, Locker, ReleaseOutcome } from "../locker.js";
 import { Acquisition, type AcquisitionOwner } from "./acquisition.js";
+import {
+  type AttemptOutcome,
+  type Backend,
+  type BackendFactory,
+  type Grant,
+  LockHandle,
+  type QueueIntent,
+  type Registration,
+} from "./backend.js";
 import { LeaseKeeper, type LeaseKeeperStats } from "./lease-keeper.js";
-import { type AttemptOutcome, LockHandle, type Backend, type QueueIntent, type Registration } from "./backend.js";
-import { MIN_EXPIRY_MS, type ResolvedRedisLockerOptions } from "../redis/options.js";
-import { RedlockStore } from "../redis/redlock-adapter.js";
-import { ReleaseNotifier } from "../redis/release-notifier.js";
-import { SingleNodeStore } from "../redis/single-node-store.js";
-import type { RedisClient } from "../redis/types.js";
+import { MIN_EXPIRY_MS } from "./limits.js";
 
 /** How often a `tryLock` asks again after its win was read only once the lease had run out. */
 const LATE_ANSWER_RETRIES = 3;
@@ -47,10 +52,24 @@ type Miss = Exclude<AttemptOutcome, { kind: "acquired" }>;
  *   `lost` signal; its holder keeps running.
  * - The caller owns the clients: `close()` never closes them.
  */
-export class LockCore {
-  readonly #options: ResolvedRedisLockerOptions;
+/** The settings the core needs from a locker's resolved options (a store adds its own). */
+export interface CoreSettings {
+  /** The default lease length, in ms. */
+  readonly expiry: number;
+  /** The bound of one store operation, in ms (extensions are scheduled to land before deadlines). */
+  readonly operationTimeout: number;
+  /** The safety net's first and longest wait between attempts, in ms. */
+  readonly backoffMin: number;
+  readonly backoffMax: number;
+  /** How many extension calls may be in flight at once. */
+  readonly sweepConcurrency: number;
+  /** The user's hook for lost leases; what it throws is swallowed. */
+  readonly onLockLost: ((error: LockLostError) => void) | undefined;
+}
+
+export class LockCore<O extends CoreSettings = CoreSettings> {
+  readonly #options: O;
   readonly #store: Backend;
-  readonly #notifier: ReleaseNotifier;
   readonly #keeper: LeaseKeeper;
   /** Per key: how many acquisitions are held here, and who waits here (FIFO). */
   readonly #keys = new KeyStates<LockHandle, Registration>();
@@ -63,11 +82,6 @@ export class LockCore {
   readonly #gate = new CloseGate();
   /** This locker's id in the cross-process hand-off queues. */
   readonly #waiterId = randomBytes(8).toString("hex");
-  /**
-   * Where releases tell this locker it was granted a key (registered with its places in the
-   * hand-off queues): its own channel, so a release wakes the grantee's process alone.
-   */
-  readonly #grantChannel: string;
   /** Callers of `obtain` whose first attempt failed (or who queued behind others), still waiting. */
   #waiting = 0;
   /** The three ways an attempt relates to the hand-off queue (shared, so attempts allocate none). */
@@ -81,51 +95,42 @@ export class LockCore {
   #waiterSeq = 0;
 
   /**
-   * @param list validated clients: one (single node or Cluster), or one per independent Redis node
-   *   for a Redlock quorum (locks only).
-   * @param options validated options.
+   * @param options validated options (the core's settings and whatever the store adds).
+   * @param makeBackend makes the store's backend, given this locker's waiter id and event sink.
    * @param limit permits per key for counted locks (semaphores, read-write locks); `undefined` for locks.
    */
-  constructor(list: RedisClient[], options: ResolvedRedisLockerOptions, limit?: number) {
-    if (limit !== undefined && list.length > 1) {
-      throw new UnsupportedError("Counted locks need one Redis node or a Cluster, not a Redlock quorum");
-    }
+  constructor(options: O, makeBackend: BackendFactory, limit?: number) {
     // Every waiter listens for close; many waiters are normal, not a leak.
     setMaxListeners(0, this.#closing.signal);
-    // Keeps the close signal's abort hub (and its one listener) for the engine's life: otherwise a
+    // Keeps the close signal's abort hub (and its one listener) for the core's life: otherwise a
     // lone waiter would add and remove an event listener at every wait (a hand-off's hot path).
     subscribeAbort(this.#closing.signal, ignoreAbort);
     this.#options = options;
-    this.#grantChannel = `${options.prefix}grant:${this.#waiterId}`;
     this.#counted = limit !== undefined;
     this.#intents = {
       first: { waiterId: this.#waiterId, join: true, onSuccess: "keep" },
       leave: { waiterId: this.#waiterId, join: true, onSuccess: "leave" },
       keep: { waiterId: this.#waiterId, join: false, onSuccess: "keep" },
     };
-    const { operationTimeout, driftFactor, sweepConcurrency, backoffMax } = this.#options;
-    const [only] = list;
-    this.#store =
-      list.length === 1 && only !== undefined
-        ? new SingleNodeStore(only, {
-            commandTimeout: operationTimeout,
-            driftFactor,
-            handOffGrace: Math.max(20, Math.min(250, operationTimeout)),
-            livenessWindow: 3 * backoffMax + operationTimeout,
-            limit,
-            grantChannel: this.#grantChannel,
-          })
-        : new RedlockStore(list, { commandTimeout: operationTimeout, driftFactor });
-    this.#notifier = new ReleaseNotifier(
-      list,
-      { timeoutMs: operationTimeout, lingerMs: backoffMax },
-      (channel, message) => this.#onReleaseMessage(channel, message),
-      () => this.#keys.notifyAllHeads(),
-    );
+    this.#store = makeBackend({
+      waiterId: this.#waiterId,
+      events: {
+        released: (key) => {
+          // While this locker holds the key, the message is stale (or our own).
+          if (this.#keys.heldCount(key) === 0) this.#keys.notifyHead(key);
+        },
+        granted: (key, grant) => this.#onGrant(key, grant),
+        missed: () => this.#keys.notifyAllHeads(),
+      },
+    });
+    if (this.#counted && !this.#store.countsPermits) {
+      throw new UnsupportedError("Counted locks need a store that counts permits");
+    }
+    const { operationTimeout, sweepConcurrency } = options;
     this.#keeper = new LeaseKeeper(this.#store, {
       operationTimeout,
       sweepConcurrency,
-      onLockLost: this.#options.onLockLost,
+      onLockLost: options.onLockLost,
       // A lost lock frees the key as far as this process knows: let the next waiter try.
       onLost: (acquisition) => {
         this.#forget(acquisition);
@@ -136,7 +141,7 @@ export class LockCore {
   }
 
   /** The resolved options (defaults filled in). */
-  get options(): Readonly<Omit<ResolvedRedisLockerOptions, "onLockLost">> {
+  get options(): Readonly<Omit<O, "onLockLost">> {
     const { onLockLost: _hook, ...rest } = this.#options;
     return rest;
   }
@@ -187,7 +192,7 @@ export class LockCore {
    * a Cluster key with no usable hash tag), before anything is sent.
    */
   checkFencing(key: string): void {
-    this.#store.checkFencing(this.#options.prefix + key);
+    this.#store.checkFencing(this.#resourceOf(key));
   }
 
   /**
@@ -262,7 +267,7 @@ export class LockCore {
         this.#drained = resolve;
       });
     }
-    await this.#notifier.close();
+    await this.#store.watcher.close();
   }
 
   /** Validates a call's signal and key; throws the close error or the signal's reason. */
@@ -287,14 +292,11 @@ export class LockCore {
     probe: AcquireProbe | undefined,
   ): Promise<Acquisition> {
     const state = this.#keys.open(key);
-    state.resource ??= this.#options.prefix + key;
+    state.resource ??= this.#store.resourceOf(key);
     const resource = state.resource;
     const waiter = new Waiter<LockHandle>();
     state.waiters.push(waiter);
     const queued = this.#store.hasQueue(resource);
-    // With a queue, grants come on this locker's own channel; without one, releases are told on
-    // the key's channel.
-    const channel = queued ? this.#grantChannel : resource;
     let acquired = false;
     /** An attempt was cut short in flight: its own clean-up leaves the hand-off queue. */
     let abandoned = false;
@@ -309,7 +311,7 @@ export class LockCore {
       const isHead = state.waiters.head === waiter;
       let leanTry = isHead && state.held === 0;
       let attemptNow = leanTry || (isHead && queued);
-      const listening = this.#notifier.isListening(channel);
+      const listening = this.#store.watcher.isWatching(resource);
       // The lean try joins the queue on failure only on a key that had a waiter here lately (it is
       // likely to fail); elsewhere it is a plain SET NX, and a failure joins at the retry below.
       const leanJoins = leanTry && queued && listening && performance.now() - state.waitedAt < this.#options.backoffMax;
@@ -361,7 +363,7 @@ export class LockCore {
             // perhaps already: a grant's message can outrun the reply of the attempt it names.
             if (outcome.registration !== undefined) state.handOff = outcome.registration;
           }
-          this.#settleEarlyGrant(key, resource, state);
+          this.#settleEarlyGrant(key, state);
         }
         signals ??= [signal, this.#closing.signal];
         if (!waiting) {
@@ -371,7 +373,7 @@ export class LockCore {
         }
         if (!subscribed) {
           subscribed = true;
-          await abortable(this.#notifier.subscribe(channel), signals);
+          await abortable(this.#store.watcher.watch(resource), signals);
           // A release may have happened between the failed try and the subscription.
           if (retryAfterSubscribing && state.waiters.head === waiter) {
             attemptNow = true;
@@ -403,14 +405,14 @@ export class LockCore {
       // The next waiter here is not in the cross-process queue (a holder's locker leaves it):
       // whoever leaves the head, having taken the key or not, wakes it so that it joins.
       this.#keys.leave(key, state, waiter, !acquired || queued);
-      if (subscribed) this.#notifier.unsubscribe(channel);
+      if (subscribed) this.#store.watcher.unwatch(resource);
       if (!acquired && !abandoned && queued && state.waiters.size === 0) {
         void this.#track(this.#store.leaveQueue(resource, this.#waiterId, state.handOff?.token));
         state.handOff = undefined;
       }
       // A grant that arrived during an attempt that then failed or was abandoned: decide now (the
       // next waiter here takes it, or, with nobody left, it is released).
-      this.#settleEarlyGrant(key, resource, state);
+      this.#settleEarlyGrant(key, state);
     }
   }
 
@@ -429,7 +431,7 @@ export class LockCore {
     probe: AcquireProbe | undefined,
   ): Promise<Acquisition> {
     const state = this.#keys.open(key);
-    state.resource ??= this.#options.prefix + key;
+    state.resource ??= this.#store.resourceOf(key);
     const resource = state.resource;
     this.#waiterSeq += 1;
     const waiter = new CountedWaiter(`${this.#waiterId}.${this.#waiterSeq}`);
@@ -441,7 +443,7 @@ export class LockCore {
     let waiting = false;
     try {
       let attemptNow = true;
-      const retryAfterSubscribing = !this.#notifier.isListening(this.#grantChannel);
+      const retryAfterSubscribing = !this.#store.watcher.isWatching(resource);
       let lastRetryAfter: number | undefined;
       let lastAttemptAt = performance.now();
       let backoff: Backoff | undefined;
@@ -484,7 +486,7 @@ export class LockCore {
         }
         if (!subscribed) {
           subscribed = true;
-          await abortable(this.#notifier.subscribe(this.#grantChannel), signals);
+          await abortable(this.#store.watcher.watch(resource), signals);
           if (retryAfterSubscribing && !waiter.granted) {
             attemptNow = true;
             continue;
@@ -508,7 +510,7 @@ export class LockCore {
       if (waiting) this.#waiting -= 1;
       this.#countedWaiters.delete(waiter.id);
       this.#keys.leave(key, state, waiter, false);
-      if (subscribed) this.#notifier.unsubscribe(this.#grantChannel);
+      if (subscribed) this.#store.watcher.unwatch(resource);
       if (!acquired && !abandoned && waiter.registration !== undefined) {
         // Leaves its place; permits granted to it meanwhile go back (and on to those behind it).
         void this.#track(this.#store.leaveQueue(resource, waiter.id, waiter.registration.token));
@@ -517,7 +519,7 @@ export class LockCore {
       // A grant that arrived during an attempt that then failed or was abandoned goes back.
       const early = waiter.earlyGrant;
       waiter.earlyGrant = undefined;
-      if (early !== undefined && !acquired) this.#onGrant(key, resource, early);
+      if (early !== undefined && !acquired) this.#onGrant(key, early);
     }
   }
 
@@ -525,9 +527,7 @@ export class LockCore {
   #settleCountedGrant(resource: string, waiter: CountedWaiter): void {
     const early = waiter.earlyGrant;
     waiter.earlyGrant = undefined;
-    if (early === undefined) return;
-    const [, waiterId, token, serverMs] = early.split(":");
-    this.#onCountedGrant(resource, early, waiterId, token, serverMs);
+    if (early !== undefined) this.#onCountedGrant(resource, early);
   }
 
   /**
@@ -535,21 +535,16 @@ export class LockCore {
    * them to that waiter if it is still here and the token is its latest registration; otherwise
    * give them back at once (rather than hold them for the grace).
    */
-  #onCountedGrant(
-    resource: string,
-    message: string,
-    waiterId: string | undefined,
-    token: string | undefined,
-    serverMs: string | undefined,
-  ): void {
-    if (waiterId === undefined || token === undefined || !waiterId.startsWith(`${this.#waiterId}.`)) return;
+  #onCountedGrant(resource: string, grant: Grant): void {
+    const { waiterId, token, serverMs } = grant;
+    if (!waiterId.startsWith(`${this.#waiterId}.`)) return;
     const waiter = this.#countedWaiters.get(waiterId);
     if (waiter === undefined) {
       this.#giveBack(token, resource);
       return;
     }
     if (waiter.attempting) {
-      waiter.earlyGrant = message;
+      waiter.earlyGrant = grant;
       return;
     }
     const registration = waiter.registration;
@@ -558,17 +553,17 @@ export class LockCore {
       return;
     }
     waiter.registration = undefined;
-    waiter.grant(this.#store.grantedHandle(resource, registration, Number(serverMs)));
+    waiter.grant(this.#store.grantedHandle(resource, registration, serverMs));
   }
 
   /**
    * Acts on a grant message that arrived while the head's attempt was in flight, now that the
    * attempt has settled (and, if it registered, its registration is known).
    */
-  #settleEarlyGrant(key: string, resource: string, state: { earlyGrant: string | undefined }): void {
+  #settleEarlyGrant(key: string, state: { earlyGrant: Grant | undefined }): void {
     const early = state.earlyGrant;
     state.earlyGrant = undefined;
-    if (early !== undefined) this.#onGrant(key, resource, early);
+    if (early !== undefined) this.#onGrant(key, early);
   }
 
   /** True when `error` is this call's abort or the locker's close, not a failed attempt. */
@@ -677,7 +672,7 @@ export class LockCore {
    */
   async #cleanUpAbandoned(attempt: Promise<AttemptOutcome>, key: string, intent: QueueIntent): Promise<void> {
     const late = await attempt.catch(() => undefined);
-    const resource = this.#options.prefix + key;
+    const resource = this.#resourceOf(key);
     // The registration the key may have been granted to: the late attempt's own, else the one it
     // carried.
     const registered = late?.kind === "held" ? late.registration : undefined;
@@ -699,7 +694,7 @@ export class LockCore {
   }
 
   #resourceOf(key: string): string {
-    return this.#keys.get(key)?.resource ?? this.#options.prefix + key;
+    return this.#keys.get(key)?.resource ?? this.#store.resourceOf(key);
   }
 
   /**
@@ -747,25 +742,6 @@ export class LockCore {
     return publishRelease(acquisition.owner, acquisition.key, acquisition.grantedAt, found);
   }
 
-  #onReleaseMessage(channel: string, message: string): void {
-    const { prefix } = this.#options;
-    if (channel === this.#grantChannel) {
-      const resource = grantedResource(message);
-      if (resource.startsWith(prefix)) this.#onGrant(resource.slice(prefix.length), resource, message);
-      return;
-    }
-    if (!channel.startsWith(prefix)) return;
-    const key = channel.slice(prefix.length);
-    if (message.startsWith("g:")) {
-      // A grant told on the key's channel: from an older version's release.
-      this.#onGrant(key, channel, message);
-      return;
-    }
-    // An empty message: a release where there is no hand-off queue; anyone may take the key.
-    // While this locker holds the key, it is stale (or our own).
-    if (message === "" && this.#keys.heldCount(key) === 0) this.#keys.notifyHead(key);
-  }
-
   /**
    * A release granted `resource` to the waiter named in "g:<id>:<token>:<server ms>". Another
    * locker's grant means nothing to try yet. Ours goes to the head of the key's queue — when its
@@ -773,34 +749,33 @@ export class LockCore {
    * the registration takes the granted key itself). Nobody here waiting any more: the key is
    * released at once instead of blocking everyone for the grace.
    */
-  #onGrant(key: string, resource: string, message: string): void {
-    const [, waiterId, token, serverMs] = message.split(":");
+  #onGrant(key: string, grant: Grant): void {
+    const resource = this.#resourceOf(key);
     if (this.#counted) {
-      this.#onCountedGrant(resource, message, waiterId, token, serverMs);
+      this.#onCountedGrant(resource, grant);
       return;
     }
-    if (waiterId !== this.#waiterId) {
+    if (grant.waiterId !== this.#waiterId) {
       this.#keys.postponeHead(key);
       return;
     }
-    if (token === undefined) return;
     const state = this.#keys.get(key);
     const head = state?.waiters.head;
     if (state === undefined || head === undefined) {
-      this.#giveBack(token, resource);
+      this.#giveBack(grant.token, resource);
       return;
     }
     const registration = state.handOff;
     if (state.attempting) {
       // The attempt in flight either registered this token (the message outran its reply) or will
       // take the key itself (it carries the claim token): decide when its reply is in.
-      state.earlyGrant = message;
+      state.earlyGrant = grant;
       return;
     }
-    if (registration?.token !== token) return;
+    if (registration?.token !== grant.token) return;
     // Spent: no later attempt of this locker may take the key as "granted to us" again.
     state.handOff = undefined;
-    head.grant(this.#store.grantedHandle(resource, registration, Number(serverMs)));
+    head.grant(this.#store.grantedHandle(resource, registration, grant.serverMs));
   }
 
   /** Releases a grant nobody here takes, at once, rather than block others for the grace. */
@@ -825,16 +800,6 @@ export class LockCore {
 /** The engine's standing subscription to its own close (see the constructor): nothing to do. */
 function ignoreAbort(): void {}
 
-/** The key of a grant message "g:<id>:<token>:<server ms>:<key>" ("" when it names none). */
-function grantedResource(message: string): string {
-  let at = 0;
-  for (let colons = 0; colons < 4; colons++) {
-    at = message.indexOf(":", at) + 1;
-    if (at === 0) return "";
-  }
-  return message.slice(at);
-}
-
 /** A waiter of a counted lock: it has its own place in the store's queue (see `#obtainCounted`). */
 class CountedWaiter extends Waiter<LockHandle> {
   /** True while its attempt is in flight. */
@@ -842,7 +807,7 @@ class CountedWaiter extends Waiter<LockHandle> {
   /** Its latest registration in the store's queue, not yet seen granted. */
   registration: Registration | undefined;
   /** A grant message that arrived while its attempt was in flight. */
-  earlyGrant: string | undefined;
+  earlyGrant: Grant | undefined;
 
   constructor(
     /** Its id in the store's queue: the locker's id, a dot, and a sequence number. */

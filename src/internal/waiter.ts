@@ -1,3 +1,4 @@
+import type { Grant } from "../core/backend.js";
 import { onAnyAbort } from "./abortable.js";
 import { IntrusiveList, type Linked } from "./intrusive-list.js";
 
@@ -108,7 +109,7 @@ export class KeyState<G = unknown, H = unknown> extends IntrusiveList<Waiter<G>>
   /** The locker's own bookkeeping of the key's cross-process hand-off (its latest registration). */
   handOff: H | undefined;
   /** A grant message that arrived while the head's attempt was in flight (it may be for it). */
-  earlyGrant: string | undefined;
+  earlyGrant: Grant | undefined;
   /** Nothing held or waited for: kept for a later call on the key (see {@link KeyStates}). */
   idle = false;
   /** The key's full store name, built once (a stable string hashes once in every map). */

@@ -1,7 +1,8 @@
-import { checkWeight, DEFAULT_ACQUIRE_OPTIONS, type ResolvedAcquireOptions } from "../internal/validate.js";
 import { CoreLocker } from "../core/core-locker.js";
 import { LockCore } from "../core/lock-core.js";
-import { type RedisLockerOptions, resolveClients, resolveOptions } from "./options.js";
+import { checkWeight, DEFAULT_ACQUIRE_OPTIONS, type ResolvedAcquireOptions } from "../internal/validate.js";
+import { type RedisLockerOptions, type ResolvedRedisLockerOptions, resolveClients, resolveOptions } from "./options.js";
+import { redisBackend } from "./redis-backend.js";
 import type { RedisClient } from "./types.js";
 
 /**
@@ -23,7 +24,7 @@ import type { RedisClient } from "./types.js";
  *   {@link UnsupportedError} there, thrown before anything is sent.
  * - The caller owns the clients: `close()` never closes them.
  */
-export class RedisLocker extends CoreLocker {
+export class RedisLocker extends CoreLocker<ResolvedRedisLockerOptions> {
   /** @internal */
   protected readonly defaultRequest: ResolvedAcquireOptions = DEFAULT_ACQUIRE_OPTIONS;
 
@@ -36,7 +37,8 @@ export class RedisLocker extends CoreLocker {
    */
   constructor(clients: RedisClient | RedisClient[], options?: RedisLockerOptions) {
     const list = resolveClients(clients);
-    super(new LockCore(list, resolveOptions(options)), "redis-lock");
+    const resolved = resolveOptions(options);
+    super(new LockCore(resolved, redisBackend(list, resolved)), "redis-lock");
   }
 
   /** @internal */

@@ -1,10 +1,17 @@
+import { CoreLocker } from "../core/core-locker.js";
+import { LockCore } from "../core/lock-core.js";
 import { UnsupportedError } from "../errors.js";
 import { checkWeight, DEFAULT_ACQUIRE_OPTIONS, type ResolvedAcquireOptions } from "../internal/validate.js";
 import type { Locker } from "../locker.js";
 import type { ReadWriteLocker } from "../read-write.js";
-import { CoreLocker } from "../core/core-locker.js";
-import { LockCore } from "../core/lock-core.js";
-import { type RedisLockerOptions, resolveClients, resolveOptions, withDefaultPrefix } from "./options.js";
+import {
+  type RedisLockerOptions,
+  type ResolvedRedisLockerOptions,
+  resolveClients,
+  resolveOptions,
+  withDefaultPrefix,
+} from "./options.js";
+import { redisBackend } from "./redis-backend.js";
 import type { RedisClient } from "./types.js";
 
 /** The default `prefix` of a {@link RedisReadWriteLocker}: its keys never collide with locks' keys. */
@@ -17,11 +24,11 @@ export const READ_WRITE_PREFIX = "globallock:rw:";
 const PERMITS = 1_000_000_000;
 
 /** One view of a {@link RedisReadWriteLocker}: the readers' or the writers' {@link Locker}. */
-class ReadWriteView extends CoreLocker {
+class ReadWriteView extends CoreLocker<ResolvedRedisLockerOptions> {
   protected readonly defaultRequest: ResolvedAcquireOptions;
   readonly #writer: boolean;
 
-  constructor(engine: LockCore, writer: boolean) {
+  constructor(engine: LockCore<ResolvedRedisLockerOptions>, writer: boolean) {
     super(engine, writer ? "redis-write" : "redis-read");
     this.#writer = writer;
     this.defaultRequest = writer ? { ...DEFAULT_ACQUIRE_OPTIONS, weight: PERMITS } : DEFAULT_ACQUIRE_OPTIONS;
@@ -53,7 +60,7 @@ export class RedisReadWriteLocker implements ReadWriteLocker {
   readonly read: Locker;
   /** Exclusive (write) leases. */
   readonly write: Locker;
-  readonly #engine: LockCore;
+  readonly #engine: LockCore<ResolvedRedisLockerOptions>;
 
   /**
    * @param clients one client (a single node or a Cluster: ioredis, or node-redis connected by the
@@ -68,7 +75,7 @@ export class RedisReadWriteLocker implements ReadWriteLocker {
       );
     }
     const resolved = resolveOptions(withDefaultPrefix(options, READ_WRITE_PREFIX));
-    this.#engine = new LockCore(list, resolved, PERMITS);
+    this.#engine = new LockCore(resolved, redisBackend(list, resolved, PERMITS), PERMITS);
     this.read = new ReadWriteView(this.#engine, false);
     this.write = new ReadWriteView(this.#engine, true);
   }

@@ -1,3 +1,5 @@
+import { CoreLocker } from "../core/core-locker.js";
+import { LockCore } from "../core/lock-core.js";
 import { InvalidArgumentError, UnsupportedError } from "../errors.js";
 import {
   checkWeight,
@@ -5,9 +7,14 @@ import {
   type ResolvedAcquireOptions,
   validateOptionsObject,
 } from "../internal/validate.js";
-import { CoreLocker } from "../core/core-locker.js";
-import { LockCore } from "../core/lock-core.js";
-import { type RedisLockerOptions, resolveClients, resolveOptions, withDefaultPrefix } from "./options.js";
+import {
+  type RedisLockerOptions,
+  type ResolvedRedisLockerOptions,
+  resolveClients,
+  resolveOptions,
+  withDefaultPrefix,
+} from "./options.js";
+import { redisBackend } from "./redis-backend.js";
 import type { RedisClient } from "./types.js";
 
 /** Options of {@link RedisSemaphore}: the locker's options plus the number of permits per key. */
@@ -40,7 +47,7 @@ export const SEMAPHORE_PREFIX = "globallock:semaphore:";
  * - `fencing: true` is an {@link UnsupportedError} unless `limit` is 1: tokens order exclusive
  *   grants, and permits are shared.
  */
-export class RedisSemaphore extends CoreLocker {
+export class RedisSemaphore extends CoreLocker<ResolvedRedisLockerOptions> {
   /** @internal */
   protected readonly defaultRequest: ResolvedAcquireOptions = DEFAULT_ACQUIRE_OPTIONS;
   /** Permits per key. */
@@ -64,7 +71,7 @@ export class RedisSemaphore extends CoreLocker {
       );
     }
     const resolved = resolveOptions(withDefaultPrefix(rest, SEMAPHORE_PREFIX));
-    super(new LockCore(list, resolved, limit), "redis-semaphore");
+    super(new LockCore(resolved, redisBackend(list, resolved, limit), limit), "redis-semaphore");
     this.limit = limit;
   }
 

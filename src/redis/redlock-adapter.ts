@@ -7,11 +7,17 @@
  */
 import { performance } from "node:perf_hooks";
 import Redlock, { ExecutionError, type Lock, ResourceLockedError } from "redlock";
+import {
+  type AttemptOutcome,
+  type Backend,
+  type ExtendOutcome,
+  LockHandle,
+  type ReleaseWatcher,
+} from "../core/backend.js";
 import { UnsupportedError } from "../errors.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { connectionOf } from "./client/connection-of.js";
 import type { ScriptArgument } from "./client/redis-connection.js";
-import { type AttemptOutcome, type ExtendOutcome, LockHandle, type Backend } from "../core/backend.js";
 import { ScriptRunner } from "./script-runner.js";
 import { EXTEND_MANY, REDLOCK_RELEASE_SCRIPT, RELEASE, RESTORE_MANY } from "./scripts.js";
 import { unavailable } from "./store-errors.js";
@@ -21,6 +27,10 @@ import type { RedisClient } from "./types.js";
 export interface RedlockStoreSettings {
   readonly driftFactor: number;
   readonly commandTimeout: number;
+  /** The locker's key prefix (see {@link RedlockStore.resourceOf}). */
+  readonly prefix: string;
+  /** How the locker hears releases (see redis-backend.ts). */
+  readonly watcher: ReleaseWatcher;
 }
 
 /**
@@ -45,9 +55,15 @@ export class RedlockStore implements Backend {
    */
   readonly #unanswered: ReadonlyArray<Map<string, number>>;
   readonly supportsFencing = false;
+  /** Permits counted on each node could exceed the limit when holders win different majorities. */
+  readonly countsPermits = false;
+  readonly watcher: ReleaseWatcher;
+  readonly #prefix: string;
 
   constructor(clients: readonly RedisClient[], settings: RedlockStoreSettings) {
     this.#driftFactor = settings.driftFactor;
+    this.#prefix = settings.prefix;
+    this.watcher = settings.watcher;
     this.#runners = clients.map(
       (client, index) => new ScriptRunner(connectionOf(client), `node #${index}`, settings.commandTimeout, true),
     );
@@ -83,6 +99,10 @@ export class RedlockStore implements Backend {
       { releaseScript: () => REDLOCK_RELEASE_SCRIPT },
     );
     for (const script of Object.values(this.#redlock.scripts)) sources.set(script.hash, script.value);
+  }
+
+  resourceOf(key: string): string {
+    return this.#prefix + key;
   }
 
   checkResource(): void {}

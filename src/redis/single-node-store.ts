@@ -1,18 +1,19 @@
 import { performance } from "node:perf_hooks";
+import {
+  type AttemptOutcome,
+  type Backend,
+  type ExtendOutcome,
+  LockHandle,
+  type QueueIntent,
+  type Registration,
+  type ReleaseWatcher,
+} from "../core/backend.js";
 import { UnsupportedError } from "../errors.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { connectionOf } from "./client/connection-of.js";
 import { FENCING_COUNTER_TTL_MS, fencingCounterKey } from "./fencing.js";
 import { companionKey, hashTagOf } from "./keys.js";
-import {
-  type AttemptOutcome,
-  type ExtendOutcome,
-  LockHandle,
-  type Backend,
-  type QueueIntent,
-  type Registration,
-} from "../core/backend.js";
 import {
   ACQUIRE_PERMITS,
   EXTEND_PERMITS,
@@ -43,6 +44,10 @@ export interface SingleNodeStoreSettings {
    * in a hand-off queue, so a release tells the grantee alone.
    */
   readonly grantChannel: string;
+  /** The locker's key prefix (see {@link SingleNodeStore.resourceOf}). */
+  readonly prefix: string;
+  /** How the locker hears releases (see redis-backend.ts). */
+  readonly watcher: ReleaseWatcher;
 }
 
 /** The scripts a store runs: the same KEYS and ARGV for locks and for counted locks. */
@@ -108,16 +113,23 @@ export class SingleNodeStore implements Backend {
   /** ARGV appended to release and leave-queue calls of counted locks: limit (none for locks). */
   readonly #limitArgs: readonly number[];
   readonly supportsFencing = true;
+  readonly countsPermits = true;
+  readonly watcher: ReleaseWatcher;
 
   constructor(client: RedisClient, settings: SingleNodeStoreSettings) {
     const connection = connectionOf(client);
     this.#cluster = connection.isCluster;
     this.#runner = new ScriptRunner(connection, this.#cluster ? "Cluster" : "server", settings.commandTimeout);
     this.#settings = settings;
+    this.watcher = settings.watcher;
     this.#counted = settings.limit !== undefined;
     this.#scripts = this.#counted ? PERMIT_SCRIPTS : LOCK_SCRIPTS;
     this.#permitArgs = settings.limit === undefined ? [] : [settings.limit, settings.handOffGrace];
     this.#limitArgs = settings.limit === undefined ? [] : [settings.limit];
+  }
+
+  resourceOf(key: string): string {
+    return this.#settings.prefix + key;
   }
 
   hasQueue(resource: string): boolean {

@@ -1,0 +1,54 @@
+import type { BackendFactory } from "../core/backend.js";
+import type { ResolvedRedisLockerOptions } from "./options.js";
+import { RedlockStore } from "./redlock-adapter.js";
+import { RedisReleaseWatcher } from "./release-watcher.js";
+import { SingleNodeStore } from "./single-node-store.js";
+import type { RedisClient } from "./types.js";
+
+/**
+ * The backend of a Redis locker: one node or a Cluster ({@link SingleNodeStore}), or a Redlock
+ * quorum of independent nodes ({@link RedlockStore}, locks only), with releases heard over
+ * pub/sub ({@link RedisReleaseWatcher}).
+ *
+ * @param list validated clients: one, or one per independent node of a quorum.
+ * @param limit permits per key for counted locks; `undefined` for locks.
+ */
+export function redisBackend(
+  list: readonly RedisClient[],
+  options: ResolvedRedisLockerOptions,
+  limit?: number,
+): BackendFactory {
+  const { operationTimeout, driftFactor, backoffMax, prefix } = options;
+  return ({ waiterId, events }) => {
+    // Releases tell this locker of grants on its own channel, so a release wakes the grantee alone.
+    const grantChannel = `${prefix}grant:${waiterId}`;
+    let hasQueue: (resource: string) => boolean = () => false;
+    const watcher = new RedisReleaseWatcher(
+      list,
+      {
+        timeoutMs: operationTimeout,
+        lingerMs: backoffMax,
+        prefix,
+        grantChannel,
+        hasQueue: (resource) => hasQueue(resource),
+      },
+      events,
+    );
+    const [only] = list;
+    const store =
+      list.length === 1 && only !== undefined
+        ? new SingleNodeStore(only, {
+            commandTimeout: operationTimeout,
+            driftFactor,
+            handOffGrace: Math.max(20, Math.min(250, operationTimeout)),
+            livenessWindow: 3 * backoffMax + operationTimeout,
+            limit,
+            grantChannel,
+            prefix,
+            watcher,
+          })
+        : new RedlockStore(list, { commandTimeout: operationTimeout, driftFactor, prefix, watcher });
+    hasQueue = (resource) => store.hasQueue(resource);
+    return store;
+  };
+}
