@@ -3,7 +3,7 @@
  * help text. Every mistake is a {@link UsageError} that names the bad value.
  */
 import { parseArgs } from "node:util";
-import { MIN_EXPIRY_MS } from "../redis/options.js";
+import { MIN_EXPIRY_MS } from "../core/limits.js";
 import { EXIT } from "./exit-codes.js";
 
 /** A mistake on the command line: printed with a pointer to `--help`, exit status 64. */

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import type { LockerKind } from "../diagnostics.js";
 import type { LockLostError } from "../errors.js";
-import { InvalidArgumentError, LockerClosedError, UnsupportedError } from "../errors.js";
+import { LockerClosedError, UnsupportedError } from "../errors.js";
 import { abortable, CloseGate, subscribeAbort } from "../internal/abortable.js";
 import { Backoff } from "../internal/backoff.js";
 import { type AcquireProbe, grantTime, publishRelease } from "../internal/diagnostics.js";
@@ -26,7 +26,6 @@ import {
   type Registration,
 } from "./backend.js";
 import { LeaseKeeper, type LeaseKeeperStats } from "./lease-keeper.js";
-import { MIN_EXPIRY_MS } from "./limits.js";
 
 /** How often a `tryLock` asks again after its win was read only once the lease had run out. */
 const LATE_ANSWER_RETRIES = 3;
@@ -174,17 +173,11 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
   }
 
   /**
-   * Validates acquire options as far as every Redis locker agrees: `expiry` at least
-   * {@link MIN_EXPIRY_MS} (a lease shorter than 2 × `operationTimeout` is still extended at half
-   * its life: see the lease keeper). `weight` against the limit is the caller's check.
+   * Validates acquire options against the one table of limits (core/limits.ts); `weight` against
+   * the limit is the public locker's check.
    */
   resolveRequest(options: AcquireOptions | undefined): ResolvedAcquireOptions {
-    const request = resolveAcquireOptions(options);
-    const { expiry } = request;
-    if (expiry !== undefined && expiry < MIN_EXPIRY_MS) {
-      throw new InvalidArgumentError("options.expiry", `a safe integer >= ${MIN_EXPIRY_MS} (milliseconds)`, expiry);
-    }
-    return request;
+    return resolveAcquireOptions(options);
   }
 
   /**

@@ -1,14 +1,7 @@
+import { MAX_KEY_BYTES, MAX_TIMER_DELAY_MS, MIN_EXPIRY_MS } from "../core/limits.js";
 import { InvalidArgumentError } from "../errors.js";
 
-/** Longest accepted key, in UTF-8 bytes (before the prefix is added). */
-export const MAX_KEY_BYTES = 1024;
-
-/**
- * Longest delay a Node.js timer accepts, in ms (2^31 − 1, about 24.8 days). A longer delay is not
- * honoured: Node warns (`TimeoutOverflowWarning`) and fires after 1 ms. Every option used directly
- * as a timer delay is capped here; anything longer must be split into shorter timers.
- */
-export const MAX_TIMER_DELAY_MS = 2_147_483_647;
+export { MAX_KEY_BYTES, MAX_TIMER_DELAY_MS } from "../core/limits.js";
 
 /** Throws unless `key` is a non-empty string of at most {@link MAX_KEY_BYTES} UTF-8 bytes. */
 export function validateKey(key: unknown): asserts key is string {
@@ -54,6 +47,15 @@ export function validateTimerDelay(name: string, value: unknown, min = 1): asser
       value,
     );
   }
+}
+
+/**
+ * Throws unless `value` is a lease length every locker accepts (a locker's `expiry` or an
+ * acquisition's): a safe integer of at least {@link MIN_EXPIRY_MS} ms. Longer than a timer's
+ * range is fine: the lease keeper reaches a far deadline by re-arming.
+ */
+export function validateExpiry(name: string, value: unknown): asserts value is number {
+  validatePositiveInteger(name, value, MIN_EXPIRY_MS);
 }
 
 /** Throws unless `value` is undefined or a plain object (an options bag). */
@@ -126,7 +128,8 @@ export function optionalBoolean(argument: string, value: unknown, fallback: bool
 
 /**
  * `AcquireOptions` with every default filled in and validated as far as no locker is needed:
- * `weight` against the limit and `expiry` against the locker's bounds are checked by the locker.
+ * `expiry` against the one table of limits (core/limits.ts); `weight` against the limit is the
+ * locker's check.
  */
 export interface ResolvedAcquireOptions {
   /** Issue a fencing token with the grant. */
@@ -152,8 +155,8 @@ const ACQUIRE_OPTIONS: OptionResolvers<ResolvedAcquireOptions> = {
   autoExtend: (value, argument) => optionalBoolean(argument, value, true),
   expiry: (value, argument) => {
     if (value === undefined) return undefined;
-    validatePositiveInteger(argument, value);
-    return value as number;
+    validateExpiry(argument, value);
+    return value;
   },
 };
 

@@ -1,7 +1,9 @@
+import { DEFAULT_EXPIRY_MS } from "../core/limits.js";
 import { InvalidArgumentError, type LockLostError } from "../errors.js";
 import { resolveBackoff, resolveOperationTimeout } from "../internal/lease-options.js";
 import {
   snapshotOptions,
+  validateExpiry,
   validateFunction,
   validateOptionsObject,
   validatePositiveInteger,
@@ -79,8 +81,7 @@ export interface ResolvedRedisLockerOptions {
   readonly onLockLost: ((error: LockLostError) => void) | undefined;
 }
 
-/** Shortest accepted expiry: an extension every 100 ms with a 50 ms command timeout. */
-export const MIN_EXPIRY_MS = 200;
+export { MIN_EXPIRY_MS } from "../core/limits.js";
 
 /** The names {@link resolveOptions} accepts, in the order its error messages list them. */
 const OPTION_NAMES = [
@@ -99,8 +100,8 @@ const OPTION_NAMES = [
  */
 export function resolveOptions(options: RedisLockerOptions | undefined): ResolvedRedisLockerOptions {
   const given = snapshotOptions("options", options, OPTION_NAMES);
-  const expiry = given.expiry === undefined ? 30_000 : given.expiry;
-  validatePositiveInteger("options.expiry", expiry, MIN_EXPIRY_MS);
+  const expiry = given.expiry === undefined ? DEFAULT_EXPIRY_MS : given.expiry;
+  validateExpiry("options.expiry", expiry);
   const prefix = given.prefix === undefined ? "globallock:" : given.prefix;
   if (typeof prefix !== "string") throw new InvalidArgumentError("options.prefix", "a string", prefix);
   const operationTimeout = resolveOperationTimeout(given.operationTimeout, expiry);
