@@ -77,6 +77,12 @@ export class CombinedLocker extends TracedLocker implements Locker {
   readonly #quorum: number;
   readonly #closing = new AbortController();
   #waiting = 0;
+  /** Combined leases held: granted, not yet released or lost. */
+  #held = 0;
+  /** Counts one combined lease fewer held (its release started, or it was lost): called once per lease. */
+  readonly #ended = (): void => {
+    this.#held -= 1;
+  };
 
   /**
    * @param lockers the member lockers (at least one, distinct), in the order every acquisition takes them.
@@ -118,6 +124,17 @@ export class CombinedLocker extends TracedLocker implements Locker {
     return this.#waiting;
   }
 
+  /** Number of combined leases this locker holds: granted, not yet released and not lost. */
+  get heldCount(): number {
+    return this.#held;
+  }
+
+  /** A combined lease over `taken`, counted in {@link heldCount} until it is released or lost. */
+  #lease(key: string, taken: readonly Lease[], autoExtend: boolean): CombinedLease {
+    this.#held += 1;
+    return new CombinedLease(this.diagnostics, key, taken, this.#quorum, autoExtend, this.#ended);
+  }
+
   // The calls themselves (see TracedLocker); `probe` is the diagnostics message while traced.
 
   /** @internal */
@@ -148,7 +165,7 @@ export class CombinedLocker extends TracedLocker implements Locker {
       }
       this.#waiting -= 1;
       waiting = false;
-      return new CombinedLease(this.diagnostics, key, taken, this.#quorum, autoExtend);
+      return this.#lease(key, taken, autoExtend);
     } catch (error) {
       if (waiting) this.#waiting -= 1;
       waiting = false;
@@ -178,7 +195,7 @@ export class CombinedLocker extends TracedLocker implements Locker {
     }
     const closed = this.#closing.signal.aborted;
     if (taken.length >= this.#quorum && !signal?.aborted && !closed) {
-      return new CombinedLease(this.diagnostics, key, taken, this.#quorum, autoExtend);
+      return this.#lease(key, taken, autoExtend);
     }
     await Promise.all(taken.map((lease) => lease.release()));
     if (signal?.aborted) throw signal.reason;
@@ -259,9 +276,19 @@ class CombinedLease extends Releasable implements Lease {
   readonly #lost = new AbortController();
   readonly #listeners: Array<() => void> = [];
   #losses = 0;
+  /** Tells the locker, once, that this lease is no longer held (released or lost). */
+  #onEnded: (() => void) | undefined;
 
-  constructor(source: DiagnosticSource, key: string, members: readonly Lease[], quorum: number, autoExtend: boolean) {
+  constructor(
+    source: DiagnosticSource,
+    key: string,
+    members: readonly Lease[],
+    quorum: number,
+    autoExtend: boolean,
+    onEnded: () => void,
+  ) {
     super();
+    this.#onEnded = onEnded;
     this.#source = source;
     this.#autoExtend = autoExtend;
     this.key = key;
@@ -286,6 +313,7 @@ class CombinedLease extends Releasable implements Lease {
     if (this.#members.length - this.#losses >= this.#quorum || this.#lost.signal.aborted) return;
     const memberReason = reason instanceof LockLostError ? reason.reason : "taken";
     const error = new LockLostError(this.key, memberReason, { cause: reason });
+    this.#end();
     this.#lost.abort(error);
     if (lostChannel.hasSubscribers) {
       // After the member's own lost message, which its locker may publish after aborting `lost`.
@@ -314,7 +342,14 @@ class CombinedLease extends Releasable implements Lease {
     return this.run();
   }
 
+  #end(): void {
+    const ended = this.#onEnded;
+    this.#onEnded = undefined;
+    ended?.();
+  }
+
   async releaseRoutine(): Promise<ReleaseOutcome> {
+    this.#end();
     for (const unlisten of this.#listeners) unlisten();
     const outcomes = await Promise.all(this.#members.map((member) => member.releaseWithOutcome()));
     const worst = outcomes.reduce((a, b) => (OUTCOME_RANK[b] > OUTCOME_RANK[a] ? b : a));
