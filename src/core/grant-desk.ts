@@ -1,0 +1,148 @@
+import { performance } from "node:perf_hooks";
+import type { ResolvedAcquireOptions } from "../internal/validate.js";
+import type { Waiter } from "../internal/waiter.js";
+import type { Acquisition, AcquisitionOwner } from "./acquisition.js";
+import { type Grant, LockHandle } from "./backend.js";
+import type { CoreParts, CountedWaiter } from "./core-parts.js";
+
+/**
+ * The hand-off side of the core: what happens when a backend with a hand-off queue reports that a
+ * release granted a key (see `BackendEvents.granted`). The grant goes to the waiter it names — the
+ * head of the key's queue here (locks: one queue entry per locker), or the counted waiter with
+ * that id (semaphores, read-write locks: one entry per waiter) — or, when nobody here takes it any
+ * more, straight back to the store, rather than block everyone for the grace. A grant that arrives
+ * while the named waiter's attempt is in flight is kept until that attempt has settled.
+ */
+export class GrantDesk {
+  readonly #parts: CoreParts;
+
+  constructor(parts: CoreParts) {
+    this.#parts = parts;
+  }
+
+  /**
+   * A release granted `resource` to the waiter named in "g:<id>:<token>:<server ms>". Another
+   * locker's grant means nothing to try yet. Ours goes to the head of the key's queue — when its
+   * token is this locker's latest registration and no attempt is in flight (an attempt sent after
+   * the registration takes the granted key itself). Nobody here waiting any more: the key is
+   * released at once instead of blocking everyone for the grace.
+   */
+  onGrant(key: string, grant: Grant): void {
+    const resource = this.#parts.resourceOf(key);
+    if (this.#parts.counted) {
+      this.#onCountedGrant(resource, grant);
+      return;
+    }
+    if (grant.waiterId !== this.#parts.waiterId) {
+      this.#parts.keys.postponeHead(key);
+      return;
+    }
+    const state = this.#parts.keys.get(key);
+    const head = state?.waiters.head;
+    if (state === undefined || head === undefined) {
+      this.giveBack(grant.token, resource);
+      return;
+    }
+    const registration = state.handOff;
+    if (state.attempting) {
+      // The attempt in flight either registered this token (the message outran its reply) or will
+      // take the key itself (it carries the claim token): decide when its reply is in.
+      state.earlyGrant = grant;
+      return;
+    }
+    if (registration?.token !== grant.token) return;
+    // Spent: no later attempt of this locker may take the key as "granted to us" again.
+    state.handOff = undefined;
+    head.grant(this.#parts.store.grantedHandle(resource, registration, grant.serverMs));
+  }
+
+  /**
+   * A release granted permits to the counted waiter named in "g:<id>:<token>:<server ms>": hand
+   * them to that waiter if it is still here and the token is its latest registration; otherwise
+   * give them back at once (rather than hold them for the grace).
+   */
+  #onCountedGrant(resource: string, grant: Grant): void {
+    const { waiterId, token, serverMs } = grant;
+    if (!waiterId.startsWith(`${this.#parts.waiterId}.`)) return;
+    const waiter = this.#parts.countedWaiters.get(waiterId);
+    if (waiter === undefined) {
+      this.giveBack(token, resource);
+      return;
+    }
+    if (waiter.attempting) {
+      waiter.earlyGrant = grant;
+      return;
+    }
+    const registration = waiter.registration;
+    if (registration?.token !== token) {
+      this.giveBack(token, resource);
+      return;
+    }
+    waiter.registration = undefined;
+    waiter.grant(this.#parts.store.grantedHandle(resource, registration, serverMs));
+  }
+
+  /** A grant message that arrived during a counted waiter's attempt, acted on once it settled. */
+  settleCountedGrant(resource: string, waiter: CountedWaiter): void {
+    const early = waiter.earlyGrant;
+    waiter.earlyGrant = undefined;
+    if (early !== undefined) this.#onCountedGrant(resource, early);
+  }
+
+  /**
+   * Acts on a grant message that arrived while the head's attempt was in flight, now that the
+   * attempt has settled (and, if it registered, its registration is known).
+   */
+  settleEarlyGrant(key: string, state: { earlyGrant: Grant | undefined }): void {
+    const early = state.earlyGrant;
+    state.earlyGrant = undefined;
+    if (early !== undefined) this.onGrant(key, early);
+  }
+
+  /**
+   * Turns a grant handed to `waiter` into an acquisition: registers it (its first extension, due at
+   * once, lengthens the grant's short TTL) and issues a fencing token when asked. Resolves to
+   * undefined when the grant's validity had already run out (it is released; the caller tries).
+   */
+  async takeGrant(
+    signal: AbortSignal | undefined,
+    key: string,
+    waiter: Waiter<LockHandle>,
+    request: ResolvedAcquireOptions,
+    owner: AcquisitionOwner,
+  ): Promise<Acquisition | undefined> {
+    const handle = waiter.takeGrant();
+    if (handle === undefined) return undefined;
+    if (performance.now() >= handle.validUntil) {
+      void this.#parts.track(this.#parts.store.release(handle, true));
+      return undefined;
+    }
+    // Kept (and extended: the grant's TTL is short) from now on, also while its fencing token is
+    // on its way: a round trip later would be too late on a slow link.
+    const acquisition = this.#parts.register(key, handle, undefined, request, true, owner);
+    if (!request.fencing) return acquisition;
+    let fencingToken: bigint | undefined;
+    try {
+      fencingToken = await this.#parts.gate.race(
+        this.#parts.track(this.#parts.store.issueFencingToken(handle)),
+        signal,
+      );
+    } catch (error) {
+      void acquisition.releaser.run();
+      throw error;
+    }
+    // No token means the key vanished meanwhile: not a grant after all.
+    if (fencingToken === undefined) {
+      void acquisition.releaser.run();
+      return undefined;
+    }
+    acquisition.fencingToken = fencingToken;
+    return acquisition;
+  }
+
+  /** Releases a grant nobody here takes, at once, rather than block others for the grace. */
+  giveBack(token: string, resource: string): void {
+    if (!this.#parts.closing.aborted)
+      void this.#parts.track(this.#parts.store.release(new LockHandle(token, resource, 0, 0), true));
+  }
+}
