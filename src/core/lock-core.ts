@@ -116,8 +116,10 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
       waiterId: this.#waiterId,
       events: {
         released: (key) => {
-          // While this locker holds the key, the message is stale (or our own).
-          if (this.#keys.heldCount(key) === 0) this.#keys.notifyHead(key);
+          // Counted: every waiter of the key competes (permits held here may leave room). A lock:
+          // while this locker holds the key, the message is stale (or our own).
+          if (this.#counted) this.#notifyAll(key);
+          else if (this.#keys.heldCount(key) === 0) this.#keys.notifyHead(key);
         },
         granted: (key, grant) => this.#onGrant(key, grant),
         missed: () => this.#keys.notifyAllHeads(),
@@ -616,7 +618,9 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
    * have run out, and at least every `backoff.max` (which also keeps its place in the queue alive).
    */
   #safetyNetDelay(backoff: Backoff, queued: boolean, retryAfterMs: number | undefined): number {
-    if (!queued) return backoff.next();
+    // Without a queue, a store's hint (the holder's deadline) caps the backoff: a stopped holder
+    // is taken over then, not a backoff later.
+    if (!queued) return Math.max(1, Math.min(backoff.next(), retryAfterMs ?? Number.POSITIVE_INFINITY));
     const { backoffMax } = this.#options;
     const jitter = Math.random() * Math.min(20, backoffMax / 10);
     return Math.max(1, Math.round(Math.min(backoffMax, retryAfterMs ?? backoffMax) + jitter));
@@ -735,7 +739,9 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     // nobody queued publishes nothing, so this process's own waiters (not yet in the queue) are
     // woken here.
     if (!this.#store.hasQueue(handle.resource) || handle.handedTo === "" || outcome === "unknown") {
-      this.#keys.notifyHead(acquisition.key);
+      // Counted, no queue: every waiter here competes on its own.
+      if (this.#counted && !this.#store.hasQueue(handle.resource)) this.#notifyAll(acquisition.key);
+      else this.#keys.notifyHead(acquisition.key);
     }
     // A lease left to expire that ran out before its release expired, whoever holds the key now.
     const found = outcome === "taken" && acquisition.keepAlive === "never" && wasPastDeadline ? "expired" : outcome;
@@ -776,6 +782,11 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     // Spent: no later attempt of this locker may take the key as "granted to us" again.
     state.handOff = undefined;
     head.grant(this.#store.grantedHandle(resource, registration, grant.serverMs));
+  }
+
+  /** Wakes every waiter of `key` (a counted lock's waiters each compete on their own). */
+  #notifyAll(key: string): void {
+    for (let waiter = this.#keys.get(key)?.waiters.head; waiter !== undefined; waiter = waiter.next) waiter.notify();
   }
 
   /** Releases a grant nobody here takes, at once, rather than block others for the grace. */
