@@ -27,6 +27,8 @@ interface Held {
   /** A reader's entry (in `H.rd`), else the lock's (`H.lock`). */
   readonly reader: boolean;
   entry: Entry;
+  /** The extension in flight, if any: a release waits for it (it renames the entry). */
+  extending?: Promise<Entry | undefined> | undefined;
 }
 
 /**
@@ -100,7 +102,8 @@ class FileBackend implements Backend {
     const concurrent = this.#attempting.get(resource) ?? 0;
     this.#attempting.set(resource, concurrent + 1);
     try {
-      if (this.#permits !== undefined) return await this.#acquireCounted(this.#permits, resource, hash, duration, intent, fencing === true, weight);
+      if (this.#permits !== undefined)
+        return await this.#acquireCounted(this.#permits, resource, hash, duration, intent, fencing === true, weight);
       // Look first when another attempt here is under way (a burst) or this is a retry of a waiter
       // (one read instead of three calls and a clean-up: the key is probably held).
       const probe = concurrent > 0 || intent?.join === true;
@@ -136,7 +139,14 @@ class FileBackend implements Backend {
     if (writer ? before.length === 0 : !before.some((ticket) => ticket.writer)) {
       outcome = writer
         ? await this.#takeWrite(permits, resource, hash, duration, fencing)
-        : await this.#outcome(resource, hash, true, await permits.takeRead(hash, newToken(), duration), duration, false);
+        : await this.#outcome(
+            resource,
+            hash,
+            true,
+            await permits.takeRead(hash, newToken(), duration),
+            duration,
+            false,
+          );
       if (outcome.kind === "acquired") {
         if (own !== undefined) await permits.leave(hash, own.entry.token);
         return outcome;
@@ -185,7 +195,9 @@ class FileBackend implements Backend {
   ): Promise<AttemptOutcome> {
     if (!result.taken) {
       const { holder } = result;
-      return holder === undefined ? { kind: "held" } : { kind: "held", retryAfterMs: Math.max(1, remainingMs(holder) + 2) };
+      return holder === undefined
+        ? { kind: "held" }
+        : { kind: "held", retryAfterMs: Math.max(1, remainingMs(holder) + 2) };
     }
     let { entry, startedAt } = result;
     let fencingToken: bigint | undefined;
@@ -220,11 +232,14 @@ class FileBackend implements Backend {
     const startedAt = performance.now();
     let next: Entry | undefined;
     try {
-      next = held.reader
-        ? await (this.#permits as PermitFiles).extendRead(held.hash, held.entry, duration)
-        : await this.#directory.store.extend(held.hash, held.entry, duration);
+      held.extending = held.reader
+        ? (this.#permits as PermitFiles).extendRead(held.hash, held.entry, duration)
+        : this.#directory.store.extend(held.hash, held.entry, duration);
+      next = await held.extending;
     } catch (error) {
       return error instanceof Error ? error : new Error(String(error));
+    } finally {
+      held.extending = undefined;
     }
     if (next === undefined) return performance.now() >= handle.validUntil ? "expired" : "taken";
     // Ours until the new deadline. (After a loss declared meanwhile, a release still finds the entry.)
@@ -239,6 +254,7 @@ class FileBackend implements Backend {
     this.#held.delete(handle.token);
     // Past the deadline it is expired, even when its entry was still there to delete.
     const expired = performance.now() >= handle.validUntil;
+    await held.extending?.catch(() => undefined);
     const { hash, entry } = held;
     const releasing = held.reader
       ? (this.#permits as PermitFiles).releaseRead(hash, entry)

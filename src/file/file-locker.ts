@@ -1,7 +1,12 @@
 import { CoreLocker } from "../core/core-locker.js";
 import { LockCore } from "../core/lock-core.js";
 import { LockerClosedError } from "../errors.js";
-import { checkWeight, DEFAULT_ACQUIRE_OPTIONS, type ResolvedAcquireOptions, validateKey } from "../internal/validate.js";
+import {
+  checkWeight,
+  DEFAULT_ACQUIRE_OPTIONS,
+  type ResolvedAcquireOptions,
+  validateKey,
+} from "../internal/validate.js";
 import { hashKey, LockDirectory } from "./directory.js";
 import { fileBackend } from "./file-backend.js";
 import { type FileLockerOptions, type ResolvedFileLockerOptions, resolveFileOptions } from "./options.js";

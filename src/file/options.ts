@@ -1,8 +1,8 @@
 import { tmpdir, userInfo } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
+import { MIN_EXPIRY_MS } from "../core/limits.js";
 import { InvalidArgumentError, type LockLostError } from "../errors.js";
 import { snapshotOptions, validateFunction, validateTimerDelay } from "../internal/validate.js";
-import { MIN_EXPIRY_MS } from "../core/limits.js";
 
 /**
  * Options of {@link FileLocker}. Every one is optional; `undefined` means the default, `null` and

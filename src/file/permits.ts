@@ -91,7 +91,8 @@ export class PermitFiles {
   register(hash: string, writer: boolean, token: string, ttl: number, own: Ticket | undefined): Promise<string> {
     return this.#store.run(false, async () => {
       const dir = this.#path(hash, "q");
-      const name = (ticket: Ticket): string => `${String(ticket.seq).padStart(16, "0")}.${writer ? "w" : "r"}.${ticket.entry.name}`;
+      const name = (ticket: Ticket): string =>
+        `${String(ticket.seq).padStart(16, "0")}.${writer ? "w" : "r"}.${ticket.entry.name}`;
       if (own !== undefined) {
         if (own.entry.deadline - monotonicNow() > ttl / 2) return own.entry.token;
         const next = { ...own, entry: entryOf(own.entry.token, ttl, own.entry.acquiredAt) };

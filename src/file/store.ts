@@ -241,8 +241,7 @@ export class FileStore {
     try {
       await rmdir(join(lock, entry.name));
     } catch (error) {
-      if (codeOf(error) !== "ENOENT" && codeOf(error) !== "ENOTDIR")
-        throw this.unavailable("release a lock in", error);
+      if (codeOf(error) !== "ENOENT" && codeOf(error) !== "ENOTDIR") throw this.unavailable("release a lock in", error);
       const holder = await this.readOwner(lock);
       return holder !== undefined && holder.token !== entry.token ? "taken" : "expired";
     }
