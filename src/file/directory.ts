@@ -30,6 +30,11 @@ export class LockDirectory {
     this.store = new FileStore(options.directory);
   }
 
+  /** Whether the directory is ready (no need to wait for {@link prepare}). */
+  get prepared(): boolean {
+    return this.#prepared;
+  }
+
   /** Creates (and, for the default directory, checks) the lock directory, once. */
   prepare(): Promise<void> {
     if (this.#prepared) return Promise.resolve();

@@ -62,6 +62,8 @@ class FileBackend implements Backend {
   readonly #ticketTtl: number;
   /** Held leases by token. */
   readonly #held = new Map<string, Held>();
+  /** Queue tickets being left, per key hash: an attempt reads the queue once they are gone. */
+  readonly #leaving = new Map<string, Promise<void>>();
   /** Attempts in flight per key: a concurrent one looks at the lock before building its own. */
   readonly #attempting = new Map<string, number>();
 
@@ -132,6 +134,7 @@ class FileBackend implements Backend {
   ): Promise<AttemptOutcome> {
     const writer = weight === this.#limit && weight > 1;
     const sentAt = performance.now();
+    await this.#leaving.get(hash);
     const tickets = await this.#directory.use(() => permits.tickets(hash));
     const own = tickets.find((ticket) => ticket.entry.token === intent?.claimToken);
     const before = own === undefined ? tickets : tickets.filter((ticket) => ahead(ticket, own));
@@ -271,7 +274,13 @@ class FileBackend implements Backend {
 
   async leaveQueue(resource: string, _waiterId: string, claimToken?: string): Promise<void> {
     if (this.#permits === undefined || claimToken === undefined) return;
-    await this.#permits.leave(this.#hashOf(resource), claimToken).catch(() => undefined);
+    const hash = this.#hashOf(resource);
+    const leaving = this.#permits.leave(hash, claimToken).catch(() => undefined);
+    const all = Promise.all([this.#leaving.get(hash), leaving]).then(() => {
+      if (this.#leaving.get(hash) === all) this.#leaving.delete(hash);
+    });
+    this.#leaving.set(hash, all);
+    await all;
   }
 
   async issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {

@@ -1,6 +1,8 @@
 import { CoreLocker } from "../core/core-locker.js";
 import { LockCore } from "../core/lock-core.js";
 import { LockerClosedError } from "../errors.js";
+import { abortable } from "../internal/abortable.js";
+import type { AcquireProbe } from "../internal/diagnostics.js";
 import {
   checkWeight,
   DEFAULT_ACQUIRE_OPTIONS,
@@ -77,13 +79,16 @@ export class FileLocker extends CoreLocker<ResolvedFileLockerOptions> {
   /** @internal */
   protected readonly defaultRequest: ResolvedAcquireOptions = DEFAULT_ACQUIRE_OPTIONS;
   readonly #directory: LockDirectory;
+  readonly #core: LockCore<ResolvedFileLockerOptions>;
   #closed = false;
 
   /** @param options see {@link FileLockerOptions}. */
   constructor(options?: FileLockerOptions) {
     const resolved = resolveFileOptions(options);
     const directory = new LockDirectory(resolved);
-    super(new LockCore(resolved, fileBackend(directory, resolved)), "file-lock");
+    const core = new LockCore(resolved, fileBackend(directory, resolved));
+    super(core, "file-lock");
+    this.#core = core;
     this.#directory = directory;
   }
 
@@ -126,6 +131,82 @@ export class FileLocker extends CoreLocker<ResolvedFileLockerOptions> {
   override close(): Promise<void> {
     this.#closed = true;
     return super.close();
+  }
+
+  /**
+   * Creates the lock directory before a call's first attempt (once; a directory that cannot be
+   * made fails the call with no attempt made), after the call is validated as the core would
+   * (synchronously, so a traced call's weight is known at its end). `undefined` once prepared.
+   */
+  #ready(
+    signal: AbortSignal | undefined,
+    key: string,
+    probe: AcquireProbe | undefined,
+    options?: AcquireOptions | undefined,
+    withOptions = false,
+  ): Promise<void> | undefined {
+    if (this.#directory.prepared) return undefined;
+    try {
+      if (withOptions) {
+        const resolved = this.#core.resolveRequest(options);
+        this.request(resolved);
+        if (probe !== undefined) probe.weight = resolved.weight;
+      }
+      this.#core.checkCall(signal, key);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return abortable(this.#directory.prepare(), [signal]);
+  }
+
+  /** @internal */
+  protected override lockCall(
+    signal: AbortSignal | undefined,
+    key: string,
+    probe: AcquireProbe | undefined,
+  ): Promise<ReleaseFunc> {
+    const ready = this.#ready(signal, key, probe);
+    return ready === undefined
+      ? super.lockCall(signal, key, probe)
+      : ready.then(() => super.lockCall(signal, key, probe));
+  }
+
+  /** @internal */
+  protected override tryLockCall(
+    signal: AbortSignal | undefined,
+    key: string,
+    probe: AcquireProbe | undefined,
+  ): Promise<[acquired: boolean, release: ReleaseFunc]> {
+    const ready = this.#ready(signal, key, probe);
+    return ready === undefined
+      ? super.tryLockCall(signal, key, probe)
+      : ready.then(() => super.tryLockCall(signal, key, probe));
+  }
+
+  /** @internal */
+  protected override acquireCall(
+    signal: AbortSignal | undefined,
+    key: string,
+    options: AcquireOptions | undefined,
+    probe: AcquireProbe | undefined,
+  ): Promise<Lease> {
+    const ready = this.#ready(signal, key, probe, options, true);
+    return ready === undefined
+      ? super.acquireCall(signal, key, options, probe)
+      : ready.then(() => super.acquireCall(signal, key, options, probe));
+  }
+
+  /** @internal */
+  protected override tryAcquireCall(
+    signal: AbortSignal | undefined,
+    key: string,
+    options: AcquireOptions | undefined,
+    probe: AcquireProbe | undefined,
+  ): Promise<Lease | undefined> {
+    const ready = this.#ready(signal, key, probe, options, true);
+    return ready === undefined
+      ? super.tryAcquireCall(signal, key, options, probe)
+      : ready.then(() => super.tryAcquireCall(signal, key, options, probe));
   }
 
   /** @internal */
