@@ -9,6 +9,7 @@ import {
   type ResolvedAcquireOptions,
   validateKey,
 } from "../internal/validate.js";
+import type { AcquireOptions, Lease, ReleaseFunc } from "../locker.js";
 import { hashKey, LockDirectory } from "./directory.js";
 import { fileBackend } from "./file-backend.js";
 import { type FileLockerOptions, type ResolvedFileLockerOptions, resolveFileOptions } from "./options.js";
