@@ -95,6 +95,8 @@ export type LockerKind =
   | "redis-read"
   | "redis-write"
   | "file-lock"
+  | "file-read"
+  | "file-write"
   | "postgres-lock"
   | "combined-lock";
 

@@ -166,12 +166,13 @@ describe("FileLocker specifics", () => {
     expect(readdirSync(directory)).toEqual([]);
   });
 
-  it("the directory watcher is open only while someone waits, and wakes only the file name's subscribers", async () => {
+  it("the directory watcher is open only while someone waits, and wakes only the key's subscribers", async () => {
     const directory = dir();
     const watcher = new DirectoryWatcher(directory);
     const woken: string[] = [];
-    const stopA = watcher.subscribe("a.lock", () => woken.push("a"));
-    const stopB = watcher.subscribe("b.lock", () => woken.push("b"));
+    // Subscribers name a key's hash; events about any of its names (a.lock, a.rd, …) wake them.
+    const stopA = watcher.subscribe("a", () => woken.push("a"));
+    const stopB = watcher.subscribe("b", () => woken.push("b"));
     expect(watcher.watching).toBe(true);
     mkdirSync(join(directory, "a.lock"));
     await eventually(() => woken.length > 0);

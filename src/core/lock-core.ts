@@ -100,8 +100,10 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
       waiterId: this.#waiterId,
       events: {
         released: (key) => {
-          // While this locker holds the key, the message is stale (or our own).
-          if (this.#keys.heldCount(key) === 0) this.#keys.notifyHead(key);
+          // Counted: every waiter of the key competes (permits held here may leave room). A lock:
+          // while this locker holds the key, the message is stale (or our own).
+          if (this.#counted) this.#notifyAll(key);
+          else if (this.#keys.heldCount(key) === 0) this.#keys.notifyHead(key);
         },
         granted: (key, grant) => this.#grants.onGrant(key, grant),
         missed: () => this.#keys.notifyAllHeads(),
@@ -394,11 +396,18 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     // nobody queued publishes nothing, so this process's own waiters (not yet in the queue) are
     // woken here.
     if (!this.#store.hasQueue(handle.resource) || handle.handedTo === "" || outcome === "unknown") {
-      this.#keys.notifyHead(acquisition.key);
+      // Counted, no queue: every waiter here competes on its own.
+      if (this.#counted && !this.#store.hasQueue(handle.resource)) this.#notifyAll(acquisition.key);
+      else this.#keys.notifyHead(acquisition.key);
     }
     // A lease left to expire that ran out before its release expired, whoever holds the key now.
     const found = outcome === "taken" && acquisition.keepAlive === "never" && wasPastDeadline ? "expired" : outcome;
     return publishRelease(acquisition.owner, acquisition.key, acquisition.grantedAt, found);
+  }
+
+  /** Wakes every waiter of `key` (a counted lock's waiters each compete on their own). */
+  #notifyAll(key: string): void {
+    for (let waiter = this.#keys.get(key)?.waiters.head; waiter !== undefined; waiter = waiter.next) waiter.notify();
   }
 
   #track<T>(promise: Promise<T>): Promise<T> {

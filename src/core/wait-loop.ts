@@ -295,7 +295,9 @@ export class WaitLoop {
    * have run out, and at least every `backoff.max` (which also keeps its place in the queue alive).
    */
   #safetyNetDelay(backoff: Backoff, queued: boolean, retryAfterMs: number | undefined): number {
-    if (!queued) return backoff.next();
+    // Without a queue, a store's hint (the holder's deadline) caps the backoff: a stopped holder
+    // is taken over then, not a backoff later.
+    if (!queued) return Math.max(1, Math.min(backoff.next(), retryAfterMs ?? Number.POSITIVE_INFINITY));
     const { backoffMax } = this.#parts.options;
     const jitter = Math.random() * Math.min(20, backoffMax / 10);
     return Math.max(1, Math.round(Math.min(backoffMax, retryAfterMs ?? backoffMax) + jitter));

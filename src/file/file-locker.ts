@@ -1,38 +1,19 @@
-import { createHash } from "node:crypto";
-import { constants } from "node:fs";
-import { access, chmod, lstat, mkdir } from "node:fs/promises";
-import { dirname } from "node:path";
-import { LockerClosedError, StoreUnavailableError } from "../errors.js";
+import { CoreLocker } from "../core/core-locker.js";
+import { LockCore } from "../core/lock-core.js";
+import { LockerClosedError } from "../errors.js";
 import { abortable } from "../internal/abortable.js";
-import { Backoff } from "../internal/backoff.js";
 import type { AcquireProbe } from "../internal/diagnostics.js";
-import { noopRelease } from "../internal/release-func.js";
-import { newToken } from "../internal/token.js";
-import { TracedLocker } from "../internal/traced-locker.js";
 import {
   checkWeight,
+  DEFAULT_ACQUIRE_OPTIONS,
   type ResolvedAcquireOptions,
-  resolveAcquireOptions,
   validateKey,
-  validateSignal,
-  validateTimerDelay,
 } from "../internal/validate.js";
-import { KeyStates, Waiter } from "../internal/waiter.js";
-import type { AcquireOptions, Lease, Locker, ReleaseFunc } from "../locker.js";
-import { MIN_EXPIRY_MS } from "../redis/options.js";
-import { remainingMs } from "./entry.js";
-import { FileHold, type HoldOwner } from "./file-hold.js";
+import type { AcquireOptions, Lease, ReleaseFunc } from "../locker.js";
+import { hashKey, LockDirectory } from "./directory.js";
+import { fileBackend } from "./file-backend.js";
 import { type FileLockerOptions, type ResolvedFileLockerOptions, resolveFileOptions } from "./options.js";
-import { codeOf, type Entry, type FileLockHolder, FileStore, type FileStoreStats } from "./store.js";
-import { DirectoryWatcher } from "./watcher.js";
-
-/** Attempt directories older than this are left over by a killed process, and are removed. */
-const STALE_ATTEMPT_MS = 60_000;
-
-/** What an attempt that did not take the lock saw: the holder's entry, if it could read one. */
-interface Missed {
-  readonly holder: Entry | undefined;
-}
+import type { FileLockHolder, FileStoreStats } from "./store.js";
 
 /**
  * A {@link Locker} across the processes of one host, with no server: each lock is a small
@@ -73,7 +54,8 @@ interface Missed {
  *   building an attempt of their own.
  * - **Waiting.** Waiters wake on release through `fs.watch` on the directory, with a jittered
  *   backoff (never later than the holder's deadline) as the safety net; waiters of one locker queue
- *   FIFO and only the first one tries.
+ *   FIFO and only the first one tries (the lock core's wait loop; this class is a thin one over
+ *   the core and its {@link fileBackend}).
  * - **Fencing.** A per-key counter, moved up by a rename that only succeeds from its current value,
  *   while the lock is held; the grant is confirmed afterwards, so a token is issued only to a holder.
  * - **Keys** of any content (slashes, `..`, NUL, up to the 1,024-byte limit) are hashed (SHA-256)
@@ -92,109 +74,38 @@ interface Missed {
  *
  * Diagnostics (kind `"file-lock"`; see `diagnostics.ts`): every call is traced on
  * `globallock:acquire` (`attempts`: takes tried in the directory); every release, extension and
- * lost lease is published, each hold being extended on its own (one extend message per hold).
+ * lost lease is published (extensions as the lease keeper batches them).
  */
-export class FileLocker extends TracedLocker implements Locker {
-  readonly #options: ResolvedFileLockerOptions;
-  readonly #store: FileStore;
-  readonly #watcher: DirectoryWatcher;
-  readonly #keys = new KeyStates();
-  readonly #holds = new Set<FileHold>();
-  /** One-shot attempts under way, by key. */
-  readonly #attempting = new Map<string, number>();
-  readonly #inFlight = new Set<Promise<unknown>>();
-  readonly #closing = new AbortController();
-  #ready: Promise<void> | undefined;
-  /** The directory is ready (no need to wait for {@link #prepare} again). */
-  #prepared = false;
-  #waiting = 0;
-  #keepAlive: NodeJS.Timeout | undefined;
-  readonly #owner: HoldOwner;
+export class FileLocker extends CoreLocker<ResolvedFileLockerOptions> {
+  /** @internal */
+  protected readonly defaultRequest: ResolvedAcquireOptions = DEFAULT_ACQUIRE_OPTIONS;
+  readonly #directory: LockDirectory;
+  readonly #core: LockCore<ResolvedFileLockerOptions>;
+  #closed = false;
 
   /** @param options see {@link FileLockerOptions}. */
   constructor(options?: FileLockerOptions) {
-    super("file-lock");
-    this.#options = resolveFileOptions(options);
-    this.#store = new FileStore(this.#options.directory);
-    this.#watcher = new DirectoryWatcher(this.#options.directory);
-    this.#owner = {
-      store: this.#store,
-      onLockLost: this.#options.onLockLost,
-      ended: (hold) => this.#ended(hold),
-      freed: (key) => this.#keys.notifyHead(key),
-      track: (operation) => this.#track(operation),
-      diagnostics: this.diagnostics,
-    };
+    const resolved = resolveFileOptions(options);
+    const directory = new LockDirectory(resolved);
+    const core = new LockCore(resolved, fileBackend(directory, resolved));
+    super(core, "file-lock");
+    this.#core = core;
+    this.#directory = directory;
   }
 
   /** The lock directory (absolute). */
   get directory(): string {
-    return this.#options.directory;
+    return this.options.directory;
   }
 
   /** The default lease length in ms. */
   get expiry(): number {
-    return this.#options.expiry;
-  }
-
-  /** Number of leases this locker holds now. */
-  get heldCount(): number {
-    return this.#holds.size;
-  }
-
-  /** Number of callers waiting in `lock` or `acquire` on this locker. */
-  get waitingCount(): number {
-    return this.#waiting;
+    return this.options.expiry;
   }
 
   /** Stale locks this locker took over, and races for one it lost to another contender. */
   get stats(): Readonly<FileStoreStats> {
-    return { ...this.#store.stats };
-  }
-
-  // The calls themselves (see TracedLocker); `probe` is the diagnostics message while traced.
-
-  /** @internal */
-  protected override async lockCall(
-    signal: AbortSignal | undefined,
-    key: string,
-    probe: AcquireProbe | undefined,
-  ): Promise<ReleaseFunc> {
-    const request = this.#check(signal, key, undefined, undefined);
-    return (await this.#obtain(signal, key, request, probe)).release;
-  }
-
-  /** @internal */
-  protected override async tryLockCall(
-    signal: AbortSignal | undefined,
-    key: string,
-    probe: AcquireProbe | undefined,
-  ): Promise<[acquired: boolean, release: ReleaseFunc]> {
-    const request = this.#check(signal, key, undefined, undefined);
-    const hold = await this.#tryObtain(signal, key, request, probe);
-    return hold === undefined ? [false, noopRelease()] : [true, hold.release];
-  }
-
-  /** @internal */
-  protected async acquireCall(
-    signal: AbortSignal | undefined,
-    key: string,
-    options: AcquireOptions | undefined,
-    probe: AcquireProbe | undefined,
-  ): Promise<Lease> {
-    const request = this.#check(signal, key, options, probe);
-    return (await this.#obtain(signal, key, request, probe)).lease();
-  }
-
-  /** @internal */
-  protected async tryAcquireCall(
-    signal: AbortSignal | undefined,
-    key: string,
-    options: AcquireOptions | undefined,
-    probe: AcquireProbe | undefined,
-  ): Promise<Lease | undefined> {
-    const request = this.#check(signal, key, options, probe);
-    return (await this.#tryObtain(signal, key, request, probe))?.lease();
+    return { ...this.#directory.store.stats };
   }
 
   /**
@@ -203,9 +114,9 @@ export class FileLocker extends TracedLocker implements Locker {
    */
   async inspect(key: string): Promise<FileLockHolder | undefined> {
     validateKey(key);
-    this.#refuseIfClosed();
-    await this.#prepare();
-    return this.#store.holder(hashKey(key));
+    if (this.#closed) throw new LockerClosedError();
+    await this.#directory.prepare();
+    return this.#directory.store.holder(hashKey(key));
   }
 
   /**
@@ -214,300 +125,94 @@ export class FileLocker extends TracedLocker implements Locker {
    */
   lockPath(key: string): string {
     validateKey(key);
-    return this.#store.lockPath(hashKey(key));
+    return this.#directory.store.lockPath(hashKey(key));
   }
 
   /** {@inheritDoc Locker.close} */
-  override async close(): Promise<void> {
-    if (!this.#closing.signal.aborted) {
-      this.#closing.abort(new LockerClosedError());
-      this.#watcher.close();
-      for (const hold of this.#holds) hold.stop();
-    }
-    while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight]);
+  override close(): Promise<void> {
+    this.#closed = true;
+    return super.close();
   }
 
   /**
-   * Validates a call; resolves its options (and tells `probe` the weight asked for). Throws before
-   * anything is done.
+   * Creates the lock directory before a call's first attempt (once; a directory that cannot be
+   * made fails the call with no attempt made), after the call is validated as the core would
+   * (synchronously, so a traced call's weight is known at its end). `undefined` once prepared.
    */
-  #check(
-    signal: unknown,
-    key: unknown,
-    options: unknown,
+  #ready(
+    signal: AbortSignal | undefined,
+    key: string,
     probe: AcquireProbe | undefined,
-  ): ResolvedAcquireOptions & { expiry: number } {
-    validateSignal(signal);
-    validateKey(key);
-    const resolved = resolveAcquireOptions(options);
-    checkWeight(resolved.weight, 1, "a lock's limit is 1");
-    if (probe !== undefined) probe.weight = resolved.weight;
-    if (resolved.expiry !== undefined) validateTimerDelay("options.expiry", resolved.expiry, MIN_EXPIRY_MS);
-    this.#refuseIfClosed();
-    signal?.throwIfAborted();
-    return { ...resolved, expiry: resolved.expiry ?? this.#options.expiry };
+    options?: AcquireOptions | undefined,
+    withOptions = false,
+  ): Promise<void> | undefined {
+    if (this.#directory.prepared) return undefined;
+    try {
+      if (withOptions) {
+        const resolved = this.#core.resolveRequest(options);
+        this.request(resolved);
+        if (probe !== undefined) probe.weight = resolved.weight;
+      }
+      this.#core.checkCall(signal, key);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return abortable(this.#directory.prepare(), [signal]);
   }
 
-  #refuseIfClosed(): void {
-    if (this.#closing.signal.aborted) throw this.#closing.signal.reason;
-  }
-
-  /** One attempt, unless this locker holds the key or has callers queued for it (they come first). */
-  async #tryObtain(
+  /** @internal */
+  protected override lockCall(
     signal: AbortSignal | undefined,
     key: string,
-    request: ResolvedAcquireOptions & { expiry: number },
-    diagnosed: AcquireProbe | undefined,
-  ): Promise<FileHold | undefined> {
-    if (!this.#prepared) await this.#race(this.#prepare(), signal);
-    const state = this.#keys.get(key);
-    if (state !== undefined && !state.idle && (state.held > 0 || state.waiters.size > 0)) return undefined;
-    // Another attempt of this locker on the key is under way (a burst): look before building one.
-    const concurrent = this.#attempting.get(key) ?? 0;
-    this.#attempting.set(key, concurrent + 1);
-    try {
-      const outcome = await this.#race(this.#attempt(key, request, concurrent > 0, diagnosed), signal, true);
-      return outcome instanceof FileHold ? outcome : undefined;
-    } finally {
-      const left = (this.#attempting.get(key) ?? 1) - 1;
-      if (left === 0) this.#attempting.delete(key);
-      else this.#attempting.set(key, left);
-    }
+    probe: AcquireProbe | undefined,
+  ): Promise<ReleaseFunc> {
+    const ready = this.#ready(signal, key, probe);
+    return ready === undefined
+      ? super.lockCall(signal, key, probe)
+      : ready.then(() => super.lockCall(signal, key, probe));
   }
 
-  /**
-   * Waits until `key` is held: queued FIFO behind this locker's earlier callers; the first in line
-   * tries, then watches the directory and tries again on every event about the key, at the latest
-   * after a jittered backoff or at the holder's deadline, whichever is first.
-   */
-  async #obtain(
+  /** @internal */
+  protected override tryLockCall(
     signal: AbortSignal | undefined,
     key: string,
-    request: ResolvedAcquireOptions & { expiry: number },
-    diagnosed: AcquireProbe | undefined,
-  ): Promise<FileHold> {
-    if (!this.#prepared) await this.#race(this.#prepare(), signal);
-    const state = this.#keys.open(key);
-    const waiter = new Waiter();
-    state.waiters.push(waiter);
-    let unwatch: (() => void) | undefined;
-    let backoff: Backoff | undefined;
-    /**
-     * Look before building an attempt (one read instead of three calls and a clean-up): on every
-     * attempt after the first, since a release wakes every process waiting for the key and all but
-     * one of them find it taken again; and on the first one of a caller queued behind another here.
-     */
-    let probe = state.waiters.head !== waiter;
-    const signals = [signal, this.#closing.signal];
-    let acquired = false;
-    try {
-      for (;;) {
-        let timeout: number | undefined;
-        if (state.waiters.head === waiter) {
-          const outcome = await this.#race(this.#attempt(key, request, probe, diagnosed), signal, true);
-          if (outcome instanceof FileHold) {
-            acquired = true;
-            return outcome;
-          }
-          probe = true;
-          if (unwatch === undefined) {
-            // Watch first, then look again: a release between the two is not missed.
-            unwatch = this.#watcher.subscribe(`${hashKey(key)}.lock`, () => waiter.notify());
-            continue;
-          }
-          backoff ??= new Backoff(this.#options.backoffMin, this.#options.backoffMax);
-          timeout = backoff.next();
-          // A holder that stops is taken over at its deadline, not a backoff later (one that dies is
-          // found dead at the next look: within a backoff).
-          if (outcome.holder !== undefined) {
-            timeout = Math.min(timeout, Math.max(1, remainingMs(outcome.holder) + 2));
-          }
-        }
-        this.#enterWait();
-        try {
-          await waiter.wait(timeout, signals);
-        } finally {
-          this.#leaveWait();
-        }
-      }
-    } finally {
-      unwatch?.();
-      // The next in line starts its turn (a look at the lock first, which this caller may hold now).
-      this.#keys.leave(key, state, waiter, !acquired);
-      if (acquired) state.waiters.head?.postpone();
-    }
+    probe: AcquireProbe | undefined,
+  ): Promise<[acquired: boolean, release: ReleaseFunc]> {
+    const ready = this.#ready(signal, key, probe);
+    return ready === undefined
+      ? super.tryLockCall(signal, key, probe)
+      : ready.then(() => super.tryLockCall(signal, key, probe));
   }
 
-  /**
-   * Settles like `operation` unless `signal` aborts or the locker closes first; a hold that the
-   * abandoned operation still obtains is released (`holds`: the operation may resolve to one).
-   */
-  #race<T>(operation: Promise<T>, signal: AbortSignal | undefined, holds = false): Promise<T> {
-    const raced = abortable(operation, [signal, this.#closing.signal]);
-    if (holds) {
-      raced.catch(() => {
-        // The caller never got it: released without a release message (as Redis does).
-        void operation.then((result) => (result instanceof FileHold ? result.abandon() : undefined));
-      });
-    }
-    return raced;
-  }
-
-  /**
-   * One attempt to take `key` (fencing included); a hold, or what the attempt saw. `probe`: look
-   * first; `diagnosed`: the diagnostics message of a traced call, which counts the attempt.
-   */
-  #attempt(
+  /** @internal */
+  protected override acquireCall(
+    signal: AbortSignal | undefined,
     key: string,
-    request: ResolvedAcquireOptions & { expiry: number },
-    probe: boolean,
-    diagnosed: AcquireProbe | undefined,
-  ): Promise<FileHold | Missed> {
-    if (diagnosed !== undefined) diagnosed.attempts += 1;
-    return this.#track(this.#take(key, request, probe));
+    options: AcquireOptions | undefined,
+    probe: AcquireProbe | undefined,
+  ): Promise<Lease> {
+    const ready = this.#ready(signal, key, probe, options, true);
+    return ready === undefined
+      ? super.acquireCall(signal, key, options, probe)
+      : ready.then(() => super.acquireCall(signal, key, options, probe));
   }
 
-  async #take(
+  /** @internal */
+  protected override tryAcquireCall(
+    signal: AbortSignal | undefined,
     key: string,
-    request: ResolvedAcquireOptions & { expiry: number },
-    probe: boolean,
-  ): Promise<FileHold | Missed> {
-    const hash = hashKey(key);
-    const { expiry } = request;
-    const result = await this.#store.take(hash, newToken(), expiry, probe).catch(async (error: unknown) => {
-      // The directory was removed after it was prepared (a temporary-files cleaner, say): prepare
-      // it again, with its checks, and try once more.
-      if (!(error instanceof StoreUnavailableError) || codeOf(error.cause) !== "ENOENT") throw error;
-      this.#ready = undefined;
-      this.#prepared = false;
-      await this.#prepare();
-      return this.#store.take(hash, newToken(), expiry, probe);
-    });
-    if (!result.taken) return { holder: result.holder };
-    let { entry, startedAt } = result;
-    let fencingToken: bigint | undefined;
-    if (request.fencing) {
-      try {
-        fencingToken = await this.#store.nextFencingToken(hash);
-        // Confirm the grant after the token: a holder that lost the lock meanwhile gets no token.
-        const confirmedAt = performance.now();
-        const confirmed = await this.#store.extend(hash, entry, expiry);
-        if (confirmed === undefined) return { holder: undefined };
-        entry = confirmed;
-        startedAt = confirmedAt;
-      } catch (error) {
-        await this.#store.release(hash, entry).catch(() => undefined);
-        throw error;
-      }
-    }
-    const hold = new FileHold(this.#owner, key, hash, entry, startedAt, expiry, request.autoExtend, fencingToken);
-    this.#holds.add(hold);
-    const state = this.#keys.open(key);
-    state.held += 1;
-    if (this.#closing.signal.aborted) hold.stop();
-    return hold;
+    options: AcquireOptions | undefined,
+    probe: AcquireProbe | undefined,
+  ): Promise<Lease | undefined> {
+    const ready = this.#ready(signal, key, probe, options, true);
+    return ready === undefined
+      ? super.tryAcquireCall(signal, key, options, probe)
+      : ready.then(() => super.tryAcquireCall(signal, key, options, probe));
   }
 
-  /**
-   * Counts a waiting caller. While anyone waits, one ref'ed timer keeps the process alive: the
-   * watcher and the backoff timers do not (they must not hold up an idle process), but a caller
-   * waiting for a lock held by another process is work in progress, like a pending request.
-   */
-  #enterWait(): void {
-    this.#waiting += 1;
-    this.#keepAlive ??= setInterval(() => undefined, 1 << 30);
-  }
-
-  #leaveWait(): void {
-    this.#waiting -= 1;
-    if (this.#waiting > 0 || this.#keepAlive === undefined) return;
-    clearInterval(this.#keepAlive);
-    this.#keepAlive = undefined;
-  }
-
-  #ended(hold: FileHold): void {
-    if (!this.#holds.delete(hold)) return;
-    const state = this.#keys.get(hold.key);
-    if (state === undefined) return;
-    state.held -= 1;
-    this.#keys.tidy(hold.key, state);
-  }
-
-  /** Registers an operation in flight until it settles (`close()` waits for them). */
-  #track<T>(operation: Promise<T>): Promise<T> {
-    this.#inFlight.add(operation);
-    const forget = (): void => {
-      this.#inFlight.delete(operation);
-    };
-    operation.then(forget, forget);
-    return operation;
-  }
-
-  /** Creates (and, for the default directory, checks) the lock directory, once. */
-  #prepare(): Promise<void> {
-    this.#ready ??= this.#track(prepareDirectory(this.#options)).then(
-      () => {
-        this.#prepared = true;
-        void this.#track(this.#store.sweepAttempts(STALE_ATTEMPT_MS));
-      },
-      (error: unknown) => {
-        this.#ready = undefined; // a later call tries again
-        throw error;
-      },
-    );
-    return this.#ready;
-  }
-}
-
-/**
- * `mkdir` with mode 0700, creating up to `parents` missing parent directories first; an existing
- * directory is fine. (Not `mkdir({ recursive: true })`: on Node.js 20 it never settles for some
- * paths that cannot be created, such as one under `/proc`.)
- */
-async function makeDirectory(path: string, parents: number): Promise<void> {
-  try {
-    await mkdir(path, { mode: 0o700 });
-  } catch (error) {
-    if (codeOf(error) === "EEXIST") return;
-    const parent = dirname(path);
-    if (codeOf(error) !== "ENOENT" || parents === 0 || parent === path) throw error;
-    await makeDirectory(parent, parents - 1);
-    await mkdir(path, { mode: 0o700 }).catch((again: unknown) => {
-      if (codeOf(again) !== "EEXIST") throw again;
-    });
-  }
-}
-
-/** The file name stem of a key: SHA-256 of its UTF-16 code units (so every string maps apart), hex. */
-export function hashKey(key: string): string {
-  return createHash("sha256").update(key, "utf16le").digest("hex");
-}
-
-/**
- * Creates the lock directory (mode 0700). The default directory lives in a shared temporary
- * folder, so it must be a real directory (not a symbolic link) owned by this user; group and
- * others lose any access they had. Any failure is a {@link StoreUnavailableError} with its cause.
- */
-async function prepareDirectory({ directory, defaultDirectory }: ResolvedFileLockerOptions): Promise<void> {
-  const fail = (problem: string, cause?: unknown): StoreUnavailableError =>
-    new StoreUnavailableError(directory, `The lock directory ${directory} ${problem}`, { cause });
-  try {
-    await makeDirectory(directory, defaultDirectory ? 0 : 32);
-  } catch (error) {
-    throw fail(`cannot be created (${codeOf(error) ?? String(error)})`, error);
-  }
-  if (defaultDirectory) {
-    const info = await lstat(directory).catch((error: unknown) => {
-      throw fail(`cannot be read (${codeOf(error)})`, error);
-    });
-    if (!info.isDirectory()) throw fail("is not a directory (a symbolic link or a file is not trusted)");
-    const uid = process.getuid?.();
-    if (uid !== undefined && info.uid !== uid) throw fail(`belongs to another user (uid ${info.uid})`);
-    if ((info.mode & 0o077) !== 0) await chmod(directory, 0o700).catch(() => undefined);
-  }
-  try {
-    await access(directory, constants.W_OK | constants.X_OK);
-  } catch (error) {
-    throw fail(`is not writable (${codeOf(error)})`, error);
+  /** @internal */
+  protected request(options: ResolvedAcquireOptions): ResolvedAcquireOptions {
+    checkWeight(options.weight, 1, "a lock's limit is 1");
+    return options;
   }
 }

@@ -1,8 +1,8 @@
 import { tmpdir, userInfo } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
+import { MIN_EXPIRY_MS } from "../core/limits.js";
 import { InvalidArgumentError, type LockLostError } from "../errors.js";
 import { snapshotOptions, validateFunction, validateTimerDelay } from "../internal/validate.js";
-import { MIN_EXPIRY_MS } from "../redis/options.js";
 
 /**
  * Options of {@link FileLocker}. Every one is optional; `undefined` means the default, `null` and
@@ -54,8 +54,19 @@ export interface ResolvedFileLockerOptions {
   readonly expiry: number;
   readonly backoffMin: number;
   readonly backoffMax: number;
+  /**
+   * The bound the lease keeper plans one extension with, in ms: a local rename takes
+   * microseconds, but waits for one of the store's few slots and for libuv's thread pool, which
+   * a burst of attempts (or any file-system work of the process) may keep busy for a while.
+   */
+  readonly operationTimeout: number;
+  /** Extension batches in flight at most (each runs through the store's slots). */
+  readonly sweepConcurrency: number;
   readonly onLockLost: ((error: LockLostError) => void) | undefined;
 }
+
+/** See {@link ResolvedFileLockerOptions.operationTimeout}. */
+const FILE_OPERATION_TIMEOUT_MS = 1000;
 
 const OPTION_NAMES = ["directory", "expiry", "backoff", "onLockLost"] as const satisfies ReadonlyArray<
   keyof FileLockerOptions
@@ -106,6 +117,8 @@ export function resolveFileOptions(options: FileLockerOptions | undefined): Reso
     expiry,
     backoffMin,
     backoffMax: Math.max(backoffMin, Math.min(backoffMax, Math.floor(expiry / 2))),
+    operationTimeout: FILE_OPERATION_TIMEOUT_MS,
+    sweepConcurrency: 2,
     onLockLost: onLockLost as ((error: LockLostError) => void) | undefined,
   };
 }

@@ -127,14 +127,22 @@ export class FileStore {
     return this.#queue.run(false, () => this.#take(hash, token, expiry, probe));
   }
 
+  /**
+   * Runs `operation` (a few file-system calls, none of this store's queued methods) in one of the
+   * store's slots: `urgent` ones (keeping held leases) go before attempts.
+   */
+  run<T>(urgent: boolean, operation: () => Promise<T>): Promise<T> {
+    return this.#queue.run(urgent, operation);
+  }
+
   async #take(hash: string, token: string, expiry: number, probe: boolean): Promise<TakeResult> {
     const lock = this.lockPath(hash);
     if (probe) {
-      const holder = await this.#owner(lock);
+      const holder = await this.readOwner(lock);
       if (holder !== undefined && !takeable(holder)) return { taken: false, holder };
     }
     const tmp = join(this.directory, `.tmp-${token}`);
-    await this.#call("create an attempt directory in", () => mkdir(tmp));
+    await this.call("create an attempt directory in", () => mkdir(tmp));
     let built: Entry | undefined;
     let installed = false;
     try {
@@ -142,25 +150,25 @@ export class FileStore {
         const startedAt = performance.now();
         const entry = entryOf(token, expiry, Date.now());
         if (built === undefined) {
-          await this.#call("write an attempt in", () => mkdir(join(tmp, entry.name)));
+          await this.call("write an attempt in", () => mkdir(join(tmp, entry.name)));
         } else if (built.name !== entry.name) {
-          await this.#call("refresh an attempt in", () => rename(join(tmp, built!.name), join(tmp, entry.name)));
+          await this.call("refresh an attempt in", () => rename(join(tmp, built!.name), join(tmp, entry.name)));
         }
         built = entry;
         if (await this.#install(tmp, lock)) {
           installed = true;
           return { taken: true, entry, startedAt };
         }
-        const holder = await this.#owner(lock);
+        const holder = await this.readOwner(lock);
         if (holder === undefined) {
           // Freed meanwhile, or an empty directory left behind (a crash between the two removals of a release).
           await rmdir(lock).catch(() => undefined);
           continue;
         }
         if (!takeable(holder)) return { taken: false, holder };
-        await this.#takeOver(lock, holder);
+        await this.removeStale(lock, holder);
       }
-      return { taken: false, holder: await this.#owner(lock) };
+      return { taken: false, holder: await this.readOwner(lock) };
     } finally {
       // The attempt directory is still here unless the rename moved it onto the lock.
       if (!installed) {
@@ -177,20 +185,26 @@ export class FileStore {
       return true;
     } catch (error) {
       if (HELD_CODES.has(codeOf(error) ?? "")) return false;
-      throw this.#unavailable("take a lock in", error);
+      throw this.unavailable("take a lock in", error);
     }
   }
 
-  /** Removes a stale entry: exactly one of the contenders that found it succeeds. */
-  async #takeOver(lock: string, stale: Entry): Promise<void> {
+  /**
+   * Removes a stale entry of `dir` (a lock, or the readers of a read-write key): exactly one of
+   * the contenders that found it succeeds (true); false when it was gone (removed by another, or
+   * renamed by an extension that came first).
+   */
+  async removeStale(dir: string, stale: Entry): Promise<boolean> {
     const dead = remainingMs(stale) > 0;
     try {
-      await rmdir(join(lock, stale.name));
+      await rmdir(join(dir, stale.name));
       this.stats.staleTakeovers += 1;
       if (dead) this.stats.deadHolderTakeovers += 1;
+      return true;
     } catch (error) {
-      if (codeOf(error) !== "ENOENT") throw this.#unavailable("take over a stale lock in", error);
+      if (codeOf(error) !== "ENOENT") throw this.unavailable("take over a stale lock in", error);
       this.stats.lostTakeoverRaces += 1;
+      return false;
     }
   }
 
@@ -210,7 +224,7 @@ export class FileStore {
       return next;
     } catch (error) {
       if (codeOf(error) === "ENOENT" || codeOf(error) === "ENOTDIR") return undefined;
-      throw this.#unavailable("extend a lock in", error);
+      throw this.unavailable("extend a lock in", error);
     }
   }
 
@@ -227,9 +241,8 @@ export class FileStore {
     try {
       await rmdir(join(lock, entry.name));
     } catch (error) {
-      if (codeOf(error) !== "ENOENT" && codeOf(error) !== "ENOTDIR")
-        throw this.#unavailable("release a lock in", error);
-      const holder = await this.#owner(lock);
+      if (codeOf(error) !== "ENOENT" && codeOf(error) !== "ENOTDIR") throw this.unavailable("release a lock in", error);
+      const holder = await this.readOwner(lock);
       return holder !== undefined && holder.token !== entry.token ? "taken" : "expired";
     }
     await rmdir(lock).catch(() => undefined);
@@ -238,16 +251,17 @@ export class FileStore {
 
   /** The current entry of `hash`'s lock, if any (stale or not). */
   owner(hash: string): Promise<Entry | undefined> {
-    return this.#queue.run(false, () => this.#owner(this.lockPath(hash)));
+    return this.#queue.run(false, () => this.readOwner(this.lockPath(hash)));
   }
 
-  async #owner(lock: string): Promise<Entry | undefined> {
+  /** The live-most entry of the lock directory `lock`, not queued (for operations in a slot). */
+  async readOwner(lock: string): Promise<Entry | undefined> {
     let names: string[];
     try {
       names = await readdir(lock);
     } catch (error) {
       if (codeOf(error) === "ENOENT" || codeOf(error) === "ENOTDIR") return undefined;
-      throw this.#unavailable("read a lock in", error);
+      throw this.unavailable("read a lock in", error);
     }
     let found: Entry | undefined;
     for (const name of names) {
@@ -290,11 +304,11 @@ export class FileStore {
         return last + 1n;
       } catch (error) {
         if (codeOf(error) !== "ENOENT" && codeOf(error) !== "EEXIST") {
-          throw this.#unavailable("issue a fencing token in", error);
+          throw this.unavailable("issue a fencing token in", error);
         }
       }
     }
-    throw this.#unavailable("issue a fencing token in", new Error("the counter kept changing"));
+    throw this.unavailable("issue a fencing token in", new Error("the counter kept changing"));
   }
 
   async #fenceValues(dir: string): Promise<bigint[]> {
@@ -302,8 +316,8 @@ export class FileStore {
     try {
       names = await readdir(dir);
     } catch (error) {
-      if (codeOf(error) !== "ENOENT") throw this.#unavailable("read a fencing counter in", error);
-      await this.#call("create a fencing counter in", () => mkdir(dir, { mode: 0o700 }).catch(ignoreExists));
+      if (codeOf(error) !== "ENOENT") throw this.unavailable("read a fencing counter in", error);
+      await this.call("create a fencing counter in", () => mkdir(dir, { mode: 0o700 }).catch(ignoreExists));
       return [];
     }
     return names.filter((name) => /^\d{1,30}$/.test(name)).map((name) => BigInt(name));
@@ -333,15 +347,16 @@ export class FileStore {
     }
   }
 
-  async #call<T>(what: string, operation: () => Promise<T>): Promise<T> {
+  /** Runs `operation`; a failure is a StoreUnavailableError saying what could not be done. */
+  async call<T>(what: string, operation: () => Promise<T>): Promise<T> {
     try {
       return await operation();
     } catch (error) {
-      throw this.#unavailable(what, error);
+      throw this.unavailable(what, error);
     }
   }
 
-  #unavailable(what: string, cause: unknown): StoreUnavailableError {
+  unavailable(what: string, cause: unknown): StoreUnavailableError {
     const code = codeOf(cause) ?? (cause instanceof Error ? cause.message : String(cause));
     return new StoreUnavailableError(
       this.directory,

@@ -2,8 +2,8 @@ import { type FSWatcher, watch } from "node:fs";
 
 /**
  * Wake-ups for waiters of a lock directory: one `fs.watch` of the directory per locker, open only
- * while someone waits, that calls the subscribers of the file name an event is about (a lock
- * directory created, renamed or removed; see {@link FileStore}). The watcher does not keep the
+ * while someone waits, that calls the subscribers of the key hash an event is about (the hash
+ * starts every name of a key: a lock directory created, renamed or removed; see {@link FileStore}). The watcher does not keep the
  * process alive. An event without a file name, or a watcher error, wakes every subscriber (they
  * try again); a watcher that cannot be opened leaves them to their safety-net polling.
  */
@@ -23,7 +23,7 @@ export class DirectoryWatcher {
   }
 
   /**
-   * Calls `wake` on every event about `name` until the returned function is called. The watcher is
+   * Calls `wake` on every event about a name starting with `name` and a dot (a key's hash) until the returned function is called. The watcher is
    * open (and sees events) when this returns, unless it could not be opened.
    */
   subscribe(name: string, wake: () => void): () => void {
@@ -74,7 +74,10 @@ export class DirectoryWatcher {
       this.#notifyAll();
       return;
     }
-    const set = this.#subscribers.get(filename.toString());
+    // Every name of a key starts with its hash and a dot (`H.lock`, `H.rd`, …).
+    const name = filename.toString();
+    const dot = name.indexOf(".");
+    const set = this.#subscribers.get(dot < 0 ? name : name.slice(0, dot));
     if (set === undefined) return;
     for (const wake of [...set]) wake();
   }

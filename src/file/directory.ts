@@ -1,0 +1,118 @@
+/**
+ * The lock directory of a file locker: created and checked once before first use (again if it
+ * was removed meanwhile), with the {@link FileStore} of its lock files.
+ */
+import { createHash } from "node:crypto";
+import { constants } from "node:fs";
+import { access, chmod, lstat, mkdir } from "node:fs/promises";
+import { dirname } from "node:path";
+import { StoreUnavailableError } from "../errors.js";
+import type { ResolvedFileLockerOptions } from "./options.js";
+import { codeOf, FileStore } from "./store.js";
+
+/** Attempt directories older than this are left over by a killed process, and are removed. */
+const STALE_ATTEMPT_MS = 60_000;
+
+/** The file name stem of a key: SHA-256 of its UTF-16 code units (so every string maps apart), hex. */
+export function hashKey(key: string): string {
+  return createHash("sha256").update(key, "utf16le").digest("hex");
+}
+
+export class LockDirectory {
+  readonly store: FileStore;
+  readonly #options: ResolvedFileLockerOptions;
+  #ready: Promise<void> | undefined;
+  /** The directory is ready (no need to wait for {@link prepare} again). */
+  #prepared = false;
+
+  constructor(options: ResolvedFileLockerOptions) {
+    this.#options = options;
+    this.store = new FileStore(options.directory);
+  }
+
+  /** Whether the directory is ready (no need to wait for {@link prepare}). */
+  get prepared(): boolean {
+    return this.#prepared;
+  }
+
+  /** Creates (and, for the default directory, checks) the lock directory, once. */
+  prepare(): Promise<void> {
+    if (this.#prepared) return Promise.resolve();
+    this.#ready ??= prepareDirectory(this.#options).then(
+      () => {
+        this.#prepared = true;
+        void this.store.sweepAttempts(STALE_ATTEMPT_MS);
+      },
+      (error: unknown) => {
+        this.#ready = undefined; // a later call tries again
+        throw error;
+      },
+    );
+    return this.#ready;
+  }
+
+  /**
+   * Runs `operation` once the directory is ready; if it fails because the directory was removed
+   * after it was prepared (a temporary-files cleaner, say), prepares it again and runs it once more.
+   */
+  async use<T>(operation: () => Promise<T>): Promise<T> {
+    await this.prepare();
+    try {
+      return await operation();
+    } catch (error) {
+      if (!(error instanceof StoreUnavailableError) || codeOf(error.cause) !== "ENOENT") throw error;
+      this.#ready = undefined;
+      this.#prepared = false;
+      await this.prepare();
+      return operation();
+    }
+  }
+}
+
+/**
+ * `mkdir` with mode 0700, creating up to `parents` missing parent directories first; an existing
+ * directory is fine. (Not `mkdir({ recursive: true })`: on Node.js 20 it never settles for some
+ * paths that cannot be created, such as one under `/proc`.)
+ */
+async function makeDirectory(path: string, parents: number): Promise<void> {
+  try {
+    await mkdir(path, { mode: 0o700 });
+  } catch (error) {
+    if (codeOf(error) === "EEXIST") return;
+    const parent = dirname(path);
+    if (codeOf(error) !== "ENOENT" || parents === 0 || parent === path) throw error;
+    await makeDirectory(parent, parents - 1);
+    await mkdir(path, { mode: 0o700 }).catch((again: unknown) => {
+      if (codeOf(again) !== "EEXIST") throw again;
+    });
+  }
+}
+
+/**
+ * Creates the lock directory (mode 0700). The default directory lives in a shared temporary
+ * folder, so it must be a real directory (not a symbolic link) owned by this user; group and
+ * others lose any access they had. Any failure is a {@link StoreUnavailableError} with its cause.
+ */
+async function prepareDirectory({ directory, defaultDirectory }: ResolvedFileLockerOptions): Promise<void> {
+  const fail = (problem: string, cause?: unknown): StoreUnavailableError =>
+    new StoreUnavailableError(directory, `The lock directory ${directory} ${problem}`, { cause });
+  try {
+    await makeDirectory(directory, defaultDirectory ? 0 : 32);
+  } catch (error) {
+    throw fail(`cannot be created (${codeOf(error) ?? String(error)})`, error);
+  }
+  if (defaultDirectory) {
+    const info = await lstat(directory).catch((error: unknown) => {
+      throw fail(`cannot be read (${codeOf(error)})`, error);
+    });
+    if (!info.isDirectory()) throw fail("is not a directory (a symbolic link or a file is not trusted)");
+    const uid = process.getuid?.();
+    if (uid !== undefined && info.uid !== uid) throw fail(`belongs to another user (uid ${info.uid})`);
+    if ((info.mode & 0o077) !== 0) await chmod(directory, 0o700).catch(() => undefined);
+  }
+  try {
+    await access(directory, constants.W_OK | constants.X_OK);
+  } catch (error) {
+    throw fail(`is not writable (${codeOf(error)})`, error);
+  }
+}

@@ -1,0 +1,346 @@
+import {
+  type AttemptOutcome,
+  type Backend,
+  type BackendEvents,
+  type BackendFactory,
+  type ExtendOutcome,
+  LockHandle,
+  type QueueIntent,
+  type ReleaseWatcher,
+} from "../core/backend.js";
+import { withTimeout } from "../internal/sleep.js";
+import { newToken } from "../internal/token.js";
+import type { ReleaseOutcome } from "../locker.js";
+import { hashKey, type LockDirectory } from "./directory.js";
+import { type Entry, remainingMs } from "./entry.js";
+import type { ResolvedFileLockerOptions } from "./options.js";
+import { ahead, PermitFiles, type Ticket } from "./permits.js";
+import type { TakeResult } from "./store.js";
+import { DirectoryWatcher } from "./watcher.js";
+
+/** How long a release may take before it reports `"unknown"` (the lock then expires on its own). */
+const RELEASE_TIMEOUT_MS = 5000;
+
+/** A lease held in the directory: its current entry, and where it lives. */
+interface Held {
+  readonly hash: string;
+  /** A reader's entry (in `H.rd`), else the lock's (`H.lock`). */
+  readonly reader: boolean;
+  entry: Entry;
+  /** The extension in flight, if any: a release waits for it (it renames the entry). */
+  extending?: Promise<Entry | undefined> | undefined;
+}
+
+/**
+ * The backend of the file lockers: `FileLocker` (locks: the {@link FileStore}'s `H.lock`) and
+ * `FileReadWriteLocker` (counted: a reader's entry in `H.rd`, a writer's `H.lock`; see
+ * `permits.ts`). There is no hand-off queue: a release removes the lock directory (or the
+ * readers' one), an event that {@link FileReleaseWatcher} hears through `fs.watch` and passes on
+ * as released, and every waiter tries. An attempt that misses answers the holder's deadline as its
+ * retry hint: a stopped holder is taken over then.
+ *
+ * The resource of a key is the key itself: the watcher names it in its events; operations hash it.
+ *
+ * @param limit the permits of a read-write key (a writer's weight); `undefined` for locks.
+ */
+export function fileBackend(
+  directory: LockDirectory,
+  options: ResolvedFileLockerOptions,
+  limit?: number,
+): BackendFactory {
+  return ({ events }) => new FileBackend(directory, options, events, limit);
+}
+
+class FileBackend implements Backend {
+  readonly countsPermits: boolean;
+  readonly supportsFencing = true;
+  readonly watcher: FileReleaseWatcher;
+  readonly #directory: LockDirectory;
+  readonly #permits: PermitFiles | undefined;
+  readonly #limit: number | undefined;
+  /** How long a waiter's ticket lasts unless refreshed (it is, at every attempt: backoff.max). */
+  readonly #ticketTtl: number;
+  /** Held leases by token. */
+  readonly #held = new Map<string, Held>();
+  /** Queue tickets being left, per key hash: an attempt reads the queue once they are gone. */
+  readonly #leaving = new Map<string, Promise<void>>();
+  /** Attempts in flight per key: a concurrent one looks at the lock before building its own. */
+  readonly #attempting = new Map<string, number>();
+
+  constructor(directory: LockDirectory, options: ResolvedFileLockerOptions, events: BackendEvents, limit?: number) {
+    this.#directory = directory;
+    this.#limit = limit;
+    this.countsPermits = limit !== undefined;
+    this.#permits = limit === undefined ? undefined : new PermitFiles(directory.store);
+    this.#ticketTtl = Math.max(options.expiry, 3 * options.backoffMax + 1000);
+    this.watcher = new FileReleaseWatcher(options.directory, events, (key) => this.#hashOf(key));
+  }
+
+  resourceOf(key: string): string {
+    return key;
+  }
+
+  /** The file name stem of `key`; a read-write key's differ from a lock's (they never meet). */
+  #hashOf(key: string): string {
+    return hashKey(this.#permits === undefined ? key : `\u0000rw\u0000${key}`);
+  }
+
+  hasQueue(): boolean {
+    return false;
+  }
+
+  checkResource(): void {}
+
+  checkFencing(): void {}
+
+  async acquire(
+    resource: string,
+    duration: number,
+    intent?: QueueIntent,
+    fencing?: boolean,
+    weight?: number,
+  ): Promise<AttemptOutcome> {
+    const hash = this.#hashOf(resource);
+    const concurrent = this.#attempting.get(resource) ?? 0;
+    this.#attempting.set(resource, concurrent + 1);
+    try {
+      if (this.#permits !== undefined)
+        return await this.#acquireCounted(this.#permits, resource, hash, duration, intent, fencing === true, weight);
+      // Look first when another attempt here is under way (a burst) or this is a retry of a waiter
+      // (one read instead of three calls and a clean-up: the key is probably held).
+      const probe = concurrent > 0 || intent?.join === true;
+      const result = await this.#directory.use(() => this.#directory.store.take(hash, newToken(), duration, probe));
+      return await this.#outcome(resource, hash, false, result, duration, fencing === true);
+    } finally {
+      const left = (this.#attempting.get(resource) ?? 1) - 1;
+      if (left === 0) this.#attempting.delete(resource);
+      else this.#attempting.set(resource, left);
+    }
+  }
+
+  /**
+   * A read-write attempt (weight 1: a reader; the limit: a writer) in queue order (see
+   * `permits.ts`): it tries unless a ticket ahead of its own (of a writer, for a reader) is live;
+   * a miss that joins the queue takes (or keeps) a ticket, whose token is its registration.
+   */
+  async #acquireCounted(
+    permits: PermitFiles,
+    resource: string,
+    hash: string,
+    duration: number,
+    intent: QueueIntent | undefined,
+    fencing: boolean,
+    weight = 1,
+  ): Promise<AttemptOutcome> {
+    const writer = weight === this.#limit && weight > 1;
+    const sentAt = performance.now();
+    await this.#leaving.get(hash);
+    const tickets = await this.#directory.use(() => permits.tickets(hash));
+    const own = tickets.find((ticket) => ticket.entry.token === intent?.claimToken);
+    const before = own === undefined ? tickets : tickets.filter((ticket) => ahead(ticket, own));
+    let outcome: AttemptOutcome = { kind: "held" };
+    if (writer ? before.length === 0 : !before.some((ticket) => ticket.writer)) {
+      outcome = writer
+        ? await this.#takeWrite(permits, resource, hash, duration, fencing)
+        : await this.#outcome(
+            resource,
+            hash,
+            true,
+            await permits.takeRead(hash, newToken(), duration),
+            duration,
+            false,
+          );
+      if (outcome.kind === "acquired") {
+        if (own !== undefined) await permits.leave(hash, own.entry.token);
+        return outcome;
+      }
+    }
+    if (intent?.join !== true) return outcome;
+    const token = await this.#register(permits, hash, writer, own);
+    return { ...outcome, kind: "held", registration: { token, weight, sentAt, serverMs: 0 } };
+  }
+
+  #register(permits: PermitFiles, hash: string, writer: boolean, own: Ticket | undefined): Promise<string> {
+    return permits.register(hash, writer, own?.entry.token ?? newToken(), this.#ticketTtl, own);
+  }
+
+  /** A writer takes the lock, then makes sure no reader holds (else it gives the lock back). */
+  async #takeWrite(
+    permits: PermitFiles,
+    resource: string,
+    hash: string,
+    duration: number,
+    fencing: boolean,
+  ): Promise<AttemptOutcome> {
+    const { store } = this.#directory;
+    const result = await store.take(hash, newToken(), duration, false);
+    if (!result.taken) return this.#outcome(resource, hash, false, result, duration, false);
+    let clear: boolean;
+    try {
+      clear = await permits.noReaders(hash);
+    } catch (error) {
+      await store.release(hash, result.entry).catch(() => undefined);
+      throw error;
+    }
+    if (clear) return this.#outcome(resource, hash, false, result, duration, fencing);
+    await store.release(hash, result.entry);
+    return { kind: "held" };
+  }
+
+  /** A take's outcome: a miss with the holder's deadline as hint, or a grant (fenced when asked). */
+  async #outcome(
+    resource: string,
+    hash: string,
+    reader: boolean,
+    result: TakeResult,
+    duration: number,
+    fencing: boolean,
+  ): Promise<AttemptOutcome> {
+    if (!result.taken) {
+      const { holder } = result;
+      return holder === undefined
+        ? { kind: "held" }
+        : { kind: "held", retryAfterMs: Math.max(1, remainingMs(holder) + 2) };
+    }
+    let { entry, startedAt } = result;
+    let fencingToken: bigint | undefined;
+    if (fencing) {
+      const { store } = this.#directory;
+      try {
+        fencingToken = await store.nextFencingToken(hash);
+        // Confirm the grant after the token: a holder that lost the lock meanwhile gets no token.
+        const confirmedAt = performance.now();
+        const confirmed = await store.extend(hash, entry, duration);
+        if (confirmed === undefined) return { kind: "held" };
+        entry = confirmed;
+        startedAt = confirmedAt;
+      } catch (error) {
+        await store.release(hash, entry).catch(() => undefined);
+        throw error;
+      }
+    }
+    this.#held.set(entry.token, { hash, reader, entry });
+    const handle = new LockHandle(entry.token, resource, startedAt, startedAt + duration);
+    return { kind: "acquired", handle, ...(fencingToken === undefined ? {} : { fencingToken }) };
+  }
+
+  extendMany(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
+    return Promise.all(handles.map((handle) => this.#extend(handle, duration)));
+  }
+
+  async #extend(handle: LockHandle, duration: number): Promise<ExtendOutcome> {
+    const held = this.#held.get(handle.token);
+    if (held === undefined) return "taken";
+    if (performance.now() >= handle.validUntil) return "expired";
+    const startedAt = performance.now();
+    let next: Entry | undefined;
+    try {
+      held.extending = held.reader
+        ? (this.#permits as PermitFiles).extendRead(held.hash, held.entry, duration)
+        : this.#directory.store.extend(held.hash, held.entry, duration);
+      next = await held.extending;
+    } catch (error) {
+      return error instanceof Error ? error : new Error(String(error));
+    } finally {
+      held.extending = undefined;
+    }
+    if (next === undefined) return performance.now() >= handle.validUntil ? "expired" : "taken";
+    // Ours until the new deadline. (After a loss declared meanwhile, a release still finds the entry.)
+    held.entry = next;
+    handle.renew(startedAt, startedAt + duration);
+    return "extended";
+  }
+
+  async release(handle: LockHandle): Promise<ReleaseOutcome> {
+    const held = this.#held.get(handle.token);
+    if (held === undefined) return "expired";
+    this.#held.delete(handle.token);
+    // Past the deadline it is expired, even when its entry was still there to delete.
+    const expired = performance.now() >= handle.validUntil;
+    await held.extending?.catch(() => undefined);
+    const { hash, entry } = held;
+    const releasing = held.reader
+      ? (this.#permits as PermitFiles).releaseRead(hash, entry)
+      : this.#directory.store.release(hash, entry);
+    const outcome = await withTimeout(releasing, RELEASE_TIMEOUT_MS, () => new Error("release timed out")).catch(
+      (): ReleaseOutcome => "unknown",
+    );
+    return expired && outcome !== "unknown" ? "expired" : outcome;
+  }
+
+  grantedHandle(): LockHandle {
+    throw new Error("The file store has no hand-off queue: nothing is granted");
+  }
+
+  async leaveQueue(resource: string, _waiterId: string, claimToken?: string): Promise<void> {
+    if (this.#permits === undefined || claimToken === undefined) return;
+    const hash = this.#hashOf(resource);
+    const leaving = this.#permits.leave(hash, claimToken).catch(() => undefined);
+    const all = Promise.all([this.#leaving.get(hash), leaving]).then(() => {
+      if (this.#leaving.get(hash) === all) this.#leaving.delete(hash);
+    });
+    this.#leaving.set(hash, all);
+    await all;
+  }
+
+  async issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
+    const held = this.#held.get(handle.token);
+    return held === undefined || held.reader ? undefined : this.#directory.store.nextFencingToken(held.hash);
+  }
+}
+
+/**
+ * Hears releases through `fs.watch` on the lock directory ({@link DirectoryWatcher}): any event
+ * about a watched key's names (its lock directory, its readers' directory) is passed on as
+ * released. While anything is watched, one ref'ed timer keeps the process alive: the watcher and
+ * the backoff timers do not (they must not hold up an idle process), but a caller waiting for a
+ * lock held by another process is work in progress, like a pending request.
+ */
+class FileReleaseWatcher implements ReleaseWatcher {
+  readonly #directory: DirectoryWatcher;
+  readonly #events: BackendEvents;
+  readonly #hashOf: (key: string) => string;
+  readonly #watched = new Map<string, { count: number; stop: () => void }>();
+  #keepAlive: NodeJS.Timeout | undefined;
+
+  constructor(directory: string, events: BackendEvents, hashOf: (key: string) => string) {
+    this.#directory = new DirectoryWatcher(directory);
+    this.#events = events;
+    this.#hashOf = hashOf;
+  }
+
+  watch(resource: string): Promise<void> {
+    let watched = this.#watched.get(resource);
+    if (watched === undefined) {
+      const stop = this.#directory.subscribe(this.#hashOf(resource), () => this.#events.released(resource));
+      watched = { count: 0, stop };
+      this.#watched.set(resource, watched);
+    }
+    watched.count += 1;
+    this.#keepAlive ??= setInterval(() => undefined, 1 << 30);
+    return Promise.resolve();
+  }
+
+  unwatch(resource: string): void {
+    const watched = this.#watched.get(resource);
+    if (watched === undefined || --watched.count > 0) return;
+    watched.stop();
+    this.#watched.delete(resource);
+    if (this.#watched.size === 0) this.#stopKeepAlive();
+  }
+
+  isWatching(resource: string): boolean {
+    return this.#watched.has(resource) && this.#directory.watching;
+  }
+
+  close(): Promise<void> {
+    this.#directory.close();
+    this.#stopKeepAlive();
+    return Promise.resolve();
+  }
+
+  #stopKeepAlive(): void {
+    if (this.#keepAlive !== undefined) clearInterval(this.#keepAlive);
+    this.#keepAlive = undefined;
+  }
+}

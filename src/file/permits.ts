@@ -1,0 +1,234 @@
+/**
+ * The files of a {@link FileReadWriteLocker}'s keys: readers and the waiting queue beside the
+ * writer's lock. For a key whose hash is `H` (see `store.ts` for `H.lock` and `H.fence`):
+ *
+ * ```
+ * H.lock/<entry>           a writer: exactly a lock of the file store (take, extend, release)
+ * H.rd/<entry>             the readers: one entry each, named like a lock's entry (`entry.ts`)
+ * H.q/<seq>.<r|w>.<entry>  the waiting queue: one ticket per waiter, ordered by `seq` (when it
+ *                          joined, on the boot's monotonic clock, 16 digits), then its token
+ * ```
+ *
+ * - **A reader** makes its entry in `H.rd` first, then reads `H.lock`: free (or stale: taken over)
+ *   means it holds; a live writer means it removes its entry again and waits.
+ * - **A writer** takes `H.lock` like a lock, then makes sure no reader holds: it removes stale
+ *   reader entries and then `H.rd` itself, which succeeds only when it is empty. A live reader
+ *   (or a directory that is not empty) means it releases `H.lock` again and waits.
+ * - Both sides write first and look second, so of a reader and a writer racing at least one sees
+ *   the other (every step is one atomic call on a local file system): never both hold. An entry
+ *   is extended by renaming it to a later deadline and is removed by name, as a lock's is; a dead
+ *   or stopped holder of either kind is taken over as a lock's is (`FileStore.removeStale`).
+ * - **The queue** is only about order, never about safety: a waiter that missed takes a ticket; a
+ *   writer may take the key only when no live ticket is ahead of its own, a reader when no
+ *   writer's ticket is. So a waiting writer blocks readers that come after it, and readers queued
+ *   before a writer get in together. A ticket is refreshed at each attempt, removed on success or
+ *   when its waiter gives up; a ticket past its deadline or of a dead process is removed by whoever
+ *   finds it.
+ * - The last reader to leave removes `H.rd`, and a release of `H.lock` removes it: the events
+ *   that wake waiters watching the directory.
+ */
+import { mkdir, readdir, rename, rmdir } from "node:fs/promises";
+import { join } from "node:path";
+import { type Entry, entryOf, parseEntry, takeable } from "./entry.js";
+import { monotonicNow } from "./host.js";
+import { codeOf, type FileStore, type TakeResult } from "./store.js";
+
+/** A waiter's place in a key's queue. */
+export interface Ticket {
+  readonly seq: number;
+  readonly writer: boolean;
+  readonly entry: Entry;
+}
+
+const TICKET = /^(\d{16})\.([rw])\.(.+)$/;
+/** Rounds of one operation that found the files changing under it before it gives up. */
+const ROUNDS = 4;
+
+const ignore = (): undefined => undefined;
+
+/** Whether ticket `a` is ahead of ticket `b`. */
+export function ahead(a: Ticket, b: Ticket): boolean {
+  return a.seq < b.seq || (a.seq === b.seq && a.entry.token < b.entry.token);
+}
+
+export class PermitFiles {
+  readonly #store: FileStore;
+
+  constructor(store: FileStore) {
+    this.#store = store;
+  }
+
+  #path(hash: string, suffix: string, name?: string): string {
+    const dir = join(this.#store.directory, `${hash}.${suffix}`);
+    return name === undefined ? dir : join(dir, name);
+  }
+
+  /** The live tickets of `hash`, first in line first (removes the stale ones it finds). */
+  tickets(hash: string): Promise<Ticket[]> {
+    return this.#store.run(false, async () => {
+      const dir = this.#path(hash, "q");
+      const names = await readdir(dir).catch((error: unknown) => {
+        if (codeOf(error) === "ENOENT") return [] as string[];
+        throw this.#store.unavailable("read a queue in", error);
+      });
+      const live: Ticket[] = [];
+      for (const name of names) {
+        const match = TICKET.exec(name);
+        const entry = match === null ? undefined : parseEntry(match[3] as string);
+        if (match === null || entry === undefined) continue;
+        const ticket = { seq: Number(match[1]), writer: match[2] === "w", entry };
+        if (takeable(entry)) await rmdir(join(dir, name)).catch(ignore);
+        else live.push(ticket);
+      }
+      return live.sort((a, b) => (ahead(a, b) ? -1 : 1));
+    });
+  }
+
+  /**
+   * Keeps `own` (this waiter's ticket, if it has one) for `ttl` ms more — refreshed only once half
+   * of it is gone — or takes a new ticket at the end of the queue. Resolves to the ticket's token.
+   */
+  register(hash: string, writer: boolean, token: string, ttl: number, own: Ticket | undefined): Promise<string> {
+    return this.#store.run(false, async () => {
+      const dir = this.#path(hash, "q");
+      const name = (ticket: Ticket): string =>
+        `${String(ticket.seq).padStart(16, "0")}.${writer ? "w" : "r"}.${ticket.entry.name}`;
+      if (own !== undefined) {
+        if (own.entry.deadline - monotonicNow() > ttl / 2) return own.entry.token;
+        const next = { ...own, entry: entryOf(own.entry.token, ttl, own.entry.acquiredAt) };
+        const moved = await rename(join(dir, name(own)), join(dir, name(next))).then(
+          () => true,
+          () => false,
+        );
+        if (moved) return own.entry.token;
+      }
+      for (let round = 0; ; round++) {
+        const ticket = { seq: monotonicNow(), writer, entry: entryOf(token, ttl, Date.now()) };
+        await mkdir(dir, { mode: 0o700 }).catch(ignore);
+        try {
+          await mkdir(join(dir, name(ticket)));
+          return token;
+        } catch (error) {
+          if (codeOf(error) !== "ENOENT" || round === ROUNDS) throw this.#store.unavailable("join a queue in", error);
+        }
+      }
+    });
+  }
+
+  /** Removes the ticket with `token` from `hash`'s queue (and the queue, once empty). */
+  leave(hash: string, token: string): Promise<void> {
+    return this.#store.run(true, async () => {
+      const dir = this.#path(hash, "q");
+      const names = await readdir(dir).catch(() => [] as string[]);
+      const name = names.find((candidate) => TICKET.exec(candidate)?.[3]?.startsWith(`${token}.`));
+      if (name !== undefined) await rmdir(join(dir, name)).catch(ignore);
+      await rmdir(dir).catch(ignore);
+    });
+  }
+
+  /** One attempt of a reader: its entry, unless a live writer holds `hash`'s lock. */
+  takeRead(hash: string, token: string, expiry: number): Promise<TakeResult> {
+    return this.#store.run(false, async () => {
+      const dir = this.#path(hash, "rd");
+      const lock = this.#store.lockPath(hash);
+      for (let round = 0; round < ROUNDS; round++) {
+        const startedAt = performance.now();
+        const entry = entryOf(token, expiry, Date.now());
+        await mkdir(dir, { mode: 0o700 }).catch(ignore);
+        try {
+          await mkdir(join(dir, entry.name));
+        } catch (error) {
+          if (codeOf(error) === "ENOENT") continue; // the last reader removed the directory meanwhile
+          throw this.#store.unavailable("add a reader in", error);
+        }
+        // Our entry is there: a writer taking the lock from now on sees it. Now look at the writer.
+        for (let look = 0; look < ROUNDS; look++) {
+          const holder = await this.#store.readOwner(lock);
+          if (holder === undefined) return { taken: true, entry, startedAt };
+          if (!takeable(holder)) {
+            await this.#removeReader(dir, entry);
+            return { taken: false, holder };
+          }
+          await this.#store.removeStale(lock, holder);
+          await rmdir(lock).catch(ignore);
+        }
+        await this.#removeReader(dir, entry);
+        return { taken: false, holder: undefined };
+      }
+      return { taken: false, holder: undefined };
+    });
+  }
+
+  /**
+   * Called by a writer that holds `hash`'s lock: true when no reader holds (stale readers are
+   * taken over, and the readers' directory is removed, which succeeds only when it is empty).
+   */
+  noReaders(hash: string): Promise<boolean> {
+    return this.#store.run(false, async () => {
+      const dir = this.#path(hash, "rd");
+      for (let round = 0; round < ROUNDS; round++) {
+        let names: string[];
+        try {
+          names = await readdir(dir);
+        } catch (error) {
+          if (codeOf(error) === "ENOENT") return true;
+          throw this.#store.unavailable("read the readers in", error);
+        }
+        let changed = false;
+        for (const name of names) {
+          const entry = parseEntry(name);
+          if (entry !== undefined && !takeable(entry)) return false;
+          if (entry !== undefined && !(await this.#store.removeStale(dir, entry))) changed = true;
+        }
+        if (changed) continue;
+        try {
+          await rmdir(dir);
+          return true;
+        } catch (error) {
+          const code = codeOf(error);
+          if (code === "ENOENT") return true;
+          if (code !== "ENOTEMPTY" && code !== "EEXIST") throw this.#store.unavailable("read the readers in", error);
+        }
+      }
+      return false;
+    });
+  }
+
+  /** Moves a reader's entry to a new deadline; `undefined` when it is gone (taken over). */
+  extendRead(hash: string, entry: Entry, expiry: number): Promise<Entry | undefined> {
+    return this.#store.run(true, async () => {
+      const dir = this.#path(hash, "rd");
+      const next = entryOf(entry.token, expiry, entry.acquiredAt);
+      try {
+        await rename(join(dir, entry.name), join(dir, next.name));
+        return next;
+      } catch (error) {
+        if (codeOf(error) === "ENOENT" || codeOf(error) === "ENOTDIR") return undefined;
+        throw this.#store.unavailable("extend a read lease in", error);
+      }
+    });
+  }
+
+  /** Removes a reader's entry: `"released"`, or (gone already) `"taken"` by a writer or `"expired"`. */
+  releaseRead(hash: string, entry: Entry): Promise<"released" | "taken" | "expired"> {
+    return this.#store.run(true, async () => {
+      const dir = this.#path(hash, "rd");
+      try {
+        await rmdir(join(dir, entry.name));
+      } catch (error) {
+        if (codeOf(error) !== "ENOENT" && codeOf(error) !== "ENOTDIR") {
+          throw this.#store.unavailable("release a read lease in", error);
+        }
+        const holder = await this.#store.readOwner(this.#store.lockPath(hash));
+        return holder !== undefined && !takeable(holder) ? "taken" : "expired";
+      }
+      await rmdir(dir).catch(ignore);
+      return "released";
+    });
+  }
+
+  async #removeReader(dir: string, entry: Entry): Promise<void> {
+    await rmdir(join(dir, entry.name)).catch(ignore);
+    await rmdir(dir).catch(ignore);
+  }
+}
