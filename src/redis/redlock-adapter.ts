@@ -1,9 +1,19 @@
 /**
- * The only file that imports redlock: the {@link Backend} for a quorum of independent Redis
- * nodes. It makes redlock do single attempts (our own wait loop does the waiting), bounds every
- * Redis command with a timeout, tells "held by someone else" apart from "Redis failed" by
- * inspecting the votes, checks the validity of every grant, and keeps redlock's types out of the
- * public declarations.
+ * The only file that imports redlock: the {@link Backend} for a quorum of independent Redis nodes.
+ *
+ * Which way: redlock through its public API, with no call recognised by its script text. redlock
+ * acquires (`acquire` with `retryCount: 0`: our own wait loop does the waiting), its `scripts`
+ * option supplies the clean-up script, and the votes an `ExecutionError` carries tell "held by
+ * someone else" apart from "Redis failed". Why that keeps our guarantees: the clients redlock
+ * calls are ours — one small facade per node over a {@link ScriptRunner}, so every command is
+ * bounded by the timeout and ioredis and node-redis clients both vote — and they treat every call
+ * alike. Each goes out as EVAL with its body (from redlock's public `scripts` table, by hash), so
+ * a flushed script cache can neither fail a call nor let the clean-up queued behind an attempt on
+ * the same connection overtake it. And a call whose token (the first argument of every redlock
+ * script) has an earlier call still unanswered on that node follows it: while the node is down it
+ * is queued on the client, to run after the client re-sends the earlier call on reconnection.
+ * Extension and release are our own scripts, because redlock's cannot tell a key that is gone
+ * from one held by another token (see {@link RedlockStore}).
  */
 import { performance } from "node:perf_hooks";
 import Redlock, { ExecutionError, type Lock, ResourceLockedError } from "redlock";
@@ -48,12 +58,15 @@ export class RedlockStore implements Backend {
   readonly #runners: readonly ScriptRunner[];
   readonly #driftFactor: number;
   /**
-   * Per node: tokens of attempts sent there and not (yet) answered, with when their keys would
-   * expire (monotonic ms). The client re-sends such a command when it reconnects — to a node that
-   * restarted empty, where it then sets the key — so its clean-up must not be refused while the
-   * connection is down (see {@link #sendCleanUp}).
+   * Per node: tokens of calls (attempts) sent there and not (yet) answered, with until when they
+   * are remembered (monotonic ms; no earlier than their keys would expire). The client re-sends
+   * such a command when it reconnects — to a node that restarted empty, where it then sets the
+   * key — so its clean-up must not be refused while the connection is down (see
+   * {@link #followUnanswered}).
    */
   readonly #unanswered: ReadonlyArray<Map<string, number>>;
+  /** The longest lease asked for so far (ms): how long an unanswered call is remembered. */
+  #longest = 0;
   readonly supportsFencing = false;
   /** Permits counted on each node could exceed the limit when holders win different majorities. */
   readonly countsPermits = false;
@@ -68,29 +81,18 @@ export class RedlockStore implements Backend {
       (client, index) => new ScriptRunner(connectionOf(client), `node #${index}`, settings.commandTimeout, true),
     );
     // redlock is typed against ioredis clients but only calls evalsha/eval on them, ioredis-style
-    // (`hash, numkeys, [...keys, ...args]`): facades turn those calls into our runners' calls, so
-    // every command times out, and any client we accept (ioredis or node-redis) can vote.
-    // Its EVALSHA goes out as EVAL with the script's body: redlock retries a NOSCRIPT as EVAL only
-    // when that reply arrives, and the clean-up it sends after a failed vote (queued behind the
-    // attempt on the same connection) would then run before the attempt it undoes, leaving a key
-    // nobody owns for a whole expiry on a node whose script cache was emptied.
+    // (`hash, numkeys, [...keys, ...args]`); its EVALSHA goes out as EVAL with the body from its
+    // own `scripts` table (see the top of this file).
     const sources = new Map<string, string>();
-    const facades = this.#runners.map((runner, node) => {
-      const call = (source: string, keys: string[], args: ScriptArgument[]): Promise<unknown> => {
-        if (source === this.#redlock.scripts.acquireScript.value) return this.#sendAttempt(node, keys, args);
-        if (source === this.#redlock.scripts.releaseScript.value) return this.#sendCleanUp(node, source, keys, args);
-        return runner.eval(source, keys, args);
-      };
-      return {
-        evalsha: (hash: string, numkeys: number, ...rest: unknown[]) => {
-          const [keys, args] = splitRedlockArguments(numkeys, rest);
-          const source = sources.get(hash);
-          return source === undefined ? runner.evalsha(hash, keys, args) : call(source, keys, args);
-        },
-        eval: (source: string, numkeys: number, ...rest: unknown[]) =>
-          call(source, ...splitRedlockArguments(numkeys, rest)),
-      };
-    });
+    const facades = this.#runners.map((runner, node) => ({
+      evalsha: (hash: string, numkeys: number, ...rest: unknown[]) => {
+        const [keys, args] = splitRedlockArguments(numkeys, rest);
+        const source = sources.get(hash);
+        return source === undefined ? runner.evalsha(hash, keys, args) : this.#send(node, source, keys, args);
+      },
+      eval: (source: string, numkeys: number, ...rest: unknown[]) =>
+        this.#send(node, source, ...splitRedlockArguments(numkeys, rest)),
+    }));
     this.#unanswered = this.#runners.map(() => new Map());
     this.#redlock = new Redlock(
       facades as unknown as ConstructorParameters<typeof Redlock>[0],
@@ -107,21 +109,27 @@ export class RedlockStore implements Backend {
 
   checkResource(): void {}
 
-  /** An attempt of redlock's on `node`: remembered until it is answered (see {@link #unanswered}). */
-  #sendAttempt(node: number, keys: string[], args: ScriptArgument[]): Promise<unknown> {
+  /**
+   * A call of redlock's on `node`, whatever its script (see the top of this file): a follow-up of
+   * an unanswered call with the same token (redlock's clean-up of a failed attempt) is ordered
+   * behind it even while the connection is down; any other call is remembered until it is
+   * answered. Either way redlock's vote is refused at once while the connection is down.
+   */
+  #send(node: number, source: string, keys: string[], args: ScriptArgument[]): Promise<unknown> {
     const runner = this.#runners[node] as ScriptRunner;
+    if (this.#followUnanswered(node, source, keys, args)) return runner.eval(source, keys, args);
+    const reply = runner.eval(source, keys, args);
+    const [token] = args;
+    if (typeof token !== "string" || !runner.connected) return reply; // refused at once: nothing was sent
     const unanswered = this.#unanswered[node] as Map<string, number>;
-    const reply = runner.eval(this.#redlock.scripts.acquireScript.value, keys, args);
-    if (!runner.connected) return reply; // refused at once: nothing was sent
-    const [token, duration] = args;
-    if (typeof token !== "string") return reply;
     const now = performance.now();
     // Entries past their expiry are of no use any more (the key expired on its own): drop them.
+    // Every entry lives for the longest lease asked for so far, so they expire in insertion order.
     for (const [old, expiresAt] of unanswered) {
       if (expiresAt > now) break;
       unanswered.delete(old);
     }
-    unanswered.set(token, now + Number(duration));
+    unanswered.set(token, now + this.#longest);
     reply.then(
       () => unanswered.delete(token),
       () => undefined,
@@ -130,28 +138,18 @@ export class RedlockStore implements Backend {
   }
 
   /**
-   * redlock's clean-up of a failed attempt on `node`. When that attempt went unanswered and the
-   * connection is down now, a failing-fast runner would refuse the clean-up while the client
-   * re-sends the attempt on reconnection, leaving a key nobody owns for a whole expiry (which also
-   * blocks restoring the holder's key there). So it is queued on the client anyway, to run after
-   * the re-sent attempt; redlock's vote is still refused at once.
+   * When a call with the same token as `args`' first (a compare-and-delete's token) went
+   * unanswered on `node`, forgets it and, if the connection is down now, queues `source` on the
+   * client anyway, to run after the client re-sends that call on reconnection: a failing-fast
+   * runner would refuse it, leaving a key nobody owns for a whole expiry (which also blocks
+   * restoring the holder's key there). Returns whether there was such a call.
    */
-  #sendCleanUp(node: number, source: string, keys: string[], args: ScriptArgument[]): Promise<unknown> {
-    this.#followUnanswered(node, source, keys, args);
-    return (this.#runners[node] as ScriptRunner).eval(source, keys, args);
-  }
-
-  /**
-   * Queues the compare-and-delete `source` (its first argument the token) on `node`'s client even
-   * while the connection is down, when an attempt with that token went unanswered there (see
-   * {@link #sendCleanUp}).
-   */
-  #followUnanswered(node: number, source: string, keys: string[], args: ScriptArgument[]): void {
+  #followUnanswered(node: number, source: string, keys: string[], args: ScriptArgument[]): boolean {
     const runner = this.#runners[node] as ScriptRunner;
     const token = args[0];
-    if (typeof token === "string" && this.#unanswered[node]?.delete(token) === true && !runner.connected) {
-      runner.evalWhenConnected(source, keys, args).catch(() => undefined);
-    }
+    if (typeof token !== "string" || this.#unanswered[node]?.delete(token) !== true) return false;
+    if (!runner.connected) runner.evalWhenConnected(source, keys, args).catch(() => undefined);
+    return true;
   }
 
   hasQueue(): boolean {
@@ -161,6 +159,7 @@ export class RedlockStore implements Backend {
   /** One attempt on every node; success needs a majority and validity left on arrival. */
   async acquire(resource: string, duration: number): Promise<AttemptOutcome> {
     const start = performance.now();
+    if (duration > this.#longest) this.#longest = duration;
     let lock: Lock;
     try {
       lock = await this.#redlock.acquire([resource], duration);

@@ -2,8 +2,9 @@ import { defineScript } from "./script-runner.js";
 
 /*
  * Lua scripts. Lock keys hold a random 32-hex-character token. Every release deletes (or hands
- * over) only while the token matches and, when someone may be waiting, PUBLISHes on the key's
- * channel in the same atomic step; the channel name is the lock key itself (pub/sub channels do
+ * over) only while the token matches and, when someone may be waiting, PUBLISHes in the same
+ * atomic step: a grant on the grantee's channel (below) or, where a key has no hand-off queue, an
+ * empty message on the key's own channel, whose name is the lock key itself (pub/sub channels do
  * not share the key space).
  *
  * The hand-off queue of a key (single node or Cluster only) is a sorted set of waiter ids by
@@ -16,7 +17,7 @@ import { defineScript } from "./script-runner.js";
  * hears it, however many wait — so the waiter holds the lock without a claim round trip (its first
  * extension lengthens the TTL). A waiter that died while counted alive blocks the key for at most
  * the grace; one whose message was lost finds its own token in the key at its next attempt and
- * takes it. (A registration without a channel, from an older version, is told on the key's channel.)
+ * takes it.
  */
 
 const NOW = `
@@ -40,28 +41,27 @@ end
 `;
 
 /**
- * Lua: splits a registration "<liveness deadline>:<token>[:<grant channel>]" into the deadline (a
- * number, or nil when malformed), the token and the channel (nil when absent).
+ * Lua: splits a registration "<liveness deadline>:<token>:<grant channel>" (the channel may itself
+ * contain colons) into the deadline, the token and the channel; nil when it is malformed (its
+ * waiter is then dropped like one whose deadline passed).
  */
 export const PARSE_REGISTRATION = `
 local function parse_registration(entry)
   local sep = string.find(entry, ":", 1, true)
   if not sep then return nil end
-  local deadline = tonumber(string.sub(entry, 1, sep - 1))
-  local rest = string.sub(entry, sep + 1)
-  local sep2 = string.find(rest, ":", 1, true)
-  if not sep2 then return deadline, rest, nil end
-  return deadline, string.sub(rest, 1, sep2 - 1), string.sub(rest, sep2 + 1)
+  local sep2 = string.find(entry, ":", sep + 1, true)
+  if not sep2 then return nil end
+  return tonumber(string.sub(entry, 1, sep - 1)), string.sub(entry, sep + 1, sep2 - 1), string.sub(entry, sep2 + 1)
 end
 `;
 
 /**
- * Lua: tells waiter \`id\` that it was granted \`lock\` with \`token\` at server time \`now_ms\`: on its
- * registered grant channel, else (an older registration) on the lock's own channel.
+ * Lua: tells waiter \`id\` on its registered grant \`channel\` that it was granted \`lock\` with \`token\`
+ * at server time \`now_ms\`.
  */
 export const PUBLISH_GRANT = `
 local function publish_grant(lock, id, token, channel, now_ms)
-  redis.call("publish", channel or lock, "g:" .. id .. ":" .. token .. ":" .. now_ms .. ":" .. lock)
+  redis.call("publish", channel, "g:" .. id .. ":" .. token .. ":" .. now_ms .. ":" .. lock)
 end
 `;
 
