@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   CombinedLocker,
   FileLocker,
+  FileReadWriteLocker,
   type Locker,
   MemoryLocker,
   MemoryReadWriteLocker,
@@ -128,7 +129,7 @@ for (const semaphore of ["MemorySemaphore(limit 3)", "RedisSemaphore(limit 3)"])
     "waitingCount with one waiter": "a second permit is free: the second caller does not wait",
   };
 }
-for (const read of ["MemoryReadWriteLocker.read", "RedisReadWriteLocker.read"]) {
+for (const read of ["MemoryReadWriteLocker.read", "RedisReadWriteLocker.read", "FileReadWriteLocker.read"]) {
   EXPECTED_DIFFERENCES[read] = {
     "fencing true": "read leases are shared: fencing needs an exclusive grant",
     "waitingCount with one waiter": "readers share: the second reader does not wait",
@@ -166,6 +167,10 @@ beforeAll(async () => {
   lockers.set("MemoryReadWriteLocker.read", memoryReadWrite.read);
   lockers.set("MemoryReadWriteLocker.write", memoryReadWrite.write);
   add("FileLocker", new FileLocker({ directory }));
+  const fileReadWrite = new FileReadWriteLocker({ directory });
+  closables.push(fileReadWrite);
+  lockers.set("FileReadWriteLocker.read", fileReadWrite.read);
+  lockers.set("FileReadWriteLocker.write", fileReadWrite.write);
   add("RedisLocker(one node)", new RedisLocker(client(0)));
   add("RedisLocker(quorum of 3)", new RedisLocker([client(0), client(1), client(2)]));
   add("RedisSemaphore(limit 3)", new RedisSemaphore(client(0), { limit: 3 }));
