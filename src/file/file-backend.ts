@@ -6,7 +6,6 @@ import {
   type ExtendOutcome,
   LockHandle,
   type QueueIntent,
-  type ReleaseWatcher,
 } from "../core/backend.js";
 import { withTimeout } from "../internal/sleep.js";
 import { newToken } from "../internal/token.js";
@@ -16,7 +15,7 @@ import { type Entry, remainingMs } from "./entry.js";
 import type { ResolvedFileLockerOptions } from "./options.js";
 import { ahead, PermitFiles, type Ticket } from "./permits.js";
 import type { TakeResult } from "./store.js";
-import { DirectoryWatcher } from "./watcher.js";
+import { FileReleaseWatcher } from "./watcher.js";
 
 /** How long a release may take before it reports `"unknown"` (the lock then expires on its own). */
 const RELEASE_TIMEOUT_MS = 5000;
@@ -286,61 +285,5 @@ class FileBackend implements Backend {
   async issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
     const held = this.#held.get(handle.token);
     return held === undefined || held.reader ? undefined : this.#directory.store.nextFencingToken(held.hash);
-  }
-}
-
-/**
- * Hears releases through `fs.watch` on the lock directory ({@link DirectoryWatcher}): any event
- * about a watched key's names (its lock directory, its readers' directory) is passed on as
- * released. While anything is watched, one ref'ed timer keeps the process alive: the watcher and
- * the backoff timers do not (they must not hold up an idle process), but a caller waiting for a
- * lock held by another process is work in progress, like a pending request.
- */
-class FileReleaseWatcher implements ReleaseWatcher {
-  readonly #directory: DirectoryWatcher;
-  readonly #events: BackendEvents;
-  readonly #hashOf: (key: string) => string;
-  readonly #watched = new Map<string, { count: number; stop: () => void }>();
-  #keepAlive: NodeJS.Timeout | undefined;
-
-  constructor(directory: string, events: BackendEvents, hashOf: (key: string) => string) {
-    this.#directory = new DirectoryWatcher(directory);
-    this.#events = events;
-    this.#hashOf = hashOf;
-  }
-
-  watch(resource: string): Promise<void> {
-    let watched = this.#watched.get(resource);
-    if (watched === undefined) {
-      const stop = this.#directory.subscribe(this.#hashOf(resource), () => this.#events.released(resource));
-      watched = { count: 0, stop };
-      this.#watched.set(resource, watched);
-    }
-    watched.count += 1;
-    this.#keepAlive ??= setInterval(() => undefined, 1 << 30);
-    return Promise.resolve();
-  }
-
-  unwatch(resource: string): void {
-    const watched = this.#watched.get(resource);
-    if (watched === undefined || --watched.count > 0) return;
-    watched.stop();
-    this.#watched.delete(resource);
-    if (this.#watched.size === 0) this.#stopKeepAlive();
-  }
-
-  isWatching(resource: string): boolean {
-    return this.#watched.has(resource) && this.#directory.watching;
-  }
-
-  close(): Promise<void> {
-    this.#directory.close();
-    this.#stopKeepAlive();
-    return Promise.resolve();
-  }
-
-  #stopKeepAlive(): void {
-    if (this.#keepAlive !== undefined) clearInterval(this.#keepAlive);
-    this.#keepAlive = undefined;
   }
 }

@@ -1,4 +1,5 @@
 import { type FSWatcher, watch } from "node:fs";
+import type { BackendEvents, ReleaseWatcher } from "../core/backend.js";
 
 /**
  * Wake-ups for waiters of a lock directory: one `fs.watch` of the directory per locker, open only
@@ -84,5 +85,61 @@ export class DirectoryWatcher {
 
   #notifyAll(): void {
     for (const set of [...this.#subscribers.values()]) for (const wake of [...set]) wake();
+  }
+}
+
+/**
+ * Hears releases through `fs.watch` on the lock directory ({@link DirectoryWatcher}): any event
+ * about a watched key's names (its lock directory, its readers' directory) is passed on as
+ * released. While anything is watched, one ref'ed timer keeps the process alive: the watcher and
+ * the backoff timers do not (they must not hold up an idle process), but a caller waiting for a
+ * lock held by another process is work in progress, like a pending request.
+ */
+export class FileReleaseWatcher implements ReleaseWatcher {
+  readonly #directory: DirectoryWatcher;
+  readonly #events: BackendEvents;
+  readonly #hashOf: (key: string) => string;
+  readonly #watched = new Map<string, { count: number; stop: () => void }>();
+  #keepAlive: NodeJS.Timeout | undefined;
+
+  constructor(directory: string, events: BackendEvents, hashOf: (key: string) => string) {
+    this.#directory = new DirectoryWatcher(directory);
+    this.#events = events;
+    this.#hashOf = hashOf;
+  }
+
+  watch(resource: string): Promise<void> {
+    let watched = this.#watched.get(resource);
+    if (watched === undefined) {
+      const stop = this.#directory.subscribe(this.#hashOf(resource), () => this.#events.released(resource));
+      watched = { count: 0, stop };
+      this.#watched.set(resource, watched);
+    }
+    watched.count += 1;
+    this.#keepAlive ??= setInterval(() => undefined, 1 << 30);
+    return Promise.resolve();
+  }
+
+  unwatch(resource: string): void {
+    const watched = this.#watched.get(resource);
+    if (watched === undefined || --watched.count > 0) return;
+    watched.stop();
+    this.#watched.delete(resource);
+    if (this.#watched.size === 0) this.#stopKeepAlive();
+  }
+
+  isWatching(resource: string): boolean {
+    return this.#watched.has(resource) && this.#directory.watching;
+  }
+
+  close(): Promise<void> {
+    this.#directory.close();
+    this.#stopKeepAlive();
+    return Promise.resolve();
+  }
+
+  #stopKeepAlive(): void {
+    if (this.#keepAlive !== undefined) clearInterval(this.#keepAlive);
+    this.#keepAlive = undefined;
   }
 }
