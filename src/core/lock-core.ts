@@ -65,6 +65,11 @@ export interface CoreSettings {
   readonly sweepConcurrency: number;
   /** The user's hook for lost leases; what it throws is swallowed. */
   readonly onLockLost: ((error: LockLostError) => void) | undefined;
+  /**
+   * The shortest `expiry` an acquisition may ask for, in ms (default {@link MIN_EXPIRY_MS}): a
+   * store whose leases are never extended over a network (memory) accepts shorter ones.
+   */
+  readonly minExpiry?: number;
 }
 
 export class LockCore<O extends CoreSettings = CoreSettings> {
@@ -181,8 +186,9 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
   resolveRequest(options: AcquireOptions | undefined): ResolvedAcquireOptions {
     const request = resolveAcquireOptions(options);
     const { expiry } = request;
-    if (expiry !== undefined && expiry < MIN_EXPIRY_MS) {
-      throw new InvalidArgumentError("options.expiry", `a safe integer >= ${MIN_EXPIRY_MS} (milliseconds)`, expiry);
+    const min = this.#options.minExpiry ?? MIN_EXPIRY_MS;
+    if (expiry !== undefined && expiry < min) {
+      throw new InvalidArgumentError("options.expiry", `a safe integer >= ${min} (milliseconds)`, expiry);
     }
     return request;
   }
@@ -725,10 +731,13 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
 
   /** Releases `acquisition` and publishes what the release found (while anyone listens). */
   async #release(acquisition: Acquisition): Promise<ReleaseOutcome> {
-    if (this.#keeper.remove(acquisition)) this.#forget(acquisition);
-    acquisition.state = "released";
     const { handle } = acquisition;
     const wasPastDeadline = performance.now() >= handle.validUntil;
+    // A lease left to expire whose deadline passed before its timer fired (a blocked event loop)
+    // expired all the same: its `lost` says so, as if the timer had fired first.
+    if (wasPastDeadline && acquisition.keepAlive === "never") this.#keeper.markLost(acquisition, "expired");
+    else if (this.#keeper.remove(acquisition)) this.#forget(acquisition);
+    acquisition.state = "released";
     const outcome = await this.#track(this.#store.release(handle));
     // Without a cross-process queue, wake this process's next waiter without waiting for our own
     // message; with one, the release message says whose turn it is — and a release that found
