@@ -51,6 +51,11 @@ export function memoryRequest(options: ResolvedAcquireOptions): ResolvedAcquireO
   return options;
 }
 
+const INFINITY = Number.POSITIVE_INFINITY;
+
+/** Idle slots (nothing held or queued) kept for reuse: a key locked again costs no allocation. */
+const IDLE_KEPT = 1024;
+
 /** One holder of a key's permits. */
 interface Holder {
   readonly weight: number;
@@ -139,12 +144,14 @@ class MemoryBackend implements Backend {
     fencing = false,
     weight = 1,
   ): Promise<AttemptOutcome> {
-    const now = performance.now();
     let slot = this.#slots.get(resource);
     if (slot === undefined) {
       slot = new Slot(resource);
       this.#slots.set(resource, slot);
-    } else if (slot.nextDeadline <= now) this.#expire(slot, now);
+    }
+    // The clock is read only where a deadline is involved (most locks have none).
+    const now = duration === INFINITY && slot.nextDeadline === INFINITY ? 0 : performance.now();
+    if (slot.nextDeadline <= now) this.#expire(slot, now);
     // Granted to this caller's registration already (not seen yet): its turn has come.
     const claim = intent?.claimToken;
     const claimed = claim !== undefined && this.#drop(slot, claim);
@@ -189,7 +196,7 @@ class MemoryBackend implements Backend {
     const holder = slot?.holders.get(handle.token);
     handle.handedTo = "";
     if (slot === undefined || holder === undefined) return "expired";
-    const now = performance.now();
+    const now = holder.deadline === INFINITY && slot.size === 0 ? 0 : performance.now();
     this.#drop(slot, handle.token);
     const first = this.#admit(slot, now);
     if (first !== undefined) handle.handedTo = first;
@@ -223,7 +230,8 @@ class MemoryBackend implements Backend {
 
   /** Adds a holder of `weight` permits for `duration` ms from `now`; returns its token. */
   #hold(slot: Slot, weight: number, duration: number, now: number, token = this.#newToken()): string {
-    const deadline = now + duration;
+    // `now` is 0 where the caller did not read the clock (no deadline was involved then).
+    const deadline = duration === INFINITY ? INFINITY : (now === 0 ? performance.now() : now) + duration;
     slot.holders.set(token, { weight, deadline });
     slot.used += weight;
     if (deadline < slot.nextDeadline) slot.nextDeadline = deadline;
@@ -277,9 +285,9 @@ class MemoryBackend implements Backend {
     return grants[0]?.waiterId;
   }
 
-  /** Drops `slot` when nothing is held or queued. */
+  /** Drops `slot` when nothing is held or queued, unless few slots are kept (then it stays, idle). */
   #tidy(slot: Slot): void {
-    if (slot.used === 0 && slot.holders.size === 0 && slot.size === 0) this.#slots.delete(slot.key);
+    if (slot.holders.size === 0 && slot.size === 0 && this.#slots.size > IDLE_KEPT) this.#slots.delete(slot.key);
   }
 }
 
