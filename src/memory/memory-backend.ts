@@ -160,7 +160,7 @@ class MemoryBackend implements Backend {
       const token = this.#hold(slot, weight, duration, now);
       if (intent?.onSuccess === "leave") this.#unqueue(slot, intent.waiterId);
       if (claimed) this.#admit(slot, now);
-      const handle = new LockHandle(token, resource, now, now + duration);
+      const handle = new LockHandle(token, resource, now, (slot.holders.get(token) as Holder).deadline);
       return fencing ? { kind: "acquired", handle, fencingToken: ++this.#fence } : { kind: "acquired", handle };
     }
     if (claimed) this.#admit(slot, now);
@@ -230,8 +230,9 @@ class MemoryBackend implements Backend {
 
   /** Adds a holder of `weight` permits for `duration` ms from `now`; returns its token. */
   #hold(slot: Slot, weight: number, duration: number, now: number, token = this.#newToken()): string {
-    // `now` is 0 where the caller did not read the clock (no deadline was involved then).
-    const deadline = duration === INFINITY ? INFINITY : (now === 0 ? performance.now() : now) + duration;
+    // `now` is 0 where the caller did not read the clock (no deadline was involved then). Whole
+    // ms, rounded down, as the lease records it: the keeper and the store expire it together.
+    const deadline = duration === INFINITY ? INFINITY : Math.floor((now === 0 ? performance.now() : now) + duration);
     slot.holders.set(token, { weight, deadline });
     slot.used += weight;
     if (deadline < slot.nextDeadline) slot.nextDeadline = deadline;
