@@ -144,10 +144,10 @@ export interface AcquireMessage {
   /**
    * Attempts to take the key so far. Redis: acquisition commands sent (a waiter handed the key by
    * a release's grant sends none for it, so a hand-off usually shows 1). File: takes tried in the
-   * lock directory. PostgreSQL: `pg_try_advisory_lock` statements sent. Memory: 1 once the call
-   * tried (a waiting caller is handed the key; it never tries again). Combined: 1 once the call
-   * asked its members (they count their own attempts in their own messages). 0 for a call refused
-   * before; Redis, file and PostgreSQL also show 0 for a `tryLock`/`tryAcquire` answered without
+   * lock directory. PostgreSQL: `pg_try_advisory_lock` statements sent. Memory: takes tried in the
+   * locker's table (a waiting caller is handed the key by a release, so a hand-off usually shows
+   * 1). Combined: 1 once the call asked its members (they count their own attempts in their own
+   * messages). 0 for a call refused before, and for a `tryLock`/`tryAcquire` answered without
    * asking the store (this locker holds the key, or queues callers for it).
    */
   readonly attempts: number;

@@ -60,6 +60,7 @@ const subjects: Subject[] = [
   {
     kind: "memory-lock",
     weight: 1,
+    heldHere: true,
     setup: () => {
       const locker = keep(new MemoryLocker());
       return { locker, block: (key) => locker.acquire(undefined, key) };

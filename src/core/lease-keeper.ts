@@ -111,9 +111,13 @@ export class LeaseKeeper {
     return { ...this.#stats };
   }
 
-  /** Starts keeping a fresh grant alive. */
+  /**
+   * Starts keeping a fresh grant alive. A grant valid until `Infinity` (a store whose locks are
+   * held by their process until released: memory) is only counted: nothing to extend or watch.
+   */
   add(acquisition: Acquisition): void {
     this.#size += 1;
+    if (acquisition.validUntil === Number.POSITIVE_INFINITY) return;
     const lane = this.#lane(acquisition.duration);
     if (this.#stopped || acquisition.keepAlive === "never") {
       // Left to expire: only its deadline is watched.
@@ -131,6 +135,20 @@ export class LeaseKeeper {
     if (acquisition.state !== "held") return false;
     acquisition.list?.remove(acquisition);
     this.#size -= 1;
+    // The timer may be armed for this lease's far deadline: with nothing else scheduled, it goes
+    // too. (A lease kept alive leaves it armed: the next grant often reuses it.)
+    if (acquisition.keepAlive !== "always" && this.#timer !== undefined && this.#nothingScheduled()) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+      this.#timerAt = Number.POSITIVE_INFINITY;
+    }
+    return true;
+  }
+
+  #nothingScheduled(): boolean {
+    for (const lane of this.#lanes.values()) {
+      if (lane.idle.size + lane.retry.size + lane.pending.size > 0) return false;
+    }
     return true;
   }
 

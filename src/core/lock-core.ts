@@ -37,6 +37,11 @@ export interface CoreSettings {
   readonly sweepConcurrency: number;
   /** The user's hook for lost leases; what it throws is swallowed. */
   readonly onLockLost: ((error: LockLostError) => void) | undefined;
+  /**
+   * The shortest `expiry` an acquisition may ask for, in ms (default {@link MIN_EXPIRY_MS}): a
+   * store whose leases are never extended over a network (memory) accepts shorter ones.
+   */
+  readonly minExpiry?: number;
 }
 
 /**
@@ -184,7 +189,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
    * the limit is the public locker's check.
    */
   resolveRequest(options: AcquireOptions | undefined): ResolvedAcquireOptions {
-    return resolveAcquireOptions(options);
+    return resolveAcquireOptions(options, this.#options.minExpiry);
   }
 
   /**
@@ -386,10 +391,14 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
 
   /** Releases `acquisition` and publishes what the release found (while anyone listens). */
   async #release(acquisition: Acquisition): Promise<ReleaseOutcome> {
-    if (this.#keeper.remove(acquisition)) this.#forget(acquisition);
-    acquisition.state = "released";
     const { handle } = acquisition;
-    const wasPastDeadline = performance.now() >= handle.validUntil;
+    // A lease valid until Infinity (memory) never passes its deadline: no need to read the clock.
+    const wasPastDeadline = handle.validUntil !== Number.POSITIVE_INFINITY && performance.now() >= handle.validUntil;
+    // A lease left to expire whose deadline passed before its timer fired (a blocked event loop)
+    // expired all the same: its `lost` says so, as if the timer had fired first.
+    if (wasPastDeadline && acquisition.keepAlive === "never") this.#keeper.markLost(acquisition, "expired");
+    else if (this.#keeper.remove(acquisition)) this.#forget(acquisition);
+    acquisition.state = "released";
     const outcome = await this.#track(this.#store.release(handle));
     // Without a cross-process queue, wake this process's next waiter without waiting for our own
     // message; with one, the release message says whose turn it is — and a release that found

@@ -74,8 +74,13 @@ export class WaitLoop {
       const listening = this.#parts.store.watcher.isWatching(resource);
       // The lean try joins the queue on failure only on a key that had a waiter here lately (it is
       // likely to fail); elsewhere it is a plain SET NX, and a failure joins at the retry below.
+      // (A key never waited for here skips the clock: the uncontended path reads it less.)
       const leanJoins =
-        leanTry && queued && listening && performance.now() - state.waitedAt < this.#parts.options.backoffMax;
+        leanTry &&
+        queued &&
+        listening &&
+        state.waitedAt !== Number.NEGATIVE_INFINITY &&
+        performance.now() - state.waitedAt < this.#parts.options.backoffMax;
       // If the channel was already confirmed before that try, no release can have slipped by.
       // Otherwise one may have, between the failed first try and the subscription (its message,
       // or its grant to this locker, then reached nobody): try once more after subscribing. That

@@ -153,9 +153,10 @@ const ACQUIRE_OPTIONS: OptionResolvers<ResolvedAcquireOptions> = {
     return value;
   },
   autoExtend: (value, argument) => optionalBoolean(argument, value, true),
+  // At least 1 here; the lower bound of the locker (MIN_EXPIRY_MS, or its own) is checked after.
   expiry: (value, argument) => {
     if (value === undefined) return undefined;
-    validateExpiry(argument, value);
+    validatePositiveInteger(argument, value);
     return value;
   },
 };
@@ -170,11 +171,14 @@ export const DEFAULT_ACQUIRE_OPTIONS: ResolvedAcquireOptions = Object.freeze({
 
 /**
  * Validates `acquire` options and fills in defaults: each option is read once, an unknown key or
- * a `null` value is an {@link InvalidArgumentError}.
+ * a `null` value is an {@link InvalidArgumentError}; `expiry` must be at least `minExpiry`
+ * ({@link MIN_EXPIRY_MS} on every store but memory, whose leases need no round trip).
  */
-export function resolveAcquireOptions(options: unknown): ResolvedAcquireOptions {
+export function resolveAcquireOptions(options: unknown, minExpiry = MIN_EXPIRY_MS): ResolvedAcquireOptions {
   if (options === undefined) return DEFAULT_ACQUIRE_OPTIONS;
-  return resolveEachOption("options", options, ACQUIRE_OPTIONS);
+  const resolved = resolveEachOption("options", options, ACQUIRE_OPTIONS);
+  if (resolved.expiry !== undefined) validatePositiveInteger("options.expiry", resolved.expiry, minExpiry);
+  return resolved;
 }
 
 /**

@@ -1,8 +1,14 @@
-// UnsupportedError is referenced from doc comments only.
-import { InvalidArgumentError, type UnsupportedError } from "../errors.js";
-import { type OptionResolvers, resolveEachOption } from "../internal/validate.js";
-import type { AcquireOptions, Lease, Locker, ReleaseFunc } from "../locker.js";
-import { PermitLocker, PermitStore } from "./permits.js";
+import { CoreLocker } from "../core/core-locker.js";
+import { type CoreSettings, LockCore } from "../core/lock-core.js";
+import { InvalidArgumentError, UnsupportedError } from "../errors.js";
+import {
+  checkWeight,
+  DEFAULT_ACQUIRE_OPTIONS,
+  type OptionResolvers,
+  type ResolvedAcquireOptions,
+  resolveEachOption,
+} from "../internal/validate.js";
+import { MEMORY_SETTINGS, memoryBackend, memoryRequest } from "./memory-backend.js";
 
 /** Options of {@link MemorySemaphore}. */
 export interface MemorySemaphoreOptions {
@@ -36,9 +42,11 @@ const SEMAPHORE_OPTIONS: OptionResolvers<MemorySemaphoreOptions> = {
  *   released first, and the lease's `lost` aborts with reason `"expired"`.
  * - **Fencing** needs an exclusive grant: with `limit > 1`, `{ fencing: true }` is an
  *   {@link UnsupportedError} (thrown before anything is taken).
+ * - `heldCount` is the number of leases held (not keys), `waitingCount` the callers waiting.
  */
-export class MemorySemaphore implements Locker {
-  readonly #core: PermitLocker;
+export class MemorySemaphore extends CoreLocker<CoreSettings> {
+  /** @internal */
+  protected readonly defaultRequest: ResolvedAcquireOptions = DEFAULT_ACQUIRE_OPTIONS;
   /** Permits of each key that may be held at once. */
   readonly limit: number;
 
@@ -48,55 +56,19 @@ export class MemorySemaphore implements Locker {
    */
   constructor(options: MemorySemaphoreOptions) {
     const { limit } = resolveEachOption("options", options, SEMAPHORE_OPTIONS);
+    super(new LockCore(MEMORY_SETTINGS, memoryBackend(limit), limit), "memory-semaphore");
     this.limit = limit;
-    this.#core = new PermitLocker({
-      store: new PermitStore(limit),
-      closing: new AbortController(),
-      maxWeight: limit,
-      maxWeightReason: `the semaphore's limit is ${limit}`,
-      permits: (weight) => weight,
-      kind: "memory-semaphore",
-      locker: this,
-      unfenced:
-        limit === 1
-          ? undefined
-          : `Fencing tokens need an exclusive grant: this semaphore lets up to ${limit} holders in at once (limit ${limit}), ` +
-            "so no token can order their writes; use a lock or a semaphore with limit 1",
-    });
   }
 
-  /** Number of keys with permits held now. */
-  get heldCount(): number {
-    return this.#core.heldCount;
-  }
-
-  /** Number of callers waiting in `lock` or `acquire` (queued for permits), over all keys. */
-  get waitingCount(): number {
-    return this.#core.waitingCount;
-  }
-
-  /** {@inheritDoc Locker.lock} */
-  lock(signal: AbortSignal | undefined, key: string): Promise<ReleaseFunc> {
-    return this.#core.lock(signal, key);
-  }
-
-  /** {@inheritDoc Locker.tryLock} */
-  tryLock(signal: AbortSignal | undefined, key: string): Promise<[acquired: boolean, release: ReleaseFunc]> {
-    return this.#core.tryLock(signal, key);
-  }
-
-  /** {@inheritDoc Locker.acquire} */
-  acquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease> {
-    return this.#core.acquire(signal, key, options);
-  }
-
-  /** {@inheritDoc Locker.tryAcquire} */
-  tryAcquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease | undefined> {
-    return this.#core.tryAcquire(signal, key, options);
-  }
-
-  /** {@inheritDoc Locker.close} */
-  close(): Promise<void> {
-    return this.#core.close();
+  /** @internal */
+  protected request(options: ResolvedAcquireOptions): ResolvedAcquireOptions {
+    checkWeight(options.weight, this.limit, `the semaphore's limit is ${this.limit}`);
+    if (options.fencing && this.limit > 1) {
+      throw new UnsupportedError(
+        `Fencing tokens need an exclusive grant: this semaphore lets up to ${this.limit} holders in at once (limit ${this.limit}), ` +
+          "so no token can order their writes; use a lock or a semaphore with limit 1",
+      );
+    }
+    return memoryRequest(options);
   }
 }

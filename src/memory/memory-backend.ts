@@ -1,0 +1,298 @@
+import { performance } from "node:perf_hooks";
+import {
+  type AttemptOutcome,
+  type Backend,
+  type BackendEvents,
+  type BackendFactory,
+  type ExtendOutcome,
+  type Grant,
+  LockHandle,
+  type QueueIntent,
+  type Registration,
+  type ReleaseWatcher,
+} from "../core/backend.js";
+import type { CoreSettings } from "../core/lock-core.js";
+import { InvalidArgumentError } from "../errors.js";
+import { IntrusiveList, type Linked } from "../internal/intrusive-list.js";
+import { type ResolvedAcquireOptions, validateTimerDelay } from "../internal/validate.js";
+import type { ReleaseOutcome } from "../locker.js";
+
+/**
+ * The core's settings for every in-memory locker (they have no options). A lease is held until
+ * released (`expiry: Infinity`: its handle is valid until `Infinity`, so the lease keeper neither
+ * extends nor watches it) unless acquired with `{ autoExtend: false, expiry }`, which may be as
+ * short as 1 ms: nothing is sent over a network. Waiters are handed the key by releases; the
+ * safety net (a poll every 10 s) only guards against a bug losing a wake-up.
+ */
+export const MEMORY_SETTINGS: CoreSettings = Object.freeze({
+  expiry: Number.POSITIVE_INFINITY,
+  minExpiry: 1,
+  operationTimeout: 1,
+  backoffMin: 10_000,
+  backoffMax: 10_000,
+  sweepConcurrency: 1,
+  onLockLost: undefined,
+});
+
+/** A memory lease that is never extended needs a length: there is no locker-wide expiry. */
+const NO_DEFAULT_EXPIRY =
+  "a lease length in ms with autoExtend: false (a memory lock is held by its process and has no default expiry)";
+
+/**
+ * The request an in-memory locker sends to its core: a lease kept alive is held until released,
+ * whatever its `expiry` (ignored; the lease's length is `Infinity`); `autoExtend: false` needs an
+ * `expiry` that a Node.js timer honours (the lease keeper's timer frees it then).
+ */
+export function memoryRequest(options: ResolvedAcquireOptions): ResolvedAcquireOptions {
+  const { autoExtend, expiry } = options;
+  if (autoExtend) return expiry === undefined ? options : { ...options, expiry: undefined };
+  if (expiry === undefined) throw new InvalidArgumentError("options.expiry", NO_DEFAULT_EXPIRY, expiry);
+  validateTimerDelay("options.expiry", expiry);
+  return options;
+}
+
+const INFINITY = Number.POSITIVE_INFINITY;
+
+/** Idle slots (nothing held or queued) kept for reuse: a key locked again costs no allocation. */
+const IDLE_KEPT = 1024;
+
+/** One holder of a key's permits. */
+interface Holder {
+  readonly weight: number;
+  /** `performance.now()` at which it expires; `Infinity`: held until released. */
+  readonly deadline: number;
+}
+
+/** A queued waiter's place (one per waiter id): its latest registration. */
+class Place implements Linked<Place> {
+  prev: Place | undefined;
+  next: Place | undefined;
+  list: IntrusiveList<Place> | undefined;
+  token = "";
+  weight = 1;
+  duration = 0;
+
+  constructor(readonly waiterId: string) {}
+}
+
+/** A key in use: its holders, the permits they take, and its queue (the slot is its own list). */
+class Slot extends IntrusiveList<Place> {
+  used = 0;
+  readonly holders = new Map<string, Holder>();
+  /** Places by waiter id; made when someone first queues. */
+  places: Map<string, Place> | undefined;
+  /** The earliest finite deadline of a holder (`Infinity`: none expires). */
+  nextDeadline = Number.POSITIVE_INFINITY;
+
+  constructor(readonly key: string) {
+    super();
+  }
+}
+
+/** Memory needs no subscription: the backend reports releases itself, synchronously. */
+const WATCHER: ReleaseWatcher = {
+  watch: () => Promise.resolve(),
+  unwatch: () => undefined,
+  isWatching: () => true,
+  close: () => Promise.resolve(),
+};
+
+/**
+ * The backend of the in-memory lockers: keys of one locker, in its process. A key has `limit`
+ * permits (1 for a lock); a holder takes `weight` of them. Waiters queue per key in arrival
+ * order, and a release (or an expiry, or a waiter that leaves) grants the permits it frees to
+ * queued waiters from the head for as long as they fit, reporting each grant synchronously, so a
+ * hand-off costs no timer and no poll. An attempt takes permits only when no other waiter is
+ * queued ahead of it: a heavy waiter is never overtaken by lighter ones behind it.
+ *
+ * A holder with a finite deadline (`autoExtend: false`) is dropped once it has passed, when the
+ * key is next touched; the lease keeper watches that deadline and wakes the next waiter, which
+ * touches it. Tokens are a counter: nothing leaves the process. Fencing tokens rise with every
+ * fenced grant of the locker, so they rise per key.
+ */
+class MemoryBackend implements Backend {
+  readonly countsPermits = true;
+  readonly supportsFencing = true;
+  readonly watcher = WATCHER;
+  readonly #slots = new Map<string, Slot>();
+  readonly #limit: number;
+  readonly #events: BackendEvents;
+  #tokens = 0;
+  #fence = 0n;
+
+  constructor(limit: number, events: BackendEvents) {
+    this.#limit = limit;
+    this.#events = events;
+  }
+
+  resourceOf(key: string): string {
+    return key;
+  }
+
+  hasQueue(): boolean {
+    return true;
+  }
+
+  checkResource(): void {}
+
+  checkFencing(): void {}
+
+  async acquire(
+    resource: string,
+    duration: number,
+    intent?: QueueIntent,
+    fencing = false,
+    weight = 1,
+  ): Promise<AttemptOutcome> {
+    let slot = this.#slots.get(resource);
+    if (slot === undefined) {
+      slot = new Slot(resource);
+      this.#slots.set(resource, slot);
+    }
+    // The clock is read only where a deadline is involved (most locks have none).
+    const now = duration === INFINITY && slot.nextDeadline === INFINITY ? 0 : performance.now();
+    if (slot.nextDeadline <= now) this.#expire(slot, now);
+    // Granted to this caller's registration already (not seen yet): its turn has come.
+    const claim = intent?.claimToken;
+    const claimed = claim !== undefined && this.#drop(slot, claim);
+    const ahead = !claimed && slot.head !== undefined && slot.head.waiterId !== intent?.waiterId;
+    if (!ahead && slot.used + weight <= this.#limit) {
+      const token = this.#hold(slot, weight, duration, now);
+      if (intent?.onSuccess === "leave") this.#unqueue(slot, intent.waiterId);
+      if (claimed) this.#admit(slot, now);
+      const handle = new LockHandle(token, resource, now, (slot.holders.get(token) as Holder).deadline);
+      return fencing ? { kind: "acquired", handle, fencingToken: ++this.#fence } : { kind: "acquired", handle };
+    }
+    if (claimed) this.#admit(slot, now);
+    if (intent === undefined || !intent.join) return { kind: "held" };
+    slot.places ??= new Map();
+    let place = slot.places.get(intent.waiterId);
+    if (place === undefined) {
+      place = new Place(intent.waiterId);
+      slot.places.set(intent.waiterId, place);
+      slot.push(place);
+    }
+    place.token = this.#newToken();
+    place.weight = weight;
+    place.duration = duration;
+    const registration: Registration = { token: place.token, weight, sentAt: now, serverMs: now };
+    return { kind: "held", registration };
+  }
+
+  async extendMany(handles: readonly LockHandle[]): Promise<ExtendOutcome[]> {
+    // Only a hand-off grant with `autoExtend: false` is ever extended (once): its deadline was set
+    // from the grant and stays; the extension just confirms it is still held.
+    const now = performance.now();
+    return handles.map((handle) => {
+      const holder = this.#slots.get(handle.resource)?.holders.get(handle.token);
+      if (holder === undefined || holder.deadline <= now) return "expired";
+      handle.renew(handle.validFrom, holder.deadline);
+      return "extended";
+    });
+  }
+
+  async release(handle: LockHandle): Promise<ReleaseOutcome> {
+    const slot = this.#slots.get(handle.resource);
+    const holder = slot?.holders.get(handle.token);
+    handle.handedTo = "";
+    if (slot === undefined || holder === undefined) return "expired";
+    const now = holder.deadline === INFINITY && slot.size === 0 ? 0 : performance.now();
+    this.#drop(slot, handle.token);
+    const first = this.#admit(slot, now);
+    if (first !== undefined) handle.handedTo = first;
+    return holder.deadline <= now ? "expired" : "released";
+  }
+
+  grantedHandle(resource: string, registration: Registration, grantedServerMs: number): LockHandle {
+    // A holder no longer there (released, expired) makes a handle already past its validity.
+    const deadline = this.#slots.get(resource)?.holders.get(registration.token)?.deadline ?? 0;
+    return new LockHandle(registration.token, resource, grantedServerMs, deadline);
+  }
+
+  async leaveQueue(resource: string, waiterId: string, claimToken?: string): Promise<void> {
+    const slot = this.#slots.get(resource);
+    if (slot === undefined) return;
+    this.#unqueue(slot, waiterId);
+    if (claimToken !== undefined) this.#drop(slot, claimToken);
+    // The leaver may have been what blocked those behind it.
+    this.#admit(slot, performance.now());
+  }
+
+  async issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
+    const holder = this.#slots.get(handle.resource)?.holders.get(handle.token);
+    return holder !== undefined && holder.deadline > performance.now() ? ++this.#fence : undefined;
+  }
+
+  #newToken(): string {
+    this.#tokens += 1;
+    return this.#tokens.toString(36);
+  }
+
+  /** Adds a holder of `weight` permits for `duration` ms from `now`; returns its token. */
+  #hold(slot: Slot, weight: number, duration: number, now: number, token = this.#newToken()): string {
+    // `now` is 0 where the caller did not read the clock (no deadline was involved then). Whole
+    // ms, rounded down, as the lease records it: the keeper and the store expire it together.
+    const deadline = duration === INFINITY ? INFINITY : Math.floor((now === 0 ? performance.now() : now) + duration);
+    slot.holders.set(token, { weight, deadline });
+    slot.used += weight;
+    if (deadline < slot.nextDeadline) slot.nextDeadline = deadline;
+    return token;
+  }
+
+  /** Removes holder `token` if there is one; returns whether there was. */
+  #drop(slot: Slot, token: string): boolean {
+    const holder = slot.holders.get(token);
+    if (holder === undefined) return false;
+    slot.holders.delete(token);
+    slot.used -= holder.weight;
+    return true;
+  }
+
+  /** Drops the holders whose deadline passed and lets queued waiters into what they held. */
+  #expire(slot: Slot, now: number): void {
+    let next = Number.POSITIVE_INFINITY;
+    for (const [token, { deadline }] of slot.holders) {
+      if (deadline <= now) this.#drop(slot, token);
+      else if (deadline < next) next = deadline;
+    }
+    slot.nextDeadline = next;
+    this.#admit(slot, now);
+  }
+
+  #unqueue(slot: Slot, waiterId: string): void {
+    const place = slot.places?.get(waiterId);
+    if (place === undefined) return;
+    slot.remove(place);
+    slot.places?.delete(waiterId);
+  }
+
+  /**
+   * Grants permits to queued waiters from the head while they fit, then reports the grants (after
+   * the slot is consistent: a grant nobody takes is released at once, re-entering this backend).
+   * Drops the slot once nothing is held or queued. Returns the first waiter granted, if any.
+   */
+  #admit(slot: Slot, now: number): string | undefined {
+    let grants: Grant[] | undefined;
+    for (let head = slot.head; head !== undefined; head = slot.head) {
+      if (slot.used + head.weight > this.#limit) break;
+      this.#unqueue(slot, head.waiterId);
+      this.#hold(slot, head.weight, head.duration, now, head.token);
+      grants ??= [];
+      grants.push({ waiterId: head.waiterId, token: head.token, serverMs: now });
+    }
+    this.#tidy(slot);
+    if (grants === undefined) return undefined;
+    for (const grant of grants) this.#events.granted(slot.key, grant);
+    return grants[0]?.waiterId;
+  }
+
+  /** Drops `slot` when nothing is held or queued, unless few slots are kept (then it stays, idle). */
+  #tidy(slot: Slot): void {
+    if (slot.holders.size === 0 && slot.size === 0 && this.#slots.size > IDLE_KEPT) this.#slots.delete(slot.key);
+  }
+}
+
+/** Makes the backend of an in-memory locker whose keys have `limit` permits (1 for a lock). */
+export function memoryBackend(limit: number): BackendFactory {
+  return ({ events }) => new MemoryBackend(limit, events);
+}
