@@ -1,6 +1,7 @@
 import { performance } from "node:perf_hooks";
+import { StoreUnavailableError } from "../errors.js";
 import { DeadlineGroup } from "../internal/deadline-group.js";
-import type { PostgresNotification, PostgresPoolClient } from "./types.js";
+import type { PostgresNotification, PostgresPool, PostgresPoolClient } from "./types.js";
 
 /** Why a session ended: its connection failed or ended, or it could not be confirmed in time. */
 export type SessionEnd = "dropped" | "unconfirmed" | "retired";
@@ -32,8 +33,13 @@ export class Session {
   pid = 0;
   /** `performance.now()` at which the latest statement that was answered had been sent. */
   confirmedAt = performance.now();
-  /** Acquisitions held on this session (the locker's bookkeeping). */
-  readonly holds = new Set<unknown>();
+  /** Tokens of the leases held on this session, each with whether its lock is shared. */
+  readonly holds = new Map<string, boolean>();
+  /**
+   * Resources held or being tried on this session: how many shared, or -1 for exclusive. Session
+   * locks are re-entrant, so a second try here would succeed: the backend asks only when it may.
+   */
+  readonly resources = new Map<string, number>();
   /** Whether `idle_session_timeout` was set (PostgreSQL 14 and later), to reset it on retirement. */
   idleTimeoutSet = false;
   #ended = false;
@@ -152,6 +158,70 @@ export class Session {
       this.end("dropped", error);
     }
   }
+}
+
+/** What {@link openSession} needs. */
+export interface SessionSettings {
+  readonly connectTimeout: number;
+  readonly operationTimeout: number;
+  /** `idle_session_timeout`, in ms. */
+  readonly expiry: number;
+  readonly channel: string;
+}
+
+/**
+ * Checks a connection out of `pool` (within `connectTimeout`) and sets it up as a {@link Session};
+ * failures are a StoreUnavailableError naming `resource`.
+ */
+export async function openSession(
+  pool: PostgresPool,
+  settings: SessionSettings,
+  events: SessionEvents,
+  resource: string,
+): Promise<Session> {
+  const { connectTimeout, operationTimeout, expiry, channel } = settings;
+  const connecting = pool.connect();
+  let timer: NodeJS.Timeout | undefined;
+  let client: PostgresPoolClient;
+  try {
+    client = await new Promise<PostgresPoolClient>((resolve, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `no connection from the pool within ${connectTimeout} ms (is the pool exhausted, or PostgreSQL unreachable?)`,
+            ),
+          ),
+        connectTimeout,
+      );
+      connecting.then(resolve, reject);
+    });
+  } catch (error) {
+    // A connection that arrives after the timeout goes straight back.
+    connecting.then(
+      (late) => late.release(),
+      () => undefined,
+    );
+    throw unavailable(resource, error);
+  } finally {
+    clearTimeout(timer);
+  }
+  const session = new Session(client, operationTimeout, channel, events);
+  try {
+    await session.setUp(expiry);
+  } catch (error) {
+    session.end("dropped", error);
+    throw unavailable(resource, error);
+  }
+  return session;
+}
+
+function unavailable(resource: string, error: unknown): StoreUnavailableError {
+  return new StoreUnavailableError(resource, `PostgreSQL is unavailable: ${messageOf(error)}`, { cause: error });
+}
+
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 function ignore(): void {}

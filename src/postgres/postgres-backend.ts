@@ -1,0 +1,447 @@
+import { performance } from "node:perf_hooks";
+import {
+  type AttemptOutcome,
+  type Backend,
+  type BackendEvents,
+  type BackendFactory,
+  type ExtendOutcome,
+  LockHandle,
+  type QueueIntent,
+  type ReleaseWatcher,
+} from "../core/backend.js";
+import { LockerClosedError, LockLostError, StoreUnavailableError, UnsupportedError } from "../errors.js";
+import { newToken } from "../internal/token.js";
+import type { ReleaseOutcome } from "../locker.js";
+import { channelOf, lockId, markerOf } from "./keys.js";
+import type { ResolvedPostgresLockerOptions } from "./options.js";
+import { messageOf, openSession, type Session, type SessionEnd } from "./session.js";
+import type { PostgresPool } from "./types.js";
+
+/** A lock: one plain try (the uncontended path), or with a fencing token drawn only when taken. */
+const TRY = "SELECT pg_try_advisory_lock($1::bigint) AS ok, NULL::text AS token";
+const TRY_FENCED = `WITH t AS MATERIALIZED (SELECT pg_try_advisory_lock($1::bigint) AS ok)
+  SELECT t.ok, CASE WHEN t.ok THEN nextval($2::regclass)::text END AS token FROM t`;
+
+/**
+ * A reader (read-write mode): takes the lock shared unless a writer waits in another session (the
+ * writers' marker is held), or this waiter is ahead of such writers (it holds the readers'
+ * marker). Failing while no writer waits, a queued reader takes the readers' marker; taking the
+ * lock, it drops it. CTEs are materialized and chained: they run in this order, once each.
+ */
+const READ = `WITH w AS MATERIALIZED (
+    SELECT CASE WHEN $6::boolean THEN true ELSE pg_try_advisory_xact_lock($2::int, $3::int) END AS may
+  ), t AS MATERIALIZED (
+    SELECT w.may, CASE WHEN w.may THEN pg_try_advisory_lock_shared($1::bigint) ELSE false END AS ok FROM w
+  )
+  SELECT t.ok, NULL::text AS token,
+    CASE WHEN NOT t.ok AND t.may AND $7::boolean AND NOT $6::boolean THEN pg_try_advisory_lock_shared($4::int, $5::int)
+         WHEN t.ok AND $6::boolean THEN NOT pg_advisory_unlock_shared($4::int, $5::int) END AS marked
+  FROM t`;
+
+/**
+ * A writer (read-write mode): a queued writer first takes the writers' marker (shared: many
+ * writers may wait), then takes the lock exclusively unless a reader ahead of it waits in another
+ * session; taking it, it drops its marker and draws a fencing token when asked.
+ */
+const WRITE = `WITH m AS MATERIALIZED (
+    SELECT CASE WHEN $6::boolean THEN pg_advisory_lock_shared($2::int, $3::int) IS NULL END AS marked
+  ), r AS MATERIALIZED (
+    SELECT pg_try_advisory_xact_lock($4::int, $5::int) AS free FROM m
+  ), t AS MATERIALIZED (
+    SELECT CASE WHEN r.free THEN pg_try_advisory_lock($1::bigint) ELSE false END AS ok FROM r
+  )
+  SELECT t.ok, CASE WHEN t.ok AND ($6::boolean OR $7::boolean) THEN NOT pg_advisory_unlock_shared($2::int, $3::int) END AS marked,
+    CASE WHEN t.ok AND $8::boolean THEN nextval($9::regclass)::text END AS token
+  FROM t`;
+
+/** A release: unlocks, then NOTIFYs only when a waiter in another session holds the key's marker. */
+const NOTIFY = "CASE WHEN pg_try_advisory_xact_lock($2::int, $3::int) THEN NULL ELSE pg_notify($4, $5) END AS notified";
+const RELEASE = `SELECT pg_advisory_unlock($1::bigint) AS released, ${NOTIFY}`;
+const RELEASE_SHARED = `SELECT pg_advisory_unlock_shared($1::bigint) AS released, ${NOTIFY}`;
+const MARK = "SELECT pg_advisory_lock_shared($1::int, $2::int) IS NULL AS marked";
+const UNMARK = "SELECT pg_advisory_unlock_shared($1::int, $2::int)";
+
+interface Row {
+  ok: boolean;
+  token: string | null;
+  marked?: boolean | null;
+}
+
+/** A queued waiter of read-write mode that holds a marker (writers' or readers') on `session`. */
+interface QueuedWaiter {
+  readonly session: Session;
+  readonly marker: [number, number];
+}
+
+const HELD: AttemptOutcome = { kind: "held" };
+
+/** The markers of a read-write key: writers waiting, readers ahead of them. */
+function rwMarkers(resource: string): { writers: [number, number]; readers: [number, number] } {
+  return { writers: markerOf(lockId(`${resource}\u0000w`)), readers: markerOf(lockId(`${resource}\u0000r`)) };
+}
+
+/**
+ * The backend of the PostgreSQL lockers: session advisory locks on one connection checked out of
+ * the caller's pool (see `Session`), releases heard through `LISTEN`/`NOTIFY`.
+ *
+ * - A lock never expires on its own: it lives as long as its session. A lease's validity is how
+ *   long the session is known alive (`min(lease, expiry)` from the last statement confirming it,
+ *   since the server ends a session idle for `expiry`), so an extension is one `SELECT 1` per batch
+ *   that renews every lease of the batch; a session that ended loses every lease on it at once
+ *   ("taken" when it dropped, "expired" when the server ended it idle or it went unconfirmed).
+ * - Watching a key is holding its waiter marker (a shared advisory lock on the same 64 bits as two
+ *   `int4`): a release NOTIFYs the key on the locker's channel only while another session holds it.
+ * - With `limit` (read-write mode) a weight below it takes the lock shared, the full weight
+ *   exclusively; see READ and WRITE for the markers that keep writers from starving across sessions.
+ */
+export function postgresBackend(
+  pool: PostgresPool,
+  options: ResolvedPostgresLockerOptions,
+  limit?: number,
+): BackendFactory {
+  return ({ events }) => new PostgresBackend(pool, options, events, limit);
+}
+
+class PostgresBackend implements Backend, ReleaseWatcher {
+  readonly countsPermits: boolean;
+  readonly expires = false;
+  readonly supportsFencing = true;
+  readonly watcher: ReleaseWatcher = this;
+  readonly #pool: PostgresPool;
+  readonly #options: ResolvedPostgresLockerOptions;
+  readonly #events: BackendEvents;
+  readonly #channel: string;
+  readonly #limit: number | undefined;
+  #session: Session | undefined;
+  #connecting: Promise<Session> | undefined;
+  #sequenceReady: Promise<void> | undefined;
+  #closing = false;
+  /** Why each ended session's leases were lost. */
+  readonly #reasons = new WeakMap<Session, "taken" | "expired">();
+  /** Watchers per resource, and the resources whose marker the current session holds. */
+  readonly #watchers = new Map<string, number>();
+  readonly #marked = new Set<string>();
+  readonly #syncing = new Map<string, Promise<void>>();
+  /** Read-write mode: queued waiters holding a marker, by their id in the core. */
+  readonly #queued = new Map<string, QueuedWaiter>();
+
+  constructor(pool: PostgresPool, options: ResolvedPostgresLockerOptions, events: BackendEvents, limit?: number) {
+    this.#pool = pool;
+    this.#options = options;
+    this.#events = events;
+    this.#channel = channelOf(options.prefix);
+    this.#limit = limit;
+    this.countsPermits = limit !== undefined;
+  }
+
+  resourceOf(key: string): string {
+    return this.#options.prefix + key;
+  }
+
+  hasQueue(): boolean {
+    return false;
+  }
+
+  checkResource(): void {}
+
+  checkFencing(): void {}
+
+  async acquire(
+    resource: string,
+    duration: number,
+    intent?: QueueIntent,
+    fencing = false,
+    weight = 1,
+  ): Promise<AttemptOutcome> {
+    const session = await this.#connect(resource);
+    if (fencing) await this.#ensureSequence(session, resource);
+    const id = lockId(resource).toString();
+    const shared = this.#limit !== undefined && weight < this.#limit;
+    const queued = intent === undefined ? undefined : this.#queued.get(intent.waiterId);
+    const marked = queued?.session === session;
+    const join = this.#limit !== undefined && intent?.join === true;
+    let text: string;
+    let values: unknown[];
+    if (this.#limit === undefined) {
+      [text, values] = fencing ? [TRY_FENCED, [id, this.#options.fencingSequence]] : [TRY, [id]];
+    } else {
+      const { writers, readers } = rwMarkers(resource);
+      [text, values] = shared
+        ? [READ, [id, ...writers, ...readers, marked, join]]
+        : [
+            WRITE,
+            [
+              id,
+              ...writers,
+              ...readers,
+              join && !marked,
+              marked,
+              fencing,
+              fencing ? this.#options.fencingSequence : null,
+            ],
+          ];
+    }
+    const taken = session.resources.get(resource) ?? 0;
+    if (shared ? taken < 0 : taken !== 0) return this.#held(join, weight, performance.now());
+    session.resources.set(resource, shared ? taken + 1 : -1);
+    const sentAt = performance.now();
+    let row: Row | undefined;
+    try {
+      [row] = await this.#run<Row>(session, resource, text, values);
+    } finally {
+      if (row?.ok !== true) this.#untake(session, resource, shared);
+    }
+    if (intent !== undefined && this.#limit !== undefined) {
+      if (row?.ok === true) this.#queued.delete(intent.waiterId);
+      else if (!marked && (shared ? row?.marked === true : join)) {
+        const { writers, readers } = rwMarkers(resource);
+        this.#queued.set(intent.waiterId, { session, marker: shared ? readers : writers });
+      }
+    }
+    if (row?.ok !== true) return this.#held(join, weight, sentAt);
+    const handle = new LockHandle(newToken(), resource, sentAt, sentAt + Math.min(duration, this.#options.expiry));
+    if (session.ended) return { kind: "expired-on-arrival" };
+    session.holds.set(handle.token, shared);
+    return row.token === null
+      ? { kind: "acquired", handle }
+      : { kind: "acquired", handle, fencingToken: BigInt(row.token) };
+  }
+
+  /** A miss; a counted waiter is told it queued (the core then calls leaveQueue when it gives up). */
+  #held(join: boolean, weight: number, sentAt: number): AttemptOutcome {
+    return join ? { kind: "held", registration: { token: "", weight, sentAt, serverMs: 0 } } : HELD;
+  }
+
+  /** Forgets one lock of `resource` held or tried on `session`. */
+  #untake(session: Session, resource: string, shared: boolean): void {
+    const count = session.resources.get(resource) ?? 0;
+    if (shared && count > 1) session.resources.set(resource, count - 1);
+    else session.resources.delete(resource);
+  }
+
+  /** One `SELECT 1` confirms the session, and so every lease of the batch on it. */
+  async extendMany(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
+    const session = this.#session;
+    if (session === undefined || session.ended) return handles.map(() => "taken");
+    const sentAt = performance.now();
+    try {
+      await session.query("SELECT 1", undefined);
+    } catch (error) {
+      if (!session.ended) return handles.map(() => this.#unavailable(handles[0]?.resource ?? "", error));
+      const reason = this.#reasons.get(session) ?? "taken";
+      const prefix = this.#options.prefix.length;
+      return handles.map((handle) => new LockLostError(handle.resource.slice(prefix), reason, { cause: error }));
+    }
+    const validUntil = sentAt + Math.min(duration, this.#options.expiry);
+    return handles.map((handle) => {
+      if (!session.holds.has(handle.token)) return "taken";
+      handle.renew(sentAt, validUntil);
+      return "extended";
+    });
+  }
+
+  async release(handle: LockHandle): Promise<ReleaseOutcome> {
+    const session = this.#session;
+    const shared = session?.holds.get(handle.token);
+    if (session === undefined || session.ended || shared === undefined) return "expired";
+    session.holds.delete(handle.token);
+    this.#untake(session, handle.resource, shared);
+    const last = this.#closing && session.holds.size === 0;
+    if (last && performance.now() >= handle.validUntil) {
+      // Closed, and the last lease ran out: the session is not confirmed any more; the server frees it.
+      session.end("unconfirmed", new LockerClosedError());
+      return "expired";
+    }
+    try {
+      const id = lockId(handle.resource);
+      const key = handle.resource.slice(this.#options.prefix.length);
+      const [row] = await session.query<{ released: boolean }>(shared ? RELEASE_SHARED : RELEASE, [
+        id.toString(),
+        ...markerOf(id),
+        this.#channel,
+        key,
+      ]);
+      return row?.released === true ? "released" : "expired";
+    } catch {
+      return session.ended ? "expired" : "unknown";
+    } finally {
+      if (this.#closing && session.holds.size === 0) await session.retire();
+    }
+  }
+
+  grantedHandle(): LockHandle {
+    throw new UnsupportedError("PostgreSQL advisory locks have no hand-off queue");
+  }
+
+  async leaveQueue(_resource: string, waiterId: string): Promise<void> {
+    const queued = this.#queued.get(waiterId);
+    if (queued === undefined) return;
+    this.#queued.delete(waiterId);
+    if (!queued.session.ended) await queued.session.query(UNMARK, queued.marker).catch(() => undefined);
+  }
+
+  async issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
+    const session = this.#session;
+    if (session === undefined || !session.holds.has(handle.token)) return undefined;
+    await this.#ensureSequence(session, handle.resource);
+    const [row] = await this.#run<{ token: string }>(
+      session,
+      handle.resource,
+      "SELECT nextval($1::regclass)::text AS token",
+      [this.#options.fencingSequence],
+    );
+    return row === undefined ? undefined : BigInt(row.token);
+  }
+
+  // The release watcher: a watched key's waiter marker is held on the current session.
+
+  watch(resource: string): Promise<void> {
+    this.#watchers.set(resource, (this.#watchers.get(resource) ?? 0) + 1);
+    return this.#sync(resource);
+  }
+
+  unwatch(resource: string): void {
+    const count = (this.#watchers.get(resource) ?? 1) - 1;
+    if (count > 0) this.#watchers.set(resource, count);
+    else {
+      this.#watchers.delete(resource);
+      void this.#sync(resource);
+    }
+  }
+
+  isWatching(resource: string): boolean {
+    return this.#marked.has(resource) && this.#session?.ended === false;
+  }
+
+  /** Stops: gives the session back clean when no lease is held, else ends it `expiry` from now. */
+  async close(): Promise<void> {
+    this.#closing = true;
+    await this.#connecting?.catch(() => undefined);
+    const session = this.#session;
+    if (session === undefined) return;
+    if (session.holds.size === 0) {
+      await session.retire();
+      return;
+    }
+    setTimeout(() => session.end("unconfirmed", new LockerClosedError()), this.#options.expiry).unref();
+  }
+
+  /** Brings `resource`'s marker in line with its watchers (one change at a time per resource). */
+  #sync(resource: string): Promise<void> {
+    const next = (this.#syncing.get(resource) ?? Promise.resolve()).then(() => this.#reconcile(resource));
+    this.#syncing.set(resource, next);
+    void next.then(() => {
+      if (this.#syncing.get(resource) === next) this.#syncing.delete(resource);
+    });
+    return next;
+  }
+
+  async #reconcile(resource: string): Promise<void> {
+    const wanted = this.#watchers.has(resource) && !this.#closing;
+    if (wanted === this.#marked.has(resource)) return;
+    const marker = markerOf(lockId(resource));
+    if (!wanted) {
+      this.#marked.delete(resource);
+      const session = this.#session;
+      if (session !== undefined && !session.ended) await session.query(UNMARK, marker).catch(() => undefined);
+      return;
+    }
+    try {
+      const session = await this.#connect(resource);
+      await session.query(MARK, marker);
+      if (!session.ended && this.#session === session) this.#marked.add(resource);
+    } catch {
+      // Unheard: the core's safety net polls.
+    }
+  }
+
+  /** The locker's session, checked out of the pool (and set up) if there is none. */
+  #connect(resource: string): Promise<Session> {
+    const session = this.#session;
+    if (session !== undefined && !session.ended) return Promise.resolve(session);
+    this.#connecting ??= this.#open(resource).finally(() => {
+      this.#connecting = undefined;
+    });
+    return this.#connecting;
+  }
+
+  async #open(resource: string): Promise<Session> {
+    const { connectTimeout, operationTimeout, expiry } = this.#options;
+    const session = await openSession(
+      this.#pool,
+      { connectTimeout, operationTimeout, expiry, channel: this.#channel },
+      {
+        notified: (key) => this.#events.released(key),
+        ended: (ended, how, cause) => this.#ended(ended, how, cause),
+      },
+      resource,
+    );
+    if (this.#closing) {
+      await session.retire();
+      throw new LockerClosedError();
+    }
+    this.#session = session;
+    // Markers died with the previous session: take them again here.
+    for (const watched of this.#watchers.keys()) void this.#sync(watched);
+    return session;
+  }
+
+  /** A session ended: unless it was retired, every lease on it is lost; waiters try again. */
+  #ended(session: Session, how: SessionEnd, cause: unknown): void {
+    if (this.#session === session) {
+      this.#session = undefined;
+      this.#marked.clear();
+    }
+    for (const [id, queued] of this.#queued) if (queued.session === session) this.#queued.delete(id);
+    const reason =
+      how === "dropped" && (cause as { code?: unknown } | undefined)?.code !== "57P05" ? "taken" : "expired";
+    this.#reasons.set(session, reason);
+    if (how !== "retired" && session.holds.size > 0) {
+      const tokens = new Set(session.holds.keys());
+      // After an extension in flight on it has reported the loss (with its error) itself.
+      setImmediate(() => this.#events.lost(tokens, reason, cause));
+    }
+    this.#events.missed();
+  }
+
+  /** Runs a statement of an acquisition; a failure is a StoreUnavailableError with its cause. */
+  async #run<R>(session: Session, resource: string, text: string, values: unknown[]): Promise<R[]> {
+    try {
+      return await session.query<R>(text, values);
+    } catch (error) {
+      // The fencing sequence was dropped (or never made it to disk): create it again next time.
+      if ((error as { code?: unknown }).code === "42P01") this.#sequenceReady = undefined;
+      throw this.#unavailable(resource, error);
+    }
+  }
+
+  #unavailable(resource: string, error: unknown): StoreUnavailableError {
+    return new StoreUnavailableError(resource, `PostgreSQL failed on "${resource}": ${messageOf(error)}`, {
+      cause: error,
+    });
+  }
+
+  /** Creates the fencing sequence once per locker (concurrent creators are harmless). */
+  async #ensureSequence(session: Session, resource: string): Promise<void> {
+    const sequence = this.#options.fencingSequence;
+    this.#sequenceReady ??= session.query(`CREATE SEQUENCE IF NOT EXISTS ${sequence}`, undefined).then(
+      () => undefined,
+      (error: unknown) => {
+        const code = (error as { code?: unknown }).code;
+        // Two sessions creating it at once: one wins, the other sees a duplicate.
+        if (code === "23505" || code === "42P07") return;
+        this.#sequenceReady = undefined;
+        throw error;
+      },
+    );
+    try {
+      await this.#sequenceReady;
+    } catch (error) {
+      throw new StoreUnavailableError(
+        resource,
+        `PostgreSQL could not create the fencing sequence ${sequence}: ${messageOf(error)}`,
+        { cause: error },
+      );
+    }
+  }
+}
