@@ -96,6 +96,8 @@ export type LockerKind =
   | "redis-write"
   | "file-lock"
   | "postgres-lock"
+  | "postgres-read"
+  | "postgres-write"
   | "combined-lock";
 
 /** Which {@link Locker} method a traced call is. */

@@ -29,9 +29,10 @@ const TRY_FENCED = `WITH t AS MATERIALIZED (SELECT pg_try_advisory_lock($1::bigi
  * lock, it drops it. CTEs are materialized and chained: they run in this order, once each.
  */
 const READ = `WITH w AS MATERIALIZED (
-    SELECT CASE WHEN $6::boolean THEN true ELSE pg_try_advisory_xact_lock($2::int, $3::int) END AS may
+    SELECT CASE WHEN $6::boolean THEN true WHEN $8::boolean THEN false
+      ELSE pg_try_advisory_xact_lock($2::int, $3::int) END AS may
   ), t AS MATERIALIZED (
-    SELECT w.may, CASE WHEN w.may THEN pg_try_advisory_lock_shared($1::bigint) ELSE false END AS ok FROM w
+    SELECT w.may, CASE WHEN w.may AND NOT $9::boolean THEN pg_try_advisory_lock_shared($1::bigint) ELSE false END AS ok FROM w
   )
   SELECT t.ok, NULL::text AS token,
     CASE WHEN NOT t.ok AND t.may AND $7::boolean AND NOT $6::boolean THEN pg_try_advisory_lock_shared($4::int, $5::int)
@@ -46,9 +47,9 @@ const READ = `WITH w AS MATERIALIZED (
 const WRITE = `WITH m AS MATERIALIZED (
     SELECT CASE WHEN $6::boolean THEN pg_advisory_lock_shared($2::int, $3::int) IS NULL END AS marked
   ), r AS MATERIALIZED (
-    SELECT pg_try_advisory_xact_lock($4::int, $5::int) AS free FROM m
+    SELECT CASE WHEN $10::boolean THEN false ELSE pg_try_advisory_xact_lock($4::int, $5::int) END AS free FROM m
   ), t AS MATERIALIZED (
-    SELECT CASE WHEN r.free THEN pg_try_advisory_lock($1::bigint) ELSE false END AS ok FROM r
+    SELECT CASE WHEN r.free AND NOT $11::boolean THEN pg_try_advisory_lock($1::bigint) ELSE false END AS ok FROM r
   )
   SELECT t.ok, CASE WHEN t.ok AND ($6::boolean OR $7::boolean) THEN NOT pg_advisory_unlock_shared($2::int, $3::int) END AS marked,
     CASE WHEN t.ok AND $8::boolean THEN nextval($9::regclass)::text END AS token
@@ -70,6 +71,8 @@ interface Row {
 /** A queued waiter of read-write mode that holds a marker (writers' or readers') on `session`. */
 interface QueuedWaiter {
   readonly session: Session;
+  readonly resource: string;
+  readonly writer: boolean;
   readonly marker: [number, number];
 }
 
@@ -160,6 +163,10 @@ class PostgresBackend implements Backend, ReleaseWatcher {
     const queued = intent === undefined ? undefined : this.#queued.get(intent.waiterId);
     const marked = queued?.session === session;
     const join = this.#limit !== undefined && intent?.join === true;
+    // Held here already (in a mode it excludes): no try, only a counted waiter's marking.
+    const taken = session.resources.get(resource) ?? 0;
+    const blocked = shared ? taken < 0 : taken !== 0;
+    if (blocked && !join) return this.#held(join, weight, performance.now());
     let text: string;
     let values: unknown[];
     if (this.#limit === undefined) {
@@ -167,7 +174,7 @@ class PostgresBackend implements Backend, ReleaseWatcher {
     } else {
       const { writers, readers } = rwMarkers(resource);
       [text, values] = shared
-        ? [READ, [id, ...writers, ...readers, marked, join]]
+        ? [READ, [id, ...writers, ...readers, marked, join, this.#waitingHere(resource, true), blocked]]
         : [
             WRITE,
             [
@@ -178,24 +185,24 @@ class PostgresBackend implements Backend, ReleaseWatcher {
               marked,
               fencing,
               fencing ? this.#options.fencingSequence : null,
+              this.#waitingHere(resource, false),
+              blocked,
             ],
           ];
     }
-    const taken = session.resources.get(resource) ?? 0;
-    if (shared ? taken < 0 : taken !== 0) return this.#held(join, weight, performance.now());
-    session.resources.set(resource, shared ? taken + 1 : -1);
+    if (!blocked) session.resources.set(resource, shared ? taken + 1 : -1);
     const sentAt = performance.now();
     let row: Row | undefined;
     try {
       [row] = await this.#run<Row>(session, resource, text, values);
     } finally {
-      if (row?.ok !== true) this.#untake(session, resource, shared);
+      if (!blocked && row?.ok !== true) this.#untake(session, resource, shared);
     }
     if (intent !== undefined && this.#limit !== undefined) {
       if (row?.ok === true) this.#queued.delete(intent.waiterId);
       else if (!marked && (shared ? row?.marked === true : join)) {
         const { writers, readers } = rwMarkers(resource);
-        this.#queued.set(intent.waiterId, { session, marker: shared ? readers : writers });
+        this.#queued.set(intent.waiterId, { session, resource, writer: !shared, marker: shared ? readers : writers });
       }
     }
     if (row?.ok !== true) return this.#held(join, weight, sentAt);
@@ -205,6 +212,18 @@ class PostgresBackend implements Backend, ReleaseWatcher {
     return row.token === null
       ? { kind: "acquired", handle }
       : { kind: "acquired", handle, fencingToken: BigInt(row.token) };
+  }
+
+  /**
+   * Whether a waiter of this locker that a `reader` (or writer) must let go first queues for
+   * `resource`: a writer (or a reader ahead of writers). Its marker is on this locker's own
+   * session, where it conflicts with nothing: this is the same rule, applied here.
+   */
+  #waitingHere(resource: string, reader: boolean): boolean {
+    for (const queued of this.#queued.values()) {
+      if (queued.resource === resource && queued.writer === reader && queued.session === this.#session) return true;
+    }
+    return false;
   }
 
   /** A miss; a counted waiter is told it queued (the core then calls leaveQueue when it gives up). */
