@@ -7,66 +7,16 @@ import {
   type ExtendOutcome,
   LockHandle,
   type QueueIntent,
-  type ReleaseWatcher,
 } from "../core/backend.js";
 import { LockerClosedError, LockLostError, StoreUnavailableError, UnsupportedError } from "../errors.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { channelOf, lockId, markerOf } from "./keys.js";
+import { MarkerWatcher } from "./marker-watcher.js";
 import type { ResolvedPostgresLockerOptions } from "./options.js";
 import { messageOf, openSession, type Session, type SessionEnd } from "./session.js";
+import { READ, RELEASE, RELEASE_SHARED, type Row, rwMarkers, TRY, TRY_FENCED, UNMARK, WRITE } from "./statements.js";
 import type { PostgresPool } from "./types.js";
-
-/** A lock: one plain try (the uncontended path), or with a fencing token drawn only when taken. */
-const TRY = "SELECT pg_try_advisory_lock($1::bigint) AS ok, NULL::text AS token";
-const TRY_FENCED = `WITH t AS MATERIALIZED (SELECT pg_try_advisory_lock($1::bigint) AS ok)
-  SELECT t.ok, CASE WHEN t.ok THEN nextval($2::regclass)::text END AS token FROM t`;
-
-/**
- * A reader (read-write mode): takes the lock shared unless a writer waits in another session (the
- * writers' marker is held), or this waiter is ahead of such writers (it holds the readers'
- * marker). Failing while no writer waits, a queued reader takes the readers' marker; taking the
- * lock, it drops it. CTEs are materialized and chained: they run in this order, once each.
- */
-const READ = `WITH w AS MATERIALIZED (
-    SELECT CASE WHEN $6::boolean THEN true WHEN $8::boolean THEN false
-      ELSE pg_try_advisory_xact_lock($2::int, $3::int) END AS may
-  ), t AS MATERIALIZED (
-    SELECT w.may, CASE WHEN w.may AND NOT $9::boolean THEN pg_try_advisory_lock_shared($1::bigint) ELSE false END AS ok FROM w
-  )
-  SELECT t.ok, NULL::text AS token,
-    CASE WHEN NOT t.ok AND t.may AND $7::boolean AND NOT $6::boolean THEN pg_try_advisory_lock_shared($4::int, $5::int)
-         WHEN t.ok AND $6::boolean THEN NOT pg_advisory_unlock_shared($4::int, $5::int) END AS marked
-  FROM t`;
-
-/**
- * A writer (read-write mode): a queued writer first takes the writers' marker (shared: many
- * writers may wait), then takes the lock exclusively unless a reader ahead of it waits in another
- * session; taking it, it drops its marker and draws a fencing token when asked.
- */
-const WRITE = `WITH m AS MATERIALIZED (
-    SELECT CASE WHEN $6::boolean THEN pg_advisory_lock_shared($2::int, $3::int) IS NULL END AS marked
-  ), r AS MATERIALIZED (
-    SELECT CASE WHEN $10::boolean THEN false ELSE pg_try_advisory_xact_lock($4::int, $5::int) END AS free FROM m
-  ), t AS MATERIALIZED (
-    SELECT CASE WHEN r.free AND NOT $11::boolean THEN pg_try_advisory_lock($1::bigint) ELSE false END AS ok FROM r
-  )
-  SELECT t.ok, CASE WHEN t.ok AND ($6::boolean OR $7::boolean) THEN NOT pg_advisory_unlock_shared($2::int, $3::int) END AS marked,
-    CASE WHEN t.ok AND $8::boolean THEN nextval($9::regclass)::text END AS token
-  FROM t`;
-
-/** A release: unlocks, then NOTIFYs only when a waiter in another session holds the key's marker. */
-const NOTIFY = "CASE WHEN pg_try_advisory_xact_lock($2::int, $3::int) THEN NULL ELSE pg_notify($4, $5) END AS notified";
-const RELEASE = `SELECT pg_advisory_unlock($1::bigint) AS released, ${NOTIFY}`;
-const RELEASE_SHARED = `SELECT pg_advisory_unlock_shared($1::bigint) AS released, ${NOTIFY}`;
-const MARK = "SELECT pg_advisory_lock_shared($1::int, $2::int) IS NULL AS marked";
-const UNMARK = "SELECT pg_advisory_unlock_shared($1::int, $2::int)";
-
-interface Row {
-  ok: boolean;
-  token: string | null;
-  marked?: boolean | null;
-}
 
 /** A queued waiter of read-write mode that holds a marker (writers' or readers') on `session`. */
 interface QueuedWaiter {
@@ -77,11 +27,6 @@ interface QueuedWaiter {
 }
 
 const HELD: AttemptOutcome = { kind: "held" };
-
-/** The markers of a read-write key: writers waiting, readers ahead of them. */
-function rwMarkers(resource: string): { writers: [number, number]; readers: [number, number] } {
-  return { writers: markerOf(lockId(`${resource}\u0000w`)), readers: markerOf(lockId(`${resource}\u0000r`)) };
-}
 
 /**
  * The backend of the PostgreSQL lockers: session advisory locks on one connection checked out of
@@ -105,11 +50,16 @@ export function postgresBackend(
   return ({ events }) => new PostgresBackend(pool, options, events, limit);
 }
 
-class PostgresBackend implements Backend, ReleaseWatcher {
+class PostgresBackend implements Backend {
   readonly countsPermits: boolean;
   readonly expires = false;
   readonly supportsFencing = true;
-  readonly watcher: ReleaseWatcher = this;
+  readonly watcher = new MarkerWatcher({
+    current: () => (this.#session?.ended === false ? this.#session : undefined),
+    connect: (resource) => this.#connect(resource),
+    closing: () => this.#closing,
+    close: () => this.#close(),
+  });
   readonly #pool: PostgresPool;
   readonly #options: ResolvedPostgresLockerOptions;
   readonly #events: BackendEvents;
@@ -121,10 +71,6 @@ class PostgresBackend implements Backend, ReleaseWatcher {
   #closing = false;
   /** Why each ended session's leases were lost. */
   readonly #reasons = new WeakMap<Session, "taken" | "expired">();
-  /** Watchers per resource, and the resources whose marker the current session holds. */
-  readonly #watchers = new Map<string, number>();
-  readonly #marked = new Set<string>();
-  readonly #syncing = new Map<string, Promise<void>>();
   /** Read-write mode: queued waiters holding a marker, by their id in the core. */
   readonly #queued = new Map<string, QueuedWaiter>();
 
@@ -312,28 +258,8 @@ class PostgresBackend implements Backend, ReleaseWatcher {
     return row === undefined ? undefined : BigInt(row.token);
   }
 
-  // The release watcher: a watched key's waiter marker is held on the current session.
-
-  watch(resource: string): Promise<void> {
-    this.#watchers.set(resource, (this.#watchers.get(resource) ?? 0) + 1);
-    return this.#sync(resource);
-  }
-
-  unwatch(resource: string): void {
-    const count = (this.#watchers.get(resource) ?? 1) - 1;
-    if (count > 0) this.#watchers.set(resource, count);
-    else {
-      this.#watchers.delete(resource);
-      void this.#sync(resource);
-    }
-  }
-
-  isWatching(resource: string): boolean {
-    return this.#marked.has(resource) && this.#session?.ended === false;
-  }
-
   /** Stops: gives the session back clean when no lease is held, else ends it `expiry` from now. */
-  async close(): Promise<void> {
+  async #close(): Promise<void> {
     this.#closing = true;
     await this.#connecting?.catch(() => undefined);
     const session = this.#session;
@@ -343,35 +269,6 @@ class PostgresBackend implements Backend, ReleaseWatcher {
       return;
     }
     setTimeout(() => session.end("unconfirmed", new LockerClosedError()), this.#options.expiry).unref();
-  }
-
-  /** Brings `resource`'s marker in line with its watchers (one change at a time per resource). */
-  #sync(resource: string): Promise<void> {
-    const next = (this.#syncing.get(resource) ?? Promise.resolve()).then(() => this.#reconcile(resource));
-    this.#syncing.set(resource, next);
-    void next.then(() => {
-      if (this.#syncing.get(resource) === next) this.#syncing.delete(resource);
-    });
-    return next;
-  }
-
-  async #reconcile(resource: string): Promise<void> {
-    const wanted = this.#watchers.has(resource) && !this.#closing;
-    if (wanted === this.#marked.has(resource)) return;
-    const marker = markerOf(lockId(resource));
-    if (!wanted) {
-      this.#marked.delete(resource);
-      const session = this.#session;
-      if (session !== undefined && !session.ended) await session.query(UNMARK, marker).catch(() => undefined);
-      return;
-    }
-    try {
-      const session = await this.#connect(resource);
-      await session.query(MARK, marker);
-      if (!session.ended && this.#session === session) this.#marked.add(resource);
-    } catch {
-      // Unheard: the core's safety net polls.
-    }
   }
 
   /** The locker's session, checked out of the pool (and set up) if there is none. */
@@ -401,7 +298,7 @@ class PostgresBackend implements Backend, ReleaseWatcher {
     }
     this.#session = session;
     // Markers died with the previous session: take them again here.
-    for (const watched of this.#watchers.keys()) void this.#sync(watched);
+    this.watcher.sessionOpened();
     return session;
   }
 
@@ -409,7 +306,7 @@ class PostgresBackend implements Backend, ReleaseWatcher {
   #ended(session: Session, how: SessionEnd, cause: unknown): void {
     if (this.#session === session) {
       this.#session = undefined;
-      this.#marked.clear();
+      this.watcher.sessionEnded();
     }
     for (const [id, queued] of this.#queued) if (queued.session === session) this.#queued.delete(id);
     const reason =
