@@ -69,6 +69,8 @@ class PostgresBackend implements Backend {
   #connecting: Promise<Session> | undefined;
   #sequenceReady: Promise<void> | undefined;
   #closing = false;
+  /** Keeps the session confirmed while idle (see #open). */
+  #idle: NodeJS.Timeout | undefined;
   /** Why each ended session's leases were lost. */
   readonly #reasons = new WeakMap<Session, "taken" | "expired">();
   /** Read-write mode: queued waiters holding a marker, by their id in the core. */
@@ -261,6 +263,7 @@ class PostgresBackend implements Backend {
   /** Stops: gives the session back clean when no lease is held, else ends it `expiry` from now. */
   async #close(): Promise<void> {
     this.#closing = true;
+    clearInterval(this.#idle);
     await this.#connecting?.catch(() => undefined);
     const session = this.#session;
     if (session === undefined) return;
@@ -297,6 +300,14 @@ class PostgresBackend implements Backend {
       throw new LockerClosedError();
     }
     this.#session = session;
+    // Confirms an idle session (nothing held or waited for) so the server does not end it for
+    // idleness under the next call; leases are confirmed by their extensions.
+    const half = this.#options.expiry / 2;
+    this.#idle = setInterval(() => {
+      if (session.holds.size === 0 && performance.now() - session.confirmedAt >= half)
+        session.query("SELECT 1", undefined).catch(() => undefined);
+    }, half);
+    this.#idle.unref();
     // Markers died with the previous session: take them again here.
     this.watcher.sessionOpened();
     return session;
@@ -305,6 +316,7 @@ class PostgresBackend implements Backend {
   /** A session ended: unless it was retired, every lease on it is lost; waiters try again. */
   #ended(session: Session, how: SessionEnd, cause: unknown): void {
     if (this.#session === session) {
+      clearInterval(this.#idle);
       this.#session = undefined;
       this.watcher.sessionEnded();
     }
