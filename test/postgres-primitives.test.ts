@@ -2,10 +2,15 @@
  * The shared contract suites against PostgresReadWriteLocker on one real PostgreSQL server: the
  * read-write contract, and the lock contract on its write view. Each locker has its own pool, like
  * a separate process. Then what PostgreSQL adds: a writer giving up leaves no mark behind, and a
- * reader's killed session loses its lease.
+ * reader's killed session loses its lease, and write fencing tokens rise across a crash.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type LockLostError, type PostgresLockerOptions, PostgresReadWriteLocker } from "../src/index.js";
+import {
+  type LockLostError,
+  type PostgresLockerOptions,
+  PostgresReadWriteLocker,
+  StoreUnavailableError,
+} from "../src/index.js";
 import { type LockerHarness, lockerContract, uniqueKey, whenAborted } from "./contract.js";
 import { PostgresFixture } from "./helpers/postgres-harness.js";
 import { eventually, sleep } from "./helpers/wait.js";
@@ -100,5 +105,26 @@ describe("PostgresReadWriteLocker specifics", () => {
     expect(await rw.read.tryAcquire(undefined, key)).toBeUndefined();
     expect(await writer.releaseWithOutcome()).toBe("released");
     expect(await reader.releaseWithOutcome()).toBe("expired");
+  });
+
+  it("the server SIGKILLed (kill -9) and started again: the write lease is lost, fencing tokens keep rising", async () => {
+    const rw = create();
+    const key = uniqueKey("pg-rw");
+    const before = await rw.write.acquire(undefined, key, { fencing: true });
+    await fixture.server.kill();
+    expect(((await whenAborted(before.lost)) as LockLostError).reason).toBe("taken");
+    await fixture.server.restart();
+    await eventually(async () => {
+      try {
+        const after = await rw.write.acquire(AbortSignal.timeout(1000), key, { fencing: true });
+        expect(after.fencingToken).toBeGreaterThan(before.fencingToken as bigint);
+        await after.release();
+        return true;
+      } catch (error) {
+        if (error instanceof StoreUnavailableError) return false;
+        throw error;
+      }
+    });
+    expect(await before.releaseWithOutcome()).toBe("expired");
   });
 });
