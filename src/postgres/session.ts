@@ -22,10 +22,10 @@ function isStatementError(error: unknown): boolean {
 
 /**
  * The locker's one connection, checked out of the caller's pool: it holds every session advisory
- * lock the locker takes, `LISTEN`s on the locker's channel, and answers the heartbeat. A statement
- * that fails with anything but an ordinary SQL error (a dropped connection, a timeout, a FATAL from
- * `pg_terminate_backend` or a restart) ends the session: the connection is destroyed, never given
- * back to the pool with locks on it.
+ * lock the locker takes, `LISTEN`s on the locker's channel, and answers the extensions' `SELECT 1`.
+ * A statement that fails with anything but an ordinary SQL error (a dropped connection, a timeout,
+ * a FATAL from `pg_terminate_backend` or a restart) ends the session: the connection is destroyed,
+ * never given back to the pool with locks on it.
  */
 export class Session {
   readonly client: PostgresPoolClient;
@@ -88,7 +88,7 @@ export class Session {
       await this.query("SELECT set_config('idle_session_timeout', $1, false)", [`${idleMs}ms`]);
       this.idleTimeoutSet = true;
     } catch (error) {
-      // Before PostgreSQL 14 there is no idle_session_timeout: the heartbeat alone keeps watch.
+      // Before PostgreSQL 14 there is no idle_session_timeout: the extensions alone keep watch.
       if (this.#ended) throw error;
     }
   }
