@@ -8,13 +8,13 @@ import {
   LockHandle,
   type QueueIntent,
 } from "../core/backend.js";
-import { LockerClosedError, LockLostError, StoreUnavailableError, UnsupportedError } from "../errors.js";
+import { LockerClosedError, LockLostError, UnsupportedError } from "../errors.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { channelOf, lockId, markerOf } from "./keys.js";
 import { MarkerWatcher } from "./marker-watcher.js";
 import type { ResolvedPostgresLockerOptions } from "./options.js";
-import { messageOf, openSession, type Session, type SessionEnd } from "./session.js";
+import { FencingSequence, openSession, type Session, type SessionEnd, unavailable } from "./session.js";
 import { READ, RELEASE, RELEASE_SHARED, type Row, rwMarkers, TRY, TRY_FENCED, UNMARK, WRITE } from "./statements.js";
 import type { PostgresPool } from "./types.js";
 
@@ -67,7 +67,7 @@ class PostgresBackend implements Backend {
   readonly #limit: number | undefined;
   #session: Session | undefined;
   #connecting: Promise<Session> | undefined;
-  #sequenceReady: Promise<void> | undefined;
+  readonly #sequence: FencingSequence;
   #closing = false;
   /** Keeps the session confirmed while idle (see #open). */
   #idle: NodeJS.Timeout | undefined;
@@ -81,6 +81,7 @@ class PostgresBackend implements Backend {
     this.#options = options;
     this.#events = events;
     this.#channel = channelOf(options.prefix);
+    this.#sequence = new FencingSequence(options.fencingSequence);
     this.#limit = limit;
     this.countsPermits = limit !== undefined;
   }
@@ -105,7 +106,7 @@ class PostgresBackend implements Backend {
     weight = 1,
   ): Promise<AttemptOutcome> {
     const session = await this.#connect(resource);
-    if (fencing) await this.#ensureSequence(session, resource);
+    if (fencing) await this.#sequence.ensure(session, resource);
     const id = lockId(resource).toString();
     const shared = this.#limit !== undefined && weight < this.#limit;
     const queued = intent === undefined ? undefined : this.#queued.get(intent.waiterId);
@@ -142,7 +143,7 @@ class PostgresBackend implements Backend {
     const sentAt = performance.now();
     let row: Row | undefined;
     try {
-      [row] = await this.#run<Row>(session, resource, text, values);
+      [row] = await this.#sequence.run<Row>(session, resource, text, values);
     } finally {
       if (!blocked && row?.ok !== true) this.#untake(session, resource, shared);
     }
@@ -194,7 +195,7 @@ class PostgresBackend implements Backend {
     try {
       await session.query("SELECT 1", undefined);
     } catch (error) {
-      if (!session.ended) return handles.map(() => this.#unavailable(handles[0]?.resource ?? "", error));
+      if (!session.ended) return handles.map(() => unavailable(handles[0]?.resource ?? "", error));
       const reason = this.#reasons.get(session) ?? "taken";
       const prefix = this.#options.prefix.length;
       return handles.map((handle) => new LockLostError(handle.resource.slice(prefix), reason, { cause: error }));
@@ -250,8 +251,8 @@ class PostgresBackend implements Backend {
   async issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
     const session = this.#session;
     if (session === undefined || !session.holds.has(handle.token)) return undefined;
-    await this.#ensureSequence(session, handle.resource);
-    const [row] = await this.#run<{ token: string }>(
+    await this.#sequence.ensure(session, handle.resource);
+    const [row] = await this.#sequence.run<{ token: string }>(
       session,
       handle.resource,
       "SELECT nextval($1::regclass)::text AS token",
@@ -330,46 +331,5 @@ class PostgresBackend implements Backend {
       setImmediate(() => this.#events.lost(tokens, reason, cause));
     }
     this.#events.missed();
-  }
-
-  /** Runs a statement of an acquisition; a failure is a StoreUnavailableError with its cause. */
-  async #run<R>(session: Session, resource: string, text: string, values: unknown[]): Promise<R[]> {
-    try {
-      return await session.query<R>(text, values);
-    } catch (error) {
-      // The fencing sequence was dropped (or never made it to disk): create it again next time.
-      if ((error as { code?: unknown }).code === "42P01") this.#sequenceReady = undefined;
-      throw this.#unavailable(resource, error);
-    }
-  }
-
-  #unavailable(resource: string, error: unknown): StoreUnavailableError {
-    return new StoreUnavailableError(resource, `PostgreSQL failed on "${resource}": ${messageOf(error)}`, {
-      cause: error,
-    });
-  }
-
-  /** Creates the fencing sequence once per locker (concurrent creators are harmless). */
-  async #ensureSequence(session: Session, resource: string): Promise<void> {
-    const sequence = this.#options.fencingSequence;
-    this.#sequenceReady ??= session.query(`CREATE SEQUENCE IF NOT EXISTS ${sequence}`, undefined).then(
-      () => undefined,
-      (error: unknown) => {
-        const code = (error as { code?: unknown }).code;
-        // Two sessions creating it at once: one wins, the other sees a duplicate.
-        if (code === "23505" || code === "42P07") return;
-        this.#sequenceReady = undefined;
-        throw error;
-      },
-    );
-    try {
-      await this.#sequenceReady;
-    } catch (error) {
-      throw new StoreUnavailableError(
-        resource,
-        `PostgreSQL could not create the fencing sequence ${sequence}: ${messageOf(error)}`,
-        { cause: error },
-      );
-    }
   }
 }

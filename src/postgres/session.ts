@@ -202,7 +202,7 @@ export async function openSession(
       (late) => late.release(),
       () => undefined,
     );
-    throw unavailable(resource, error);
+    throw unavailableServer(resource, error);
   } finally {
     clearTimeout(timer);
   }
@@ -211,13 +211,67 @@ export async function openSession(
     await session.setUp(expiry);
   } catch (error) {
     session.end("dropped", error);
-    throw unavailable(resource, error);
+    throw unavailableServer(resource, error);
   }
   return session;
 }
 
-function unavailable(resource: string, error: unknown): StoreUnavailableError {
+function unavailableServer(resource: string, error: unknown): StoreUnavailableError {
   return new StoreUnavailableError(resource, `PostgreSQL is unavailable: ${messageOf(error)}`, { cause: error });
+}
+
+/** A statement on `resource` failed: a StoreUnavailableError with the error as its cause. */
+export function unavailable(resource: string, error: unknown): StoreUnavailableError {
+  return new StoreUnavailableError(resource, `PostgreSQL failed on "${resource}": ${messageOf(error)}`, {
+    cause: error,
+  });
+}
+
+/**
+ * A locker's fencing sequence: created once per locker with `CREATE SEQUENCE IF NOT EXISTS`
+ * (concurrent creators are harmless), and again after a statement found it missing.
+ */
+export class FencingSequence {
+  readonly #name: string;
+  #ready: Promise<void> | undefined;
+
+  constructor(name: string) {
+    this.#name = name;
+  }
+
+  /** Makes sure the sequence exists; a failure is a StoreUnavailableError. */
+  async ensure(session: Session, resource: string): Promise<void> {
+    this.#ready ??= session.query(`CREATE SEQUENCE IF NOT EXISTS ${this.#name}`, undefined).then(
+      () => undefined,
+      (error: unknown) => {
+        const code = (error as { code?: unknown }).code;
+        // Two sessions creating it at once: one wins, the other sees a duplicate.
+        if (code === "23505" || code === "42P07") return;
+        this.#ready = undefined;
+        throw error;
+      },
+    );
+    try {
+      await this.#ready;
+    } catch (error) {
+      throw new StoreUnavailableError(
+        resource,
+        `PostgreSQL could not create the fencing sequence ${this.#name}: ${messageOf(error)}`,
+        { cause: error },
+      );
+    }
+  }
+
+  /** Runs a statement of an acquisition; a failure is a StoreUnavailableError with its cause. */
+  async run<R>(session: Session, resource: string, text: string, values: unknown[]): Promise<R[]> {
+    try {
+      return await session.query<R>(text, values);
+    } catch (error) {
+      // The sequence was dropped (or never made it to disk): create it again next time.
+      if ((error as { code?: unknown }).code === "42P01") this.#ready = undefined;
+      throw unavailable(resource, error);
+    }
+  }
 }
 
 export function messageOf(error: unknown): string {
