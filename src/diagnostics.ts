@@ -98,6 +98,8 @@ export type LockerKind =
   | "file-read"
   | "file-write"
   | "postgres-lock"
+  | "postgres-read"
+  | "postgres-write"
   | "combined-lock";
 
 /** Which {@link Locker} method a traced call is. */

@@ -45,6 +45,7 @@ export { MemoryReadWriteLocker, type MemoryReadWriteLockerOptions } from "./memo
 export { MemorySemaphore, type MemorySemaphoreOptions } from "./memory/memory-semaphore.js";
 export type { PostgresLockerOptions, ResolvedPostgresLockerOptions } from "./postgres/options.js";
 export { PostgresLocker } from "./postgres/postgres-locker.js";
+export { PostgresReadWriteLocker } from "./postgres/postgres-read-write-locker.js";
 export type { PostgresNotification, PostgresPool, PostgresPoolClient } from "./postgres/types.js";
 export type { ReadWriteLocker } from "./read-write.js";
 export { FENCING_COUNTER_TTL_MS } from "./redis/fencing.js";

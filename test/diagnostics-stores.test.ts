@@ -1,6 +1,6 @@
 /**
  * The diagnostics channels (src/diagnostics.ts) on FileLocker (a temporary directory),
- * PostgresLocker (a PostgreSQL server started here) and CombinedLocker (over a MemoryLocker and a
+ * PostgresLocker and PostgresReadWriteLocker (a PostgreSQL server started here) and CombinedLocker (over a MemoryLocker and a
  * RedisLocker on a redis-server started here): the shared suite of diagnostics-contract.ts, then
  * what each store adds — extensions, losses to real faults, release outcomes — and that nothing is
  * timed or published while nobody listens.
@@ -25,6 +25,7 @@ import {
   LockLostError,
   MemoryLocker,
   type PostgresLocker,
+  PostgresReadWriteLocker,
   RedisLocker,
   StoreUnavailableError,
 } from "../src/index.js";
@@ -97,6 +98,28 @@ const subjects: Subject[] = [
     setup: () => {
       const peer = fixture().locker();
       return { locker: fixture().locker(), block: (key) => peer.acquire(undefined, key) };
+    },
+  },
+  {
+    kind: "postgres-read",
+    weight: 1,
+    setup: () => {
+      const peer = keep(new PostgresReadWriteLocker(fixture().pool()));
+      return {
+        locker: keep(new PostgresReadWriteLocker(fixture().pool())).read,
+        block: (key) => peer.write.acquire(undefined, key),
+      };
+    },
+  },
+  {
+    kind: "postgres-write",
+    weight: 1,
+    setup: () => {
+      const peer = keep(new PostgresReadWriteLocker(fixture().pool()));
+      return {
+        locker: keep(new PostgresReadWriteLocker(fixture().pool())).write,
+        block: (key) => peer.read.acquire(undefined, key),
+      };
     },
   },
   {

@@ -69,7 +69,9 @@ export type AttemptOutcome =
 /**
  * Result of one extension attempt: `taken` when the key is gone or has another token, `expired`
  * when the lock's validity had already run out locally (nothing is sent). A transient failure is
- * the error itself (a StoreUnavailableError): the lock may still be held; retry.
+ * the error itself (a StoreUnavailableError): the lock may still be held; retry. A
+ * `LockLostError` is a loss the store can explain: lost for its `reason`, its `cause` published
+ * as the extension's error (a session-bound lock whose session was found dead).
  */
 export type ExtendOutcome = "extended" | "taken" | "expired" | Error;
 
@@ -100,6 +102,11 @@ export interface BackendEvents {
   granted(key: string, grant: Grant): void;
   /** Notifications may have been missed (a subscriber reconnected): every waiter should try. */
   missed(): void;
+  /**
+   * The store found the held leases with these tokens gone at once (the session that held them
+   * ended): each is declared lost for `reason`, with `cause`. Tokens not held are ignored.
+   */
+  lost(tokens: ReadonlySet<string>, reason: "taken" | "expired", cause?: unknown): void;
 }
 
 /** What the core gives a backend when it makes it. */
@@ -148,6 +155,12 @@ export interface Backend {
   resourceOf(key: string): string;
   /** True when the store counts permits (semaphores, read-write locks) besides plain locks. */
   readonly countsPermits: boolean;
+  /**
+   * `false` when a lock stays held until released, whatever its lease (a lock bound to a session
+   * or a process): a lease the core declares lost (its deadline passed) is then released in the
+   * store by the core, so the key is freed. Default: locks expire on their own (a TTL).
+   */
+  readonly expires?: boolean;
   /** True when releases of `resource` hand it to the next queued waiter (and publish its id). */
   hasQueue(resource: string): boolean;
   /** How the core hears of releases. */

@@ -153,9 +153,9 @@ export class LeaseKeeper {
   }
 
   /** Declares `acquisition` lost (once): aborts its `lost` signal and calls the hooks. */
-  markLost(acquisition: Acquisition, reason: LockLostReason): void {
+  markLost(acquisition: Acquisition, reason: LockLostReason, cause?: unknown): void {
     if (!this.remove(acquisition)) return;
-    const error = new LockLostError(acquisition.key, reason);
+    const error = new LockLostError(acquisition.key, reason, cause === undefined ? undefined : { cause });
     acquisition.markLost(error);
     // A lease that was not to be extended expiring is what its holder asked for, not a loss to report.
     const expected = acquisition.keepAlive === "never" && reason === "expired";
@@ -166,6 +166,18 @@ export class LeaseKeeper {
       // A throwing hook must not break the keeper or surface as an unhandled rejection.
     }
     this.#settings.onLost(acquisition);
+  }
+
+  /** Declares lost every held acquisition whose token is in `tokens` (a rare event: a scan). */
+  markLostByToken(tokens: ReadonlySet<string>, reason: LockLostReason, cause?: unknown): void {
+    const found: Acquisition[] = [];
+    for (const lane of this.#lanes.values()) {
+      for (const list of [lane.idle, lane.retry, lane.pending]) {
+        for (let item = list.head; item !== undefined; item = item.next) if (tokens.has(item.token)) found.push(item);
+      }
+    }
+    for (const acquisition of found) this.markLost(acquisition, reason, cause);
+    this.#rearm();
   }
 
   /**
@@ -378,6 +390,7 @@ export class LeaseKeeper {
         minDeadline = Math.min(minDeadline, deadlines[index] ?? now);
         this.#extended(acquisition, lane);
       } else if (outcome === "taken" || outcome === "expired") this.markLost(acquisition, outcome);
+      else if (outcome instanceof LockLostError) this.markLost(acquisition, outcome.reason, outcome.cause);
       else this.#scheduleRetry(acquisition, now);
     }
     if (minDeadline !== Number.POSITIVE_INFINITY) {
@@ -438,8 +451,21 @@ function reportExtension(
   batch.forEach((acquisition, index) => {
     if (acquisition.state !== "held") return;
     const found = outcomes[index];
-    const outcome: ExtendMessageOutcome = found instanceof Error || found === undefined ? "retry" : found;
-    const error = found instanceof Error ? found : undefined;
+    const explained = found instanceof LockLostError;
+    const outcome: ExtendMessageOutcome = explained
+      ? found.reason === "taken"
+        ? "taken"
+        : "expired"
+      : found instanceof Error || found === undefined
+        ? "retry"
+        : found;
+    const error = explained
+      ? found.cause instanceof Error
+        ? found.cause
+        : found
+      : found instanceof Error
+        ? found
+        : undefined;
     const { owner } = acquisition;
     let group = groups.find((g) => g.owner === owner && g.outcome === outcome && g.error === error);
     if (group === undefined) {

@@ -112,6 +112,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
         },
         granted: (key, grant) => this.#grants.onGrant(key, grant),
         missed: () => this.#keys.notifyAllHeads(),
+        lost: (tokens, reason, cause) => this.#keeper.markLostByToken(tokens, reason, cause),
       },
     });
     if (this.#counted && !this.#store.countsPermits) {
@@ -125,6 +126,9 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
       // A lost lock frees the key as far as this process knows: let the next waiter try.
       onLost: (acquisition) => {
         this.#forget(acquisition);
+        // A store whose locks never expire on their own frees what the core gave up on (sent
+        // before the next waiter here tries; the holder's own release then finds it expired).
+        if (this.#store.expires === false) void this.#track(this.#store.release(acquisition.handle, true));
         this.#keys.notifyHead(acquisition.key);
       },
       track: (operation) => this.#track(operation),

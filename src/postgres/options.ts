@@ -1,3 +1,4 @@
+import { MIN_EXPIRY_MS } from "../core/limits.js";
 import { InvalidArgumentError, type LockLostError } from "../errors.js";
 import { resolveBackoff, resolveOperationTimeout } from "../internal/lease-options.js";
 import {
@@ -13,8 +14,8 @@ import {
  */
 export interface PostgresLockerOptions {
   /**
-   * Lease length in ms (default `30_000`, at least `200`). The locker confirms its connection every
-   * `expiry / 2` (a `SELECT 1` when nothing else was answered), and asks PostgreSQL to end the
+   * Lease length in ms (default `30_000`, at least `200`). While it holds leases the locker confirms
+   * its connection every `expiry / 2` at the latest (one `SELECT 1` per batch of leases), and asks PostgreSQL to end the
    * session if it stays idle for `expiry` (`idle_session_timeout`, PostgreSQL 14 and later), so a
    * frozen or cut-off holder's locks are freed after about this long.
    */
@@ -78,10 +79,9 @@ export interface ResolvedPostgresLockerOptions {
   readonly fencingSequence: string;
   /** The hook called when a held lock is found lost. */
   readonly onLockLost: ((error: LockLostError) => void) | undefined;
+  /** Extension statements in flight at once: 1 (they share the locker's one session). */
+  readonly sweepConcurrency: number;
 }
-
-/** Shortest accepted expiry (as for Redis): a confirmation every 100 ms with a 50 ms timeout. */
-const MIN_EXPIRY_MS = 200;
 
 const OPTION_NAMES = [
   "expiry",
@@ -130,5 +130,6 @@ export function resolvePostgresOptions(options: unknown): ResolvedPostgresLocker
     backoffMax,
     fencingSequence,
     onLockLost: onLockLost as ((error: LockLostError) => void) | undefined,
+    sweepConcurrency: 1,
   };
 }

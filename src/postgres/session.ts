@@ -1,6 +1,7 @@
 import { performance } from "node:perf_hooks";
+import { StoreUnavailableError } from "../errors.js";
 import { DeadlineGroup } from "../internal/deadline-group.js";
-import type { PostgresNotification, PostgresPoolClient } from "./types.js";
+import type { PostgresNotification, PostgresPool, PostgresPoolClient } from "./types.js";
 
 /** Why a session ended: its connection failed or ended, or it could not be confirmed in time. */
 export type SessionEnd = "dropped" | "unconfirmed" | "retired";
@@ -21,10 +22,10 @@ function isStatementError(error: unknown): boolean {
 
 /**
  * The locker's one connection, checked out of the caller's pool: it holds every session advisory
- * lock the locker takes, `LISTEN`s on the locker's channel, and answers the heartbeat. A statement
- * that fails with anything but an ordinary SQL error (a dropped connection, a timeout, a FATAL from
- * `pg_terminate_backend` or a restart) ends the session: the connection is destroyed, never given
- * back to the pool with locks on it.
+ * lock the locker takes, `LISTEN`s on the locker's channel, and answers the extensions' `SELECT 1`.
+ * A statement that fails with anything but an ordinary SQL error (a dropped connection, a timeout,
+ * a FATAL from `pg_terminate_backend` or a restart) ends the session: the connection is destroyed,
+ * never given back to the pool with locks on it.
  */
 export class Session {
   readonly client: PostgresPoolClient;
@@ -32,8 +33,13 @@ export class Session {
   pid = 0;
   /** `performance.now()` at which the latest statement that was answered had been sent. */
   confirmedAt = performance.now();
-  /** Acquisitions held on this session (the locker's bookkeeping). */
-  readonly holds = new Set<unknown>();
+  /** Tokens of the leases held on this session, each with whether its lock is shared. */
+  readonly holds = new Map<string, boolean>();
+  /**
+   * Resources held or being tried on this session: how many shared, or -1 for exclusive. Session
+   * locks are re-entrant, so a second try here would succeed: the backend asks only when it may.
+   */
+  readonly resources = new Map<string, number>();
   /** Whether `idle_session_timeout` was set (PostgreSQL 14 and later), to reset it on retirement. */
   idleTimeoutSet = false;
   #ended = false;
@@ -82,7 +88,7 @@ export class Session {
       await this.query("SELECT set_config('idle_session_timeout', $1, false)", [`${idleMs}ms`]);
       this.idleTimeoutSet = true;
     } catch (error) {
-      // Before PostgreSQL 14 there is no idle_session_timeout: the heartbeat alone keeps watch.
+      // Before PostgreSQL 14 there is no idle_session_timeout: the extensions alone keep watch.
       if (this.#ended) throw error;
     }
   }
@@ -152,6 +158,124 @@ export class Session {
       this.end("dropped", error);
     }
   }
+}
+
+/** What {@link openSession} needs. */
+export interface SessionSettings {
+  readonly connectTimeout: number;
+  readonly operationTimeout: number;
+  /** `idle_session_timeout`, in ms. */
+  readonly expiry: number;
+  readonly channel: string;
+}
+
+/**
+ * Checks a connection out of `pool` (within `connectTimeout`) and sets it up as a {@link Session};
+ * failures are a StoreUnavailableError naming `resource`.
+ */
+export async function openSession(
+  pool: PostgresPool,
+  settings: SessionSettings,
+  events: SessionEvents,
+  resource: string,
+): Promise<Session> {
+  const { connectTimeout, operationTimeout, expiry, channel } = settings;
+  const connecting = pool.connect();
+  let timer: NodeJS.Timeout | undefined;
+  let client: PostgresPoolClient;
+  try {
+    client = await new Promise<PostgresPoolClient>((resolve, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new Error(
+              `no connection from the pool within ${connectTimeout} ms (is the pool exhausted, or PostgreSQL unreachable?)`,
+            ),
+          ),
+        connectTimeout,
+      );
+      connecting.then(resolve, reject);
+    });
+  } catch (error) {
+    // A connection that arrives after the timeout goes straight back.
+    connecting.then(
+      (late) => late.release(),
+      () => undefined,
+    );
+    throw unavailableServer(resource, error);
+  } finally {
+    clearTimeout(timer);
+  }
+  const session = new Session(client, operationTimeout, channel, events);
+  try {
+    await session.setUp(expiry);
+  } catch (error) {
+    session.end("dropped", error);
+    throw unavailableServer(resource, error);
+  }
+  return session;
+}
+
+function unavailableServer(resource: string, error: unknown): StoreUnavailableError {
+  return new StoreUnavailableError(resource, `PostgreSQL is unavailable: ${messageOf(error)}`, { cause: error });
+}
+
+/** A statement on `resource` failed: a StoreUnavailableError with the error as its cause. */
+export function unavailable(resource: string, error: unknown): StoreUnavailableError {
+  return new StoreUnavailableError(resource, `PostgreSQL failed on "${resource}": ${messageOf(error)}`, {
+    cause: error,
+  });
+}
+
+/**
+ * A locker's fencing sequence: created once per locker with `CREATE SEQUENCE IF NOT EXISTS`
+ * (concurrent creators are harmless), and again after a statement found it missing.
+ */
+export class FencingSequence {
+  readonly #name: string;
+  #ready: Promise<void> | undefined;
+
+  constructor(name: string) {
+    this.#name = name;
+  }
+
+  /** Makes sure the sequence exists; a failure is a StoreUnavailableError. */
+  async ensure(session: Session, resource: string): Promise<void> {
+    this.#ready ??= session.query(`CREATE SEQUENCE IF NOT EXISTS ${this.#name}`, undefined).then(
+      () => undefined,
+      (error: unknown) => {
+        const code = (error as { code?: unknown }).code;
+        // Two sessions creating it at once: one wins, the other sees a duplicate.
+        if (code === "23505" || code === "42P07") return;
+        this.#ready = undefined;
+        throw error;
+      },
+    );
+    try {
+      await this.#ready;
+    } catch (error) {
+      throw new StoreUnavailableError(
+        resource,
+        `PostgreSQL could not create the fencing sequence ${this.#name}: ${messageOf(error)}`,
+        { cause: error },
+      );
+    }
+  }
+
+  /** Runs a statement of an acquisition; a failure is a StoreUnavailableError with its cause. */
+  async run<R>(session: Session, resource: string, text: string, values: unknown[]): Promise<R[]> {
+    try {
+      return await session.query<R>(text, values);
+    } catch (error) {
+      // The sequence was dropped (or never made it to disk): create it again next time.
+      if ((error as { code?: unknown }).code === "42P01") this.#ready = undefined;
+      throw unavailable(resource, error);
+    }
+  }
+}
+
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
 function ignore(): void {}

@@ -1,0 +1,101 @@
+import type { ReleaseWatcher } from "../core/backend.js";
+import { lockId, markerOf } from "./keys.js";
+import type { Session } from "./session.js";
+import { MARK, UNMARK } from "./statements.js";
+
+/** What a {@link MarkerWatcher} needs of its backend. */
+export interface MarkerWatcherHost {
+  /** The backend's live session, if any. */
+  current(): Session | undefined;
+  /** The live session, opened if there is none. */
+  connect(resource: string): Promise<Session>;
+  /** True once the locker closes: no new marker is taken. */
+  closing(): boolean;
+  /** The backend's own close (see `ReleaseWatcher.close`). */
+  close(): Promise<void>;
+}
+
+/**
+ * How a PostgreSQL locker hears releases: watching a key is holding its waiter marker (a shared
+ * advisory lock on the key's 64 bits as two `int4`) on the locker's session, reference-counted; a
+ * release NOTIFYs the key on the locker's channel only while another session holds the marker, and
+ * the session's `LISTEN` hears it. Markers die with their session: the backend calls
+ * {@link sessionEnded} and {@link sessionOpened}, and they are taken again on the new one.
+ */
+export class MarkerWatcher implements ReleaseWatcher {
+  readonly #host: MarkerWatcherHost;
+  /** Watchers per resource. */
+  readonly #watchers = new Map<string, number>();
+  /** Resources whose marker the current session holds. */
+  readonly #marked = new Set<string>();
+  /** The marker change in flight per resource (one at a time). */
+  readonly #syncing = new Map<string, Promise<void>>();
+
+  constructor(host: MarkerWatcherHost) {
+    this.#host = host;
+  }
+
+  watch(resource: string): Promise<void> {
+    this.#watchers.set(resource, (this.#watchers.get(resource) ?? 0) + 1);
+    return this.#sync(resource);
+  }
+
+  unwatch(resource: string): void {
+    const count = (this.#watchers.get(resource) ?? 1) - 1;
+    if (count > 0) this.#watchers.set(resource, count);
+    else {
+      this.#watchers.delete(resource);
+      void this.#sync(resource);
+    }
+  }
+
+  isWatching(resource: string): boolean {
+    return this.#marked.has(resource) && this.#host.current() !== undefined;
+  }
+
+  close(): Promise<void> {
+    return this.#host.close();
+  }
+
+  /** The session ended: its markers are gone. */
+  sessionEnded(): void {
+    this.#marked.clear();
+  }
+
+  /** A new session: takes every watched key's marker on it. */
+  sessionOpened(): void {
+    for (const watched of this.#watchers.keys()) void this.#sync(watched);
+  }
+
+  /** Brings `resource`'s marker in line with its watchers (one change at a time per resource). */
+  #sync(resource: string): Promise<void> {
+    const next = (this.#syncing.get(resource) ?? Promise.resolve()).then(() => this.#reconcile(resource));
+    this.#syncing.set(resource, next);
+    void next.then(() => {
+      if (this.#syncing.get(resource) === next) this.#syncing.delete(resource);
+    });
+    return next;
+  }
+
+  /** Never rejects: a marker that could not be taken leaves the key unheard (the core polls). */
+  async #reconcile(resource: string): Promise<void> {
+    const wanted = this.#watchers.has(resource) && !this.#host.closing();
+    if (wanted === this.#marked.has(resource)) return;
+    const marker = markerOf(lockId(resource));
+    if (!wanted) {
+      this.#marked.delete(resource);
+      await this.#host
+        .current()
+        ?.query(UNMARK, marker)
+        .catch(() => undefined);
+      return;
+    }
+    try {
+      const session = await this.#host.connect(resource);
+      await session.query(MARK, marker);
+      if (this.#host.current() === session) this.#marked.add(resource);
+    } catch {
+      // Unheard: the core's safety net polls.
+    }
+  }
+}

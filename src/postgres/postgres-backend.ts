@@ -1,0 +1,335 @@
+import { performance } from "node:perf_hooks";
+import {
+  type AttemptOutcome,
+  type Backend,
+  type BackendEvents,
+  type BackendFactory,
+  type ExtendOutcome,
+  LockHandle,
+  type QueueIntent,
+} from "../core/backend.js";
+import { LockerClosedError, LockLostError, UnsupportedError } from "../errors.js";
+import { newToken } from "../internal/token.js";
+import type { ReleaseOutcome } from "../locker.js";
+import { channelOf, lockId, markerOf } from "./keys.js";
+import { MarkerWatcher } from "./marker-watcher.js";
+import type { ResolvedPostgresLockerOptions } from "./options.js";
+import { FencingSequence, openSession, type Session, type SessionEnd, unavailable } from "./session.js";
+import { READ, RELEASE, RELEASE_SHARED, type Row, rwMarkers, TRY, TRY_FENCED, UNMARK, WRITE } from "./statements.js";
+import type { PostgresPool } from "./types.js";
+
+/** A queued waiter of read-write mode that holds a marker (writers' or readers') on `session`. */
+interface QueuedWaiter {
+  readonly session: Session;
+  readonly resource: string;
+  readonly writer: boolean;
+  readonly marker: [number, number];
+}
+
+const HELD: AttemptOutcome = { kind: "held" };
+
+/**
+ * The backend of the PostgreSQL lockers: session advisory locks on one connection checked out of
+ * the caller's pool (see `Session`), releases heard through `LISTEN`/`NOTIFY`.
+ *
+ * - A lock never expires on its own: it lives as long as its session. A lease's validity is how
+ *   long the session is known alive (`min(lease, expiry)` from the last statement confirming it,
+ *   since the server ends a session idle for `expiry`), so an extension is one `SELECT 1` per batch
+ *   that renews every lease of the batch; a session that ended loses every lease on it at once
+ *   ("taken" when it dropped, "expired" when the server ended it idle or it went unconfirmed).
+ * - Watching a key is holding its waiter marker (a shared advisory lock on the same 64 bits as two
+ *   `int4`): a release NOTIFYs the key on the locker's channel only while another session holds it.
+ * - With `limit` (read-write mode) a weight below it takes the lock shared, the full weight
+ *   exclusively; see READ and WRITE for the markers that keep writers from starving across sessions.
+ */
+export function postgresBackend(
+  pool: PostgresPool,
+  options: ResolvedPostgresLockerOptions,
+  limit?: number,
+): BackendFactory {
+  return ({ events }) => new PostgresBackend(pool, options, events, limit);
+}
+
+class PostgresBackend implements Backend {
+  readonly countsPermits: boolean;
+  readonly expires = false;
+  readonly supportsFencing = true;
+  readonly watcher = new MarkerWatcher({
+    current: () => (this.#session?.ended === false ? this.#session : undefined),
+    connect: (resource) => this.#connect(resource),
+    closing: () => this.#closing,
+    close: () => this.#close(),
+  });
+  readonly #pool: PostgresPool;
+  readonly #options: ResolvedPostgresLockerOptions;
+  readonly #events: BackendEvents;
+  readonly #channel: string;
+  readonly #limit: number | undefined;
+  #session: Session | undefined;
+  #connecting: Promise<Session> | undefined;
+  readonly #sequence: FencingSequence;
+  #closing = false;
+  /** Keeps the session confirmed while idle (see #open). */
+  #idle: NodeJS.Timeout | undefined;
+  /** Why each ended session's leases were lost. */
+  readonly #reasons = new WeakMap<Session, "taken" | "expired">();
+  /** Read-write mode: queued waiters holding a marker, by their id in the core. */
+  readonly #queued = new Map<string, QueuedWaiter>();
+
+  constructor(pool: PostgresPool, options: ResolvedPostgresLockerOptions, events: BackendEvents, limit?: number) {
+    this.#pool = pool;
+    this.#options = options;
+    this.#events = events;
+    this.#channel = channelOf(options.prefix);
+    this.#sequence = new FencingSequence(options.fencingSequence);
+    this.#limit = limit;
+    this.countsPermits = limit !== undefined;
+  }
+
+  resourceOf(key: string): string {
+    return this.#options.prefix + key;
+  }
+
+  hasQueue(): boolean {
+    return false;
+  }
+
+  checkResource(): void {}
+
+  checkFencing(): void {}
+
+  async acquire(
+    resource: string,
+    duration: number,
+    intent?: QueueIntent,
+    fencing = false,
+    weight = 1,
+  ): Promise<AttemptOutcome> {
+    const session = await this.#connect(resource);
+    if (fencing) await this.#sequence.ensure(session, resource);
+    const id = lockId(resource).toString();
+    const shared = this.#limit !== undefined && weight < this.#limit;
+    const queued = intent === undefined ? undefined : this.#queued.get(intent.waiterId);
+    const marked = queued?.session === session;
+    const join = this.#limit !== undefined && intent?.join === true;
+    // Held here already (in a mode it excludes): no try, only a counted waiter's marking.
+    const taken = session.resources.get(resource) ?? 0;
+    const blocked = shared ? taken < 0 : taken !== 0;
+    if (blocked && !join) return this.#held(join, weight, performance.now());
+    let text: string;
+    let values: unknown[];
+    if (this.#limit === undefined) {
+      [text, values] = fencing ? [TRY_FENCED, [id, this.#options.fencingSequence]] : [TRY, [id]];
+    } else {
+      const { writers, readers } = rwMarkers(resource);
+      [text, values] = shared
+        ? [READ, [id, ...writers, ...readers, marked, join, this.#waitingHere(resource, true), blocked]]
+        : [
+            WRITE,
+            [
+              id,
+              ...writers,
+              ...readers,
+              join && !marked,
+              marked,
+              fencing,
+              fencing ? this.#options.fencingSequence : null,
+              this.#waitingHere(resource, false),
+              blocked,
+            ],
+          ];
+    }
+    if (!blocked) session.resources.set(resource, shared ? taken + 1 : -1);
+    const sentAt = performance.now();
+    let row: Row | undefined;
+    try {
+      [row] = await this.#sequence.run<Row>(session, resource, text, values);
+    } finally {
+      if (!blocked && row?.ok !== true) this.#untake(session, resource, shared);
+    }
+    if (intent !== undefined && this.#limit !== undefined) {
+      if (row?.ok === true) this.#queued.delete(intent.waiterId);
+      else if (!marked && (shared ? row?.marked === true : join)) {
+        const { writers, readers } = rwMarkers(resource);
+        this.#queued.set(intent.waiterId, { session, resource, writer: !shared, marker: shared ? readers : writers });
+      }
+    }
+    if (row?.ok !== true) return this.#held(join, weight, sentAt);
+    const handle = new LockHandle(newToken(), resource, sentAt, sentAt + Math.min(duration, this.#options.expiry));
+    if (session.ended) return { kind: "expired-on-arrival" };
+    session.holds.set(handle.token, shared);
+    return row.token === null
+      ? { kind: "acquired", handle }
+      : { kind: "acquired", handle, fencingToken: BigInt(row.token) };
+  }
+
+  /**
+   * Whether a waiter of this locker that a `reader` (or writer) must let go first queues for
+   * `resource`: a writer (or a reader ahead of writers). Its marker is on this locker's own
+   * session, where it conflicts with nothing: this is the same rule, applied here.
+   */
+  #waitingHere(resource: string, reader: boolean): boolean {
+    for (const queued of this.#queued.values()) {
+      if (queued.resource === resource && queued.writer === reader && queued.session === this.#session) return true;
+    }
+    return false;
+  }
+
+  /** A miss; a counted waiter is told it queued (the core then calls leaveQueue when it gives up). */
+  #held(join: boolean, weight: number, sentAt: number): AttemptOutcome {
+    return join ? { kind: "held", registration: { token: "", weight, sentAt, serverMs: 0 } } : HELD;
+  }
+
+  /** Forgets one lock of `resource` held or tried on `session`. */
+  #untake(session: Session, resource: string, shared: boolean): void {
+    const count = session.resources.get(resource) ?? 0;
+    if (shared && count > 1) session.resources.set(resource, count - 1);
+    else session.resources.delete(resource);
+  }
+
+  /** One `SELECT 1` confirms the session, and so every lease of the batch on it. */
+  async extendMany(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
+    const session = this.#session;
+    if (session === undefined || session.ended) return handles.map(() => "taken");
+    const sentAt = performance.now();
+    try {
+      await session.query("SELECT 1", undefined);
+    } catch (error) {
+      if (!session.ended) return handles.map(() => unavailable(handles[0]?.resource ?? "", error));
+      const reason = this.#reasons.get(session) ?? "taken";
+      const prefix = this.#options.prefix.length;
+      return handles.map((handle) => new LockLostError(handle.resource.slice(prefix), reason, { cause: error }));
+    }
+    const validUntil = sentAt + Math.min(duration, this.#options.expiry);
+    return handles.map((handle) => {
+      if (!session.holds.has(handle.token)) return "taken";
+      handle.renew(sentAt, validUntil);
+      return "extended";
+    });
+  }
+
+  async release(handle: LockHandle): Promise<ReleaseOutcome> {
+    const session = this.#session;
+    const shared = session?.holds.get(handle.token);
+    if (session === undefined || session.ended || shared === undefined) return "expired";
+    session.holds.delete(handle.token);
+    this.#untake(session, handle.resource, shared);
+    const last = this.#closing && session.holds.size === 0;
+    if (last && performance.now() >= handle.validUntil) {
+      // Closed, and the last lease ran out: the session is not confirmed any more; the server frees it.
+      session.end("unconfirmed", new LockerClosedError());
+      return "expired";
+    }
+    try {
+      const id = lockId(handle.resource);
+      const key = handle.resource.slice(this.#options.prefix.length);
+      const [row] = await session.query<{ released: boolean }>(shared ? RELEASE_SHARED : RELEASE, [
+        id.toString(),
+        ...markerOf(id),
+        this.#channel,
+        key,
+      ]);
+      return row?.released === true ? "released" : "expired";
+    } catch {
+      return session.ended ? "expired" : "unknown";
+    } finally {
+      if (this.#closing && session.holds.size === 0) await session.retire();
+    }
+  }
+
+  grantedHandle(): LockHandle {
+    throw new UnsupportedError("PostgreSQL advisory locks have no hand-off queue");
+  }
+
+  async leaveQueue(_resource: string, waiterId: string): Promise<void> {
+    const queued = this.#queued.get(waiterId);
+    if (queued === undefined) return;
+    this.#queued.delete(waiterId);
+    if (!queued.session.ended) await queued.session.query(UNMARK, queued.marker).catch(() => undefined);
+  }
+
+  async issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
+    const session = this.#session;
+    if (session === undefined || !session.holds.has(handle.token)) return undefined;
+    await this.#sequence.ensure(session, handle.resource);
+    const [row] = await this.#sequence.run<{ token: string }>(
+      session,
+      handle.resource,
+      "SELECT nextval($1::regclass)::text AS token",
+      [this.#options.fencingSequence],
+    );
+    return row === undefined ? undefined : BigInt(row.token);
+  }
+
+  /** Stops: gives the session back clean when no lease is held, else ends it `expiry` from now. */
+  async #close(): Promise<void> {
+    this.#closing = true;
+    clearInterval(this.#idle);
+    await this.#connecting?.catch(() => undefined);
+    const session = this.#session;
+    if (session === undefined) return;
+    if (session.holds.size === 0) {
+      await session.retire();
+      return;
+    }
+    setTimeout(() => session.end("unconfirmed", new LockerClosedError()), this.#options.expiry).unref();
+  }
+
+  /** The locker's session, checked out of the pool (and set up) if there is none. */
+  #connect(resource: string): Promise<Session> {
+    const session = this.#session;
+    if (session !== undefined && !session.ended) return Promise.resolve(session);
+    this.#connecting ??= this.#open(resource).finally(() => {
+      this.#connecting = undefined;
+    });
+    return this.#connecting;
+  }
+
+  async #open(resource: string): Promise<Session> {
+    const { connectTimeout, operationTimeout, expiry } = this.#options;
+    const session = await openSession(
+      this.#pool,
+      { connectTimeout, operationTimeout, expiry, channel: this.#channel },
+      {
+        notified: (key) => this.#events.released(key),
+        ended: (ended, how, cause) => this.#ended(ended, how, cause),
+      },
+      resource,
+    );
+    if (this.#closing) {
+      await session.retire();
+      throw new LockerClosedError();
+    }
+    this.#session = session;
+    // Confirms an idle session (nothing held or waited for) so the server does not end it for
+    // idleness under the next call; leases are confirmed by their extensions.
+    const half = this.#options.expiry / 2;
+    this.#idle = setInterval(() => {
+      if (session.holds.size === 0 && performance.now() - session.confirmedAt >= half)
+        session.query("SELECT 1", undefined).catch(() => undefined);
+    }, half);
+    this.#idle.unref();
+    // Markers died with the previous session: take them again here.
+    this.watcher.sessionOpened();
+    return session;
+  }
+
+  /** A session ended: unless it was retired, every lease on it is lost; waiters try again. */
+  #ended(session: Session, how: SessionEnd, cause: unknown): void {
+    if (this.#session === session) {
+      clearInterval(this.#idle);
+      this.#session = undefined;
+      this.watcher.sessionEnded();
+    }
+    for (const [id, queued] of this.#queued) if (queued.session === session) this.#queued.delete(id);
+    const reason =
+      how === "dropped" && (cause as { code?: unknown } | undefined)?.code !== "57P05" ? "taken" : "expired";
+    this.#reasons.set(session, reason);
+    if (how !== "retired" && session.holds.size > 0) {
+      const tokens = new Set(session.holds.keys());
+      // After an extension in flight on it has reported the loss (with its error) itself.
+      setImmediate(() => this.#events.lost(tokens, reason, cause));
+    }
+    this.#events.missed();
+  }
+}
