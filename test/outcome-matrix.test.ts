@@ -14,6 +14,7 @@ import {
   MemoryLocker,
   MemoryReadWriteLocker,
   MemorySemaphore,
+  PostgresReadWriteLocker,
   RedisLocker,
   RedisReadWriteLocker,
   RedisSemaphore,
@@ -129,12 +130,35 @@ for (const semaphore of ["MemorySemaphore(limit 3)", "RedisSemaphore(limit 3)"])
     "waitingCount with one waiter": "a second permit is free: the second caller does not wait",
   };
 }
-for (const read of ["MemoryReadWriteLocker.read", "RedisReadWriteLocker.read", "FileReadWriteLocker.read"]) {
+for (const read of [
+  "MemoryReadWriteLocker.read",
+  "RedisReadWriteLocker.read",
+  "FileReadWriteLocker.read",
+  "PostgresReadWriteLocker.read",
+]) {
   EXPECTED_DIFFERENCES[read] = {
     "fencing true": "read leases are shared: fencing needs an exclusive grant",
     "waitingCount with one waiter": "readers share: the second reader does not wait",
   };
 }
+/** What an in-process locker may do differently: no store round trip, no default lease length. */
+const IN_PROCESS: Record<string, string> = {
+  "expiry 199": "no round trip to a store: a lease of any length from 1 ms is safe in one process",
+  "expiry 50, autoExtend false": "no round trip to a store: a lease of any length from 1 ms is safe in one process",
+  "autoExtend false without expiry": "an in-process lock has no default lease length (it is held by its process)",
+};
+for (const memory of [
+  "MemoryLocker",
+  "MemorySemaphore(limit 3)",
+  "MemoryReadWriteLocker.read",
+  "MemoryReadWriteLocker.write",
+  "CombinedLocker(all)",
+]) {
+  EXPECTED_DIFFERENCES[memory] = { ...EXPECTED_DIFFERENCES[memory], ...IN_PROCESS };
+}
+EXPECTED_DIFFERENCES["CombinedLocker(all)"] = {
+  "autoExtend false without expiry": "its MemoryLocker member has no default lease length",
+};
 EXPECTED_DIFFERENCES["RedisLocker(quorum of 3)"] = {
   "fencing true": "no single counter sees every grant across independent nodes",
 };
@@ -179,6 +203,10 @@ beforeAll(async () => {
   lockers.set("RedisReadWriteLocker.read", redisReadWrite.read);
   lockers.set("RedisReadWriteLocker.write", redisReadWrite.write);
   add("PostgresLocker", (postgres as PostgresFixture).locker());
+  const postgresReadWrite = new PostgresReadWriteLocker((postgres as PostgresFixture).pool());
+  closables.push(postgresReadWrite);
+  lockers.set("PostgresReadWriteLocker.read", postgresReadWrite.read);
+  lockers.set("PostgresReadWriteLocker.write", postgresReadWrite.write);
   add("CombinedLocker(all)", new CombinedLocker([new MemoryLocker(), new RedisLocker(client(1))]));
   add(
     "CombinedLocker(majority)",
@@ -197,7 +225,7 @@ afterAll(async () => {
 
 describe("one outcome everywhere", () => {
   it("gives every locker the reference's outcome, except the listed differences", async () => {
-    const reference = "MemoryLocker";
+    const reference = "RedisLocker(one node)";
     const table: Record<string, Record<string, string>> = {};
     const disagreements: string[] = [];
     for (const row of ROWS) {
