@@ -55,7 +55,7 @@ import type { FileLockHolder, FileStoreStats } from "./store.js";
  * - **Waiting.** Waiters wake on release through `fs.watch` on the directory, with a jittered
  *   backoff (never later than the holder's deadline) as the safety net; waiters of one locker queue
  *   FIFO and only the first one tries (the lock core's wait loop; this class is a thin one over
- *   the core and its {@link fileBackend}).
+ *   the core and its `fileBackend`).
  * - **Fencing.** A per-key counter, moved up by a rename that only succeeds from its current value,
  *   while the lock is held; the grant is confirmed afterwards, so a token is issued only to a holder.
  * - **Keys** of any content (slashes, `..`, NUL, up to the 1,024-byte limit) are hashed (SHA-256)
