@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import type { LockerKind } from "../diagnostics.js";
-import type { LockLostError } from "../errors.js";
 import { LockerClosedError, UnsupportedError } from "../errors.js";
 import { CloseGate, subscribeAbort } from "../internal/abortable.js";
 import { type AcquireProbe, grantTime, publishRelease } from "../internal/diagnostics.js";
@@ -16,33 +15,14 @@ import { KeyStates } from "../internal/waiter.js";
 import type { AcquireOptions, Lease, Locker, ReleaseOutcome } from "../locker.js";
 import { Acquisition, type AcquisitionOwner } from "./acquisition.js";
 import type { AttemptOutcome, Backend, BackendFactory, LockHandle, QueueIntent, Registration } from "./backend.js";
-import type { CoreParts, Miss } from "./core-parts.js";
-import { GrantDesk } from "./grant-desk.js";
+import type { CoreParts, CoreSettings, Miss } from "./core-parts.js";
 import { LeaseKeeper, type LeaseKeeperStats } from "./lease-keeper.js";
 import { WaitLoop } from "./wait-loop.js";
 
 /** How often a `tryLock` asks again after its win was read only once the lease had run out. */
 const LATE_ANSWER_RETRIES = 3;
 
-/** The settings the core needs from a locker's resolved options (a store adds its own). */
-export interface CoreSettings {
-  /** The default lease length, in ms. */
-  readonly expiry: number;
-  /** The bound of one store operation, in ms (extensions are scheduled to land before deadlines). */
-  readonly operationTimeout: number;
-  /** The safety net's first and longest wait between attempts, in ms. */
-  readonly backoffMin: number;
-  readonly backoffMax: number;
-  /** How many extension calls may be in flight at once. */
-  readonly sweepConcurrency: number;
-  /** The user's hook for lost leases; what it throws is swallowed. */
-  readonly onLockLost: ((error: LockLostError) => void) | undefined;
-  /**
-   * The shortest `expiry` an acquisition may ask for, in ms (default {@link MIN_EXPIRY_MS}): a
-   * store whose leases are never extended over a network (memory) accepts shorter ones.
-   */
-  readonly minExpiry?: number;
-}
+export type { CoreSettings } from "./core-parts.js";
 
 /**
  * The one lock core: everything a lock does that is not the store, for every locker — lock,
@@ -80,7 +60,6 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
   readonly #counted: boolean;
   /** What the wait loop and the grant desk share with the core. */
   readonly #parts: CoreParts;
-  readonly #grants: GrantDesk;
   readonly #loop: WaitLoop;
 
   /**
@@ -110,7 +89,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
           if (this.#counted) this.#notifyAll(key);
           else if (this.#keys.heldCount(key) === 0) this.#keys.notifyHead(key);
         },
-        granted: (key, grant) => this.#grants.onGrant(key, grant),
+        granted: (key, grant) => this.#loop.grants.onGrant(key, grant),
         missed: () => this.#keys.notifyAllHeads(),
         lost: (tokens, reason, cause) => this.#keeper.markLostByToken(tokens, reason, cause),
       },
@@ -146,13 +125,11 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
       track: (promise) => this.#track(promise),
       resourceOf: (key) => this.#resourceOf(key),
       isAbandonment: (error, signal) => this.#isAbandonment(error, signal),
-      attempt: (signal, key, request, intent, owner, probe) =>
-        this.#attempt(signal, key, request, intent, owner, probe),
+      attempt: (call, intent) => this.#attempt(call.signal, call.key, call.request, intent, call.owner, call.probe),
       register: (key, handle, fencingToken, request, handedOver, owner) =>
         this.#register(key, handle, fencingToken, request, handedOver, owner),
     };
-    this.#grants = new GrantDesk(this.#parts);
-    this.#loop = new WaitLoop(this.#parts, this.#grants);
+    this.#loop = new WaitLoop(this.#parts);
   }
 
   /** The resolved options (defaults filled in). */
@@ -215,9 +192,8 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     owner: AcquisitionOwner,
     probe: AcquireProbe | undefined,
   ): Promise<Acquisition> {
-    if (!this.#counted) return this.#loop.obtain(signal, key, request, owner, probe);
-    this.#store.checkResource(this.#resourceOf(key));
-    return this.#loop.obtainCounted(signal, key, request, owner, probe);
+    if (this.#counted) this.#store.checkResource(this.#resourceOf(key));
+    return this.#loop.obtain({ signal, key, request, owner, probe });
   }
 
   /** One attempt on `key`, not queued: the acquisition, or undefined when it is taken. */
