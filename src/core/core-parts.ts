@@ -70,13 +70,6 @@ export interface CoreParts {
   isAbandonment(error: unknown, signal: AbortSignal | undefined): boolean;
   /** One abortable acquisition attempt of `call` (see LockCore). */
   attempt(call: AcquireCall, intent: QueueIntent): Promise<Acquisition | Miss>;
-  /** Starts keeping a fresh grant (see LockCore). */
-  register(
-    key: string,
-    handle: LockHandle,
-    fencingToken: bigint | undefined,
-    request: ResolvedAcquireOptions,
-    handedOver: boolean,
-    owner: AcquisitionOwner,
-  ): Acquisition;
+  /** Starts keeping a key handed over to `call` by the store's queue (see LockCore). */
+  registerGrant(call: AcquireCall, handle: LockHandle): Acquisition;
 }

@@ -99,7 +99,7 @@ export class GrantDesk {
    * undefined when the grant's validity had already run out (it is released; the caller tries).
    */
   async takeGrant(call: AcquireCall, waiter: Waiter<LockHandle>): Promise<Acquisition | undefined> {
-    const { signal, key, request, owner } = call;
+    const { signal, request } = call;
     const handle = waiter.takeGrant();
     if (handle === undefined) return undefined;
     if (performance.now() >= handle.validUntil) {
@@ -108,7 +108,7 @@ export class GrantDesk {
     }
     // Kept (and extended: the grant's TTL is short) from now on, also while its fencing token is
     // on its way: a round trip later would be too late on a slow link.
-    const acquisition = this.#parts.register(key, handle, undefined, request, true, owner);
+    const acquisition = this.#parts.registerGrant(call, handle);
     if (!request.fencing) return acquisition;
     let fencingToken: bigint | undefined;
     try {

@@ -16,6 +16,7 @@ import type { AcquireOptions, Lease, Locker, ReleaseOutcome } from "../locker.js
 import { Acquisition, type AcquisitionOwner } from "./acquisition.js";
 import type { AttemptOutcome, Backend, BackendFactory, LockHandle, QueueIntent, Registration } from "./backend.js";
 import type { CoreParts, CoreSettings, Miss } from "./core-parts.js";
+import { InFlight } from "./in-flight.js";
 import { LeaseKeeper, type LeaseKeeperStats } from "./lease-keeper.js";
 import { WaitLoop } from "./wait-loop.js";
 
@@ -44,10 +45,8 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
   readonly #keeper: LeaseKeeper;
   /** Per key: how many acquisitions are held here, and who waits here (FIFO). */
   readonly #keys = new KeyStates<LockHandle, Registration>();
-  /** Redis operations in flight (close() waits for them); a count, not a Set of promises. */
-  #inFlight = 0;
-  /** Resolves close()'s wait once the last in-flight operation has settled. */
-  #drained: (() => void) | undefined;
+  /** Store operations in flight (close() waits for them). */
+  readonly #inFlight = new InFlight();
   readonly #closing = new AbortController();
   /** Cuts in-flight attempts short on close (waits listen to `#closing` instead). */
   readonly #gate = new CloseGate();
@@ -86,7 +85,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
         released: (key) => {
           // Counted: every waiter of the key competes (permits held here may leave room). A lock:
           // while this locker holds the key, the message is stale (or our own).
-          if (this.#counted) this.#notifyAll(key);
+          if (this.#counted) this.#keys.notifyAll(key);
           else if (this.#keys.heldCount(key) === 0) this.#keys.notifyHead(key);
         },
         granted: (key, grant) => this.#loop.grants.onGrant(key, grant),
@@ -98,7 +97,8 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
       throw new UnsupportedError("Counted locks need a store that counts permits");
     }
     const { operationTimeout, sweepConcurrency } = options;
-    this.#keeper = new LeaseKeeper(this.#store, {
+    this.#keeper = new LeaseKeeper({
+      store: this.#store,
       operationTimeout,
       sweepConcurrency,
       onLockLost: options.onLockLost,
@@ -126,8 +126,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
       resourceOf: (key) => this.#resourceOf(key),
       isAbandonment: (error, signal) => this.#isAbandonment(error, signal),
       attempt: (call, intent) => this.#attempt(call.signal, call.key, call.request, intent, call.owner, call.probe),
-      register: (key, handle, fencingToken, request, handedOver, owner) =>
-        this.#register(key, handle, fencingToken, request, handedOver, owner),
+      registerGrant: (call, handle) => this.#register(call.key, handle, undefined, call.request, true, call.owner),
     };
     this.#loop = new WaitLoop(this.#parts);
   }
@@ -247,11 +246,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     this.#closing.abort(closed);
     this.#gate.close(closed);
     await this.#keeper.stop();
-    if (this.#inFlight > 0) {
-      await new Promise<void>((resolve) => {
-        this.#drained = resolve;
-      });
-    }
+    if (this.#inFlight.count > 0) await this.#inFlight.drained();
     await this.#store.watcher.close();
   }
 
@@ -386,7 +381,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     // woken here.
     if (!this.#store.hasQueue(handle.resource) || handle.handedTo === "" || outcome === "unknown") {
       // Counted, no queue: every waiter here competes on its own.
-      if (this.#counted && !this.#store.hasQueue(handle.resource)) this.#notifyAll(acquisition.key);
+      if (this.#counted && !this.#store.hasQueue(handle.resource)) this.#keys.notifyAll(acquisition.key);
       else this.#keys.notifyHead(acquisition.key);
     }
     // A lease left to expire that ran out before its release expired, whoever holds the key now.
@@ -394,22 +389,9 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     return publishRelease(acquisition.owner, acquisition.key, acquisition.grantedAt, found);
   }
 
-  /** Wakes every waiter of `key` (a counted lock's waiters each compete on their own). */
-  #notifyAll(key: string): void {
-    for (let waiter = this.#keys.get(key)?.waiters.head; waiter !== undefined; waiter = waiter.next) waiter.notify();
-  }
-
   #track<T>(promise: Promise<T>): Promise<T> {
-    this.#inFlight += 1;
-    promise.then(this.#settled, this.#settled);
-    return promise;
+    return this.#inFlight.track(promise);
   }
-
-  /** Counts an operation of {@link #track} as settled (one function for all of them). */
-  readonly #settled = (): void => {
-    this.#inFlight -= 1;
-    if (this.#inFlight === 0) this.#drained?.();
-  };
 }
 
 /** The engine's standing subscription to its own close (see the constructor): nothing to do. */

@@ -24,8 +24,11 @@ export interface QueuePlace {
  * local FIFO ({@link LockWaiter}); a counted lock's waiter has its own ({@link CountedWaiter}).
  */
 export abstract class CoreWaiter extends Waiter<LockHandle> {
-  /** Whether its first try is the lean one (not in the store's queue; see `WaitLoop`). */
-  abstract get leanFirstTry(): boolean;
+  /** Whether its first try is the lean one (not in the store's queue; see `WaitLoop`): not by default. */
+  get leanFirstTry(): boolean {
+    return false;
+  }
+
   /** The place in the store's queue this waiter's attempts use. */
   abstract placeIn(state: Key): QueuePlace;
   /** Whether its place is in a queue to keep alive (polled within `backoffMax` of its last try). */
@@ -47,7 +50,7 @@ export abstract class CoreWaiter extends Waiter<LockHandle> {
  */
 export class LockWaiter extends CoreWaiter {
   /** A lock's head tries lean first. */
-  get leanFirstTry(): boolean {
+  override get leanFirstTry(): boolean {
     return true;
   }
 
@@ -107,19 +110,25 @@ export class CountedWaiter extends CoreWaiter implements QueuePlace {
     this.#intent = { waiterId: id, join: true, onSuccess: "leave" };
   }
 
-  /** Never lean. */
-  get leanFirstTry(): boolean {
-    return false;
-  }
-
   /** Its own place. */
   placeIn(): QueuePlace {
     return this;
   }
 
+  /** Those behind it compete on their own: nobody to wake. */
+  leave(parts: CoreParts, key: string, state: Key): void {
+    parts.countedWaiters.delete(this.id);
+    parts.keys.leave(key, state, this, false);
+  }
+
   /** Always: its place is kept alive by its tries, whatever the store. */
   queued(): boolean {
     return true;
+  }
+
+  /** Leaves its place if it has one; permits granted to it meanwhile go back (and on to those behind it). */
+  leavesPlace(): boolean {
+    return this.handOff !== undefined;
   }
 
   /** Every waiter competes on its own. */
@@ -130,16 +139,5 @@ export class CountedWaiter extends CoreWaiter implements QueuePlace {
   /** Its own id. */
   joinIntent(): QueueIntent {
     return this.#intent;
-  }
-
-  /** Those behind it compete on their own: nobody to wake. */
-  leave(parts: CoreParts, key: string, state: Key): void {
-    parts.countedWaiters.delete(this.id);
-    parts.keys.leave(key, state, this, false);
-  }
-
-  /** Leaves its place if it has one; permits granted to it meanwhile go back (and on to those behind it). */
-  leavesPlace(): boolean {
-    return this.handOff !== undefined;
   }
 }
