@@ -1,11 +1,42 @@
+import type { LockLostError } from "../errors.js";
 import type { CloseGate } from "../internal/abortable.js";
 import type { AcquireProbe } from "../internal/diagnostics.js";
 import type { ResolvedAcquireOptions } from "../internal/validate.js";
 import type { KeyStates } from "../internal/waiter.js";
-import { Waiter } from "../internal/waiter.js";
 import type { Acquisition, AcquisitionOwner } from "./acquisition.js";
-import type { AttemptOutcome, Backend, Grant, LockHandle, QueueIntent, Registration } from "./backend.js";
-import type { CoreSettings } from "./lock-core.js";
+import type { AttemptOutcome, Backend, LockHandle, QueueIntent, Registration } from "./backend.js";
+import type { CountedWaiter } from "./waiters.js";
+
+/** The settings the core needs from a locker's resolved options (a store adds its own). */
+export interface CoreSettings {
+  /** The default lease length, in ms. */
+  readonly expiry: number;
+  /** The bound of one store operation, in ms (extensions are scheduled to land before deadlines). */
+  readonly operationTimeout: number;
+  /** The safety net's first and longest wait between attempts, in ms. */
+  readonly backoffMin: number;
+  readonly backoffMax: number;
+  /** How many extension calls may be in flight at once. */
+  readonly sweepConcurrency: number;
+  /** The user's hook for lost leases; what it throws is swallowed. */
+  readonly onLockLost: ((error: LockLostError) => void) | undefined;
+  /**
+   * The shortest `expiry` an acquisition may ask for, in ms (default {@link MIN_EXPIRY_MS}): a
+   * store whose leases are never extended over a network (memory) accepts shorter ones.
+   */
+  readonly minExpiry?: number;
+}
+
+/** One waiting call (`lock`, `acquire`): what its attempts and its grant are made with. */
+export interface AcquireCall {
+  readonly signal: AbortSignal | undefined;
+  readonly key: string;
+  readonly request: ResolvedAcquireOptions;
+  /** Whose acquisition it becomes (the public locker). */
+  readonly owner: AcquisitionOwner;
+  /** While the call is traced: counts its attempts. */
+  readonly probe: AcquireProbe | undefined;
+}
 
 /** An attempt that did not acquire: someone else holds the key, or the grant came too late. */
 export type Miss = Exclude<AttemptOutcome, { kind: "acquired" }>;
@@ -37,39 +68,8 @@ export interface CoreParts {
   resourceOf(key: string): string;
   /** True when `error` is this call's abort or the locker's close, not a failed attempt. */
   isAbandonment(error: unknown, signal: AbortSignal | undefined): boolean;
-  /** One abortable acquisition attempt (see LockCore). */
-  attempt(
-    signal: AbortSignal | undefined,
-    key: string,
-    request: ResolvedAcquireOptions,
-    intent: QueueIntent,
-    owner: AcquisitionOwner,
-    probe: AcquireProbe | undefined,
-  ): Promise<Acquisition | Miss>;
-  /** Starts keeping a fresh grant (see LockCore). */
-  register(
-    key: string,
-    handle: LockHandle,
-    fencingToken: bigint | undefined,
-    request: ResolvedAcquireOptions,
-    handedOver: boolean,
-    owner: AcquisitionOwner,
-  ): Acquisition;
-}
-
-/** A waiter of a counted lock: it has its own place in the store's queue (see `#obtainCounted`). */
-export class CountedWaiter extends Waiter<LockHandle> {
-  /** True while its attempt is in flight. */
-  attempting = false;
-  /** Its latest registration in the store's queue, not yet seen granted. */
-  registration: Registration | undefined;
-  /** A grant message that arrived while its attempt was in flight. */
-  earlyGrant: Grant | undefined;
-
-  constructor(
-    /** Its id in the store's queue: the locker's id, a dot, and a sequence number. */
-    readonly id: string,
-  ) {
-    super();
-  }
+  /** One abortable acquisition attempt of `call` (see LockCore). */
+  attempt(call: AcquireCall, intent: QueueIntent): Promise<Acquisition | Miss>;
+  /** Starts keeping a key handed over to `call` by the store's queue (see LockCore). */
+  registerGrant(call: AcquireCall, handle: LockHandle): Acquisition;
 }

@@ -1,9 +1,9 @@
 import { performance } from "node:perf_hooks";
-import type { ResolvedAcquireOptions } from "../internal/validate.js";
 import type { Waiter } from "../internal/waiter.js";
-import type { Acquisition, AcquisitionOwner } from "./acquisition.js";
+import type { Acquisition } from "./acquisition.js";
 import { type Grant, LockHandle } from "./backend.js";
-import type { CoreParts, CountedWaiter } from "./core-parts.js";
+import type { AcquireCall, CoreParts } from "./core-parts.js";
+import type { QueuePlace } from "./waiters.js";
 
 /**
  * The hand-off side of the core: what happens when a backend with a hand-off queue reports that a
@@ -73,44 +73,33 @@ export class GrantDesk {
       waiter.earlyGrant = grant;
       return;
     }
-    const registration = waiter.registration;
+    const registration = waiter.handOff;
     if (registration?.token !== token) {
       this.giveBack(token, resource);
       return;
     }
-    waiter.registration = undefined;
+    waiter.handOff = undefined;
     waiter.grant(this.#parts.store.grantedHandle(resource, registration, serverMs));
   }
 
-  /** A grant message that arrived during a counted waiter's attempt, acted on once it settled. */
-  settleCountedGrant(resource: string, waiter: CountedWaiter): void {
-    const early = waiter.earlyGrant;
-    waiter.earlyGrant = undefined;
-    if (early !== undefined) this.#onCountedGrant(resource, early);
-  }
-
   /**
-   * Acts on a grant message that arrived while the head's attempt was in flight, now that the
-   * attempt has settled (and, if it registered, its registration is known).
+   * Acts on a grant message that arrived while the attempt for `place` was in flight (a lock's
+   * head's, or a counted waiter's), now that the attempt has settled (and, if it registered, its
+   * registration is known).
    */
-  settleEarlyGrant(key: string, state: { earlyGrant: Grant | undefined }): void {
-    const early = state.earlyGrant;
-    state.earlyGrant = undefined;
+  settleEarlyGrant(key: string, place: QueuePlace): void {
+    const early = place.earlyGrant;
+    place.earlyGrant = undefined;
     if (early !== undefined) this.onGrant(key, early);
   }
 
   /**
-   * Turns a grant handed to `waiter` into an acquisition: registers it (its first extension, due at
+   * Turns a grant handed to `waiter` into the acquisition of `call`: registers it (its first extension, due at
    * once, lengthens the grant's short TTL) and issues a fencing token when asked. Resolves to
    * undefined when the grant's validity had already run out (it is released; the caller tries).
    */
-  async takeGrant(
-    signal: AbortSignal | undefined,
-    key: string,
-    waiter: Waiter<LockHandle>,
-    request: ResolvedAcquireOptions,
-    owner: AcquisitionOwner,
-  ): Promise<Acquisition | undefined> {
+  async takeGrant(call: AcquireCall, waiter: Waiter<LockHandle>): Promise<Acquisition | undefined> {
+    const { signal, request } = call;
     const handle = waiter.takeGrant();
     if (handle === undefined) return undefined;
     if (performance.now() >= handle.validUntil) {
@@ -119,7 +108,7 @@ export class GrantDesk {
     }
     // Kept (and extended: the grant's TTL is short) from now on, also while its fencing token is
     // on its way: a round trip later would be too late on a slow link.
-    const acquisition = this.#parts.register(key, handle, undefined, request, true, owner);
+    const acquisition = this.#parts.registerGrant(call, handle);
     if (!request.fencing) return acquisition;
     let fencingToken: bigint | undefined;
     try {

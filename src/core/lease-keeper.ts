@@ -1,13 +1,16 @@
 import { performance } from "node:perf_hooks";
-import type { ExtendOutcome as ExtendMessageOutcome } from "../diagnostics.js";
 import { LockLostError, type LockLostReason } from "../errors.js";
-import { extendChannel, publishExtend, publishLost } from "../internal/diagnostics.js";
-import { IntrusiveList } from "../internal/intrusive-list.js";
-import type { Acquisition, AcquisitionOwner } from "./acquisition.js";
+import { extendChannel, publishLost } from "../internal/diagnostics.js";
+import type { Acquisition } from "./acquisition.js";
 import { type Backend, type ExtendOutcome, MAX_EXTEND_BATCH } from "./backend.js";
+import { reportExtension } from "./extension-report.js";
+import { InFlight } from "./in-flight.js";
+import { type Lane, Lanes } from "./lease-lanes.js";
 
 /** What the {@link LeaseKeeper} needs from its locker. */
 export interface LeaseKeeperSettings {
+  /** The store the leases are extended in. */
+  readonly store: Backend;
   readonly operationTimeout: number;
   /** How many extension commands (each up to {@link MAX_EXTEND_BATCH} locks) may be in flight. */
   readonly sweepConcurrency: number;
@@ -39,21 +42,6 @@ export interface LeaseKeeperStats {
 /** Longest delay a Node.js timer takes; a later deadline is reached by re-arming. */
 const MAX_TIMER_DELAY_MS = 2_147_483_647;
 
-/** Held acquisitions of one lease length, on three schedules. */
-class Lane {
-  /** Waiting for their next extension, by due time. */
-  readonly idle = new IntrusiveList<Acquisition>();
-  /** Waiting to retry a failed extension, by due time. */
-  readonly retry = new IntrusiveList<Acquisition>();
-  /** Extension sent (or about to be), by validity deadline. */
-  readonly pending = new IntrusiveList<Acquisition>();
-
-  constructor(readonly duration: number) {}
-}
-
-const byDue = (acquisition: Acquisition): number => acquisition.due;
-const byDeadline = (acquisition: Acquisition): number => acquisition.validUntil;
-
 /**
  * Keeps a locker's held locks alive and notices when one is lost.
  *
@@ -72,15 +60,13 @@ const byDeadline = (acquisition: Acquisition): number => acquisition.validUntil;
  * adding and releasing one costs O(1) and no allocation however many are held.
  */
 export class LeaseKeeper {
-  readonly #store: Backend;
   readonly #settings: LeaseKeeperSettings;
   /** One lane per lease length (today every lease of a locker has the same one). */
-  readonly #lanes = new Map<number, Lane>();
+  readonly #lanes = new Lanes();
   /** Batches collected but not yet sent (the in-flight limit was reached). */
   readonly #backlog: Acquisition[][] = [];
-  #inFlight = 0;
-  /** Resolves `stop()` once the last in-flight extension has settled. */
-  #drained: (() => void) | undefined;
+  /** Extension commands in flight (`stop()` waits for them). */
+  readonly #inFlight = new InFlight();
   #size = 0;
   #timer: NodeJS.Timeout | undefined;
   #timerAt = Number.POSITIVE_INFINITY;
@@ -96,8 +82,8 @@ export class LeaseKeeper {
   #stopped = false;
   #stats = { extensions: 0, batches: 0, retries: 0, minHeadroomMs: Number.POSITIVE_INFINITY, maxLatenessMs: 0 };
 
-  constructor(store: Backend, settings: LeaseKeeperSettings) {
-    this.#store = store;
+  /** @param settings the store, the bounds and the hooks (see {@link LeaseKeeperSettings}). */
+  constructor(settings: LeaseKeeperSettings) {
     this.#settings = settings;
   }
 
@@ -118,15 +104,15 @@ export class LeaseKeeper {
   add(acquisition: Acquisition): void {
     this.#size += 1;
     if (acquisition.validUntil === Number.POSITIVE_INFINITY) return;
-    const lane = this.#lane(acquisition.duration);
+    const lane = this.#lanes.of(acquisition.duration);
     if (this.#stopped || acquisition.keepAlive === "never") {
       // Left to expire: only its deadline is watched.
-      lane.pending.insertSorted(acquisition, byDeadline);
+      lane.watchDeadline(acquisition);
       this.#arm(acquisition.validUntil);
       return;
     }
     acquisition.due = this.#dueTime(acquisition);
-    lane.idle.insertSorted(acquisition, byDue);
+    lane.scheduleExtension(acquisition);
     this.#arm(acquisition.due);
   }
 
@@ -137,17 +123,10 @@ export class LeaseKeeper {
     this.#size -= 1;
     // The timer may be armed for this lease's far deadline: with nothing else scheduled, it goes
     // too. (A lease kept alive leaves it armed: the next grant often reuses it.)
-    if (acquisition.keepAlive !== "always" && this.#timer !== undefined && this.#nothingScheduled()) {
+    if (acquisition.keepAlive !== "always" && this.#timer !== undefined && this.#lanes.empty) {
       clearTimeout(this.#timer);
       this.#timer = undefined;
       this.#timerAt = Number.POSITIVE_INFINITY;
-    }
-    return true;
-  }
-
-  #nothingScheduled(): boolean {
-    for (const lane of this.#lanes.values()) {
-      if (lane.idle.size + lane.retry.size + lane.pending.size > 0) return false;
     }
     return true;
   }
@@ -170,13 +149,7 @@ export class LeaseKeeper {
 
   /** Declares lost every held acquisition whose token is in `tokens` (a rare event: a scan). */
   markLostByToken(tokens: ReadonlySet<string>, reason: LockLostReason, cause?: unknown): void {
-    const found: Acquisition[] = [];
-    for (const lane of this.#lanes.values()) {
-      for (const list of [lane.idle, lane.retry, lane.pending]) {
-        for (let item = list.head; item !== undefined; item = item.next) if (tokens.has(item.token)) found.push(item);
-      }
-    }
-    for (const acquisition of found) this.markLost(acquisition, reason, cause);
+    for (const acquisition of this.#lanes.withTokens(tokens)) this.markLost(acquisition, reason, cause);
     this.#rearm();
   }
 
@@ -188,28 +161,9 @@ export class LeaseKeeper {
     if (this.#stopped) return;
     this.#stopped = true;
     this.#backlog.length = 0;
-    for (const lane of this.#lanes.values()) {
-      for (const list of [lane.idle, lane.retry]) {
-        for (let item = list.shift(); item !== undefined; item = list.shift()) {
-          lane.pending.insertSorted(item, byDeadline);
-        }
-      }
-    }
+    this.#lanes.stopExtending();
     this.#rearm();
-    if (this.#inFlight > 0) {
-      await new Promise<void>((resolve) => {
-        this.#drained = resolve;
-      });
-    }
-  }
-
-  #lane(duration: number): Lane {
-    let lane = this.#lanes.get(duration);
-    if (lane === undefined) {
-      lane = new Lane(duration);
-      this.#lanes.set(duration, lane);
-    }
-    return lane;
+    if (this.#inFlight.count > 0) await this.#inFlight.drained();
   }
 
   /**
@@ -251,12 +205,7 @@ export class LeaseKeeper {
 
   /** Arms the timer for the earliest event of any lane, or leaves it off when nothing is held. */
   #rearm(): void {
-    let next = Number.POSITIVE_INFINITY;
-    for (const lane of this.#lanes.values()) {
-      if (lane.idle.head !== undefined) next = Math.min(next, lane.idle.head.due);
-      if (lane.retry.head !== undefined) next = Math.min(next, lane.retry.head.due);
-      if (lane.pending.head !== undefined) next = Math.min(next, lane.pending.head.validUntil);
-    }
+    const next = this.#lanes.next();
     if (next !== Number.POSITIVE_INFINITY) this.#arm(next);
   }
 
@@ -276,7 +225,7 @@ export class LeaseKeeper {
         this.#overdueCheck.unref();
       }
       if (!this.#stopped) this.#collectDue(lane, now, plannedAt);
-      if (lane.idle.size + lane.retry.size + lane.pending.size === 0) this.#lanes.delete(duration);
+      if (lane.empty) this.#lanes.delete(duration);
     }
     this.#pump();
     this.#rearm();
@@ -294,7 +243,7 @@ export class LeaseKeeper {
       for (let head = lane.pending.head; head !== undefined && head.validUntil <= now; head = lane.pending.head) {
         this.markLost(head, "expired");
       }
-      if (lane.idle.size + lane.retry.size + lane.pending.size === 0) this.#lanes.delete(duration);
+      if (lane.empty) this.#lanes.delete(duration);
     }
     this.#rearm();
   };
@@ -316,7 +265,7 @@ export class LeaseKeeper {
           this.markLost(head, "expired");
           continue;
         }
-        lane.pending.insertSorted(head, byDeadline);
+        lane.watchDeadline(head);
         batch.push(head);
         if (batch.length === MAX_EXTEND_BATCH) {
           this.#enqueue(batch, plannedAt);
@@ -339,7 +288,7 @@ export class LeaseKeeper {
 
   /** Sends waiting batches while fewer than `sweepConcurrency` commands are in flight. */
   #pump(): void {
-    while (this.#inFlight < this.#settings.sweepConcurrency && !this.#stopped) {
+    while (this.#inFlight.count < this.#settings.sweepConcurrency && !this.#stopped) {
       const batch = this.#backlog.shift();
       if (batch === undefined) return;
       // Leases released (or lost) since the batch was collected are dropped, in place.
@@ -358,7 +307,6 @@ export class LeaseKeeper {
    * `plannedAt`: when the timer that collected it was meant to fire, if anyone listened then.
    */
   async #extend(batch: Acquisition[], plannedAt: number | undefined): Promise<void> {
-    this.#inFlight += 1;
     this.#stats.batches += 1;
     const { duration } = batch[0] as Acquisition;
     // Each lease's deadline before this extension: its headroom once confirmed (see stats).
@@ -369,18 +317,16 @@ export class LeaseKeeper {
     const lagMs = sentAt === undefined || plannedAt === undefined ? 0 : Math.max(0, sentAt - plannedAt);
     let outcomes: ExtendOutcome[];
     try {
-      outcomes = await this.#settings.track(this.#store.extendMany(batch, duration));
+      const { track, store } = this.#settings;
+      outcomes = await this.#inFlight.track(track(store.extendMany(batch, duration)));
     } catch (error) {
       const failure = error instanceof Error ? error : new Error(String(error));
       outcomes = batch.map(() => failure);
-    } finally {
-      this.#inFlight -= 1;
-      if (this.#inFlight === 0) this.#drained?.();
     }
     const now = performance.now();
     // Reported before they are acted on: an extension that found a lease taken precedes its loss.
     if (sentAt !== undefined && extendChannel.hasSubscribers) reportExtension(batch, outcomes, lagMs, now - sentAt);
-    const lane = this.#lane(duration);
+    const lane = this.#lanes.of(duration);
     let minDeadline = Number.POSITIVE_INFINITY;
     for (let index = 0; index < batch.length; index++) {
       const acquisition = batch[index] as Acquisition;
@@ -406,11 +352,11 @@ export class LeaseKeeper {
     acquisition.list?.remove(acquisition);
     if (acquisition.keepAlive === "once") acquisition.keepAlive = "never";
     if (this.#stopped || acquisition.keepAlive === "never") {
-      lane.pending.insertSorted(acquisition, byDeadline);
+      lane.watchDeadline(acquisition);
       return;
     }
     acquisition.due = this.#dueTime(acquisition);
-    lane.idle.insertSorted(acquisition, byDue);
+    lane.scheduleExtension(acquisition);
   }
 
   /**
@@ -420,71 +366,11 @@ export class LeaseKeeper {
   #scheduleRetry(acquisition: Acquisition, now: number): void {
     this.#stats.retries += 1;
     if (this.#stopped) return; // stays in pending: its deadline is watched
-    const lane = this.#lane(acquisition.duration);
+    const lane = this.#lanes.of(acquisition.duration);
     const timeLeft = acquisition.validUntil - now;
     const lastChance = timeLeft - this.#lead(acquisition);
     acquisition.list?.remove(acquisition);
     acquisition.due = Math.floor(now + Math.max(1, Math.min(acquisition.duration / 8, lastChance)));
-    lane.retry.insertSorted(acquisition, byDue);
-  }
-}
-
-/** One extension message's worth of leases: same locker, same outcome (and same error). */
-interface ExtensionGroup {
-  readonly owner: AcquisitionOwner;
-  readonly outcome: ExtendMessageOutcome;
-  readonly error: Error | undefined;
-  readonly keys: string[];
-}
-
-/**
- * Publishes what one extension command found: one message per locker, outcome and error, in the
- * batch's order (deadline first). Leases released while the command was in flight are left out.
- */
-function reportExtension(
-  batch: readonly Acquisition[],
-  outcomes: readonly ExtendOutcome[],
-  lagMs: number,
-  elapsedMs: number,
-): void {
-  const groups: ExtensionGroup[] = [];
-  batch.forEach((acquisition, index) => {
-    if (acquisition.state !== "held") return;
-    const found = outcomes[index];
-    const explained = found instanceof LockLostError;
-    const outcome: ExtendMessageOutcome = explained
-      ? found.reason === "taken"
-        ? "taken"
-        : "expired"
-      : found instanceof Error || found === undefined
-        ? "retry"
-        : found;
-    const error = explained
-      ? found.cause instanceof Error
-        ? found.cause
-        : found
-      : found instanceof Error
-        ? found
-        : undefined;
-    const { owner } = acquisition;
-    let group = groups.find((g) => g.owner === owner && g.outcome === outcome && g.error === error);
-    if (group === undefined) {
-      group = { owner, outcome, error, keys: [] };
-      groups.push(group);
-    }
-    group.keys.push(acquisition.key);
-  });
-  for (const { owner, outcome, error, keys } of groups) {
-    publishExtend({
-      key: keys[0] as string,
-      keys,
-      count: keys.length,
-      locker: owner.locker,
-      kind: owner.kind,
-      outcome,
-      error,
-      lagMs,
-      elapsedMs,
-    });
+    lane.scheduleRetry(acquisition);
   }
 }

@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import type { LockerKind } from "../diagnostics.js";
-import type { LockLostError } from "../errors.js";
 import { LockerClosedError, UnsupportedError } from "../errors.js";
 import { CloseGate, subscribeAbort } from "../internal/abortable.js";
 import { type AcquireProbe, grantTime, publishRelease } from "../internal/diagnostics.js";
@@ -16,33 +15,15 @@ import { KeyStates } from "../internal/waiter.js";
 import type { AcquireOptions, Lease, Locker, ReleaseOutcome } from "../locker.js";
 import { Acquisition, type AcquisitionOwner } from "./acquisition.js";
 import type { AttemptOutcome, Backend, BackendFactory, LockHandle, QueueIntent, Registration } from "./backend.js";
-import type { CoreParts, Miss } from "./core-parts.js";
-import { GrantDesk } from "./grant-desk.js";
+import type { CoreParts, CoreSettings, Miss } from "./core-parts.js";
+import { InFlight } from "./in-flight.js";
 import { LeaseKeeper, type LeaseKeeperStats } from "./lease-keeper.js";
 import { WaitLoop } from "./wait-loop.js";
 
 /** How often a `tryLock` asks again after its win was read only once the lease had run out. */
 const LATE_ANSWER_RETRIES = 3;
 
-/** The settings the core needs from a locker's resolved options (a store adds its own). */
-export interface CoreSettings {
-  /** The default lease length, in ms. */
-  readonly expiry: number;
-  /** The bound of one store operation, in ms (extensions are scheduled to land before deadlines). */
-  readonly operationTimeout: number;
-  /** The safety net's first and longest wait between attempts, in ms. */
-  readonly backoffMin: number;
-  readonly backoffMax: number;
-  /** How many extension calls may be in flight at once. */
-  readonly sweepConcurrency: number;
-  /** The user's hook for lost leases; what it throws is swallowed. */
-  readonly onLockLost: ((error: LockLostError) => void) | undefined;
-  /**
-   * The shortest `expiry` an acquisition may ask for, in ms (default {@link MIN_EXPIRY_MS}): a
-   * store whose leases are never extended over a network (memory) accepts shorter ones.
-   */
-  readonly minExpiry?: number;
-}
+export type { CoreSettings } from "./core-parts.js";
 
 /**
  * The one lock core: everything a lock does that is not the store, for every locker — lock,
@@ -64,10 +45,8 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
   readonly #keeper: LeaseKeeper;
   /** Per key: how many acquisitions are held here, and who waits here (FIFO). */
   readonly #keys = new KeyStates<LockHandle, Registration>();
-  /** Redis operations in flight (close() waits for them); a count, not a Set of promises. */
-  #inFlight = 0;
-  /** Resolves close()'s wait once the last in-flight operation has settled. */
-  #drained: (() => void) | undefined;
+  /** Store operations in flight (close() waits for them). */
+  readonly #inFlight = new InFlight();
   readonly #closing = new AbortController();
   /** Cuts in-flight attempts short on close (waits listen to `#closing` instead). */
   readonly #gate = new CloseGate();
@@ -80,7 +59,6 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
   readonly #counted: boolean;
   /** What the wait loop and the grant desk share with the core. */
   readonly #parts: CoreParts;
-  readonly #grants: GrantDesk;
   readonly #loop: WaitLoop;
 
   /**
@@ -107,10 +85,10 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
         released: (key) => {
           // Counted: every waiter of the key competes (permits held here may leave room). A lock:
           // while this locker holds the key, the message is stale (or our own).
-          if (this.#counted) this.#notifyAll(key);
+          if (this.#counted) this.#keys.notifyAll(key);
           else if (this.#keys.heldCount(key) === 0) this.#keys.notifyHead(key);
         },
-        granted: (key, grant) => this.#grants.onGrant(key, grant),
+        granted: (key, grant) => this.#loop.grants.onGrant(key, grant),
         missed: () => this.#keys.notifyAllHeads(),
         lost: (tokens, reason, cause) => this.#keeper.markLostByToken(tokens, reason, cause),
       },
@@ -119,7 +97,8 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
       throw new UnsupportedError("Counted locks need a store that counts permits");
     }
     const { operationTimeout, sweepConcurrency } = options;
-    this.#keeper = new LeaseKeeper(this.#store, {
+    this.#keeper = new LeaseKeeper({
+      store: this.#store,
       operationTimeout,
       sweepConcurrency,
       onLockLost: options.onLockLost,
@@ -146,13 +125,10 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
       track: (promise) => this.#track(promise),
       resourceOf: (key) => this.#resourceOf(key),
       isAbandonment: (error, signal) => this.#isAbandonment(error, signal),
-      attempt: (signal, key, request, intent, owner, probe) =>
-        this.#attempt(signal, key, request, intent, owner, probe),
-      register: (key, handle, fencingToken, request, handedOver, owner) =>
-        this.#register(key, handle, fencingToken, request, handedOver, owner),
+      attempt: (call, intent) => this.#attempt(call.signal, call.key, call.request, intent, call.owner, call.probe),
+      registerGrant: (call, handle) => this.#register(call.key, handle, undefined, call.request, true, call.owner),
     };
-    this.#grants = new GrantDesk(this.#parts);
-    this.#loop = new WaitLoop(this.#parts, this.#grants);
+    this.#loop = new WaitLoop(this.#parts);
   }
 
   /** The resolved options (defaults filled in). */
@@ -215,9 +191,8 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     owner: AcquisitionOwner,
     probe: AcquireProbe | undefined,
   ): Promise<Acquisition> {
-    if (!this.#counted) return this.#loop.obtain(signal, key, request, owner, probe);
-    this.#store.checkResource(this.#resourceOf(key));
-    return this.#loop.obtainCounted(signal, key, request, owner, probe);
+    if (this.#counted) this.#store.checkResource(this.#resourceOf(key));
+    return this.#loop.obtain({ signal, key, request, owner, probe });
   }
 
   /** One attempt on `key`, not queued: the acquisition, or undefined when it is taken. */
@@ -271,11 +246,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     this.#closing.abort(closed);
     this.#gate.close(closed);
     await this.#keeper.stop();
-    if (this.#inFlight > 0) {
-      await new Promise<void>((resolve) => {
-        this.#drained = resolve;
-      });
-    }
+    if (this.#inFlight.count > 0) await this.#inFlight.drained();
     await this.#store.watcher.close();
   }
 
@@ -410,7 +381,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     // woken here.
     if (!this.#store.hasQueue(handle.resource) || handle.handedTo === "" || outcome === "unknown") {
       // Counted, no queue: every waiter here competes on its own.
-      if (this.#counted && !this.#store.hasQueue(handle.resource)) this.#notifyAll(acquisition.key);
+      if (this.#counted && !this.#store.hasQueue(handle.resource)) this.#keys.notifyAll(acquisition.key);
       else this.#keys.notifyHead(acquisition.key);
     }
     // A lease left to expire that ran out before its release expired, whoever holds the key now.
@@ -418,22 +389,9 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     return publishRelease(acquisition.owner, acquisition.key, acquisition.grantedAt, found);
   }
 
-  /** Wakes every waiter of `key` (a counted lock's waiters each compete on their own). */
-  #notifyAll(key: string): void {
-    for (let waiter = this.#keys.get(key)?.waiters.head; waiter !== undefined; waiter = waiter.next) waiter.notify();
-  }
-
   #track<T>(promise: Promise<T>): Promise<T> {
-    this.#inFlight += 1;
-    promise.then(this.#settled, this.#settled);
-    return promise;
+    return this.#inFlight.track(promise);
   }
-
-  /** Counts an operation of {@link #track} as settled (one function for all of them). */
-  readonly #settled = (): void => {
-    this.#inFlight -= 1;
-    if (this.#inFlight === 0) this.#drained?.();
-  };
 }
 
 /** The engine's standing subscription to its own close (see the constructor): nothing to do. */

@@ -243,6 +243,11 @@ export class KeyStates<G = unknown, H = unknown> {
     this.get(key)?.waiters.head?.postpone();
   }
 
+  /** Wakes every waiter of `key` (a counted lock's waiters each compete on their own). */
+  notifyAll(key: string): void {
+    for (let waiter = this.get(key)?.waiters.head; waiter !== undefined; waiter = waiter.next) waiter.notify();
+  }
+
   /** Wakes the head of every queue (after notifications may have been lost). */
   notifyAllHeads(): void {
     for (const entry of this.#states.values()) {

@@ -1,0 +1,143 @@
+import type { KeyState } from "../internal/waiter.js";
+import { Waiter } from "../internal/waiter.js";
+import type { Backend, Grant, LockHandle, QueueIntent, Registration } from "./backend.js";
+import type { CoreParts } from "./core-parts.js";
+
+/** What one locker knows of one key (see `KeyStates`). */
+type Key = KeyState<LockHandle, Registration>;
+
+/**
+ * What the core knows of one place in a store's hand-off queue: its latest registration not yet
+ * seen granted, whether an attempt for it is in flight, and a grant message that arrived meanwhile
+ * (it may be for that attempt's registration: decided once the attempt has settled).
+ */
+export interface QueuePlace {
+  attempting: boolean;
+  handOff: Registration | undefined;
+  earlyGrant: Grant | undefined;
+}
+
+/**
+ * A caller in the wait loop (see `WaitLoop`): it waits in its key's local FIFO, and this is how it
+ * holds its place in the store's hand-off queue — the one thing in which a lock's waiters and a
+ * counted lock's waiters differ. A lock's locker keeps one place per key, for the head of its
+ * local FIFO ({@link LockWaiter}); a counted lock's waiter has its own ({@link CountedWaiter}).
+ */
+export abstract class CoreWaiter extends Waiter<LockHandle> {
+  /** Whether its first try is the lean one (not in the store's queue; see `WaitLoop`): not by default. */
+  get leanFirstTry(): boolean {
+    return false;
+  }
+
+  /** The place in the store's queue this waiter's attempts use. */
+  abstract placeIn(state: Key): QueuePlace;
+  /** Whether its place is in a queue to keep alive (polled within `backoffMax` of its last try). */
+  abstract queued(store: Backend, resource: string): boolean;
+  /** Whether it is first in line for its place (it may try now, as far as this locker goes). */
+  abstract isFirst(state: Key): boolean;
+  /** The intent of its attempts that join the store's queue (and leave it on success). */
+  abstract joinIntent(parts: CoreParts): QueueIntent;
+  /** Leaves the key's local FIFO (and this core's books), `acquired` or not. */
+  abstract leave(parts: CoreParts, key: string, state: Key, acquired: boolean, queued: boolean): void;
+  /** Whether it leaves its place in the store's queue when it leaves without the key. */
+  abstract leavesPlace(state: Key, queued: boolean): boolean;
+}
+
+/**
+ * A waiter of a lock. Its locker keeps one place in the store's queue for the key (its
+ * {@link KeyState}: one queue entry per locker), used by the head of the key's local FIFO: only the
+ * head competes, and its first try is the lean one.
+ */
+export class LockWaiter extends CoreWaiter {
+  /** A lock's head tries lean first. */
+  override get leanFirstTry(): boolean {
+    return true;
+  }
+
+  /** The key's place, shared by its waiters here. */
+  placeIn(state: Key): QueuePlace {
+    return state;
+  }
+
+  /** Whether the store keeps a hand-off queue for the key. */
+  queued(store: Backend, resource: string): boolean {
+    return store.hasQueue(resource);
+  }
+
+  /** Only the head of the local FIFO competes. */
+  isFirst(state: Key): boolean {
+    return state.waiters.head === this;
+  }
+
+  /** The locker's own id, shared by its attempts. */
+  joinIntent(parts: CoreParts): QueueIntent {
+    return parts.intents.leave;
+  }
+
+  /**
+   * The next waiter here is not in the cross-process queue (a holder's locker leaves it): whoever
+   * leaves the head, having taken the key or not, wakes it so that it joins.
+   */
+  leave(parts: CoreParts, key: string, state: Key, acquired: boolean, queued: boolean): void {
+    parts.keys.leave(key, state, this, !acquired || queued);
+  }
+
+  /** The locker's place is left once nobody here waits for the key. */
+  leavesPlace(state: Key, queued: boolean): boolean {
+    return queued && state.waiters.size === 0;
+  }
+}
+
+/**
+ * A waiter of a counted lock (semaphores, read-write locks): it has its own place in the store's
+ * queue, under its own id, so waiters are served in arrival order across processes. Every waiter
+ * competes (permits held here may leave room), never lean: its first failed attempt queues it.
+ */
+export class CountedWaiter extends CoreWaiter implements QueuePlace {
+  /** True while its attempt is in flight. */
+  attempting = false;
+  /** Its latest registration in the store's queue, not yet seen granted. */
+  handOff: Registration | undefined;
+  /** A grant message that arrived while its attempt was in flight. */
+  earlyGrant: Grant | undefined;
+  readonly #intent: QueueIntent;
+
+  constructor(
+    /** Its id in the store's queue: the locker's id, a dot, and a sequence number. */
+    readonly id: string,
+  ) {
+    super();
+    this.#intent = { waiterId: id, join: true, onSuccess: "leave" };
+  }
+
+  /** Its own place. */
+  placeIn(): QueuePlace {
+    return this;
+  }
+
+  /** Those behind it compete on their own: nobody to wake. */
+  leave(parts: CoreParts, key: string, state: Key): void {
+    parts.countedWaiters.delete(this.id);
+    parts.keys.leave(key, state, this, false);
+  }
+
+  /** Always: its place is kept alive by its tries, whatever the store. */
+  queued(): boolean {
+    return true;
+  }
+
+  /** Leaves its place if it has one; permits granted to it meanwhile go back (and on to those behind it). */
+  leavesPlace(): boolean {
+    return this.handOff !== undefined;
+  }
+
+  /** Every waiter competes on its own. */
+  isFirst(): boolean {
+    return true;
+  }
+
+  /** Its own id. */
+  joinIntent(): QueueIntent {
+    return this.#intent;
+  }
+}
