@@ -1,14 +1,14 @@
 import type { ReleaseOutcome } from "../locker.js";
 
-/** A lock held in Redis: its token, key, and local validity window (monotonic ms). */
+/** A lock held in a store: its token, resource, and local validity window (monotonic ms). */
 export class LockHandle {
-  /** Random ownership token (32 hex characters = 16 bytes). */
+  /** Its ownership token (random, or the store's own: a counter, a token with a weight). */
   readonly token: string;
-  /** The full Redis key. */
+  /** The store's name for the key (see {@link Backend.resourceOf}). */
   readonly resource: string;
   /**
-   * `performance.now()` when the command that last set the lock's TTL was sent: the TTL counts
-   * from no earlier than this.
+   * `performance.now()` when the command that last set the lock's lease was sent: the lease
+   * counts from no earlier than this.
    */
   validFrom: number;
   /** `performance.now()` past which the lock may have expired (on a quorum of nodes). */

@@ -1,12 +1,5 @@
-import type {
-  AttemptOutcome,
-  AttemptRequest,
-  BackendEvents,
-  BackendFactory,
-  ExtendOutcome,
-  StoreBackend,
-} from "../core/backend.js";
-import { LockHandle } from "../core/backend.js";
+import type { BackendEvents, BackendFactory, StoreBackend } from "../core/backend.js";
+import { type AttemptOutcome, type AttemptRequest, type ExtendOutcome, LockHandle } from "../core/backend.js";
 import { withDefaults } from "../core/backend-defaults.js";
 import { withTimeout } from "../internal/sleep.js";
 import { newToken } from "../internal/token.js";
