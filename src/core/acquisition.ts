@@ -55,15 +55,12 @@ export class Acquisition extends Releasable implements Linked<Acquisition>, Lock
   prev: Acquisition | undefined;
   next: Acquisition | undefined;
   list: IntrusiveList<Acquisition> | undefined;
-  /** Random ownership token (see {@link LockHandle.token}). */
+  // Its LockHandle part, documented once there (editors show that documentation here too);
+  // the times in whole ms, rounded down (see above).
   readonly token: string;
-  /** The full Redis key. */
   readonly resource: string;
-  /** Whole ms, rounded down: see {@link LockHandle.validFrom}. */
   validFrom: number;
-  /** Whole ms, rounded down: see {@link LockHandle.validUntil}. */
   validUntil: number;
-  /** Set by a release on a store with a hand-off queue (see {@link LockHandle.handedTo}). */
   handedTo: string | undefined;
 
   constructor(

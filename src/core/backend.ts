@@ -1,14 +1,14 @@
 import type { ReleaseOutcome } from "../locker.js";
 
-/** A lock held in Redis: its token, key, and local validity window (monotonic ms). */
+/** A lock held in a store: its token, resource, and local validity window (monotonic ms). */
 export class LockHandle {
-  /** Random ownership token (32 hex characters = 16 bytes). */
+  /** Its ownership token (random, or the store's own: a counter, a token with a weight). */
   readonly token: string;
-  /** The full Redis key. */
+  /** The store's name for the key (see {@link Backend.resourceOf}). */
   readonly resource: string;
   /**
-   * `performance.now()` when the command that last set the lock's TTL was sent: the TTL counts
-   * from no earlier than this.
+   * `performance.now()` when the command that last set the lock's lease was sent: the lease
+   * counts from no earlier than this.
    */
   validFrom: number;
   /** `performance.now()` past which the lock may have expired (on a quorum of nodes). */
@@ -135,6 +135,20 @@ export interface ReleaseWatcher {
   close(): Promise<void>;
 }
 
+/** One acquisition attempt, as the core asks a backend for it (one object per attempt). */
+export interface AttemptRequest {
+  /** The store's name for the key (see {@link Backend.resourceOf}). */
+  readonly resource: string;
+  /** The lease length in ms. */
+  readonly duration: number;
+  /** How the attempt relates to the key's hand-off queue (a store without one may ignore it). */
+  readonly intent: QueueIntent;
+  /** The grant carries a fencing token issued in the same atomic step. */
+  readonly fencing: boolean;
+  /** Permits to take (1 for a lock; counted locks only). */
+  readonly weight: number;
+}
+
 /**
  * A store, as the lock core drives it. The core owns everything else a lock does: validation, the
  * per-key waiter queue and wait loop, the lease record and its keeping, loss reporting, release
@@ -149,9 +163,15 @@ export interface ReleaseWatcher {
  *   (see {@link QueueIntent}) and has releases grant the key to the longest-waiting live entry,
  *   reporting it through {@link BackendEvents.granted}; the core hands that grant to its waiter.
  *   Without a queue, releases are reported through {@link BackendEvents.released} and waiters try.
+ *
+ * A store writes a {@link StoreBackend}: the members marked "default" below may be left out, and
+ * `withDefaults` (core/backend-defaults.ts) supplies them.
  */
 export interface Backend {
-  /** The store's name for `key` (a prefixed key, a path, a hash): computed once per key state. */
+  /**
+   * The store's name for `key` (a prefixed key, a path, a hash): computed once per key state.
+   * Default: the key itself.
+   */
   resourceOf(key: string): string;
   /** True when the store counts permits (semaphores, read-write locks) besides plain locks. */
   readonly countsPermits: boolean;
@@ -161,23 +181,23 @@ export interface Backend {
    * store by the core, so the key is freed. Default: locks expire on their own (a TTL).
    */
   readonly expires?: boolean;
-  /** True when releases of `resource` hand it to the next queued waiter (and publish its id). */
+  /**
+   * True when releases of `resource` hand it to the next queued waiter (and publish its id).
+   * Default: `false` (no hand-off queue).
+   */
   hasQueue(resource: string): boolean;
   /** How the core hears of releases. */
   readonly watcher: ReleaseWatcher;
   /**
-   * One attempt to take `resource` (`weight` permits of it, for counted locks) for `duration` ms;
-   * with `fencing`, the grant carries a fencing token issued in the same atomic step. Store
-   * failures throw StoreUnavailableError.
+   * One attempt to take `request.resource` (`request.weight` permits of it, for counted locks) for
+   * `request.duration` ms; with `request.fencing`, the grant carries a fencing token issued in the
+   * same atomic step. Store failures throw StoreUnavailableError.
    */
-  acquire(
-    resource: string,
-    duration: number,
-    intent?: QueueIntent,
-    fencing?: boolean,
-    weight?: number,
-  ): Promise<AttemptOutcome>;
-  /** Throws an UnsupportedError when `resource` cannot be used by this store (before anything is sent). */
+  acquire(request: AttemptRequest): Promise<AttemptOutcome>;
+  /**
+   * Throws an UnsupportedError when `resource` cannot be used by this store (before anything is
+   * sent). Default: every resource can.
+   */
   checkResource(resource: string): void;
   /**
    * Extends each of `handles` (at most {@link MAX_EXTEND_BATCH}) to `duration` ms from now where
@@ -194,20 +214,42 @@ export interface Backend {
   /**
    * The handle of a grant a release made to `registration` (see {@link Registration}) at the
    * store's time `grantedServerMs`: valid for the hand-off grace from then, as bounded locally.
+   * Called only for grants the backend reported. Default: throws (a store without a hand-off
+   * queue reports none).
    */
   grantedHandle(resource: string, registration: Registration, grantedServerMs: number): LockHandle;
   /**
-   * Removes `waiterId` from `resource`'s hand-off queue, and hands the key over at once if it was
-   * granted to `claimToken` (the leaver's registration, not seen granted). Never rejects.
+   * Removes `waiterId` from `resource`'s hand-off queue (or whatever a failed attempt that joined
+   * left queued), and hands the key over at once if it was granted to `claimToken` (the leaver's
+   * registration, not seen granted). Never rejects. Default: nothing to leave.
    */
   leaveQueue(resource: string, waiterId: string, claimToken?: string): Promise<void>;
   /** Whether {@link issueFencingToken} is available. */
   readonly supportsFencing: boolean;
   /** A fencing token for `handle`, or `undefined` when the key no longer holds its token. */
   issueFencingToken(handle: LockHandle): Promise<bigint | undefined>;
-  /** Throws an UnsupportedError when `resource` cannot be fenced (before anything is sent). */
+  /**
+   * Throws an UnsupportedError when `resource` cannot be fenced (before anything is sent).
+   * Default: every resource can (when {@link supportsFencing}).
+   */
   checkFencing(resource: string): void;
 }
+
+/** The members of {@link Backend} a store may leave out (see {@link StoreBackend}). */
+export type DefaultedMember =
+  | "resourceOf"
+  | "hasQueue"
+  | "checkResource"
+  | "grantedHandle"
+  | "leaveQueue"
+  | "checkFencing";
+
+/**
+ * A backend as a store writes it: {@link Backend} with the defaulted members optional (a store
+ * without a hand-off queue or per-resource limits writes none of them). `withDefaults` makes it
+ * a {@link Backend}.
+ */
+export type StoreBackend = Omit<Backend, DefaultedMember> & Partial<Pick<Backend, DefaultedMember>>;
 
 /** Makes a locker's backend, once the core knows its waiter id and event sink. */
 export type BackendFactory = (context: BackendContext) => Backend;

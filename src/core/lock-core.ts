@@ -274,13 +274,13 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
   ): Promise<Acquisition | Miss> {
     if (probe !== undefined) probe.attempts += 1;
     const attempt = this.#track(
-      this.#store.acquire(
-        this.#resourceOf(key),
-        request.expiry ?? this.#options.expiry,
+      this.#store.acquire({
+        resource: this.#resourceOf(key),
+        duration: request.expiry ?? this.#options.expiry,
         intent,
-        request.fencing,
-        request.weight,
-      ),
+        fencing: request.fencing,
+        weight: request.weight,
+      }),
     );
     let outcome: AttemptOutcome;
     try {

@@ -65,17 +65,8 @@ export function entryOf(token: string, expiry: number, acquiredAt: number): Entr
   const deadline = monotonicNow() + expiry;
   const wallDeadline = Date.now() + expiry;
   const { pid } = process;
-  const name = [
-    token,
-    deadline,
-    wallDeadline,
-    acquiredAt,
-    pid,
-    SELF_START_TIME,
-    PID_NAMESPACE,
-    BOOT_ID || "0",
-    HOST,
-  ].join(".");
+  // T.D.W.A.P.S.N.B.host (see the module comment).
+  const name = `${token}.${deadline}.${wallDeadline}.${acquiredAt}.${pid}.${SELF_START_TIME}.${PID_NAMESPACE}.${BOOT_ID || "0"}.${HOST}`;
   return {
     name,
     token,

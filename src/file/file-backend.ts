@@ -1,12 +1,6 @@
-import {
-  type AttemptOutcome,
-  type Backend,
-  type BackendEvents,
-  type BackendFactory,
-  type ExtendOutcome,
-  LockHandle,
-  type QueueIntent,
-} from "../core/backend.js";
+import type { BackendEvents, BackendFactory, StoreBackend } from "../core/backend.js";
+import { type AttemptOutcome, type AttemptRequest, type ExtendOutcome, LockHandle } from "../core/backend.js";
+import { withDefaults } from "../core/backend-defaults.js";
 import { withTimeout } from "../internal/sleep.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
@@ -47,10 +41,10 @@ export function fileBackend(
   options: ResolvedFileLockerOptions,
   limit?: number,
 ): BackendFactory {
-  return ({ events }) => new FileBackend(directory, options, events, limit);
+  return ({ events }) => withDefaults(new FileBackend(directory, options, events, limit));
 }
 
-class FileBackend implements Backend {
+class FileBackend implements StoreBackend {
   readonly countsPermits: boolean;
   readonly supportsFencing = true;
   readonly watcher: FileReleaseWatcher;
@@ -75,41 +69,23 @@ class FileBackend implements Backend {
     this.watcher = new FileReleaseWatcher(options.directory, events, (key) => this.#hashOf(key));
   }
 
-  resourceOf(key: string): string {
-    return key;
-  }
-
   /** The file name stem of `key`; a read-write key's differ from a lock's (they never meet). */
   #hashOf(key: string): string {
     return hashKey(this.#permits === undefined ? key : `\u0000rw\u0000${key}`);
   }
 
-  hasQueue(): boolean {
-    return false;
-  }
-
-  checkResource(): void {}
-
-  checkFencing(): void {}
-
-  async acquire(
-    resource: string,
-    duration: number,
-    intent?: QueueIntent,
-    fencing?: boolean,
-    weight?: number,
-  ): Promise<AttemptOutcome> {
+  async acquire(request: AttemptRequest): Promise<AttemptOutcome> {
+    const { resource, duration } = request;
     const hash = this.#hashOf(resource);
     const concurrent = this.#attempting.get(resource) ?? 0;
     this.#attempting.set(resource, concurrent + 1);
     try {
-      if (this.#permits !== undefined)
-        return await this.#acquireCounted(this.#permits, resource, hash, duration, intent, fencing === true, weight);
+      if (this.#permits !== undefined) return await this.#acquireCounted(this.#permits, hash, request);
       // Look first when another attempt here is under way (a burst) or this is a retry of a waiter
       // (one read instead of three calls and a clean-up: the key is probably held).
-      const probe = concurrent > 0 || intent?.join === true;
+      const probe = concurrent > 0 || request.intent.join;
       const result = await this.#directory.use(() => this.#directory.store.take(hash, newToken(), duration, probe));
-      return await this.#outcome(resource, hash, false, result, duration, fencing === true);
+      return await this.#outcome(resource, hash, false, result, duration, request.fencing);
     } finally {
       const left = (this.#attempting.get(resource) ?? 1) - 1;
       if (left === 0) this.#attempting.delete(resource);
@@ -122,20 +98,13 @@ class FileBackend implements Backend {
    * `permits.ts`): it tries unless a ticket ahead of its own (of a writer, for a reader) is live;
    * a miss that joins the queue takes (or keeps) a ticket, whose token is its registration.
    */
-  async #acquireCounted(
-    permits: PermitFiles,
-    resource: string,
-    hash: string,
-    duration: number,
-    intent: QueueIntent | undefined,
-    fencing: boolean,
-    weight = 1,
-  ): Promise<AttemptOutcome> {
+  async #acquireCounted(permits: PermitFiles, hash: string, request: AttemptRequest): Promise<AttemptOutcome> {
+    const { resource, duration, intent, fencing, weight } = request;
     const writer = weight === this.#limit && weight > 1;
     const sentAt = performance.now();
     await this.#leaving.get(hash);
     const tickets = await this.#directory.use(() => permits.tickets(hash));
-    const own = tickets.find((ticket) => ticket.entry.token === intent?.claimToken);
+    const own = tickets.find((ticket) => ticket.entry.token === intent.claimToken);
     const before = own === undefined ? tickets : tickets.filter((ticket) => ahead(ticket, own));
     let outcome: AttemptOutcome = { kind: "held" };
     if (writer ? before.length === 0 : !before.some((ticket) => ticket.writer)) {
@@ -154,7 +123,7 @@ class FileBackend implements Backend {
         return outcome;
       }
     }
-    if (intent?.join !== true) return outcome;
+    if (!intent.join) return outcome;
     const token = await this.#register(permits, hash, writer, own);
     return { ...outcome, kind: "held", registration: { token, weight, sentAt, serverMs: 0 } };
   }
@@ -265,10 +234,6 @@ class FileBackend implements Backend {
       (): ReleaseOutcome => "unknown",
     );
     return expired && outcome !== "unknown" ? "expired" : outcome;
-  }
-
-  grantedHandle(): LockHandle {
-    throw new Error("The file store has no hand-off queue: nothing is granted");
   }
 
   async leaveQueue(resource: string, _waiterId: string, claimToken?: string): Promise<void> {

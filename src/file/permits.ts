@@ -196,34 +196,16 @@ export class PermitFiles {
 
   /** Moves a reader's entry to a new deadline; `undefined` when it is gone (taken over). */
   extendRead(hash: string, entry: Entry, expiry: number): Promise<Entry | undefined> {
-    return this.#store.run(true, async () => {
-      const dir = this.#path(hash, "rd");
-      const next = entryOf(entry.token, expiry, entry.acquiredAt);
-      try {
-        await rename(join(dir, entry.name), join(dir, next.name));
-        return next;
-      } catch (error) {
-        if (codeOf(error) === "ENOENT" || codeOf(error) === "ENOTDIR") return undefined;
-        throw this.#store.unavailable("extend a read lease in", error);
-      }
-    });
+    const dir = this.#path(hash, "rd");
+    return this.#store.run(true, () => this.#store.moveEntry(dir, entry, expiry, "extend a read lease in"));
   }
 
   /** Removes a reader's entry: `"released"`, or (gone already) `"taken"` by a writer or `"expired"`. */
   releaseRead(hash: string, entry: Entry): Promise<"released" | "taken" | "expired"> {
     return this.#store.run(true, async () => {
-      const dir = this.#path(hash, "rd");
-      try {
-        await rmdir(join(dir, entry.name));
-      } catch (error) {
-        if (codeOf(error) !== "ENOENT" && codeOf(error) !== "ENOTDIR") {
-          throw this.#store.unavailable("release a read lease in", error);
-        }
-        const holder = await this.#store.readOwner(this.#store.lockPath(hash));
-        return holder !== undefined && !takeable(holder) ? "taken" : "expired";
-      }
-      await rmdir(dir).catch(ignore);
-      return "released";
+      if (await this.#store.removeEntry(this.#path(hash, "rd"), entry, "release a read lease in")) return "released";
+      const holder = await this.#store.readOwner(this.#store.lockPath(hash));
+      return holder !== undefined && !takeable(holder) ? "taken" : "expired";
     });
   }
 

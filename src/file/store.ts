@@ -102,6 +102,12 @@ export function codeOf(error: unknown): string | undefined {
   return typeof code === "string" ? code : undefined;
 }
 
+/** Whether `error` says a path is gone (or a component of it is not a directory any more). */
+export function isGone(error: unknown): boolean {
+  const code = codeOf(error);
+  return code === "ENOENT" || code === "ENOTDIR";
+}
+
 /** The lock files of one directory. Paths are built from a key's hash, never from the key. */
 export class FileStore {
   readonly directory: string;
@@ -216,15 +222,22 @@ export class FileStore {
     return this.#queue.run(true, () => this.#extend(hash, entry, expiry));
   }
 
-  async #extend(hash: string, entry: Entry, expiry: number): Promise<Entry | undefined> {
-    const lock = this.lockPath(hash);
+  #extend(hash: string, entry: Entry, expiry: number): Promise<Entry | undefined> {
+    return this.moveEntry(this.lockPath(hash), entry, expiry, "extend a lock in");
+  }
+
+  /**
+   * Renames `entry` of `dir` (a lock, or the readers of a read-write key) to a new deadline,
+   * `expiry` ms from now, for an operation in a slot: the new entry, or `undefined` when it is gone.
+   */
+  async moveEntry(dir: string, entry: Entry, expiry: number, operation: string): Promise<Entry | undefined> {
     const next = entryOf(entry.token, expiry, entry.acquiredAt);
     try {
-      await rename(join(lock, entry.name), join(lock, next.name));
+      await rename(join(dir, entry.name), join(dir, next.name));
       return next;
     } catch (error) {
-      if (codeOf(error) === "ENOENT" || codeOf(error) === "ENOTDIR") return undefined;
-      throw this.unavailable("extend a lock in", error);
+      if (isGone(error)) return undefined;
+      throw this.unavailable(operation, error);
     }
   }
 
@@ -238,15 +251,24 @@ export class FileStore {
 
   async #release(hash: string, entry: Entry): Promise<"released" | "taken" | "expired"> {
     const lock = this.lockPath(hash);
+    if (await this.removeEntry(lock, entry, "release a lock in")) return "released";
+    const holder = await this.readOwner(lock);
+    return holder !== undefined && holder.token !== entry.token ? "taken" : "expired";
+  }
+
+  /**
+   * Removes `entry` of `dir`, then `dir` if that left it empty, for an operation in a slot; false
+   * when the entry was gone already.
+   */
+  async removeEntry(dir: string, entry: Entry, operation: string): Promise<boolean> {
     try {
-      await rmdir(join(lock, entry.name));
+      await rmdir(join(dir, entry.name));
     } catch (error) {
-      if (codeOf(error) !== "ENOENT" && codeOf(error) !== "ENOTDIR") throw this.unavailable("release a lock in", error);
-      const holder = await this.readOwner(lock);
-      return holder !== undefined && holder.token !== entry.token ? "taken" : "expired";
+      if (isGone(error)) return false;
+      throw this.unavailable(operation, error);
     }
-    await rmdir(lock).catch(() => undefined);
-    return "released";
+    await rmdir(dir).catch(() => undefined);
+    return true;
   }
 
   /** The current entry of `hash`'s lock, if any (stale or not). */
@@ -260,7 +282,7 @@ export class FileStore {
     try {
       names = await readdir(lock);
     } catch (error) {
-      if (codeOf(error) === "ENOENT" || codeOf(error) === "ENOTDIR") return undefined;
+      if (isGone(error)) return undefined;
       throw this.unavailable("read a lock in", error);
     }
     let found: Entry | undefined;

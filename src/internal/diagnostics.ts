@@ -93,22 +93,22 @@ async function settle<T>(
   signal: AbortSignal | undefined,
   startedAt: number,
 ): Promise<T> {
+  let failed = false;
   try {
     const result = await call;
     probe.outcome = isMiss(result) ? "not-acquired" : "acquired";
-    probe.waitedMs = performance.now() - startedAt;
     probe.result = result;
-    acquireTracing.asyncStart.publish(probe);
-    acquireTracing.asyncEnd.publish(probe);
     return result;
   } catch (error) {
+    failed = true;
     probe.outcome = failureOf(error, signal);
-    probe.waitedMs = performance.now() - startedAt;
     probe.error = error;
-    acquireTracing.error.publish(probe);
+    throw error;
+  } finally {
+    probe.waitedMs = performance.now() - startedAt;
+    if (failed) acquireTracing.error.publish(probe);
     acquireTracing.asyncStart.publish(probe);
     acquireTracing.asyncEnd.publish(probe);
-    throw error;
   }
 }
 

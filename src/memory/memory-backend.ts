@@ -1,16 +1,17 @@
 import { performance } from "node:perf_hooks";
-import {
-  type AttemptOutcome,
-  type Backend,
-  type BackendEvents,
-  type BackendFactory,
-  type ExtendOutcome,
-  type Grant,
-  LockHandle,
-  type QueueIntent,
-  type Registration,
-  type ReleaseWatcher,
+import type {
+  AttemptOutcome,
+  AttemptRequest,
+  BackendEvents,
+  BackendFactory,
+  ExtendOutcome,
+  Grant,
+  Registration,
+  ReleaseWatcher,
+  StoreBackend,
 } from "../core/backend.js";
+import { LockHandle } from "../core/backend.js";
+import { withDefaults } from "../core/backend-defaults.js";
 import type { CoreSettings } from "../core/lock-core.js";
 import { InvalidArgumentError } from "../errors.js";
 import { IntrusiveList, type Linked } from "../internal/intrusive-list.js";
@@ -110,7 +111,7 @@ const WATCHER: ReleaseWatcher = {
  * touches it. Tokens are a counter: nothing leaves the process. Fencing tokens rise with every
  * fenced grant of the locker, so they rise per key.
  */
-class MemoryBackend implements Backend {
+class MemoryBackend implements StoreBackend {
   readonly countsPermits = true;
   readonly supportsFencing = true;
   readonly watcher = WATCHER;
@@ -125,25 +126,11 @@ class MemoryBackend implements Backend {
     this.#events = events;
   }
 
-  resourceOf(key: string): string {
-    return key;
-  }
-
   hasQueue(): boolean {
     return true;
   }
 
-  checkResource(): void {}
-
-  checkFencing(): void {}
-
-  async acquire(
-    resource: string,
-    duration: number,
-    intent?: QueueIntent,
-    fencing = false,
-    weight = 1,
-  ): Promise<AttemptOutcome> {
+  async acquire({ resource, duration, intent, fencing, weight }: AttemptRequest): Promise<AttemptOutcome> {
     let slot = this.#slots.get(resource);
     if (slot === undefined) {
       slot = new Slot(resource);
@@ -153,18 +140,18 @@ class MemoryBackend implements Backend {
     const now = duration === INFINITY && slot.nextDeadline === INFINITY ? 0 : performance.now();
     if (slot.nextDeadline <= now) this.#expire(slot, now);
     // Granted to this caller's registration already (not seen yet): its turn has come.
-    const claim = intent?.claimToken;
+    const claim = intent.claimToken;
     const claimed = claim !== undefined && this.#drop(slot, claim);
-    const ahead = !claimed && slot.head !== undefined && slot.head.waiterId !== intent?.waiterId;
+    const ahead = !claimed && slot.head !== undefined && slot.head.waiterId !== intent.waiterId;
     if (!ahead && slot.used + weight <= this.#limit) {
       const token = this.#hold(slot, weight, duration, now);
-      if (intent?.onSuccess === "leave") this.#unqueue(slot, intent.waiterId);
+      if (intent.onSuccess === "leave") this.#unqueue(slot, intent.waiterId);
       if (claimed) this.#admit(slot, now);
       const handle = new LockHandle(token, resource, now, (slot.holders.get(token) as Holder).deadline);
       return fencing ? { kind: "acquired", handle, fencingToken: ++this.#fence } : { kind: "acquired", handle };
     }
     if (claimed) this.#admit(slot, now);
-    if (intent === undefined || !intent.join) return { kind: "held" };
+    if (!intent.join) return { kind: "held" };
     slot.places ??= new Map();
     let place = slot.places.get(intent.waiterId);
     if (place === undefined) {
@@ -294,5 +281,5 @@ class MemoryBackend implements Backend {
 
 /** Makes the backend of an in-memory locker whose keys have `limit` permits (1 for a lock). */
 export function memoryBackend(limit: number): BackendFactory {
-  return ({ events }) => new MemoryBackend(limit, events);
+  return ({ events }) => withDefaults(new MemoryBackend(limit, events));
 }

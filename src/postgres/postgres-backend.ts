@@ -1,14 +1,15 @@
 import { performance } from "node:perf_hooks";
-import {
-  type AttemptOutcome,
-  type Backend,
-  type BackendEvents,
-  type BackendFactory,
-  type ExtendOutcome,
-  LockHandle,
-  type QueueIntent,
+import type {
+  AttemptOutcome,
+  AttemptRequest,
+  BackendEvents,
+  BackendFactory,
+  ExtendOutcome,
+  StoreBackend,
 } from "../core/backend.js";
-import { LockerClosedError, LockLostError, UnsupportedError } from "../errors.js";
+import { LockHandle } from "../core/backend.js";
+import { withDefaults } from "../core/backend-defaults.js";
+import { LockerClosedError, LockLostError } from "../errors.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { channelOf, lockId, markerOf } from "./keys.js";
@@ -47,10 +48,10 @@ export function postgresBackend(
   options: ResolvedPostgresLockerOptions,
   limit?: number,
 ): BackendFactory {
-  return ({ events }) => new PostgresBackend(pool, options, events, limit);
+  return ({ events }) => withDefaults(new PostgresBackend(pool, options, events, limit));
 }
 
-class PostgresBackend implements Backend {
+class PostgresBackend implements StoreBackend {
   readonly countsPermits: boolean;
   readonly expires = false;
   readonly supportsFencing = true;
@@ -90,28 +91,14 @@ class PostgresBackend implements Backend {
     return this.#options.prefix + key;
   }
 
-  hasQueue(): boolean {
-    return false;
-  }
-
-  checkResource(): void {}
-
-  checkFencing(): void {}
-
-  async acquire(
-    resource: string,
-    duration: number,
-    intent?: QueueIntent,
-    fencing = false,
-    weight = 1,
-  ): Promise<AttemptOutcome> {
+  async acquire({ resource, duration, intent, fencing, weight }: AttemptRequest): Promise<AttemptOutcome> {
     const session = await this.#connect(resource);
     if (fencing) await this.#sequence.ensure(session, resource);
     const id = lockId(resource).toString();
     const shared = this.#limit !== undefined && weight < this.#limit;
-    const queued = intent === undefined ? undefined : this.#queued.get(intent.waiterId);
+    const queued = this.#queued.get(intent.waiterId);
     const marked = queued?.session === session;
-    const join = this.#limit !== undefined && intent?.join === true;
+    const join = this.#limit !== undefined && intent.join;
     // Held here already (in a mode it excludes): no try, only a counted waiter's marking.
     const taken = session.resources.get(resource) ?? 0;
     const blocked = shared ? taken < 0 : taken !== 0;
@@ -147,7 +134,7 @@ class PostgresBackend implements Backend {
     } finally {
       if (!blocked && row?.ok !== true) this.#untake(session, resource, shared);
     }
-    if (intent !== undefined && this.#limit !== undefined) {
+    if (this.#limit !== undefined) {
       if (row?.ok === true) this.#queued.delete(intent.waiterId);
       else if (!marked && (shared ? row?.marked === true : join)) {
         const { writers, readers } = rwMarkers(resource);
@@ -235,10 +222,6 @@ class PostgresBackend implements Backend {
     } finally {
       if (this.#closing && session.holds.size === 0) await session.retire();
     }
-  }
-
-  grantedHandle(): LockHandle {
-    throw new UnsupportedError("PostgreSQL advisory locks have no hand-off queue");
   }
 
   async leaveQueue(_resource: string, waiterId: string): Promise<void> {

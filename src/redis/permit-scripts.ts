@@ -1,5 +1,5 @@
 import { defineScript } from "./script-runner.js";
-import { PARSE_REGISTRATION, PUBLISH_GRANT } from "./scripts.js";
+import { nextFence, PARSE_REGISTRATION, PUBLISH_GRANT } from "./scripts.js";
 
 /*
  * Lua scripts of counted locks: semaphores and read-write locks (a reader takes one permit of a
@@ -84,15 +84,8 @@ local function admit(holders, queue, alive, limit, grace, used, latest)
 end
 `;
 
-/** Lua: the next fencing token (see NEXT_FENCE in scripts.ts; here after PERMITS, which reads the time). */
-const NEXT_FENCE = `
-local function next_fence(counter, ttl)
-  local last = tonumber(redis.call("get", counter) or "0")
-  local token = string.format("%.0f", math.max(now_us, last + 1))
-  redis.call("set", counter, token, "PX", ttl)
-  return token
-end
-`;
+/** Lua: the next fencing token (see `nextFence`; here after PERMITS, which read the time). */
+const NEXT_FENCE = nextFence("now_us");
 
 /**
  * One attempt to take permits. KEYS: holders, queue, liveness, and the fencing counter when a

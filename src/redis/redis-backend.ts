@@ -1,4 +1,5 @@
 import type { BackendFactory } from "../core/backend.js";
+import { withDefaults } from "../core/backend-defaults.js";
 import type { ResolvedRedisLockerOptions } from "./options.js";
 import { RedlockStore } from "./redlock-adapter.js";
 import { RedisReleaseWatcher } from "./release-watcher.js";
@@ -35,7 +36,7 @@ export function redisBackend(
       events,
     );
     const [only] = list;
-    const store =
+    const store = withDefaults(
       list.length === 1 && only !== undefined
         ? new SingleNodeStore(only, {
             commandTimeout: operationTimeout,
@@ -47,7 +48,8 @@ export function redisBackend(
             prefix,
             watcher,
           })
-        : new RedlockStore(list, { commandTimeout: operationTimeout, driftFactor, prefix, watcher });
+        : new RedlockStore(list, { commandTimeout: operationTimeout, driftFactor, prefix, watcher }),
+    );
     hasQueue = (resource) => store.hasQueue(resource);
     return store;
   };

@@ -17,13 +17,8 @@
  */
 import { performance } from "node:perf_hooks";
 import Redlock, { ExecutionError, type Lock, ResourceLockedError } from "redlock";
-import {
-  type AttemptOutcome,
-  type Backend,
-  type ExtendOutcome,
-  LockHandle,
-  type ReleaseWatcher,
-} from "../core/backend.js";
+import type { AttemptOutcome, AttemptRequest, ExtendOutcome, ReleaseWatcher, StoreBackend } from "../core/backend.js";
+import { LockHandle } from "../core/backend.js";
 import { UnsupportedError } from "../errors.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { connectionOf } from "./client/connection-of.js";
@@ -53,7 +48,7 @@ export interface RedlockStoreSettings {
  * (set-if-absent with our token), so the lock keeps its redundancy and survives the next minority
  * restart too.
  */
-export class RedlockStore implements Backend {
+export class RedlockStore implements StoreBackend {
   readonly #redlock: Redlock;
   readonly #runners: readonly ScriptRunner[];
   readonly #driftFactor: number;
@@ -107,8 +102,6 @@ export class RedlockStore implements Backend {
     return this.#prefix + key;
   }
 
-  checkResource(): void {}
-
   /**
    * A call of redlock's on `node`, whatever its script (see the top of this file): a follow-up of
    * an unanswered call with the same token (redlock's clean-up of a failed attempt) is ordered
@@ -152,12 +145,8 @@ export class RedlockStore implements Backend {
     return true;
   }
 
-  hasQueue(): boolean {
-    return false;
-  }
-
   /** One attempt on every node; success needs a majority and validity left on arrival. */
-  async acquire(resource: string, duration: number): Promise<AttemptOutcome> {
+  async acquire({ resource, duration }: AttemptRequest): Promise<AttemptOutcome> {
     const start = performance.now();
     if (duration > this.#longest) this.#longest = duration;
     let lock: Lock;
@@ -274,12 +263,6 @@ export class RedlockStore implements Backend {
     if (deleted + gone + taken < quorum) return "unknown";
     return taken > 0 ? "taken" : "expired";
   }
-
-  grantedHandle(): LockHandle {
-    throw new Error("a quorum has no hand-off queue, so nothing is ever granted");
-  }
-
-  async leaveQueue(): Promise<void> {}
 
   checkFencing(): void {
     throw new UnsupportedError(

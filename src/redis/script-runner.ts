@@ -113,23 +113,17 @@ export class ScriptRunner {
    * clean-up that must follow a command the client may re-send once it reconnects.
    */
   evalWhenConnected(source: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
-    let reply: Promise<unknown>;
-    try {
-      reply = this.#connection.eval(source, keys, args);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.#bounded(reply);
+    return this.#send(false, () => this.#connection.eval(source, keys, args));
   }
 
   /** EVALSHA with the timeout (redlock calls this too). */
   evalsha(sha: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
-    return this.#call(true, sha, keys, args);
+    return this.#send(this.#failFast, () => this.#connection.evalsha(sha, keys, args));
   }
 
   /** EVAL with the timeout (redlock calls this too). */
   eval(source: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
-    return this.#call(false, source, keys, args);
+    return this.#send(this.#failFast, () => this.#connection.eval(source, keys, args));
   }
 
   /**
@@ -137,41 +131,25 @@ export class ScriptRunner {
    * script, so no cache miss can reorder it.
    */
   setIfAbsent(key: string, value: string, ttlMs: number): Promise<unknown> {
-    const refusal = this.#refusal();
-    if (refusal !== undefined) return refusal;
-    let reply: Promise<unknown>;
-    try {
-      reply = this.#connection.setIfAbsent(key, value, ttlMs);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.#bounded(reply);
+    return this.#send(this.#failFast, () => this.#connection.setIfAbsent(key, value, ttlMs));
   }
 
-  #call(bySha: boolean, script: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
-    const refusal = this.#refusal();
-    if (refusal !== undefined) return refusal;
+  /**
+   * Sends one command, bounded by the timeout. `refuse` (a `failFast` runner's calls, except
+   * {@link evalWhenConnected}): rejects at once instead while the connection is down.
+   */
+  #send(refuse: boolean, send: () => Promise<unknown>): Promise<unknown> {
+    if (refuse) {
+      const reason = this.#connection.unavailableReason();
+      if (reason !== undefined) return Promise.reject(new Error(`Redis ${this.#label} is not connected (${reason})`));
+    }
     let reply: Promise<unknown>;
     try {
-      reply = bySha ? this.#connection.evalsha(script, keys, args) : this.#connection.eval(script, keys, args);
+      reply = send();
     } catch (error) {
       // A client may throw instead of rejecting (a closed node-redis cluster, say).
       return Promise.reject(error);
     }
-    return this.#bounded(reply);
-  }
-
-  /** With `failFast`, a rejection while the connection is down; else undefined. */
-  #refusal(): Promise<never> | undefined {
-    if (!this.#failFast) return undefined;
-    const reason = this.#connection.unavailableReason();
-    return reason === undefined
-      ? undefined
-      : Promise.reject(new Error(`Redis ${this.#label} is not connected (${reason})`));
-  }
-
-  /** `reply`, bounded by the timeout. */
-  #bounded(reply: Promise<unknown>): Promise<unknown> {
     return this.#deadlines.run(reply, this.#timeoutError);
   }
 }

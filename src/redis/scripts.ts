@@ -28,17 +28,22 @@ end
 `;
 
 /**
- * Lua (needs NOW): the next fencing token of a lock, max(server time in µs, last + 1), stored in
- * its counter for `ttl` ms; returned as a decimal string.
+ * Lua: the next fencing token of a lock, max(server time in µs, last + 1), stored in its counter
+ * for `ttl` ms; returned as a decimal string. `now` is the Lua expression of the time in µs.
  */
-const NEXT_FENCE = `
+export function nextFence(now: string): string {
+  return `
 local function next_fence(counter, ttl)
   local last = tonumber(redis.call("get", counter) or "0")
-  local token = string.format("%.0f", math.max(now_us(), last + 1))
+  local token = string.format("%.0f", math.max(${now}, last + 1))
   redis.call("set", counter, token, "PX", ttl)
   return token
 end
 `;
+}
+
+/** Lua (needs NOW): {@link nextFence} reading the time. */
+const NEXT_FENCE = nextFence("now_us()");
 
 /**
  * Lua: splits a registration "<liveness deadline>:<token>:<grant channel>" (the channel may itself

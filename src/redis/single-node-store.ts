@@ -1,13 +1,13 @@
 import { performance } from "node:perf_hooks";
-import {
-  type AttemptOutcome,
-  type Backend,
-  type ExtendOutcome,
-  LockHandle,
-  type QueueIntent,
-  type Registration,
-  type ReleaseWatcher,
+import type {
+  AttemptOutcome,
+  AttemptRequest,
+  Backend,
+  ExtendOutcome,
+  Registration,
+  ReleaseWatcher,
 } from "../core/backend.js";
+import { LockHandle } from "../core/backend.js";
 import { UnsupportedError } from "../errors.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
@@ -144,27 +144,17 @@ export class SingleNodeStore implements Backend {
     }
   }
 
-  async acquire(
-    resource: string,
-    duration: number,
-    intent?: QueueIntent,
-    fencing = false,
-    weight = 1,
-  ): Promise<AttemptOutcome> {
+  async acquire({ resource, duration, intent, fencing, weight }: AttemptRequest): Promise<AttemptOutcome> {
     const keySet = this.#keysOf(resource);
     // A holder of several permits carries its weight in its token (see permit-scripts.ts).
     const token = weight === 1 ? newToken() : `${newToken()}.${weight}`;
-    const queued = keySet.queued !== undefined && intent !== undefined;
+    const queued = keySet.queued !== undefined;
     // Without queue keys (a Cluster key with "}" but no hash tag) fencing was refused up front.
     const keys = !queued ? keySet.plain : fencing ? this.#fencedKeys(keySet) : (keySet.queued as string[]);
     // The lean attempt: a lock that would not join the queue, asks for no fencing token and claims
     // no grant is a plain SET NX — what the script would run, without a script call's cost.
     // (A key without a queue has nothing to join.)
-    const lean =
-      !this.#counted &&
-      !fencing &&
-      intent?.claimToken === undefined &&
-      (intent?.join !== true || keySet.queued === undefined);
+    const lean = !this.#counted && !fencing && intent.claimToken === undefined && (!intent.join || !queued);
     const start = performance.now();
     let reply: unknown;
     try {
@@ -174,10 +164,10 @@ export class SingleNodeStore implements Backend {
             token,
             duration,
             queued ? intent.waiterId : "",
-            intent?.join ? "join" : "",
-            intent?.onSuccess ?? "keep",
+            intent.join ? "join" : "",
+            intent.onSuccess,
             this.#settings.livenessWindow,
-            intent?.claimToken ?? "",
+            intent.claimToken ?? "",
             FENCING_COUNTER_TTL_MS,
             ...this.#permitArgs,
             this.#settings.grantChannel,
