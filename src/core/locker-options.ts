@@ -1,6 +1,7 @@
 import { InvalidArgumentError, type LockLostError } from "../errors.js";
 import {
   MAX_TIMER_DELAY_MS,
+  type OptionsSnapshot,
   snapshotOptions,
   validateExpiry,
   validateFunction,
@@ -106,8 +107,36 @@ export function resolveExpiry(value: unknown, timer: boolean): number {
   return expiry;
 }
 
+/** The options every server store's locker takes, in the order they are listed and resolved. */
+const SERVER_OPTION_NAMES = ["expiry", "prefix", "operationTimeout"] as const;
+
+/** What {@link snapshotServerOptions} returns: the snapshot, and its first options resolved. */
+export interface ServerOptionsSnapshot<K extends string> {
+  /** Every option, read once (see `snapshotOptions`). */
+  readonly given: OptionsSnapshot<K | (typeof SERVER_OPTION_NAMES)[number]>;
+  readonly expiry: number;
+  readonly prefix: string;
+  readonly operationTimeout: number;
+}
+
+/**
+ * Reads a server store's options bag once (`expiry`, `prefix`, `operationTimeout`, then the
+ * store's `names`) and resolves its first options in that order: `expiry` (see
+ * {@link resolveExpiry}), `prefix`, `operationTimeout`. The store resolves the rest from `given`.
+ */
+export function snapshotServerOptions<const K extends string>(
+  options: unknown,
+  names: readonly K[],
+  timer: boolean,
+): ServerOptionsSnapshot<K> {
+  const given = snapshotOptions("options", options, [...SERVER_OPTION_NAMES, ...names]);
+  const expiry = resolveExpiry(given.expiry, timer);
+  const prefix = resolvePrefix(given.prefix);
+  return { given, expiry, prefix, operationTimeout: resolveOperationTimeout(given.operationTimeout, expiry) };
+}
+
 /** `prefix`: a string, by default `"globallock:"`. */
-export function resolvePrefix(value: unknown): string {
+function resolvePrefix(value: unknown): string {
   const prefix = value === undefined ? "globallock:" : value;
   if (typeof prefix !== "string") throw new InvalidArgumentError("options.prefix", "a string", prefix);
   return prefix;
@@ -120,7 +149,7 @@ export function resolveOnLockLost(value: unknown): ((error: LockLostError) => vo
 }
 
 /** `operationTimeout`: a timer delay below `expiry / 2`; by default `min(2000, expiry / 4)`. */
-export function resolveOperationTimeout(value: unknown, expiry: number): number {
+function resolveOperationTimeout(value: unknown, expiry: number): number {
   const operationTimeout = value === undefined ? Math.min(2000, Math.floor(expiry / 4)) : value;
   validateTimerDelay("options.operationTimeout", operationTimeout);
   if (operationTimeout >= expiry / 2) {

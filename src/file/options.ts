@@ -1,12 +1,7 @@
 import { tmpdir, userInfo } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
-import {
-  type LockerOptions,
-  type ResolvedLockerOptions,
-  resolveBackoff,
-  resolveExpiry,
-  resolveOnLockLost,
-} from "../core/locker-options.js";
+import type { LockerOptions, ResolvedLockerOptions } from "../core/locker-options.js";
+import { resolveBackoff, resolveExpiry, resolveOnLockLost } from "../core/locker-options.js";
 import { InvalidArgumentError } from "../errors.js";
 import { snapshotOptions } from "../internal/validate.js";
 

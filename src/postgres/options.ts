@@ -1,14 +1,7 @@
-import {
-  type ResolvedLockerOptions,
-  resolveBackoff,
-  resolveExpiry,
-  resolveOnLockLost,
-  resolveOperationTimeout,
-  resolvePrefix,
-  type ServerLockerOptions,
-} from "../core/locker-options.js";
+import type { ResolvedLockerOptions, ServerLockerOptions } from "../core/locker-options.js";
+import { resolveBackoff, resolveOnLockLost, snapshotServerOptions } from "../core/locker-options.js";
 import { InvalidArgumentError } from "../errors.js";
-import { snapshotOptions, validateTimerDelay } from "../internal/validate.js";
+import { validateTimerDelay } from "../internal/validate.js";
 
 /**
  * Options of {@link PostgresLocker}. Every one is optional; `undefined` means the default, `null`
@@ -40,10 +33,7 @@ export interface ResolvedPostgresLockerOptions extends ResolvedLockerOptions {
   readonly fencingSequence: string;
 }
 
-const OPTION_NAMES = [
-  "expiry",
-  "prefix",
-  "operationTimeout",
+const OWN_OPTION_NAMES = [
   "connectTimeout",
   "backoff",
   "fencingSequence",
@@ -58,10 +48,7 @@ const SEQUENCE_NAME = /^[a-z_][a-z0-9_]{0,62}(\.[a-z_][a-z0-9_]{0,62})?$/;
  * {@link InvalidArgumentError}.
  */
 export function resolvePostgresOptions(options: unknown): ResolvedPostgresLockerOptions {
-  const given = snapshotOptions("options", options, OPTION_NAMES);
-  const expiry = resolveExpiry(given.expiry, true);
-  const prefix = resolvePrefix(given.prefix);
-  const operationTimeout = resolveOperationTimeout(given.operationTimeout, expiry);
+  const { given, expiry, prefix, operationTimeout } = snapshotServerOptions(options, OWN_OPTION_NAMES, true);
   const connectTimeout = given.connectTimeout === undefined ? 5000 : given.connectTimeout;
   validateTimerDelay("options.connectTimeout", connectTimeout);
   const [backoffMin, backoffMax] = resolveBackoff(given.backoff, expiry);

@@ -1,14 +1,7 @@
-import {
-  type ResolvedLockerOptions,
-  resolveBackoff,
-  resolveExpiry,
-  resolveOnLockLost,
-  resolveOperationTimeout,
-  resolvePrefix,
-  type ServerLockerOptions,
-} from "../core/locker-options.js";
+import type { ResolvedLockerOptions, ServerLockerOptions } from "../core/locker-options.js";
+import { resolveBackoff, resolveOnLockLost, snapshotServerOptions } from "../core/locker-options.js";
 import { InvalidArgumentError } from "../errors.js";
-import { snapshotOptions, validateOptionsObject, validatePositiveInteger } from "../internal/validate.js";
+import { validateOptionsObject, validatePositiveInteger } from "../internal/validate.js";
 import { clientKind } from "./client/connection-of.js";
 import type { RedisClient } from "./types.js";
 
@@ -36,26 +29,17 @@ export interface ResolvedRedisLockerOptions extends ResolvedLockerOptions {
 
 export { MIN_EXPIRY_MS } from "../core/limits.js";
 
-/** The names {@link resolveOptions} accepts, in the order its error messages list them. */
-const OPTION_NAMES = [
-  "expiry",
-  "prefix",
-  "operationTimeout",
-  "driftFactor",
-  "backoff",
-  "sweepConcurrency",
-  "onLockLost",
-] as const satisfies ReadonlyArray<keyof RedisLockerOptions>;
+/** The Redis options beside the server options, in the order error messages list them. */
+const OWN_OPTION_NAMES = ["driftFactor", "backoff", "sweepConcurrency", "onLockLost"] as const satisfies ReadonlyArray<
+  keyof RedisLockerOptions
+>;
 
 /**
  * Validates `options` and fills in the defaults. Each option (and each of `backoff`'s) is read
  * exactly once; unknown names and `null` values are rejected. Throws {@link InvalidArgumentError}.
  */
 export function resolveOptions(options: RedisLockerOptions | undefined): ResolvedRedisLockerOptions {
-  const given = snapshotOptions("options", options, OPTION_NAMES);
-  const expiry = resolveExpiry(given.expiry, false);
-  const prefix = resolvePrefix(given.prefix);
-  const operationTimeout = resolveOperationTimeout(given.operationTimeout, expiry);
+  const { given, expiry, prefix, operationTimeout } = snapshotServerOptions(options, OWN_OPTION_NAMES, false);
   const driftFactor = given.driftFactor === undefined ? 0.01 : given.driftFactor;
   if (typeof driftFactor !== "number" || !(driftFactor >= 0 && driftFactor < 0.5)) {
     throw new InvalidArgumentError("options.driftFactor", "a number in [0, 0.5)", driftFactor);
