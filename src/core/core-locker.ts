@@ -4,7 +4,7 @@ import type { LockerClosedError } from "../errors.js";
 import type { AcquireProbe } from "../internal/diagnostics.js";
 import { noopRelease } from "../internal/release-func.js";
 import { TracedLocker } from "../internal/traced-locker.js";
-import type { ResolvedAcquireOptions } from "../internal/validate.js";
+import { checkWeight, DEFAULT_ACQUIRE_OPTIONS, type ResolvedAcquireOptions } from "../internal/validate.js";
 import type { AcquireOptions, Lease, Locker, ReleaseFunc } from "../locker.js";
 import type { AcquisitionOwner } from "./acquisition.js";
 import type { LeaseKeeperStats } from "./lease-keeper.js";
@@ -36,14 +36,35 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
    * The request of a call that passed no options (shared by every such call).
    * @internal
    */
-  protected abstract readonly defaultRequest: ResolvedAcquireOptions;
+  protected readonly defaultRequest: ResolvedAcquireOptions = DEFAULT_ACQUIRE_OPTIONS;
 
   /**
    * Validates `options` (already resolved by the engine) for this locker and returns the request
-   * sent to the engine: checks `weight` against the limit and refuses unsupported fencing.
+   * sent to the engine: checks `weight` against the limit and refuses unsupported fencing. By
+   * default a lock's: a weight of 1, fencing as the store allows.
    * @internal
    */
-  protected abstract request(options: ResolvedAcquireOptions): ResolvedAcquireOptions;
+  protected request(options: ResolvedAcquireOptions): ResolvedAcquireOptions {
+    checkWeight(options.weight, 1, "a lock's limit is 1");
+    return options;
+  }
+
+  /**
+   * What a store must finish before a call's first attempt (the file store makes its directory):
+   * a promise the call waits for (rejected when the call is invalid), or `undefined` when there is
+   * nothing to wait for — by default, and once it is done. `options` is the acquire call's bag;
+   * `lock` and `tryLock` calls pass `withOptions` false.
+   * @internal
+   */
+  protected ready(
+    _signal: AbortSignal | undefined,
+    _key: string,
+    _probe: AcquireProbe | undefined,
+    _options: AcquireOptions | undefined,
+    _withOptions: boolean,
+  ): Promise<void> | undefined {
+    return undefined;
+  }
 
   /** The resolved options (defaults filled in). */
   get options(): Readonly<Omit<O, "onLockLost">> {
@@ -94,6 +115,8 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
     key: string,
     probe: AcquireProbe | undefined,
   ): Promise<ReleaseFunc> {
+    const ready = this.ready(signal, key, probe, undefined, false);
+    if (ready !== undefined) await ready;
     this.#engine.checkCall(signal, key);
     return (await this.#engine.obtain(signal, key, this.defaultRequest, this.#owner, probe)).releaser.release;
   }
@@ -104,6 +127,8 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
     key: string,
     probe: AcquireProbe | undefined,
   ): Promise<[acquired: boolean, release: ReleaseFunc]> {
+    const ready = this.ready(signal, key, probe, undefined, false);
+    if (ready !== undefined) await ready;
     this.#engine.checkCall(signal, key);
     const acquisition = await this.#engine.tryObtain(signal, key, this.defaultRequest, this.#owner, probe);
     return acquisition === undefined ? [false, noopRelease()] : [true, acquisition.releaser.release];
@@ -116,6 +141,8 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
     options: AcquireOptions | undefined,
     probe: AcquireProbe | undefined,
   ): Promise<Lease> {
+    const ready = this.ready(signal, key, probe, options, true);
+    if (ready !== undefined) await ready;
     const request = this.#prepare(signal, key, options, probe);
     return this.#engine.leaseOf(await this.#engine.obtain(signal, key, request, this.#owner, probe));
   }
@@ -127,6 +154,8 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
     options: AcquireOptions | undefined,
     probe: AcquireProbe | undefined,
   ): Promise<Lease | undefined> {
+    const ready = this.ready(signal, key, probe, options, true);
+    if (ready !== undefined) await ready;
     const request = this.#prepare(signal, key, options, probe);
     const acquisition = await this.#engine.tryObtain(signal, key, request, this.#owner, probe);
     return acquisition === undefined ? undefined : this.#engine.leaseOf(acquisition);

@@ -29,7 +29,7 @@ export interface ReadWriteStore {
 /** One view of a read-write locker: the readers' or the writers' {@link Locker}. */
 export class ReadWriteView<O extends CoreSettings> extends CoreLocker<O> {
   /** @internal */
-  protected readonly defaultRequest: ResolvedAcquireOptions;
+  protected override readonly defaultRequest: ResolvedAcquireOptions;
   readonly #writer: boolean;
   readonly #store: ReadWriteStore;
 
@@ -46,7 +46,7 @@ export class ReadWriteView<O extends CoreSettings> extends CoreLocker<O> {
   }
 
   /** @internal */
-  protected request(options: ResolvedAcquireOptions): ResolvedAcquireOptions {
+  protected override request(options: ResolvedAcquireOptions): ResolvedAcquireOptions {
     const store = this.#store;
     checkWeight(options.weight, 1, store.weightNote ?? "a read or write lease takes one lock");
     if (options.fencing && !this.#writer) {
@@ -63,7 +63,7 @@ export class ReadWriteView<O extends CoreSettings> extends CoreLocker<O> {
  * A {@link ReadWriteLocker} over one {@link LockCore} whose backend counts permits: its two views,
  * its counts and its close. A store's read-write locker extends it with its constructor.
  */
-export abstract class CoreReadWriteLocker<O extends CoreSettings> implements ReadWriteLocker {
+export abstract class CoreReadWriteLocker<O extends CoreSettings = CoreSettings> implements ReadWriteLocker {
   /** Shared (read) leases: many at once, none while a writer holds the key. */
   readonly read: Locker;
   /** Exclusive (write) leases: one at a time, and no reader meanwhile. */

@@ -3,7 +3,7 @@ import { CoreReadWriteLocker, READ_WRITE_PERMITS, type ReadWriteStore } from "..
 import type { UnsupportedError } from "../errors.js";
 import { validateOptionsObject } from "../internal/validate.js";
 import type { Locker } from "../locker.js";
-import { type PostgresLockerOptions, type ResolvedPostgresLockerOptions, resolvePostgresOptions } from "./options.js";
+import { type PostgresLockerOptions, resolvePostgresOptions } from "./options.js";
 import { postgresBackend } from "./postgres-backend.js";
 import { checkPool } from "./postgres-locker.js";
 import type { PostgresPool } from "./types.js";
@@ -35,7 +35,7 @@ const POSTGRES: ReadWriteStore = { name: "postgres", permits: READ_WRITE_PERMITS
  *   fencing tokens (`fencing` on a read lease is an {@link UnsupportedError}).
  * - Closing either view closes both (they share the session and the lease keeper).
  */
-export class PostgresReadWriteLocker extends CoreReadWriteLocker<ResolvedPostgresLockerOptions> {
+export class PostgresReadWriteLocker extends CoreReadWriteLocker {
   /**
    * @param pool a `pg.Pool`, created, owned and ended by the caller.
    * @param options the locker's options (see {@link PostgresLockerOptions}; default prefix `"globallock:rw:"`).

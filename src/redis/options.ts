@@ -1,6 +1,6 @@
 import type { ResolvedLockerOptions, ServerLockerOptions } from "../core/locker-options.js";
 import { resolveBackoff, resolveOnLockLost, snapshotServerOptions } from "../core/locker-options.js";
-import { InvalidArgumentError } from "../errors.js";
+import { InvalidArgumentError, UnsupportedError } from "../errors.js";
 import { validateOptionsObject, validatePositiveInteger } from "../internal/validate.js";
 import { clientKind } from "./client/connection-of.js";
 import type { RedisClient } from "./types.js";
@@ -98,6 +98,19 @@ function checkClient(name: string, client: unknown): void {
       `${name}.options.keyPrefix`,
       "no keyPrefix (use the locker's prefix option)",
       keyPrefix,
+    );
+  }
+}
+
+/**
+ * Throws an {@link UnsupportedError} when `list` is a Redlock quorum (more than one node): a
+ * counted lock (`locker`, such as `"RedisSemaphore"`) needs one node or a Cluster. `why` ends the
+ * message.
+ */
+export function refuseQuorum(list: readonly RedisClient[], locker: string, why = ""): void {
+  if (list.length > 1) {
+    throw new UnsupportedError(
+      `${locker} needs one Redis node or a Cluster, not a Redlock quorum of ${list.length} nodes${why}`,
     );
   }
 }

@@ -1,13 +1,9 @@
 import { CoreReadWriteLocker, READ_WRITE_PERMITS, type ReadWriteStore } from "../core/read-write-views.js";
-import { UnsupportedError } from "../errors.js";
+// Referenced from doc comments only.
+import type { UnsupportedError } from "../errors.js";
 import type { Locker } from "../locker.js";
-import {
-  type RedisLockerOptions,
-  type ResolvedRedisLockerOptions,
-  resolveClients,
-  resolveOptions,
-  withDefaultPrefix,
-} from "./options.js";
+import type { RedisLockerOptions } from "./options.js";
+import { refuseQuorum, resolveClients, resolveOptions, withDefaultPrefix } from "./options.js";
 import { redisBackend } from "./redis-backend.js";
 import type { RedisClient } from "./types.js";
 
@@ -29,7 +25,7 @@ const REDIS: ReadWriteStore = { name: "redis", permits: READ_WRITE_PERMITS };
  * - Closing either view closes both (they share connections and the lease keeper).
  * - A Redlock quorum is refused with an {@link UnsupportedError} (like `RedisSemaphore`).
  */
-export class RedisReadWriteLocker extends CoreReadWriteLocker<ResolvedRedisLockerOptions> {
+export class RedisReadWriteLocker extends CoreReadWriteLocker {
   /**
    * @param clients one client (a single node or a Cluster: ioredis, or node-redis connected by the
    *   caller); the caller owns it.
@@ -37,11 +33,7 @@ export class RedisReadWriteLocker extends CoreReadWriteLocker<ResolvedRedisLocke
    */
   constructor(clients: RedisClient | RedisClient[], options?: RedisLockerOptions) {
     const list = resolveClients(clients);
-    if (list.length > 1) {
-      throw new UnsupportedError(
-        `RedisReadWriteLocker needs one Redis node or a Cluster, not a Redlock quorum of ${list.length} nodes`,
-      );
-    }
+    refuseQuorum(list, "RedisReadWriteLocker");
     const resolved = resolveOptions(withDefaultPrefix(options, READ_WRITE_PREFIX));
     super(resolved, redisBackend(list, resolved, READ_WRITE_PERMITS), REDIS);
   }
