@@ -1,11 +1,10 @@
 import type { LockerKind } from "../diagnostics.js";
 // Referenced from doc comments only.
 import type { LockerClosedError } from "../errors.js";
-import type { AcquireProbe } from "../internal/diagnostics.js";
 import { noopRelease } from "../internal/release-func.js";
-import { TracedLocker } from "../internal/traced-locker.js";
+import { type AcquireCall, type LockCall, TracedLocker } from "../internal/traced-locker.js";
 import { checkWeight, DEFAULT_ACQUIRE_OPTIONS, type ResolvedAcquireOptions } from "../internal/validate.js";
-import type { AcquireOptions, Lease, Locker, ReleaseFunc } from "../locker.js";
+import type { Lease, Locker, ReleaseFunc } from "../locker.js";
 import type { AcquisitionOwner } from "./acquisition.js";
 import type { LeaseKeeperStats } from "./lease-keeper.js";
 import type { CoreSettings, LockCore } from "./lock-core.js";
@@ -52,17 +51,11 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
   /**
    * What a store must finish before a call's first attempt (the file store makes its directory):
    * a promise the call waits for (rejected when the call is invalid), or `undefined` when there is
-   * nothing to wait for — by default, and once it is done. `options` is the acquire call's bag;
-   * `lock` and `tryLock` calls pass `withOptions` false.
+   * nothing to wait for — by default, and once it is done. `withOptions` is false for `lock` and
+   * `tryLock` calls (whose `options` are not the caller's).
    * @internal
    */
-  protected ready(
-    _signal: AbortSignal | undefined,
-    _key: string,
-    _probe: AcquireProbe | undefined,
-    _options: AcquireOptions | undefined,
-    _withOptions: boolean,
-  ): Promise<void> | undefined {
+  protected ready(_withOptions: boolean, ..._call: AcquireCall): Promise<void> | undefined {
     return undefined;
   }
 
@@ -110,12 +103,8 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
   // The calls themselves (see TracedLocker); `probe` is the diagnostics message while traced.
 
   /** @internal */
-  protected override async lockCall(
-    signal: AbortSignal | undefined,
-    key: string,
-    probe: AcquireProbe | undefined,
-  ): Promise<ReleaseFunc> {
-    const ready = this.ready(signal, key, probe, undefined, false);
+  protected override async lockCall(...[signal, key, probe]: LockCall): Promise<ReleaseFunc> {
+    const ready = this.ready(false, signal, key, undefined, probe);
     if (ready !== undefined) await ready;
     this.#engine.checkCall(signal, key);
     return (await this.#engine.obtain(signal, key, this.defaultRequest, this.#owner, probe)).releaser.release;
@@ -123,11 +112,9 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
 
   /** @internal */
   protected override async tryLockCall(
-    signal: AbortSignal | undefined,
-    key: string,
-    probe: AcquireProbe | undefined,
+    ...[signal, key, probe]: LockCall
   ): Promise<[acquired: boolean, release: ReleaseFunc]> {
-    const ready = this.ready(signal, key, probe, undefined, false);
+    const ready = this.ready(false, signal, key, undefined, probe);
     if (ready !== undefined) await ready;
     this.#engine.checkCall(signal, key);
     const acquisition = await this.#engine.tryObtain(signal, key, this.defaultRequest, this.#owner, probe);
@@ -135,26 +122,16 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
   }
 
   /** @internal */
-  protected async acquireCall(
-    signal: AbortSignal | undefined,
-    key: string,
-    options: AcquireOptions | undefined,
-    probe: AcquireProbe | undefined,
-  ): Promise<Lease> {
-    const ready = this.ready(signal, key, probe, options, true);
+  protected async acquireCall(...[signal, key, options, probe]: AcquireCall): Promise<Lease> {
+    const ready = this.ready(true, signal, key, options, probe);
     if (ready !== undefined) await ready;
     const request = this.#prepare(signal, key, options, probe);
     return this.#engine.leaseOf(await this.#engine.obtain(signal, key, request, this.#owner, probe));
   }
 
   /** @internal */
-  protected async tryAcquireCall(
-    signal: AbortSignal | undefined,
-    key: string,
-    options: AcquireOptions | undefined,
-    probe: AcquireProbe | undefined,
-  ): Promise<Lease | undefined> {
-    const ready = this.ready(signal, key, probe, options, true);
+  protected async tryAcquireCall(...[signal, key, options, probe]: AcquireCall): Promise<Lease | undefined> {
+    const ready = this.ready(true, signal, key, options, probe);
     if (ready !== undefined) await ready;
     const request = this.#prepare(signal, key, options, probe);
     const acquisition = await this.#engine.tryObtain(signal, key, request, this.#owner, probe);
@@ -165,12 +142,7 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
    * Validates an acquire call (options first, then signal and key) before anything is sent; tells
    * `probe` the weight asked for (before a read-write view maps a writer's weight to all permits).
    */
-  #prepare(
-    signal: AbortSignal | undefined,
-    key: string,
-    options: AcquireOptions | undefined,
-    probe: AcquireProbe | undefined,
-  ): ResolvedAcquireOptions {
+  #prepare(...[signal, key, options, probe]: AcquireCall): ResolvedAcquireOptions {
     const resolved = this.#engine.resolveRequest(options);
     const request = this.request(resolved);
     if (probe !== undefined) probe.weight = resolved.weight;

@@ -2,9 +2,8 @@ import { CoreLocker } from "../core/core-locker.js";
 import { LockCore } from "../core/lock-core.js";
 import { LockerClosedError } from "../errors.js";
 import { abortable } from "../internal/abortable.js";
-import type { AcquireProbe } from "../internal/diagnostics.js";
+import type { AcquireCall } from "../internal/traced-locker.js";
 import { validateKey } from "../internal/validate.js";
-import type { AcquireOptions } from "../locker.js";
 import { hashKey, LockDirectory } from "./directory.js";
 import { fileBackend } from "./file-backend.js";
 import { type FileLockerOptions, type ResolvedFileLockerOptions, resolveFileOptions } from "./options.js";
@@ -134,11 +133,8 @@ export class FileLocker extends CoreLocker<ResolvedFileLockerOptions> {
    * @internal
    */
   protected override ready(
-    signal: AbortSignal | undefined,
-    key: string,
-    probe: AcquireProbe | undefined,
-    options: AcquireOptions | undefined,
     withOptions: boolean,
+    ...[signal, key, options, probe]: AcquireCall
   ): Promise<void> | undefined {
     if (this.#directory.prepared) return undefined;
     try {
