@@ -1,10 +1,11 @@
 import type { LockerKind } from "../diagnostics.js";
 // Referenced from doc comments only.
 import type { LockerClosedError } from "../errors.js";
+import type { AcquireProbe } from "../internal/diagnostics.js";
 import { noopRelease } from "../internal/release-func.js";
 import { type AcquireCall, type LockCall, TracedLocker } from "../internal/traced-locker.js";
 import { checkWeight, DEFAULT_ACQUIRE_OPTIONS, type ResolvedAcquireOptions } from "../internal/validate.js";
-import type { Lease, Locker, ReleaseFunc } from "../locker.js";
+import type { AcquireOptions, Lease, Locker, ReleaseFunc } from "../locker.js";
 import type { AcquisitionOwner } from "./acquisition.js";
 import type { LeaseKeeperStats } from "./lease-keeper.js";
 import type { CoreSettings, LockCore } from "./lock-core.js";
@@ -55,7 +56,13 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
    * `tryLock` calls (whose `options` are not the caller's).
    * @internal
    */
-  protected ready(_withOptions: boolean, ..._call: AcquireCall): Promise<void> | undefined {
+  protected ready(
+    _withOptions: boolean,
+    _signal: AbortSignal | undefined,
+    _key: string,
+    _options: AcquireOptions | undefined,
+    _probe: AcquireProbe | undefined,
+  ): Promise<void> | undefined {
     return undefined;
   }
 
@@ -122,18 +129,20 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
   }
 
   /** @internal */
-  protected async acquireCall(...[signal, key, options, probe]: AcquireCall): Promise<Lease> {
+  protected async acquireCall(...call: AcquireCall): Promise<Lease> {
+    const [signal, key, options, probe] = call;
     const ready = this.ready(true, signal, key, options, probe);
     if (ready !== undefined) await ready;
-    const request = this.#prepare(signal, key, options, probe);
+    const request = this.#prepare(call);
     return this.#engine.leaseOf(await this.#engine.obtain(signal, key, request, this.#owner, probe));
   }
 
   /** @internal */
-  protected async tryAcquireCall(...[signal, key, options, probe]: AcquireCall): Promise<Lease | undefined> {
+  protected async tryAcquireCall(...call: AcquireCall): Promise<Lease | undefined> {
+    const [signal, key, options, probe] = call;
     const ready = this.ready(true, signal, key, options, probe);
     if (ready !== undefined) await ready;
-    const request = this.#prepare(signal, key, options, probe);
+    const request = this.#prepare(call);
     const acquisition = await this.#engine.tryObtain(signal, key, request, this.#owner, probe);
     return acquisition === undefined ? undefined : this.#engine.leaseOf(acquisition);
   }
@@ -142,7 +151,8 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
    * Validates an acquire call (options first, then signal and key) before anything is sent; tells
    * `probe` the weight asked for (before a read-write view maps a writer's weight to all permits).
    */
-  #prepare(...[signal, key, options, probe]: AcquireCall): ResolvedAcquireOptions {
+  #prepare(call: AcquireCall): ResolvedAcquireOptions {
+    const [signal, key, options, probe] = call;
     const resolved = this.#engine.resolveRequest(options);
     const request = this.request(resolved);
     if (probe !== undefined) probe.weight = resolved.weight;

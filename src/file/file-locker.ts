@@ -2,8 +2,9 @@ import { CoreLocker } from "../core/core-locker.js";
 import { LockCore } from "../core/lock-core.js";
 import { LockerClosedError } from "../errors.js";
 import { abortable } from "../internal/abortable.js";
-import type { AcquireCall } from "../internal/traced-locker.js";
+import type { AcquireProbe } from "../internal/diagnostics.js";
 import { validateKey } from "../internal/validate.js";
+import type { AcquireOptions } from "../locker.js";
 import { hashKey, LockDirectory } from "./directory.js";
 import { fileBackend } from "./file-backend.js";
 import { type FileLockerOptions, type ResolvedFileLockerOptions, resolveFileOptions } from "./options.js";
@@ -134,7 +135,10 @@ export class FileLocker extends CoreLocker<ResolvedFileLockerOptions> {
    */
   protected override ready(
     withOptions: boolean,
-    ...[signal, key, options, probe]: AcquireCall
+    signal: AbortSignal | undefined,
+    key: string,
+    options: AcquireOptions | undefined,
+    probe: AcquireProbe | undefined,
   ): Promise<void> | undefined {
     if (this.#directory.prepared) return undefined;
     try {
