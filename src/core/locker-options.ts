@@ -8,6 +8,7 @@ import {
   validateTimerDelay,
 } from "../internal/validate.js";
 import { DEFAULT_EXPIRY_MS } from "./limits.js";
+import type { CoreSettings } from "./lock-core.js";
 
 /*
  * The options every store's locker takes (Redis, PostgreSQL, file), declared and resolved once.
@@ -80,20 +81,15 @@ export interface ServerLockerOptions extends LockerOptions {
   operationTimeout?: number | undefined;
 }
 
-/** The options of {@link LockerOptions} and {@link ServerLockerOptions}, with defaults filled in. */
-export interface ResolvedLockerOptions {
-  /** Lease length in ms. */
-  readonly expiry: number;
-  /** The bound of one store operation, in ms. */
-  readonly operationTimeout: number;
-  /** Shortest safety-net wait between attempts, in ms. */
+/**
+ * The options of {@link LockerOptions} and {@link ServerLockerOptions} with defaults filled in:
+ * the core's settings (but for `minExpiry`, which only the in-process stores set).
+ */
+export interface ResolvedLockerOptions extends Omit<CoreSettings, "minExpiry"> {
+  /** The safety net's first (shortest) wait between attempts, in ms. */
   readonly backoffMin: number;
-  /** Longest safety-net wait between attempts, in ms. */
+  /** The safety net's longest wait between attempts, in ms. */
   readonly backoffMax: number;
-  /** Extension calls in flight at most. */
-  readonly sweepConcurrency: number;
-  /** The hook called when a held lock is found lost. */
-  readonly onLockLost: ((error: LockLostError) => void) | undefined;
 }
 
 /**
