@@ -1,11 +1,10 @@
 import type { LockerKind } from "../diagnostics.js";
 // Referenced from doc comments only.
 import type { LockerClosedError } from "../errors.js";
-import type { AcquireProbe } from "../internal/diagnostics.js";
 import { noopRelease } from "../internal/release-func.js";
 import { type AcquireCall, type LockCall, TracedLocker } from "../internal/traced-locker.js";
 import { checkWeight, DEFAULT_ACQUIRE_OPTIONS, type ResolvedAcquireOptions } from "../internal/validate.js";
-import type { AcquireOptions, Lease, Locker, ReleaseFunc } from "../locker.js";
+import type { Lease, Locker, ReleaseFunc } from "../locker.js";
 import type { AcquisitionOwner } from "./acquisition.js";
 import type { LeaseKeeperStats } from "./lease-keeper.js";
 import type { CoreSettings, LockCore } from "./lock-core.js";
@@ -50,21 +49,21 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
   }
 
   /**
-   * What a store must finish before a call's first attempt (the file store makes its directory):
-   * a promise the call waits for (rejected when the call is invalid), or `undefined` when there is
-   * nothing to wait for — by default, and once it is done. `withOptions` is false for `lock` and
-   * `tryLock` calls (whose `options` are not the caller's).
+   * True while the store has work to finish before a call's first attempt (see {@link ready}); by
+   * default never.
    * @internal
    */
-  protected ready(
-    _withOptions: boolean,
-    _signal: AbortSignal | undefined,
-    _key: string,
-    _options: AcquireOptions | undefined,
-    _probe: AcquireProbe | undefined,
-  ): Promise<void> | undefined {
-    return undefined;
+  protected get unready(): boolean {
+    return false;
   }
+
+  /**
+   * Finishes, while {@link unready}, what the store needs before a call's first attempt (the file
+   * store makes its directory); rejects when the call is invalid. `lock` and `tryLock` calls pass
+   * no options.
+   * @internal
+   */
+  protected async ready(_call: AcquireCall): Promise<void> {}
 
   /** The resolved options (defaults filled in). */
   get options(): Readonly<Omit<O, "onLockLost">> {
@@ -111,8 +110,7 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
 
   /** @internal */
   protected override async lockCall(...[signal, key, probe]: LockCall): Promise<ReleaseFunc> {
-    const ready = this.ready(false, signal, key, undefined, probe);
-    if (ready !== undefined) await ready;
+    if (this.unready) await this.ready([signal, key, undefined, probe]);
     this.#engine.checkCall(signal, key);
     return (await this.#engine.obtain(signal, key, this.defaultRequest, this.#owner, probe)).releaser.release;
   }
@@ -121,8 +119,7 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
   protected override async tryLockCall(
     ...[signal, key, probe]: LockCall
   ): Promise<[acquired: boolean, release: ReleaseFunc]> {
-    const ready = this.ready(false, signal, key, undefined, probe);
-    if (ready !== undefined) await ready;
+    if (this.unready) await this.ready([signal, key, undefined, probe]);
     this.#engine.checkCall(signal, key);
     const acquisition = await this.#engine.tryObtain(signal, key, this.defaultRequest, this.#owner, probe);
     return acquisition === undefined ? [false, noopRelease()] : [true, acquisition.releaser.release];
@@ -130,20 +127,16 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
 
   /** @internal */
   protected async acquireCall(...call: AcquireCall): Promise<Lease> {
-    const [signal, key, options, probe] = call;
-    const ready = this.ready(true, signal, key, options, probe);
-    if (ready !== undefined) await ready;
-    const request = this.#prepare(call);
-    return this.#engine.leaseOf(await this.#engine.obtain(signal, key, request, this.#owner, probe));
+    if (this.unready) await this.ready(call);
+    const [signal, key, , probe] = call;
+    return this.#engine.leaseOf(await this.#engine.obtain(signal, key, this.#prepare(call), this.#owner, probe));
   }
 
   /** @internal */
   protected async tryAcquireCall(...call: AcquireCall): Promise<Lease | undefined> {
-    const [signal, key, options, probe] = call;
-    const ready = this.ready(true, signal, key, options, probe);
-    if (ready !== undefined) await ready;
-    const request = this.#prepare(call);
-    const acquisition = await this.#engine.tryObtain(signal, key, request, this.#owner, probe);
+    if (this.unready) await this.ready(call);
+    const [signal, key, , probe] = call;
+    const acquisition = await this.#engine.tryObtain(signal, key, this.#prepare(call), this.#owner, probe);
     return acquisition === undefined ? undefined : this.#engine.leaseOf(acquisition);
   }
 

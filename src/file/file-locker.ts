@@ -2,9 +2,8 @@ import { CoreLocker } from "../core/core-locker.js";
 import { LockCore } from "../core/lock-core.js";
 import { LockerClosedError } from "../errors.js";
 import { abortable } from "../internal/abortable.js";
-import type { AcquireProbe } from "../internal/diagnostics.js";
+import type { AcquireCall } from "../internal/traced-locker.js";
 import { validateKey } from "../internal/validate.js";
-import type { AcquireOptions } from "../locker.js";
 import { hashKey, LockDirectory } from "./directory.js";
 import { fileBackend } from "./file-backend.js";
 import { type FileLockerOptions, type ResolvedFileLockerOptions, resolveFileOptions } from "./options.js";
@@ -128,25 +127,24 @@ export class FileLocker extends CoreLocker<ResolvedFileLockerOptions> {
   }
 
   /**
-   * Creates the lock directory before a call's first attempt (once; a directory that cannot be
-   * made fails the call with no attempt made), after the call is validated as the core would
-   * (synchronously, so a traced call's weight is known at its end). `undefined` once prepared.
+   * Until the lock directory is made (see {@link ready}).
    * @internal
    */
-  protected override ready(
-    withOptions: boolean,
-    signal: AbortSignal | undefined,
-    key: string,
-    options: AcquireOptions | undefined,
-    probe: AcquireProbe | undefined,
-  ): Promise<void> | undefined {
-    if (this.#directory.prepared) return undefined;
+  protected override get unready(): boolean {
+    return !this.#directory.prepared;
+  }
+
+  /**
+   * Creates the lock directory before a call's first attempt (once; a directory that cannot be
+   * made fails the call with no attempt made), after the call is validated as the core would
+   * (synchronously, so a traced call's weight is known at its end).
+   * @internal
+   */
+  protected override ready([signal, key, options, probe]: AcquireCall): Promise<void> {
     try {
-      if (withOptions) {
-        const resolved = this.#core.resolveRequest(options);
-        this.request(resolved);
-        if (probe !== undefined) probe.weight = resolved.weight;
-      }
+      const resolved = this.#core.resolveRequest(options);
+      this.request(resolved);
+      if (probe !== undefined) probe.weight = resolved.weight;
       this.#core.checkCall(signal, key);
     } catch (error) {
       return Promise.reject(error);
