@@ -15,7 +15,7 @@ import {
   publishRelease,
 } from "../internal/diagnostics.js";
 import { Releasable } from "../internal/release-func.js";
-import { TracedLocker } from "../internal/traced-locker.js";
+import { type AcquireCall, TracedLocker } from "../internal/traced-locker.js";
 import {
   checkWeight,
   resolveAcquireOptions,
@@ -138,12 +138,7 @@ export class CombinedLocker extends TracedLocker implements Locker {
   // The calls themselves (see TracedLocker); `probe` is the diagnostics message while traced.
 
   /** @internal */
-  protected async acquireCall(
-    signal: AbortSignal | undefined,
-    key: string,
-    options: AcquireOptions | undefined,
-    probe: AcquireProbe | undefined,
-  ): Promise<Lease> {
+  protected async acquireCall(...[signal, key, options, probe]: AcquireCall): Promise<Lease> {
     const [memberOptions, autoExtend] = this.#check(signal, key, options, probe);
     this.#waiting += 1;
     let waiting = true;
@@ -177,12 +172,7 @@ export class CombinedLocker extends TracedLocker implements Locker {
   }
 
   /** @internal */
-  protected async tryAcquireCall(
-    signal: AbortSignal | undefined,
-    key: string,
-    options: AcquireOptions | undefined,
-    probe: AcquireProbe | undefined,
-  ): Promise<Lease | undefined> {
+  protected async tryAcquireCall(...[signal, key, options, probe]: AcquireCall): Promise<Lease | undefined> {
     const [memberOptions, autoExtend] = this.#check(signal, key, options, probe);
     const answers = await Promise.allSettled(
       this.#members.map((member, index) => member.tryAcquire(signal, key, memberOptions[index])),

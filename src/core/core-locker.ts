@@ -1,11 +1,10 @@
 import type { LockerKind } from "../diagnostics.js";
 // Referenced from doc comments only.
 import type { LockerClosedError } from "../errors.js";
-import type { AcquireProbe } from "../internal/diagnostics.js";
 import { noopRelease } from "../internal/release-func.js";
-import { TracedLocker } from "../internal/traced-locker.js";
-import type { ResolvedAcquireOptions } from "../internal/validate.js";
-import type { AcquireOptions, Lease, Locker, ReleaseFunc } from "../locker.js";
+import { type AcquireCall, type LockCall, TracedLocker } from "../internal/traced-locker.js";
+import { checkWeight, DEFAULT_ACQUIRE_OPTIONS, type ResolvedAcquireOptions } from "../internal/validate.js";
+import type { Lease, Locker, ReleaseFunc } from "../locker.js";
 import type { AcquisitionOwner } from "./acquisition.js";
 import type { LeaseKeeperStats } from "./lease-keeper.js";
 import type { CoreSettings, LockCore } from "./lock-core.js";
@@ -36,14 +35,35 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
    * The request of a call that passed no options (shared by every such call).
    * @internal
    */
-  protected abstract readonly defaultRequest: ResolvedAcquireOptions;
+  protected readonly defaultRequest: ResolvedAcquireOptions = DEFAULT_ACQUIRE_OPTIONS;
 
   /**
    * Validates `options` (already resolved by the engine) for this locker and returns the request
-   * sent to the engine: checks `weight` against the limit and refuses unsupported fencing.
+   * sent to the engine: checks `weight` against the limit and refuses unsupported fencing. By
+   * default a lock's: a weight of 1, fencing as the store allows.
    * @internal
    */
-  protected abstract request(options: ResolvedAcquireOptions): ResolvedAcquireOptions;
+  protected request(options: ResolvedAcquireOptions): ResolvedAcquireOptions {
+    checkWeight(options.weight, 1, "a lock's limit is 1");
+    return options;
+  }
+
+  /**
+   * True while the store has work to finish before a call's first attempt (see {@link ready}); by
+   * default never.
+   * @internal
+   */
+  protected get unready(): boolean {
+    return false;
+  }
+
+  /**
+   * Finishes, while {@link unready}, what the store needs before a call's first attempt (the file
+   * store makes its directory); rejects when the call is invalid. `lock` and `tryLock` calls pass
+   * no options.
+   * @internal
+   */
+  protected async ready(_call: AcquireCall): Promise<void> {}
 
   /** The resolved options (defaults filled in). */
   get options(): Readonly<Omit<O, "onLockLost">> {
@@ -89,46 +109,34 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
   // The calls themselves (see TracedLocker); `probe` is the diagnostics message while traced.
 
   /** @internal */
-  protected override async lockCall(
-    signal: AbortSignal | undefined,
-    key: string,
-    probe: AcquireProbe | undefined,
-  ): Promise<ReleaseFunc> {
+  protected override async lockCall(...[signal, key, probe]: LockCall): Promise<ReleaseFunc> {
+    if (this.unready) await this.ready([signal, key, undefined, probe]);
     this.#engine.checkCall(signal, key);
     return (await this.#engine.obtain(signal, key, this.defaultRequest, this.#owner, probe)).releaser.release;
   }
 
   /** @internal */
   protected override async tryLockCall(
-    signal: AbortSignal | undefined,
-    key: string,
-    probe: AcquireProbe | undefined,
+    ...[signal, key, probe]: LockCall
   ): Promise<[acquired: boolean, release: ReleaseFunc]> {
+    if (this.unready) await this.ready([signal, key, undefined, probe]);
     this.#engine.checkCall(signal, key);
     const acquisition = await this.#engine.tryObtain(signal, key, this.defaultRequest, this.#owner, probe);
     return acquisition === undefined ? [false, noopRelease()] : [true, acquisition.releaser.release];
   }
 
   /** @internal */
-  protected async acquireCall(
-    signal: AbortSignal | undefined,
-    key: string,
-    options: AcquireOptions | undefined,
-    probe: AcquireProbe | undefined,
-  ): Promise<Lease> {
-    const request = this.#prepare(signal, key, options, probe);
-    return this.#engine.leaseOf(await this.#engine.obtain(signal, key, request, this.#owner, probe));
+  protected async acquireCall(...call: AcquireCall): Promise<Lease> {
+    if (this.unready) await this.ready(call);
+    const [signal, key, , probe] = call;
+    return this.#engine.leaseOf(await this.#engine.obtain(signal, key, this.#prepare(call), this.#owner, probe));
   }
 
   /** @internal */
-  protected async tryAcquireCall(
-    signal: AbortSignal | undefined,
-    key: string,
-    options: AcquireOptions | undefined,
-    probe: AcquireProbe | undefined,
-  ): Promise<Lease | undefined> {
-    const request = this.#prepare(signal, key, options, probe);
-    const acquisition = await this.#engine.tryObtain(signal, key, request, this.#owner, probe);
+  protected async tryAcquireCall(...call: AcquireCall): Promise<Lease | undefined> {
+    if (this.unready) await this.ready(call);
+    const [signal, key, , probe] = call;
+    const acquisition = await this.#engine.tryObtain(signal, key, this.#prepare(call), this.#owner, probe);
     return acquisition === undefined ? undefined : this.#engine.leaseOf(acquisition);
   }
 
@@ -136,12 +144,8 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
    * Validates an acquire call (options first, then signal and key) before anything is sent; tells
    * `probe` the weight asked for (before a read-write view maps a writer's weight to all permits).
    */
-  #prepare(
-    signal: AbortSignal | undefined,
-    key: string,
-    options: AcquireOptions | undefined,
-    probe: AcquireProbe | undefined,
-  ): ResolvedAcquireOptions {
+  #prepare(call: AcquireCall): ResolvedAcquireOptions {
+    const [signal, key, options, probe] = call;
     const resolved = this.#engine.resolveRequest(options);
     const request = this.request(resolved);
     if (probe !== undefined) probe.weight = resolved.weight;

@@ -2,14 +2,8 @@ import { CoreLocker } from "../core/core-locker.js";
 import { LockCore } from "../core/lock-core.js";
 import { LockerClosedError } from "../errors.js";
 import { abortable } from "../internal/abortable.js";
-import type { AcquireProbe } from "../internal/diagnostics.js";
-import {
-  checkWeight,
-  DEFAULT_ACQUIRE_OPTIONS,
-  type ResolvedAcquireOptions,
-  validateKey,
-} from "../internal/validate.js";
-import type { AcquireOptions, Lease, ReleaseFunc } from "../locker.js";
+import type { AcquireCall } from "../internal/traced-locker.js";
+import { validateKey } from "../internal/validate.js";
 import { hashKey, LockDirectory } from "./directory.js";
 import { fileBackend } from "./file-backend.js";
 import { type FileLockerOptions, type ResolvedFileLockerOptions, resolveFileOptions } from "./options.js";
@@ -77,8 +71,6 @@ import type { FileLockHolder, FileStoreStats } from "./store.js";
  * lost lease is published (extensions as the lease keeper batches them).
  */
 export class FileLocker extends CoreLocker<ResolvedFileLockerOptions> {
-  /** @internal */
-  protected readonly defaultRequest: ResolvedAcquireOptions = DEFAULT_ACQUIRE_OPTIONS;
   readonly #directory: LockDirectory;
   readonly #core: LockCore<ResolvedFileLockerOptions>;
   #closed = false;
@@ -135,84 +127,28 @@ export class FileLocker extends CoreLocker<ResolvedFileLockerOptions> {
   }
 
   /**
+   * Until the lock directory is made (see {@link ready}).
+   * @internal
+   */
+  protected override get unready(): boolean {
+    return !this.#directory.prepared;
+  }
+
+  /**
    * Creates the lock directory before a call's first attempt (once; a directory that cannot be
    * made fails the call with no attempt made), after the call is validated as the core would
-   * (synchronously, so a traced call's weight is known at its end). `undefined` once prepared.
+   * (synchronously, so a traced call's weight is known at its end).
+   * @internal
    */
-  #ready(
-    signal: AbortSignal | undefined,
-    key: string,
-    probe: AcquireProbe | undefined,
-    options?: AcquireOptions | undefined,
-    withOptions = false,
-  ): Promise<void> | undefined {
-    if (this.#directory.prepared) return undefined;
+  protected override ready([signal, key, options, probe]: AcquireCall): Promise<void> {
     try {
-      if (withOptions) {
-        const resolved = this.#core.resolveRequest(options);
-        this.request(resolved);
-        if (probe !== undefined) probe.weight = resolved.weight;
-      }
+      const resolved = this.#core.resolveRequest(options);
+      this.request(resolved);
+      if (probe !== undefined) probe.weight = resolved.weight;
       this.#core.checkCall(signal, key);
     } catch (error) {
       return Promise.reject(error);
     }
     return abortable(this.#directory.prepare(), [signal]);
-  }
-
-  /** @internal */
-  protected override lockCall(
-    signal: AbortSignal | undefined,
-    key: string,
-    probe: AcquireProbe | undefined,
-  ): Promise<ReleaseFunc> {
-    const ready = this.#ready(signal, key, probe);
-    return ready === undefined
-      ? super.lockCall(signal, key, probe)
-      : ready.then(() => super.lockCall(signal, key, probe));
-  }
-
-  /** @internal */
-  protected override tryLockCall(
-    signal: AbortSignal | undefined,
-    key: string,
-    probe: AcquireProbe | undefined,
-  ): Promise<[acquired: boolean, release: ReleaseFunc]> {
-    const ready = this.#ready(signal, key, probe);
-    return ready === undefined
-      ? super.tryLockCall(signal, key, probe)
-      : ready.then(() => super.tryLockCall(signal, key, probe));
-  }
-
-  /** @internal */
-  protected override acquireCall(
-    signal: AbortSignal | undefined,
-    key: string,
-    options: AcquireOptions | undefined,
-    probe: AcquireProbe | undefined,
-  ): Promise<Lease> {
-    const ready = this.#ready(signal, key, probe, options, true);
-    return ready === undefined
-      ? super.acquireCall(signal, key, options, probe)
-      : ready.then(() => super.acquireCall(signal, key, options, probe));
-  }
-
-  /** @internal */
-  protected override tryAcquireCall(
-    signal: AbortSignal | undefined,
-    key: string,
-    options: AcquireOptions | undefined,
-    probe: AcquireProbe | undefined,
-  ): Promise<Lease | undefined> {
-    const ready = this.#ready(signal, key, probe, options, true);
-    return ready === undefined
-      ? super.tryAcquireCall(signal, key, options, probe)
-      : ready.then(() => super.tryAcquireCall(signal, key, options, probe));
-  }
-
-  /** @internal */
-  protected request(options: ResolvedAcquireOptions): ResolvedAcquireOptions {
-    checkWeight(options.weight, 1, "a lock's limit is 1");
-    return options;
   }
 }

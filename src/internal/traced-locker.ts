@@ -4,6 +4,20 @@ import { type AcquireProbe, acquireTraced, type DiagnosticSource, traceAcquire }
 import { noopRelease } from "./release-func.js";
 
 /**
+ * A `lock` or `tryLock` call as a locker runs it: its arguments, and the diagnostics message of a
+ * traced call (`undefined` otherwise).
+ */
+export type LockCall = [signal: AbortSignal | undefined, key: string, probe: AcquireProbe | undefined];
+
+/** An `acquire` or `tryAcquire` call as a locker runs it (see {@link LockCall}). */
+export type AcquireCall = [
+  signal: AbortSignal | undefined,
+  key: string,
+  options: AcquireOptions | undefined,
+  probe: AcquireProbe | undefined,
+];
+
+/**
  * The four acquisition methods of a {@link Locker}, traced on the `globallock:acquire` channel
  * while anyone listens (see `../diagnostics.ts`). A subclass implements the calls themselves
  * (`lockCall`, …): they get the diagnostics message of a traced call as `probe` (to fill in its
@@ -62,11 +76,7 @@ export abstract class TracedLocker implements Locker {
    * options, keeping only its release; a locker with a cheaper path overrides it.
    * @internal
    */
-  protected async lockCall(
-    signal: AbortSignal | undefined,
-    key: string,
-    probe: AcquireProbe | undefined,
-  ): Promise<ReleaseFunc> {
+  protected async lockCall(...[signal, key, probe]: LockCall): Promise<ReleaseFunc> {
     return (await this.acquireCall(signal, key, undefined, probe)).release;
   }
 
@@ -74,11 +84,7 @@ export abstract class TracedLocker implements Locker {
    * `tryLock` itself. By default a `tryAcquire` with default options (see {@link lockCall}).
    * @internal
    */
-  protected async tryLockCall(
-    signal: AbortSignal | undefined,
-    key: string,
-    probe: AcquireProbe | undefined,
-  ): Promise<[acquired: boolean, release: ReleaseFunc]> {
+  protected async tryLockCall(...[signal, key, probe]: LockCall): Promise<[acquired: boolean, release: ReleaseFunc]> {
     const lease = await this.tryAcquireCall(signal, key, undefined, probe);
     return lease === undefined ? [false, noopRelease()] : [true, lease.release];
   }
@@ -87,21 +93,11 @@ export abstract class TracedLocker implements Locker {
    * `acquire` itself; sets `probe.weight` once the options are validated.
    * @internal
    */
-  protected abstract acquireCall(
-    signal: AbortSignal | undefined,
-    key: string,
-    options: AcquireOptions | undefined,
-    probe: AcquireProbe | undefined,
-  ): Promise<Lease>;
+  protected abstract acquireCall(...call: AcquireCall): Promise<Lease>;
 
   /**
    * `tryAcquire` itself; sets `probe.weight` once the options are validated.
    * @internal
    */
-  protected abstract tryAcquireCall(
-    signal: AbortSignal | undefined,
-    key: string,
-    options: AcquireOptions | undefined,
-    probe: AcquireProbe | undefined,
-  ): Promise<Lease | undefined>;
+  protected abstract tryAcquireCall(...call: AcquireCall): Promise<Lease | undefined>;
 }

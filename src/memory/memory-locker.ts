@@ -1,11 +1,6 @@
 import { CoreLocker } from "../core/core-locker.js";
 import { type CoreSettings, LockCore } from "../core/lock-core.js";
-import {
-  checkWeight,
-  DEFAULT_ACQUIRE_OPTIONS,
-  type ResolvedAcquireOptions,
-  snapshotOptions,
-} from "../internal/validate.js";
+import { type ResolvedAcquireOptions, snapshotOptions } from "../internal/validate.js";
 import { MEMORY_SETTINGS, memoryBackend, memoryRequest } from "./memory-backend.js";
 
 /**
@@ -30,9 +25,6 @@ export type MemoryLockerOptions = Record<string, never>;
  * waiting in `lock` or `acquire`.
  */
 export class MemoryLocker extends CoreLocker<CoreSettings> {
-  /** @internal */
-  protected readonly defaultRequest: ResolvedAcquireOptions = DEFAULT_ACQUIRE_OPTIONS;
-
   /** Creates an empty locker. `options` is reserved and must be undefined or an empty object. */
   constructor(options?: MemoryLockerOptions) {
     snapshotOptions("options", options, []);
@@ -40,8 +32,7 @@ export class MemoryLocker extends CoreLocker<CoreSettings> {
   }
 
   /** @internal */
-  protected request(options: ResolvedAcquireOptions): ResolvedAcquireOptions {
-    checkWeight(options.weight, 1, "a lock's limit is 1");
-    return memoryRequest(options);
+  protected override request(options: ResolvedAcquireOptions): ResolvedAcquireOptions {
+    return memoryRequest(super.request(options));
   }
 }

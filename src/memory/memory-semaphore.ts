@@ -1,13 +1,7 @@
-import { CoreLocker } from "../core/core-locker.js";
-import { type CoreSettings, LockCore } from "../core/lock-core.js";
-import { InvalidArgumentError, UnsupportedError } from "../errors.js";
-import {
-  checkWeight,
-  DEFAULT_ACQUIRE_OPTIONS,
-  type OptionResolvers,
-  type ResolvedAcquireOptions,
-  resolveEachOption,
-} from "../internal/validate.js";
+import { CoreSemaphore } from "../core/core-semaphore.js";
+import type { CoreSettings } from "../core/lock-core.js";
+import { InvalidArgumentError } from "../errors.js";
+import { type OptionResolvers, type ResolvedAcquireOptions, resolveEachOption } from "../internal/validate.js";
 import { MEMORY_SETTINGS, memoryBackend, memoryRequest } from "./memory-backend.js";
 
 /** Options of {@link MemorySemaphore}. */
@@ -44,31 +38,26 @@ const SEMAPHORE_OPTIONS: OptionResolvers<MemorySemaphoreOptions> = {
  *   {@link UnsupportedError} (thrown before anything is taken).
  * - `heldCount` is the number of leases held (not keys), `waitingCount` the callers waiting.
  */
-export class MemorySemaphore extends CoreLocker<CoreSettings> {
-  /** @internal */
-  protected readonly defaultRequest: ResolvedAcquireOptions = DEFAULT_ACQUIRE_OPTIONS;
-  /** Permits of each key that may be held at once. */
-  readonly limit: number;
-
+export class MemorySemaphore extends CoreSemaphore<CoreSettings> {
   /**
    * Creates an empty semaphore. `limit` must be a positive safe integer; a missing or bad limit,
    * or an unknown option, is an {@link InvalidArgumentError} naming the value.
    */
   constructor(options: MemorySemaphoreOptions) {
     const { limit } = resolveEachOption("options", options, SEMAPHORE_OPTIONS);
-    super(new LockCore(MEMORY_SETTINGS, memoryBackend(limit), limit), "memory-semaphore");
-    this.limit = limit;
+    super(MEMORY_SETTINGS, memoryBackend(limit), limit, "memory-semaphore");
   }
 
   /** @internal */
-  protected request(options: ResolvedAcquireOptions): ResolvedAcquireOptions {
-    checkWeight(options.weight, this.limit, `the semaphore's limit is ${this.limit}`);
-    if (options.fencing && this.limit > 1) {
-      throw new UnsupportedError(
-        `Fencing tokens need an exclusive grant: this semaphore lets up to ${this.limit} holders in at once (limit ${this.limit}), ` +
-          "so no token can order their writes; use a lock or a semaphore with limit 1",
-      );
-    }
-    return memoryRequest(options);
+  protected fencingRefusal(): string {
+    return (
+      `Fencing tokens need an exclusive grant: this semaphore lets up to ${this.limit} holders in at once (limit ${this.limit}), ` +
+      "so no token can order their writes; use a lock or a semaphore with limit 1"
+    );
+  }
+
+  /** @internal */
+  protected override request(options: ResolvedAcquireOptions): ResolvedAcquireOptions {
+    return memoryRequest(super.request(options));
   }
 }

@@ -1,12 +1,7 @@
 import { CoreLocker } from "../core/core-locker.js";
 import { LockCore } from "../core/lock-core.js";
 import { InvalidArgumentError } from "../errors.js";
-import {
-  checkWeight,
-  DEFAULT_ACQUIRE_OPTIONS,
-  type ResolvedAcquireOptions,
-  validateOptionsObject,
-} from "../internal/validate.js";
+import { validateOptionsObject } from "../internal/validate.js";
 import { type PostgresLockerOptions, type ResolvedPostgresLockerOptions, resolvePostgresOptions } from "./options.js";
 import { postgresBackend } from "./postgres-backend.js";
 import type { PostgresPool } from "./types.js";
@@ -51,9 +46,6 @@ export function checkPool(pool: unknown): asserts pool is PostgresPool {
  *   leases' loss reason, with its error, before their lost messages.
  */
 export class PostgresLocker extends CoreLocker<ResolvedPostgresLockerOptions> {
-  /** @internal */
-  protected readonly defaultRequest: ResolvedAcquireOptions = DEFAULT_ACQUIRE_OPTIONS;
-
   /**
    * @param pool a `pg.Pool` (or anything with its `connect()`), created, owned and ended by the
    *   caller. The locker checks one connection out of it while it runs.
@@ -64,11 +56,5 @@ export class PostgresLocker extends CoreLocker<ResolvedPostgresLockerOptions> {
     validateOptionsObject("options", options);
     const resolved = resolvePostgresOptions(options);
     super(new LockCore(resolved, postgresBackend(pool, resolved)), "postgres-lock");
-  }
-
-  /** @internal */
-  protected request(options: ResolvedAcquireOptions): ResolvedAcquireOptions {
-    checkWeight(options.weight, 1, "a lock's limit is 1");
-    return options;
   }
 }

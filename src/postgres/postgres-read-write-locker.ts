@@ -1,15 +1,9 @@
-import { CoreLocker } from "../core/core-locker.js";
-import { LockCore } from "../core/lock-core.js";
-import { UnsupportedError } from "../errors.js";
-import {
-  checkWeight,
-  DEFAULT_ACQUIRE_OPTIONS,
-  type ResolvedAcquireOptions,
-  validateOptionsObject,
-} from "../internal/validate.js";
+import { CoreReadWriteLocker, READ_WRITE_PERMITS, type ReadWriteStore } from "../core/read-write-views.js";
+// Referenced from doc comments only.
+import type { UnsupportedError } from "../errors.js";
+import { validateOptionsObject } from "../internal/validate.js";
 import type { Locker } from "../locker.js";
-import type { ReadWriteLocker } from "../read-write.js";
-import { type PostgresLockerOptions, type ResolvedPostgresLockerOptions, resolvePostgresOptions } from "./options.js";
+import { type PostgresLockerOptions, resolvePostgresOptions } from "./options.js";
 import { postgresBackend } from "./postgres-backend.js";
 import { checkPool } from "./postgres-locker.js";
 import type { PostgresPool } from "./types.js";
@@ -17,28 +11,8 @@ import type { PostgresPool } from "./types.js";
 /** The default `prefix` of a {@link PostgresReadWriteLocker}: its lock ids never collide with locks'. */
 const READ_WRITE_PREFIX = "globallock:rw:";
 
-/** Permits of a read-write key in the core's counted mode: a reader takes one, a writer all. */
-const PERMITS = 1_000_000_000;
-
-/** One view of a {@link PostgresReadWriteLocker}: the readers' or the writers' {@link Locker}. */
-class ReadWriteView extends CoreLocker<ResolvedPostgresLockerOptions> {
-  protected readonly defaultRequest: ResolvedAcquireOptions;
-  readonly #writer: boolean;
-
-  constructor(engine: LockCore<ResolvedPostgresLockerOptions>, writer: boolean) {
-    super(engine, writer ? "postgres-write" : "postgres-read");
-    this.#writer = writer;
-    this.defaultRequest = writer ? { ...DEFAULT_ACQUIRE_OPTIONS, weight: PERMITS } : DEFAULT_ACQUIRE_OPTIONS;
-  }
-
-  protected request(options: ResolvedAcquireOptions): ResolvedAcquireOptions {
-    checkWeight(options.weight, 1, "a read or write lease takes one lock");
-    if (options.fencing && !this.#writer) {
-      throw new UnsupportedError("Fencing tokens need an exclusive grant: use them on write leases, not read leases");
-    }
-    return this.#writer ? { ...options, weight: PERMITS } : options;
-  }
-}
+/** PostgreSQL's read-write views. */
+const POSTGRES: ReadWriteStore = { name: "postgres", permits: READ_WRITE_PERMITS };
 
 /**
  * Read-write locks on PostgreSQL session advisory locks: per key, many readers or one writer,
@@ -61,13 +35,7 @@ class ReadWriteView extends CoreLocker<ResolvedPostgresLockerOptions> {
  *   fencing tokens (`fencing` on a read lease is an {@link UnsupportedError}).
  * - Closing either view closes both (they share the session and the lease keeper).
  */
-export class PostgresReadWriteLocker implements ReadWriteLocker {
-  /** Shared (read) leases: many at once, none while a writer holds the key. */
-  readonly read: Locker;
-  /** Exclusive (write) leases. */
-  readonly write: Locker;
-  readonly #engine: LockCore<ResolvedPostgresLockerOptions>;
-
+export class PostgresReadWriteLocker extends CoreReadWriteLocker {
   /**
    * @param pool a `pg.Pool`, created, owned and ended by the caller.
    * @param options the locker's options (see {@link PostgresLockerOptions}; default prefix `"globallock:rw:"`).
@@ -78,23 +46,6 @@ export class PostgresReadWriteLocker implements ReadWriteLocker {
     const given: PostgresLockerOptions = { ...options };
     if (given.prefix === undefined) given.prefix = READ_WRITE_PREFIX;
     const resolved = resolvePostgresOptions(given);
-    this.#engine = new LockCore(resolved, postgresBackend(pool, resolved, PERMITS), PERMITS);
-    this.read = new ReadWriteView(this.#engine, false);
-    this.write = new ReadWriteView(this.#engine, true);
-  }
-
-  /** Number of leases held now, read and write. */
-  get heldCount(): number {
-    return this.#engine.heldCount;
-  }
-
-  /** Number of callers (readers and writers) waiting in `lock` or `acquire`. */
-  get waitingCount(): number {
-    return this.#engine.waitingCount;
-  }
-
-  /** Closes both views: see `Locker.close`. Idempotent. */
-  close(): Promise<void> {
-    return this.#engine.close();
+    super(resolved, postgresBackend(pool, resolved, READ_WRITE_PERMITS), POSTGRES);
   }
 }

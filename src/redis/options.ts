@@ -1,13 +1,7 @@
-import { DEFAULT_EXPIRY_MS } from "../core/limits.js";
-import { InvalidArgumentError, type LockLostError } from "../errors.js";
-import { resolveBackoff, resolveOperationTimeout } from "../internal/lease-options.js";
-import {
-  snapshotOptions,
-  validateExpiry,
-  validateFunction,
-  validateOptionsObject,
-  validatePositiveInteger,
-} from "../internal/validate.js";
+import type { ResolvedLockerOptions, ServerLockerOptions } from "../core/locker-options.js";
+import { resolveBackoff, resolveOnLockLost, snapshotServerOptions } from "../core/locker-options.js";
+import { InvalidArgumentError, UnsupportedError } from "../errors.js";
+import { validateOptionsObject, validatePositiveInteger } from "../internal/validate.js";
 import { clientKind } from "./client/connection-of.js";
 import type { RedisClient } from "./types.js";
 
@@ -15,96 +9,37 @@ import type { RedisClient } from "./types.js";
  * Options of {@link RedisLocker}. Every one is optional; `undefined` means the default, `null` and
  * unknown names are rejected.
  */
-export interface RedisLockerOptions {
-  /**
-   * Lease length in milliseconds (default `30_000`, at least `200`). A held lock is extended every
-   * `expiry / 2`; a lock whose holder died expires after at most this long.
-   */
-  expiry?: number | undefined;
-  /** Prepended to every key to form the Redis key (default `"globallock:"`; may be empty). */
-  prefix?: string | undefined;
-  /**
-   * Timeout of every Redis command the locker sends, in ms (default `min(2000, expiry / 4)`; must
-   * be below `expiry / 2` and at most 2147483647, the longest Node.js timer delay). A node that does
-   * not answer in time counts as failed. The timeout measures the node's silence, not this
-   * process's business: an answer already waiting in the socket always wins; time this process's
-   * event loop spent stalled (a burst of calls, a long GC pause) does not count; and a single node
-   * that keeps answering this connection's earlier commands is busy, not down.
-   */
-  operationTimeout?: number | undefined;
+export interface RedisLockerOptions extends ServerLockerOptions {
   /** Clock drift allowance as a fraction of `expiry` (default `0.01`, as redlock). */
   driftFactor?: number | undefined;
-  /**
-   * Safety-net wait of a blocked `lock` between attempts when no release notification arrives, in
-   * ms: jittered exponential from `min` to `max` (default `{ min: 50, max: 1000 }`, or `max = min`
-   * when only a larger `min` is given; `max` capped at `expiry / 2`; both at most 2147483647).
-   * Catches the expiry of a crashed holder's lock and lost notifications.
-   */
-  backoff?:
-    | {
-        /** Shortest wait between attempts, in ms. */
-        min?: number | undefined;
-        /** Longest wait between attempts, in ms. */
-        max?: number | undefined;
-      }
-    | undefined;
   /**
    * Maximum number of extension commands in flight at once (default `256`); each command extends
    * up to 256 locks of one node (one Cluster hash tag).
    */
   sweepConcurrency?: number | undefined;
-  /**
-   * Called (synchronously, errors swallowed) when a held lock is found lost: an extension saw its
-   * key gone or owned by another token, or its validity ran out without a successful extension.
-   * The holder is not cancelled; this is how it can find out.
-   */
-  onLockLost?: ((error: LockLostError) => void) | undefined;
 }
 
 /** {@link RedisLockerOptions} with every default filled in and validated. */
-export interface ResolvedRedisLockerOptions {
-  /** Lease length in ms. */
-  readonly expiry: number;
+export interface ResolvedRedisLockerOptions extends ResolvedLockerOptions {
   /** Prepended to every key. */
   readonly prefix: string;
-  /** Timeout of every command, in ms. */
-  readonly operationTimeout: number;
   /** Clock drift allowance, a fraction of the lease. */
   readonly driftFactor: number;
-  /** Shortest safety-net wait between attempts, in ms. */
-  readonly backoffMin: number;
-  /** Longest safety-net wait between attempts, in ms. */
-  readonly backoffMax: number;
-  /** Extension commands in flight at most. */
-  readonly sweepConcurrency: number;
-  /** The hook called when a held lock is found lost. */
-  readonly onLockLost: ((error: LockLostError) => void) | undefined;
 }
 
 export { MIN_EXPIRY_MS } from "../core/limits.js";
 
-/** The names {@link resolveOptions} accepts, in the order its error messages list them. */
-const OPTION_NAMES = [
-  "expiry",
-  "prefix",
-  "operationTimeout",
-  "driftFactor",
-  "backoff",
-  "sweepConcurrency",
-  "onLockLost",
-] as const satisfies ReadonlyArray<keyof RedisLockerOptions>;
+/** The Redis options beside the server options, in the order error messages list them. */
+const OWN_OPTION_NAMES = ["driftFactor", "backoff", "sweepConcurrency", "onLockLost"] as const satisfies ReadonlyArray<
+  keyof RedisLockerOptions
+>;
 
 /**
  * Validates `options` and fills in the defaults. Each option (and each of `backoff`'s) is read
  * exactly once; unknown names and `null` values are rejected. Throws {@link InvalidArgumentError}.
  */
 export function resolveOptions(options: RedisLockerOptions | undefined): ResolvedRedisLockerOptions {
-  const given = snapshotOptions("options", options, OPTION_NAMES);
-  const expiry = given.expiry === undefined ? DEFAULT_EXPIRY_MS : given.expiry;
-  validateExpiry("options.expiry", expiry);
-  const prefix = given.prefix === undefined ? "globallock:" : given.prefix;
-  if (typeof prefix !== "string") throw new InvalidArgumentError("options.prefix", "a string", prefix);
-  const operationTimeout = resolveOperationTimeout(given.operationTimeout, expiry);
+  const { given, expiry, prefix, operationTimeout } = snapshotServerOptions(options, OWN_OPTION_NAMES, false);
   const driftFactor = given.driftFactor === undefined ? 0.01 : given.driftFactor;
   if (typeof driftFactor !== "number" || !(driftFactor >= 0 && driftFactor < 0.5)) {
     throw new InvalidArgumentError("options.driftFactor", "a number in [0, 0.5)", driftFactor);
@@ -112,18 +47,8 @@ export function resolveOptions(options: RedisLockerOptions | undefined): Resolve
   const [backoffMin, backoffMax] = resolveBackoff(given.backoff, expiry);
   const sweepConcurrency = given.sweepConcurrency === undefined ? 256 : given.sweepConcurrency;
   validatePositiveInteger("options.sweepConcurrency", sweepConcurrency);
-  const onLockLost = given.onLockLost;
-  if (onLockLost !== undefined) validateFunction("options.onLockLost", onLockLost);
-  return {
-    expiry,
-    prefix,
-    operationTimeout,
-    driftFactor,
-    backoffMin,
-    backoffMax,
-    sweepConcurrency,
-    onLockLost: onLockLost as ((error: LockLostError) => void) | undefined,
-  };
+  const onLockLost = resolveOnLockLost(given.onLockLost);
+  return { expiry, prefix, operationTimeout, driftFactor, backoffMin, backoffMax, sweepConcurrency, onLockLost };
 }
 
 /** What the `clients` argument may be, for error messages. */
@@ -173,6 +98,19 @@ function checkClient(name: string, client: unknown): void {
       `${name}.options.keyPrefix`,
       "no keyPrefix (use the locker's prefix option)",
       keyPrefix,
+    );
+  }
+}
+
+/**
+ * Throws an {@link UnsupportedError} when `list` is a Redlock quorum (more than one node): a
+ * counted lock (`locker`, such as `"RedisSemaphore"`) needs one node or a Cluster. `why` ends the
+ * message.
+ */
+export function refuseQuorum(list: readonly RedisClient[], locker: string, why = ""): void {
+  if (list.length > 1) {
+    throw new UnsupportedError(
+      `${locker} needs one Redis node or a Cluster, not a Redlock quorum of ${list.length} nodes${why}`,
     );
   }
 }

@@ -1,6 +1,5 @@
 import { CoreLocker } from "../core/core-locker.js";
 import { LockCore } from "../core/lock-core.js";
-import { checkWeight, DEFAULT_ACQUIRE_OPTIONS, type ResolvedAcquireOptions } from "../internal/validate.js";
 import { type RedisLockerOptions, type ResolvedRedisLockerOptions, resolveClients, resolveOptions } from "./options.js";
 import { redisBackend } from "./redis-backend.js";
 import type { RedisClient } from "./types.js";
@@ -25,9 +24,6 @@ import type { RedisClient } from "./types.js";
  * - The caller owns the clients: `close()` never closes them.
  */
 export class RedisLocker extends CoreLocker<ResolvedRedisLockerOptions> {
-  /** @internal */
-  protected readonly defaultRequest: ResolvedAcquireOptions = DEFAULT_ACQUIRE_OPTIONS;
-
   /**
    * @param clients one client (single node or Cluster: an ioredis `Redis` or `Cluster`, or a
    *   connected node-redis client or cluster), or one client per independent Redis node for a
@@ -39,11 +35,5 @@ export class RedisLocker extends CoreLocker<ResolvedRedisLockerOptions> {
     const list = resolveClients(clients);
     const resolved = resolveOptions(options);
     super(new LockCore(resolved, redisBackend(list, resolved)), "redis-lock");
-  }
-
-  /** @internal */
-  protected request(options: ResolvedAcquireOptions): ResolvedAcquireOptions {
-    checkWeight(options.weight, 1, "a lock's limit is 1");
-    return options;
   }
 }

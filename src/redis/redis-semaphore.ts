@@ -1,19 +1,8 @@
-import { CoreLocker } from "../core/core-locker.js";
-import { LockCore } from "../core/lock-core.js";
-import { InvalidArgumentError, UnsupportedError } from "../errors.js";
-import {
-  checkWeight,
-  DEFAULT_ACQUIRE_OPTIONS,
-  type ResolvedAcquireOptions,
-  validateOptionsObject,
-} from "../internal/validate.js";
-import {
-  type RedisLockerOptions,
-  type ResolvedRedisLockerOptions,
-  resolveClients,
-  resolveOptions,
-  withDefaultPrefix,
-} from "./options.js";
+import { CoreSemaphore } from "../core/core-semaphore.js";
+import { InvalidArgumentError } from "../errors.js";
+import { validateOptionsObject } from "../internal/validate.js";
+import type { RedisLockerOptions, ResolvedRedisLockerOptions } from "./options.js";
+import { refuseQuorum, resolveClients, resolveOptions, withDefaultPrefix } from "./options.js";
 import { redisBackend } from "./redis-backend.js";
 import type { RedisClient } from "./types.js";
 
@@ -47,12 +36,7 @@ export const SEMAPHORE_PREFIX = "globallock:semaphore:";
  * - `fencing: true` is an {@link UnsupportedError} unless `limit` is 1: tokens order exclusive
  *   grants, and permits are shared.
  */
-export class RedisSemaphore extends CoreLocker<ResolvedRedisLockerOptions> {
-  /** @internal */
-  protected readonly defaultRequest: ResolvedAcquireOptions = DEFAULT_ACQUIRE_OPTIONS;
-  /** Permits per key. */
-  readonly limit: number;
-
+export class RedisSemaphore extends CoreSemaphore<ResolvedRedisLockerOptions> {
   /**
    * @param clients one client (a single node or a Cluster: ioredis, or node-redis connected by the
    *   caller); the caller owns it.
@@ -65,24 +49,17 @@ export class RedisSemaphore extends CoreLocker<ResolvedRedisLockerOptions> {
     if (typeof limit !== "number" || !Number.isSafeInteger(limit) || limit < 1) {
       throw new InvalidArgumentError("options.limit", "a safe integer >= 1 (permits per key)", limit);
     }
-    if (list.length > 1) {
-      throw new UnsupportedError(
-        `RedisSemaphore needs one Redis node or a Cluster, not a Redlock quorum of ${list.length} nodes: permits counted on each node can exceed the limit when holders win different majorities`,
-      );
-    }
+    refuseQuorum(
+      list,
+      "RedisSemaphore",
+      ": permits counted on each node can exceed the limit when holders win different majorities",
+    );
     const resolved = resolveOptions(withDefaultPrefix(rest, SEMAPHORE_PREFIX));
-    super(new LockCore(resolved, redisBackend(list, resolved, limit), limit), "redis-semaphore");
-    this.limit = limit;
+    super(resolved, redisBackend(list, resolved, limit), limit, "redis-semaphore");
   }
 
   /** @internal */
-  protected request(options: ResolvedAcquireOptions): ResolvedAcquireOptions {
-    checkWeight(options.weight, this.limit, `the semaphore's limit is ${this.limit}`);
-    if (options.fencing && this.limit > 1) {
-      throw new UnsupportedError(
-        `Fencing tokens need an exclusive grant; a semaphore with limit ${this.limit} shares its permits`,
-      );
-    }
-    return options;
+  protected fencingRefusal(): string {
+    return `Fencing tokens need an exclusive grant; a semaphore with limit ${this.limit} shares its permits`;
   }
 }
