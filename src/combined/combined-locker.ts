@@ -16,13 +16,7 @@ import {
 } from "../internal/diagnostics.js";
 import { Releasable } from "../internal/release-func.js";
 import { type AcquireCall, TracedLocker } from "../internal/traced-locker.js";
-import {
-  checkWeight,
-  resolveAcquireOptions,
-  snapshotOptions,
-  validateKey,
-  validateSignal,
-} from "../internal/validate.js";
+import { checkCall, checkWeight, resolveAcquireOptions, snapshotOptions } from "../internal/validate.js";
 import type { AcquireOptions, Lease, Locker, ReleaseOutcome } from "../locker.js";
 
 /**
@@ -216,10 +210,7 @@ export class CombinedLocker extends TracedLocker implements Locker {
     const resolved = resolveAcquireOptions(options);
     checkWeight(resolved.weight, 1, "a lock's limit is 1");
     if (probe !== undefined) probe.weight = resolved.weight;
-    validateSignal(signal);
-    validateKey(key);
-    if (this.#closing.signal.aborted) throw this.#closing.signal.reason;
-    signal?.throwIfAborted();
+    checkCall(signal, key, this.#closing.signal);
     if (options === undefined) {
       if (probe !== undefined) probe.attempts = 1;
       return [[], true];

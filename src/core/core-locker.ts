@@ -112,7 +112,8 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
   protected override async lockCall(...[signal, key, probe]: LockCall): Promise<ReleaseFunc> {
     if (this.unready) await this.ready([signal, key, undefined, probe]);
     this.#engine.checkCall(signal, key);
-    return (await this.#engine.obtain(signal, key, this.defaultRequest, this.#owner, probe)).releaser.release;
+    const call = { signal, key, request: this.defaultRequest, owner: this.#owner, probe };
+    return (await this.#engine.obtain(call)).releaser.release;
   }
 
   /** @internal */
@@ -121,7 +122,8 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
   ): Promise<[acquired: boolean, release: ReleaseFunc]> {
     if (this.unready) await this.ready([signal, key, undefined, probe]);
     this.#engine.checkCall(signal, key);
-    const acquisition = await this.#engine.tryObtain(signal, key, this.defaultRequest, this.#owner, probe);
+    const call = { signal, key, request: this.defaultRequest, owner: this.#owner, probe };
+    const acquisition = await this.#engine.tryObtain(call);
     return acquisition === undefined ? [false, noopRelease()] : [true, acquisition.releaser.release];
   }
 
@@ -129,14 +131,16 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
   protected async acquireCall(...call: AcquireCall): Promise<Lease> {
     if (this.unready) await this.ready(call);
     const [signal, key, , probe] = call;
-    return this.#engine.leaseOf(await this.#engine.obtain(signal, key, this.#prepare(call), this.#owner, probe));
+    const request = this.#prepare(call);
+    return this.#engine.leaseOf(await this.#engine.obtain({ signal, key, request, owner: this.#owner, probe }));
   }
 
   /** @internal */
   protected async tryAcquireCall(...call: AcquireCall): Promise<Lease | undefined> {
     if (this.unready) await this.ready(call);
     const [signal, key, , probe] = call;
-    const acquisition = await this.#engine.tryObtain(signal, key, this.#prepare(call), this.#owner, probe);
+    const request = this.#prepare(call);
+    const acquisition = await this.#engine.tryObtain({ signal, key, request, owner: this.#owner, probe });
     return acquisition === undefined ? undefined : this.#engine.leaseOf(acquisition);
   }
 

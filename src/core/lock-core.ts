@@ -5,17 +5,12 @@ import { LockerClosedError, UnsupportedError } from "../errors.js";
 import { CloseGate, subscribeAbort } from "../internal/abortable.js";
 import { type AcquireProbe, grantTime, publishRelease } from "../internal/diagnostics.js";
 import { LeaseImpl } from "../internal/lease.js";
-import {
-  type ResolvedAcquireOptions,
-  resolveAcquireOptions,
-  validateKey,
-  validateSignal,
-} from "../internal/validate.js";
+import { checkCall, type ResolvedAcquireOptions, resolveAcquireOptions } from "../internal/validate.js";
 import { KeyStates } from "../internal/waiter.js";
 import type { AcquireOptions, Lease, Locker, ReleaseOutcome } from "../locker.js";
 import { Acquisition, type AcquisitionOwner } from "./acquisition.js";
 import type { AttemptOutcome, Backend, BackendFactory, LockHandle, QueueIntent, Registration } from "./backend.js";
-import type { CoreParts, CoreSettings, Miss } from "./core-parts.js";
+import type { AcquireCall, CoreParts, CoreSettings, Miss } from "./core-parts.js";
 import { InFlight } from "./in-flight.js";
 import { LeaseKeeper, type LeaseKeeperStats } from "./lease-keeper.js";
 import { WaitLoop } from "./wait-loop.js";
@@ -184,25 +179,14 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
    * Waits for `key` (see {@link WaitLoop}) on behalf of `owner`; call {@link checkCall} first.
    * `probe`, while the call is traced, counts its attempts.
    */
-  obtain(
-    signal: AbortSignal | undefined,
-    key: string,
-    request: ResolvedAcquireOptions,
-    owner: AcquisitionOwner,
-    probe: AcquireProbe | undefined,
-  ): Promise<Acquisition> {
-    if (this.#counted) this.#store.checkResource(this.#resourceOf(key));
-    return this.#loop.obtain({ signal, key, request, owner, probe });
+  obtain(call: AcquireCall): Promise<Acquisition> {
+    if (this.#counted) this.#store.checkResource(this.#resourceOf(call.key));
+    return this.#loop.obtain(call);
   }
 
   /** One attempt on `key`, not queued: the acquisition, or undefined when it is taken. */
-  async tryObtain(
-    signal: AbortSignal | undefined,
-    key: string,
-    request: ResolvedAcquireOptions,
-    owner: AcquisitionOwner,
-    probe: AcquireProbe | undefined,
-  ): Promise<Acquisition | undefined> {
+  async tryObtain(call: AcquireCall): Promise<Acquisition | undefined> {
+    const { signal, key, request, owner, probe } = call;
     // A lock held here is held: no need to ask. (Permits held here may leave room for more.)
     const state = this.#keys.get(key);
     if (this.#counted) {
@@ -252,10 +236,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
 
   /** Validates a call's signal and key; throws the close error or the signal's reason. */
   checkCall(signal: unknown, key: unknown): asserts signal is AbortSignal | undefined {
-    validateSignal(signal);
-    validateKey(key);
-    if (this.#closing.signal.aborted) throw this.#closing.signal.reason;
-    signal?.throwIfAborted();
+    checkCall(signal, key, this.#closing.signal);
   }
 
   /**

@@ -21,6 +21,22 @@ export function validateSignal(signal: unknown): asserts signal is AbortSignal |
   }
 }
 
+/**
+ * The checks every call makes before anything is sent: `signal` and `key` are valid, the locker
+ * is not closed (`closing` aborted: its reason is thrown), and `signal` has not aborted (its reason
+ * is thrown).
+ */
+export function checkCall(
+  signal: unknown,
+  key: unknown,
+  closing: AbortSignal,
+): asserts signal is AbortSignal | undefined {
+  validateSignal(signal);
+  validateKey(key);
+  if (closing.aborted) throw closing.reason;
+  (signal as AbortSignal | undefined)?.throwIfAborted();
+}
+
 /** Throws unless `value` is a function. */
 export function validateFunction(name: string, value: unknown): asserts value is (...args: never[]) => unknown {
   if (typeof value !== "function") {
