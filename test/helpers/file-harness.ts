@@ -17,28 +17,7 @@ export function tempLockDirectory(label = "file"): string {
  * backoff 20 s, so only a release seen through `fs.watch` (or in-process) wakes a waiter in time.
  */
 export function fileLockerHarness(base: FileLockerOptions = {}): () => Promise<LockerHarness> {
-  return async () => {
-    const directory = tempLockDirectory();
-    const made: FileLocker[] = [];
-    const make = (options?: { wakeOnly?: boolean }): FileLocker => {
-      const locker = new FileLocker({
-        directory,
-        ...base,
-        ...(options?.wakeOnly ? { backoff: { min: 20_000, max: 20_000 } } : {}),
-      });
-      made.push(locker);
-      return locker;
-    };
-    return {
-      create: async (options) => make(options),
-      peer: async (_locker, options) => make(options),
-      fencing: true,
-      cleanup: async () => {
-        await Promise.all(made.map((locker) => locker.close()));
-        rmSync(directory, { recursive: true, force: true });
-      },
-    };
-  };
+  return async () => sharedDirectory("file", (options) => new FileLocker(options), base);
 }
 
 /**
@@ -46,26 +25,36 @@ export function fileLockerHarness(base: FileLockerOptions = {}): () => Promise<L
  * shares one temporary directory, so a `peer` is another locker on it (as another process would be).
  */
 export function fileReadWriteHarness(base: FileLockerOptions = {}): () => Promise<ReadWriteHarness> {
-  return async () => {
-    const directory = tempLockDirectory("rw");
-    const made: FileReadWriteLocker[] = [];
-    const make = (options?: { wakeOnly?: boolean }): FileReadWriteLocker => {
-      const locker = new FileReadWriteLocker({
-        directory,
-        ...base,
-        ...(options?.wakeOnly ? { backoff: { min: 20_000, max: 20_000 } } : {}),
-      });
-      made.push(locker);
-      return locker;
-    };
-    return {
-      create: async (options) => make(options),
-      peer: async (_locker, options) => make(options),
-      fencing: true,
-      cleanup: async () => {
-        await Promise.all(made.map((locker) => locker.close()));
-        rmSync(directory, { recursive: true, force: true });
-      },
-    };
+  return async () => sharedDirectory("rw", (options) => new FileReadWriteLocker(options), base);
+}
+
+/**
+ * A harness whose lockers (made by `construct`) all share one new temporary directory, removed by
+ * `cleanup` after every locker is closed; `wakeOnly` makes the safety-net backoff 20 s.
+ */
+function sharedDirectory<L extends { close(): Promise<void> }>(
+  label: string,
+  construct: (options: FileLockerOptions) => L,
+  base: FileLockerOptions,
+) {
+  const directory = tempLockDirectory(label);
+  const made: L[] = [];
+  const make = (options?: { wakeOnly?: boolean }): L => {
+    const locker = construct({
+      directory,
+      ...base,
+      ...(options?.wakeOnly ? { backoff: { min: 20_000, max: 20_000 } } : {}),
+    });
+    made.push(locker);
+    return locker;
+  };
+  return {
+    create: async (options?: { wakeOnly?: boolean }) => make(options),
+    peer: async (_locker: unknown, options?: { wakeOnly?: boolean }) => make(options),
+    fencing: true,
+    cleanup: async () => {
+      await Promise.all(made.map((locker) => locker.close()));
+      rmSync(directory, { recursive: true, force: true });
+    },
   };
 }
