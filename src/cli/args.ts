@@ -3,7 +3,7 @@
  * help text. Every mistake is a {@link UsageError} that names the bad value.
  */
 import { parseArgs } from "node:util";
-import { MIN_EXPIRY_MS } from "../core/limits.js";
+import { MAX_TIMER_DELAY_MS, MIN_EXPIRY_MS } from "../core/limits.js";
 import { EXIT } from "./exit-codes.js";
 
 /** A mistake on the command line: printed with a pointer to `--help`, exit status 64. */
@@ -275,7 +275,7 @@ const UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 
 export function parseDuration(option: string, text: string): number {
   const match = /^(\d+(?:\.\d+)?|\.\d+)(ms|s|m|h)?$/.exec(text.trim());
   const ms = match === null ? Number.NaN : Math.round(Number(match[1]) * (UNITS[match[2] ?? "s"] as number));
-  if (!Number.isSafeInteger(ms) || ms > 2_147_483_647) {
+  if (!Number.isSafeInteger(ms) || ms > MAX_TIMER_DELAY_MS) {
     throw new UsageError(
       `${option}: expected a duration such as 250ms, 10s, 5m, 1h or a number of seconds, received ${JSON.stringify(text)}`,
     );

@@ -6,6 +6,7 @@ import { type Backend, type ExtendOutcome, MAX_EXTEND_BATCH } from "./backend.js
 import { reportExtension } from "./extension-report.js";
 import { InFlight } from "./in-flight.js";
 import { type Lane, Lanes } from "./lease-lanes.js";
+import { MAX_TIMER_DELAY_MS } from "./limits.js";
 
 /** What the {@link LeaseKeeper} needs from its locker. */
 export interface LeaseKeeperSettings {
@@ -38,9 +39,6 @@ export interface LeaseKeeperStats {
   /** The latest the keeper's timer has fired after it was due, in ms. */
   readonly maxLatenessMs: number;
 }
-
-/** Longest delay a Node.js timer takes; a later deadline is reached by re-arming. */
-const MAX_TIMER_DELAY_MS = 2_147_483_647;
 
 /**
  * Keeps a locker's held locks alive and notices when one is lost.
