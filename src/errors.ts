@@ -113,7 +113,20 @@ export type LockLostReason =
   /** The lease's local deadline passed without a successful extension. */
   | "expired"
   /** The holder released it (only seen from `Lease.assertHeld()` after `release`). */
-  | "released";
+  | "released"
+  /** The holder handed it to another process (only seen from `Lease.assertHeld()` after `handOff`). */
+  | "handed-off"
+  /** It was held for its `maxHold` and no longer extended: its lease ran out. */
+  | "max-hold";
+
+/** What a {@link LockLostError}'s message says for each reason. */
+const LOST_BECAUSE: Readonly<Record<LockLostReason, string>> = {
+  taken: "was lost: its key is gone or now belongs to another holder",
+  expired: "was lost: its lease ran out (not extended in time, or not to be extended)",
+  released: "is no longer held: it was released",
+  "handed-off": "is no longer held here: it was handed off to another process",
+  "max-hold": "was lost: it was held for its maxHold, then no longer extended, and its lease ran out",
+};
 
 /**
  * A held lock is no longer safely held. Delivered through the locker's `onLockLost` hook (and a
@@ -126,15 +139,7 @@ export class LockLostError extends GlobalLockError {
   readonly reason: LockLostReason;
 
   constructor(key: string, reason: LockLostReason, options?: { cause?: unknown }) {
-    super(
-      "ERR_GLOBALLOCK_LOCK_LOST",
-      reason === "taken"
-        ? `Lock "${key}" was lost: its key is gone or now belongs to another holder`
-        : reason === "expired"
-          ? `Lock "${key}" was lost: its lease ran out (not extended in time, or not to be extended)`
-          : `Lock "${key}" is no longer held: it was released`,
-      options,
-    );
+    super("ERR_GLOBALLOCK_LOCK_LOST", `Lock "${key}" ${LOST_BECAUSE[reason]}`, options);
     this.key = key;
     this.reason = reason;
   }

@@ -1,5 +1,5 @@
 // Referenced from doc comments only.
-import type { LockLostError, UnsupportedError } from "./errors.js";
+import type { InvalidArgumentError, LockLostError, StoreUnavailableError, UnsupportedError } from "./errors.js";
 import { validateFunction, validateKey, validateSignal } from "./internal/validate.js";
 
 /**
@@ -52,6 +52,46 @@ export interface AcquireOptions {
    * an `expiry` and is freed after it.
    */
   expiry?: number | undefined;
+  /**
+   * The longest this lease may be kept, in ms (default: no cap; at least the lease's `expiry`).
+   * The lease is extended only while an extension would not carry it past `maxHold` from its
+   * grant; then it runs out (within its last `expiry / 2` before `maxHold`) and `lost` aborts with
+   * a {@link LockLostError} whose reason is `"max-hold"` (reported to `onLockLost` too). The caller
+   * is still not cancelled. Stops a stuck holder from renewing a lock forever. With
+   * `autoExtend: false` it is an {@link InvalidArgumentError} (such a lease already ends at
+   * `expiry`). An in-memory lock, held until released, is freed at `maxHold`.
+   */
+  maxHold?: number | undefined;
+}
+
+/** Options of {@link Locker.adopt}. */
+export interface AdoptOptions {
+  /** Keep the adopted lease alive while it is held (default `true`; see {@link AcquireOptions}). */
+  autoExtend?: boolean | undefined;
+}
+
+/** Who holds a key and how many wait for it (see {@link Locker.inspect}). */
+export interface LockInfo {
+  /** The key inspected (without prefix). */
+  readonly key: string;
+  /** Its holders: none when free, one for a lock, several for a semaphore or readers. */
+  readonly holders: readonly HolderInfo[];
+  /** Waiters the store knows of, in every process (0 where the store cannot tell). */
+  readonly waiting: number;
+}
+
+/** One holder of a key (see {@link LockInfo}). */
+export interface HolderInfo {
+  /** The holder locker's `owner` option (default `${os.hostname()}:${process.pid}`; `""` if unknown). */
+  readonly owner: string;
+  /** `"exclusive"` for a lock or a writer; `"shared"` for a reader or a semaphore's holder. */
+  readonly mode: "exclusive" | "shared";
+  /** Permits held, as the caller counts them (1 for a lock and for either view of a read-write locker). */
+  readonly weight: number;
+  /** Time left on the lease as the store sees it, in ms (`Infinity`: held until released). */
+  readonly expiresInMs: number;
+  /** The fencing token of the grant, where the store keeps one per holder. */
+  readonly fencingToken?: bigint;
 }
 
 /**
@@ -82,6 +122,18 @@ export interface Lease extends AsyncDisposable {
   assertHeld(): void;
   /** Releases (once, like `release`) and resolves to what the release found. Never rejects. */
   releaseWithOutcome(): Promise<ReleaseOutcome>;
+  /**
+   * Hands the lease to another process: extends it once (so the receiver gets a full lease), stops
+   * keeping it here, and resolves to a handle (a string naming the store, its prefix, the key, the
+   * token, the weight, the fencing token and the lease length) for {@link Locker.adopt}. This
+   * lease's `release` then does nothing (`releaseWithOutcome` says `"taken"`), its `lost` stays
+   * quiet, and `assertHeld` throws (reason `"handed-off"`). The handle is a secret: whoever has it
+   * can take over and release the lock. Until it is adopted the lease runs out on its own.
+   * Rejects with {@link UnsupportedError} where the store ties a lock to its holder's connection or
+   * process (memory, PostgreSQL, MySQL), with a {@link LockLostError} when the lease is no longer
+   * held, and with {@link StoreUnavailableError} when the extension fails (the lease stays here).
+   */
+  handOff(): Promise<string>;
 }
 
 /**
@@ -138,6 +190,26 @@ export interface Locker {
    * or to `undefined` when the key (or, for a semaphore, not enough of its permits) is taken.
    */
   tryAcquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease | undefined>;
+
+  /**
+   * Takes over a lease another process handed off with {@link Lease.handOff}: checks that it is
+   * still held with the handed token and swaps that token for one of this locker atomically (a
+   * handle adopted twice never gives two holders), extends it, keeps it (unless
+   * `autoExtend: false`) and releases it from here. Its fencing token is the one it was granted.
+   * Rejects with {@link LockLostError} when the lease is no longer held with that token (released,
+   * expired, or already adopted), {@link InvalidArgumentError} for a malformed handle or one from
+   * another kind of locker or prefix, and {@link UnsupportedError} where the store ties a lock to
+   * its holder's connection or process (memory, PostgreSQL, MySQL).
+   */
+  adopt(signal: AbortSignal | undefined, handle: string, options?: AdoptOptions): Promise<Lease>;
+
+  /**
+   * Who holds `key` and how many wait for it, in every process that uses the store (the Web Locks
+   * API's `query()`; memory: this locker's holders and waiters). Reads only: it changes nothing
+   * and sends at most a few commands. Rejects with {@link StoreUnavailableError} when the store
+   * fails and {@link InvalidArgumentError} on bad input.
+   */
+  inspect(signal: AbortSignal | undefined, key: string): Promise<LockInfo>;
 
   /**
    * Stops the locker: idempotent; stops auto-extension at once, refuses new calls, rejects waiters

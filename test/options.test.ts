@@ -14,6 +14,7 @@ const VALID: Required<Omit<RedisLockerOptions, "backoff">> = {
   driftFactor: 0.02,
   sweepConcurrency: 7,
   onLockLost: () => undefined,
+  owner: "worker-1",
 };
 
 /**

@@ -51,7 +51,7 @@ async function openFileStore(directory: string | undefined, expiry: number | und
     locker,
     label: `file store ${locker.directory}`,
     holder: async (key) => {
-      const found = await locker.inspect(key);
+      const found = await locker.inspectLockFile(key);
       if (found === undefined || found.stale) return { held: false };
       return {
         held: true,

@@ -17,7 +17,7 @@ import {
 import { Releasable } from "../internal/release-func.js";
 import { type AcquireCall, TracedLocker } from "../internal/traced-locker.js";
 import { checkCall, checkWeight, resolveAcquireOptions, snapshotOptions } from "../internal/validate.js";
-import type { AcquireOptions, Lease, Locker, ReleaseOutcome } from "../locker.js";
+import type { AcquireOptions, AdoptOptions, HolderInfo, Lease, Locker, LockInfo, ReleaseOutcome } from "../locker.js";
 
 /**
  * How many members must hold a key for the {@link CombinedLocker} to hold it: `"all"` of them
@@ -121,6 +121,34 @@ export class CombinedLocker extends TracedLocker implements Locker {
   /** Number of combined leases this locker holds: granted, not yet released and not lost. */
   get heldCount(): number {
     return this.#held;
+  }
+
+  /**
+   * Hand-offs are not supported: a combined lease spans several stores (hand off and adopt its
+   * members' leases with their own lockers instead). Rejects with {@link UnsupportedError}.
+   */
+  adopt(_signal: AbortSignal | undefined, _handle: string, _options?: AdoptOptions): Promise<Lease> {
+    return Promise.reject(new UnsupportedError(`Adopting a lease: ${NO_HAND_OFF}`));
+  }
+
+  /**
+   * Who holds `key` on the members: a holder (by owner and mode) seen on at least the strategy's
+   * quorum of members, with the least time left any of them reports; the most waiters any member
+   * reports. Rejects with {@link StoreUnavailableError} when fewer than the quorum answer.
+   */
+  async inspect(signal: AbortSignal | undefined, key: string): Promise<LockInfo> {
+    const settled = await Promise.allSettled(this.#members.map((member) => member.inspect(signal, key)));
+    const infos: LockInfo[] = [];
+    const errors: unknown[] = [];
+    for (const result of settled) {
+      if (result.status === "fulfilled") infos.push(result.value);
+      else errors.push(result.reason);
+    }
+    if (infos.length < this.#quorum) {
+      if (errors.length === settled.length && !(errors[0] instanceof StoreUnavailableError)) throw errors[0];
+      throw this.#unavailable(key, errors);
+    }
+    return combineInfos(key, infos, this.#quorum);
   }
 
   /** A combined lease over `taken`, counted in {@link heldCount} until it is released or lost. */
@@ -323,6 +351,10 @@ class CombinedLease extends Releasable implements Lease {
     return this.run();
   }
 
+  handOff(): Promise<string> {
+    return Promise.reject(new UnsupportedError(`Handing off a lease: ${NO_HAND_OFF}`));
+  }
+
   #end(): void {
     const ended = this.#onEnded;
     this.#onEnded = undefined;
@@ -340,4 +372,28 @@ class CombinedLease extends Releasable implements Lease {
   [Symbol.asyncDispose](): Promise<void> {
     return this.release();
   }
+}
+
+/** Why a combined lease cannot be handed off. */
+const NO_HAND_OFF =
+  "a combined lease spans several stores; hand off its members' leases with their own lockers instead";
+
+/** Members' views of `key` as one: holders seen on at least `quorum` members, the most waiters. */
+function combineInfos(key: string, infos: readonly LockInfo[], quorum: number): LockInfo {
+  const seen = new Map<string, { holder: HolderInfo; members: number }>();
+  for (const info of infos) {
+    const counted = new Set<string>();
+    for (const holder of info.holders) {
+      const id = `${holder.mode} ${holder.owner}`;
+      const entry = seen.get(id);
+      if (entry === undefined) seen.set(id, { holder, members: 1 });
+      else if (!counted.has(id)) {
+        entry.members += 1;
+        if (holder.expiresInMs < entry.holder.expiresInMs) entry.holder = holder;
+      }
+      counted.add(id);
+    }
+  }
+  const holders = [...seen.values()].filter((entry) => entry.members >= quorum).map((entry) => entry.holder);
+  return { key, holders, waiting: Math.max(0, ...infos.map((info) => info.waiting)) };
 }

@@ -4,16 +4,28 @@ import { Releasable } from "../internal/release-func.js";
 import type { ReleaseOutcome } from "../locker.js";
 import type { LockHandle } from "./backend.js";
 
-/** Lifecycle of one acquisition: held until released, or lost on the way. */
-export type AcquisitionState = "held" | "lost" | "released";
+/**
+ * Lifecycle of one acquisition: held until released, lost on the way, or handed off to another
+ * process (see `Lease.handOff`).
+ */
+export type AcquisitionState = "held" | "lost" | "released" | "handed-off";
 
 /** How the lease keeper keeps an acquisition (see {@link Acquisition.keepAlive}). */
 export type KeepAlive = "always" | "once" | "never";
 
-const STATES: readonly AcquisitionState[] = ["held", "lost", "released"];
+const STATES: readonly AcquisitionState[] = ["held", "lost", "released", "handed-off"];
 const KEEP_ALIVES: readonly KeepAlive[] = ["always", "once", "never"];
 /** Bits of {@link Acquisition}'s flags that hold its state (the next two hold its keepAlive). */
 const STATE_BITS = 3;
+/** The bits of its keepAlive (shifted by 2). */
+const KEEP_ALIVE_BITS = 3 << 2;
+/** Set when it was granted with a `maxHold` (see {@link Acquisition.holdUntil}). */
+const CAPPED = 1 << 4;
+/** Set once its `maxHold` stopped its extension: running out is then a "max-hold" loss. */
+const CAP_REACHED = 1 << 5;
+
+/** When each acquisition granted with a `maxHold` must stop being extended (made on first use). */
+let holdLimits: WeakMap<Acquisition, number> | undefined;
 
 /**
  * Grant times of the acquisitions made while anyone listened for releases (see
@@ -99,11 +111,38 @@ export class Acquisition extends Releasable implements Linked<Acquisition>, Lock
    * is the short grace), or never (`"never"`: left to expire).
    */
   get keepAlive(): KeepAlive {
-    return KEEP_ALIVES[this.#flags >> 2] as KeepAlive;
+    return KEEP_ALIVES[(this.#flags & KEEP_ALIVE_BITS) >> 2] as KeepAlive;
   }
 
   set keepAlive(keepAlive: KeepAlive) {
-    this.#flags = (this.#flags & STATE_BITS) | (KEEP_ALIVES.indexOf(keepAlive) << 2);
+    this.#flags = (this.#flags & ~KEEP_ALIVE_BITS) | (KEEP_ALIVES.indexOf(keepAlive) << 2);
+  }
+
+  /**
+   * `performance.now()` past which its lease must not be extended (a `maxHold` cap), or `Infinity`
+   * (no cap: most acquisitions, which pay neither a field nor a lookup for it).
+   */
+  get holdUntil(): number {
+    return (this.#flags & CAPPED) === 0
+      ? Number.POSITIVE_INFINITY
+      : (holdLimits?.get(this) ?? Number.POSITIVE_INFINITY);
+  }
+
+  set holdUntil(holdUntil: number) {
+    holdLimits ??= new WeakMap();
+    holdLimits.set(this, holdUntil);
+    this.#flags |= CAPPED;
+  }
+
+  /** True once its `maxHold` stopped its extension (see {@link reachCap}). */
+  get capReached(): boolean {
+    return (this.#flags & CAP_REACHED) !== 0;
+  }
+
+  /** Its `maxHold` is reached: it is no longer extended, and runs out as a "max-hold" loss. */
+  reachCap(): void {
+    this.#flags |= CAP_REACHED;
+    this.keepAlive = "never";
   }
 
   /** `performance.now()` at the grant, recorded only while anyone listens for releases. */

@@ -1,4 +1,8 @@
+import { UnsupportedError } from "../errors.js";
 import type { Backend, DefaultedMember, LockHandle, StoreBackend } from "./backend.js";
+
+/** Why a store that says nothing about hand-offs has none. */
+const NO_HAND_OFF = "this store cannot hand a lease to another process";
 
 /** What the core uses for a member a store left out: no hand-off queue, no per-resource limits. */
 const DEFAULTS: Pick<Backend, DefaultedMember> = {
@@ -7,6 +11,8 @@ const DEFAULTS: Pick<Backend, DefaultedMember> = {
   checkResource: () => {},
   checkFencing: () => {},
   leaveQueue: async () => {},
+  handOff: { unsupported: NO_HAND_OFF },
+  adopt: () => Promise.reject(new UnsupportedError(`Adopting a lease: ${NO_HAND_OFF}`)),
   grantedHandle: (): LockHandle => {
     throw new Error("This store has no hand-off queue: nothing is granted");
   },

@@ -113,6 +113,12 @@ export interface BackendEvents {
 export interface BackendContext {
   /** The locker's id in cross-process hand-off queues (random, 16 hex characters). */
   readonly waiterId: string;
+  /**
+   * The locker's `owner` option (at most 256 bytes): a backend stores it with each holder without
+   * adding a command to the uncontended path (inside the value it already writes, or once per
+   * connection), and {@link Backend.inspect} reads it back.
+   */
+  readonly owner: string;
   /** Where the backend reports releases. */
   readonly events: BackendEvents;
 }
@@ -134,6 +140,44 @@ export interface ReleaseWatcher {
   /** Stops hearing anything; closes what the backend opened for it. */
   close(): Promise<void>;
 }
+
+/** One holder of a resource, as the store sees it (see {@link Backend.inspect}). */
+export interface StoredHolder {
+  /** The holder locker's `owner` (`""` when the store cannot tell). */
+  readonly owner: string;
+  /** Permits held (1 for a lock). */
+  readonly weight: number;
+  /** Time left on its lease as the store sees it, in ms; `Infinity` when it never expires on its own. */
+  readonly expiresInMs: number;
+  /** Its fencing token, where the store keeps one per holder. */
+  readonly fencingToken?: bigint;
+}
+
+/** Who holds a resource and how many wait for it, as the store sees it (every process). */
+export interface StoredView {
+  readonly holders: readonly StoredHolder[];
+  /** Waiters the store knows of (0 where it cannot tell). */
+  readonly waiting: number;
+}
+
+/** A lease handed off by another process, to take over (see {@link Backend.adopt}). */
+export interface AdoptRequest {
+  /** The store's name for the key (see {@link Backend.resourceOf}). */
+  readonly resource: string;
+  /** The token the lease is held with. */
+  readonly token: string;
+  /** Permits it holds (1 for a lock). */
+  readonly weight: number;
+  /** The lease length to set, in ms. */
+  readonly duration: number;
+}
+
+/**
+ * Whether a store's leases can be handed to another process: the scope a handle belongs to (the
+ * store and its namespace, such as `"redis:" + prefix`; a handle of another scope is refused), or
+ * why not (a lock tied to its holder's connection or process).
+ */
+export type HandOffSupport = { readonly scope: string } | { readonly unsupported: string };
 
 /** One acquisition attempt, as the core asks a backend for it (one object per attempt). */
 export interface AttemptRequest {
@@ -224,6 +268,21 @@ export interface Backend {
    * registration, not seen granted). Never rejects. Default: nothing to leave.
    */
   leaveQueue(resource: string, waiterId: string, claimToken?: string): Promise<void>;
+  /**
+   * Reads who holds `resource` and how many wait for it, in every process; changes nothing and
+   * sends at most a few commands. Store failures throw StoreUnavailableError.
+   */
+  inspect(resource: string): Promise<StoredView>;
+  /** Whether leases can be handed to another process (see {@link adopt}). Default: unsupported. */
+  readonly handOff: HandOffSupport;
+  /**
+   * Takes over a lease another process handed off: atomically, where `request.resource` is still
+   * held with `request.token`, replaces that token by a fresh one of this locker (with its owner)
+   * and sets a lease of `request.duration` ms. Answers the new handle; `"taken"` when another
+   * token holds it, `"expired"` when nobody does. A fencing token is left as it was. Store
+   * failures throw StoreUnavailableError. Default: throws UnsupportedError.
+   */
+  adopt(request: AdoptRequest): Promise<LockHandle | "taken" | "expired">;
   /** Whether {@link issueFencingToken} is available. */
   readonly supportsFencing: boolean;
   /** A fencing token for `handle`, or `undefined` when the key no longer holds its token. */
@@ -242,7 +301,9 @@ export type DefaultedMember =
   | "checkResource"
   | "grantedHandle"
   | "leaveQueue"
-  | "checkFencing";
+  | "checkFencing"
+  | "handOff"
+  | "adopt";
 
 /**
  * A backend as a store writes it: {@link Backend} with the defaulted members optional (a store

@@ -4,8 +4,10 @@ import type { LockerClosedError } from "../errors.js";
 import { noopRelease } from "../internal/release-func.js";
 import { type AcquireCall, type LockCall, TracedLocker } from "../internal/traced-locker.js";
 import { checkWeight, DEFAULT_ACQUIRE_OPTIONS, type ResolvedAcquireOptions } from "../internal/validate.js";
-import type { Lease, Locker, ReleaseFunc } from "../locker.js";
+import type { AdoptOptions, HolderInfo, Lease, Locker, LockInfo, ReleaseFunc } from "../locker.js";
 import type { AcquisitionOwner } from "./acquisition.js";
+import type { StoredHolder } from "./backend.js";
+import { decodeHandOff } from "./hand-off-handle.js";
 import type { LeaseKeeperStats } from "./lease-keeper.js";
 import type { CoreSettings, LockCore } from "./lock-core.js";
 
@@ -96,6 +98,31 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
     return this.#engine.leaseStats;
   }
 
+  /** {@inheritDoc Locker.adopt} */
+  async adopt(signal: AbortSignal | undefined, handle: string, options?: AdoptOptions): Promise<Lease> {
+    const content = decodeHandOff(handle);
+    if (this.unready) await this.ready([signal, content.key, undefined, undefined]);
+    return this.#engine.adopt(signal, content, options, this.#owner, this.diagnostics.kind);
+  }
+
+  /** {@inheritDoc Locker.inspect} */
+  async inspect(signal: AbortSignal | undefined, key: string): Promise<LockInfo> {
+    if (this.unready) await this.ready([signal, key, undefined, undefined]);
+    this.#engine.checkCall(signal, key);
+    const view = await this.#engine.inspect(signal, key);
+    const holders = view.holders.map((holder) => this.describeHolder(holder));
+    return { key, holders, waiting: view.waiting };
+  }
+
+  /**
+   * A holder as the caller counts it: by default a lock's (exclusive, its weight). A semaphore's
+   * holders share the key; a read-write view tells a writer from a reader.
+   * @internal
+   */
+  protected describeHolder(holder: StoredHolder): HolderInfo {
+    return holderInfo(holder, "exclusive", holder.weight);
+  }
+
   /**
    * Stops the locker: idempotent; stops auto-extension at once, refuses new calls, rejects waiters
    * with {@link LockerClosedError}, and resolves when nothing of the locker is running. Held leases
@@ -132,7 +159,8 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
     if (this.unready) await this.ready(call);
     const [signal, key, , probe] = call;
     const request = this.#prepare(call);
-    return this.#engine.leaseOf(await this.#engine.obtain({ signal, key, request, owner: this.#owner, probe }));
+    const acquisition = await this.#engine.obtain({ signal, key, request, owner: this.#owner, probe });
+    return this.#engine.leaseOf(acquisition, this.diagnostics.kind, request.weight);
   }
 
   /** @internal */
@@ -141,7 +169,9 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
     const [signal, key, , probe] = call;
     const request = this.#prepare(call);
     const acquisition = await this.#engine.tryObtain({ signal, key, request, owner: this.#owner, probe });
-    return acquisition === undefined ? undefined : this.#engine.leaseOf(acquisition);
+    return acquisition === undefined
+      ? undefined
+      : this.#engine.leaseOf(acquisition, this.diagnostics.kind, request.weight);
   }
 
   /**
@@ -157,4 +187,12 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
     if (request.fencing) this.#engine.checkFencing(key);
     return request;
   }
+}
+
+/** A {@link HolderInfo} of `holder`, in `mode`, holding `weight` permits as the caller counts them. */
+export function holderInfo(holder: StoredHolder, mode: HolderInfo["mode"], weight: number): HolderInfo {
+  const { owner, expiresInMs, fencingToken } = holder;
+  return fencingToken === undefined
+    ? { owner, mode, weight, expiresInMs }
+    : { owner, mode, weight, expiresInMs, fencingToken };
 }

@@ -25,6 +25,11 @@ export interface CoreSettings {
    * store whose leases are never extended over a network (memory) accepts shorter ones.
    */
   readonly minExpiry?: number;
+  /**
+   * Who the locker's holders are, as `inspect` shows them (at most 256 bytes; default
+   * `${os.hostname()}:${process.pid}`).
+   */
+  readonly owner?: string;
 }
 
 /** One waiting call (`lock`, `acquire`): what its attempts and its grant are made with. */

@@ -1,8 +1,9 @@
 import type { LockerKind } from "../diagnostics.js";
 import { UnsupportedError } from "../errors.js";
 import { checkWeight, type ResolvedAcquireOptions } from "../internal/validate.js";
-import type { BackendFactory } from "./backend.js";
-import { CoreLocker } from "./core-locker.js";
+import type { HolderInfo } from "../locker.js";
+import type { BackendFactory, StoredHolder } from "./backend.js";
+import { CoreLocker, holderInfo } from "./core-locker.js";
 import { type CoreSettings, LockCore } from "./lock-core.js";
 
 /**
@@ -30,6 +31,14 @@ export abstract class CoreSemaphore<O extends CoreSettings> extends CoreLocker<O
    * @internal
    */
   protected abstract fencingRefusal(): string;
+
+  /**
+   * A holder of a semaphore shares the key with others, unless it holds every permit.
+   * @internal
+   */
+  protected override describeHolder(holder: StoredHolder): HolderInfo {
+    return holderInfo(holder, holder.weight >= this.limit ? "exclusive" : "shared", holder.weight);
+  }
 
   /** @internal */
   protected override request(options: ResolvedAcquireOptions): ResolvedAcquireOptions {

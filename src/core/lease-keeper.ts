@@ -130,8 +130,10 @@ export class LeaseKeeper {
   }
 
   /** Declares `acquisition` lost (once): aborts its `lost` signal and calls the hooks. */
-  markLost(acquisition: Acquisition, reason: LockLostReason, cause?: unknown): void {
+  markLost(acquisition: Acquisition, given: LockLostReason, cause?: unknown): void {
     if (!this.remove(acquisition)) return;
+    // A lease its maxHold stopped extending that runs out was lost to its cap.
+    const reason = given === "expired" && acquisition.capReached ? "max-hold" : given;
     const error = new LockLostError(acquisition.key, reason, cause === undefined ? undefined : { cause });
     acquisition.markLost(error);
     // A lease that was not to be extended expiring is what its holder asked for, not a loss to report.
@@ -264,6 +266,11 @@ export class LeaseKeeper {
           continue;
         }
         lane.watchDeadline(head);
+        // Its maxHold: no extension may carry it past its cap; it runs out instead.
+        if (now + lane.duration > head.holdUntil) {
+          head.reachCap();
+          continue;
+        }
         batch.push(head);
         if (batch.length === MAX_EXTEND_BATCH) {
           this.#enqueue(batch, plannedAt);

@@ -1,16 +1,38 @@
 import { randomBytes } from "node:crypto";
 import { setMaxListeners } from "node:events";
+import { hostname } from "node:os";
 import type { LockerKind } from "../diagnostics.js";
-import { LockerClosedError, UnsupportedError } from "../errors.js";
+import {
+  InvalidArgumentError,
+  LockerClosedError,
+  LockLostError,
+  type LockLostReason,
+  UnsupportedError,
+} from "../errors.js";
 import { CloseGate, subscribeAbort } from "../internal/abortable.js";
 import { type AcquireProbe, grantTime, publishRelease } from "../internal/diagnostics.js";
 import { LeaseImpl } from "../internal/lease.js";
-import { checkCall, type ResolvedAcquireOptions, resolveAcquireOptions } from "../internal/validate.js";
+import {
+  checkCall,
+  checkMaxHold,
+  type ResolvedAcquireOptions,
+  resolveAcquireOptions,
+  resolveAdoptOptions,
+} from "../internal/validate.js";
 import { KeyStates } from "../internal/waiter.js";
-import type { AcquireOptions, Lease, Locker, ReleaseOutcome } from "../locker.js";
+import type { AcquireOptions, AdoptOptions, Lease, Locker, ReleaseOutcome } from "../locker.js";
 import { Acquisition, type AcquisitionOwner } from "./acquisition.js";
-import type { AttemptOutcome, Backend, BackendFactory, LockHandle, QueueIntent, Registration } from "./backend.js";
+import type {
+  AttemptOutcome,
+  Backend,
+  BackendFactory,
+  LockHandle,
+  QueueIntent,
+  Registration,
+  StoredView,
+} from "./backend.js";
 import type { AcquireCall, CoreParts, CoreSettings, Miss } from "./core-parts.js";
+import { encodeHandOff, type HandOffContent } from "./hand-off-handle.js";
 import { InFlight } from "./in-flight.js";
 import { LeaseKeeper, type LeaseKeeperStats } from "./lease-keeper.js";
 import { WaitLoop } from "./wait-loop.js";
@@ -76,6 +98,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     };
     this.#store = makeBackend({
       waiterId: this.#waiterId,
+      owner: options.owner ?? defaultOwner(),
       events: {
         released: (key) => {
           // Counted: every waiter of the key competes (permits held here may leave room). A lock:
@@ -100,9 +123,12 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
       // A lost lock frees the key as far as this process knows: let the next waiter try.
       onLost: (acquisition) => {
         this.#forget(acquisition);
-        // A store whose locks never expire on their own frees what the core gave up on (sent
-        // before the next waiter here tries; the holder's own release then finds it expired).
-        if (this.#store.expires === false) void this.#track(this.#store.release(acquisition.handle, true));
+        // A store whose locks never expire on their own, or a lease held until released (memory)
+        // that its maxHold ended, is freed in the store by the core (sent before the next waiter
+        // here tries; the holder's own release then finds it expired).
+        if (this.#store.expires === false || acquisition.duration === Number.POSITIVE_INFINITY) {
+          void this.#track(this.#store.release(acquisition.handle, true));
+        }
         this.#keys.notifyHead(acquisition.key);
       },
       track: (operation) => this.#track(operation),
@@ -164,7 +190,12 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
    * the limit is the public locker's check.
    */
   resolveRequest(options: AcquireOptions | undefined): ResolvedAcquireOptions {
-    return resolveAcquireOptions(options, this.#options.minExpiry);
+    const request = resolveAcquireOptions(options, this.#options.minExpiry);
+    if (request.maxHold !== undefined) {
+      const expiry = request.expiry ?? this.#options.expiry;
+      if (expiry !== Number.POSITIVE_INFINITY) checkMaxHold(request.maxHold, expiry);
+    }
+    return request;
   }
 
   /**
@@ -204,8 +235,11 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     }
   }
 
-  /** The {@link Lease} of `acquisition`. */
-  leaseOf(acquisition: Acquisition): Lease {
+  /**
+   * The {@link Lease} of `acquisition`, granted `weight` permits as the store counts them; `scope`
+   * names its locker's kind in hand-off handles.
+   */
+  leaseOf(acquisition: Acquisition, scope: string, weight: number): Lease {
     return new LeaseImpl({
       key: acquisition.key,
       releaser: acquisition.releaser,
@@ -213,7 +247,78 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
       validUntil: () => acquisition.validUntil,
       onDeadlinePassed: () => this.#keeper.markLost(acquisition, "expired"),
       fencingToken: acquisition.fencingToken,
+      handOff: () => this.#handOff(acquisition, scope, weight),
+      handedOff: () => acquisition.state === "handed-off",
     });
+  }
+
+  /**
+   * Who holds `key` and how many wait for it, as the store sees it (see `Locker.inspect`); call
+   * {@link checkCall} first. Abortable; store failures reject with StoreUnavailableError.
+   */
+  async inspect(signal: AbortSignal | undefined, key: string): Promise<StoredView> {
+    const view = await this.#gate.race(this.#track(this.#store.inspect(this.#resourceOf(key))), signal);
+    // A store may queue a locker once per key, however many of its callers wait: count those here.
+    const here = this.#keys.get(key)?.waiters.size ?? 0;
+    return here > view.waiting ? { holders: view.holders, waiting: here } : view;
+  }
+
+  /**
+   * Takes over the lease a decoded handle names (see `Locker.adopt`) on behalf of `owner`; `scope`
+   * is the adopting locker's kind. Checks the handle's scope, then swaps its token in the store.
+   */
+  async adopt(
+    signal: unknown,
+    content: HandOffContent,
+    options: AdoptOptions | undefined,
+    owner: AcquisitionOwner,
+    scope: string,
+  ): Promise<Lease> {
+    const { autoExtend } = resolveAdoptOptions(options);
+    const support = this.#store.handOff;
+    if ("unsupported" in support) throw new UnsupportedError(`Adopting a lease: ${support.unsupported}`);
+    if (content.scope !== `${scope}|${support.scope}`) {
+      throw new InvalidArgumentError(
+        "handle",
+        `a handle from a locker of the same kind and store (${scope}|${support.scope}); it is from ${content.scope}`,
+        "(a handle: not shown)",
+      );
+    }
+    this.checkCall(signal, content.key);
+    const { key, token, weight, duration, fencingToken } = content;
+    const resource = this.#resourceOf(key);
+    const adopted = await this.#gate.race(
+      this.#track(this.#store.adopt({ resource, token, weight, duration })),
+      signal,
+    );
+    if (typeof adopted === "string") throw new LockLostError(key, adopted);
+    const request = { fencing: fencingToken !== undefined, weight, autoExtend, expiry: duration, maxHold: undefined };
+    return this.leaseOf(this.#register(key, adopted, fencingToken, request, false, owner), scope, weight);
+  }
+
+  /**
+   * Hands `acquisition` off (see `Lease.handOff`): extends it once, stops keeping it here, and
+   * encodes its handle.
+   */
+  async #handOff(acquisition: Acquisition, scope: string, weight: number): Promise<string> {
+    const support = this.#store.handOff;
+    if ("unsupported" in support) throw new UnsupportedError(`Handing off a lease: ${support.unsupported}`);
+    if (acquisition.state !== "held" || acquisition.started) {
+      throw new LockLostError(acquisition.key, acquisition.state === "held" ? "released" : lostReason(acquisition));
+    }
+    const [outcome] = await this.#track(this.#store.extendMany([acquisition.handle], acquisition.duration));
+    if (acquisition.state !== "held" || acquisition.started) {
+      throw new LockLostError(acquisition.key, acquisition.state === "held" ? "released" : lostReason(acquisition));
+    }
+    if (outcome === "taken" || outcome === "expired") {
+      this.#keeper.markLost(acquisition, outcome);
+      throw new LockLostError(acquisition.key, outcome);
+    }
+    if (outcome !== "extended") throw outcome ?? new Error("The store answered no extension outcome");
+    if (this.#keeper.remove(acquisition)) this.#forget(acquisition);
+    acquisition.state = "handed-off";
+    const { key, token, duration, fencingToken } = acquisition;
+    return encodeHandOff({ scope: `${scope}|${support.scope}`, key, token, weight, duration, fencingToken });
   }
 
   /**
@@ -333,6 +438,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
   ): Acquisition {
     const acquisition = new Acquisition(owner, key, handle, request.expiry ?? this.#options.expiry, fencingToken);
     if (!request.autoExtend) acquisition.keepAlive = handedOver ? "once" : "never";
+    if (request.maxHold !== undefined) capHold(acquisition, request.maxHold);
     const grantedAt = grantTime();
     if (grantedAt !== undefined) acquisition.grantedAt = grantedAt;
     this.#keys.hold(key);
@@ -347,6 +453,8 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
 
   /** Releases `acquisition` and publishes what the release found (while anyone listens). */
   async #release(acquisition: Acquisition): Promise<ReleaseOutcome> {
+    // Handed to another process: not ours to delete any more.
+    if (acquisition.state === "handed-off") return "taken";
     const { handle } = acquisition;
     // A lease valid until Infinity (memory) never passes its deadline: no need to read the clock.
     const wasPastDeadline = handle.validUntil !== Number.POSITIVE_INFINITY && performance.now() >= handle.validUntil;
@@ -377,3 +485,28 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
 
 /** The engine's standing subscription to its own close (see the constructor): nothing to do. */
 function ignoreAbort(): void {}
+
+/** The owner of a locker that names none: this host and process. */
+function defaultOwner(): string {
+  return `${hostname()}:${process.pid}`;
+}
+
+/**
+ * Caps how long `acquisition` is kept: `maxHold` ms from now. A lease held until released
+ * (memory: valid until `Infinity`) is left to run out at the cap instead.
+ */
+function capHold(acquisition: Acquisition, maxHold: number): void {
+  const holdUntil = Math.floor(performance.now() + maxHold);
+  acquisition.holdUntil = holdUntil;
+  if (acquisition.validUntil === Number.POSITIVE_INFINITY) {
+    acquisition.validUntil = holdUntil;
+    acquisition.reachCap();
+  }
+}
+
+/** Why a lease that is no longer held is not: what its `lost` says, else released or handed off. */
+function lostReason(acquisition: Acquisition): LockLostReason {
+  if (acquisition.state === "handed-off") return "handed-off";
+  const lost = acquisition.lostSignal;
+  return lost.aborted && lost.reason instanceof LockLostError ? lost.reason.reason : "released";
+}

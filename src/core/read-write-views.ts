@@ -1,9 +1,9 @@
 import { UnsupportedError } from "../errors.js";
 import { checkWeight, DEFAULT_ACQUIRE_OPTIONS, type ResolvedAcquireOptions } from "../internal/validate.js";
-import type { Locker } from "../locker.js";
+import type { HolderInfo, Locker } from "../locker.js";
 import type { ReadWriteLocker } from "../read-write.js";
-import type { BackendFactory } from "./backend.js";
-import { CoreLocker } from "./core-locker.js";
+import type { BackendFactory, StoredHolder } from "./backend.js";
+import { CoreLocker, holderInfo } from "./core-locker.js";
 import { type CoreSettings, LockCore } from "./lock-core.js";
 
 /**
@@ -43,6 +43,14 @@ export class ReadWriteView<O extends CoreSettings> extends CoreLocker<O> {
     this.#writer = writer;
     this.#store = store;
     this.defaultRequest = writer ? { ...DEFAULT_ACQUIRE_OPTIONS, weight: store.permits } : DEFAULT_ACQUIRE_OPTIONS;
+  }
+
+  /**
+   * A writer (it holds every permit) is exclusive, a reader shared; either holds one lock.
+   * @internal
+   */
+  protected override describeHolder(holder: StoredHolder): HolderInfo {
+    return holderInfo(holder, holder.weight >= this.#store.permits ? "exclusive" : "shared", 1);
   }
 
   /** @internal */

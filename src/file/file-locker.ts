@@ -104,7 +104,7 @@ export class FileLocker extends CoreLocker<ResolvedFileLockerOptions> {
    * Who holds `key` now, read from its lock file: pid, host, grant time and deadline (`stale` when
    * the deadline passed and the next caller will take it over), or `undefined` when it is free.
    */
-  async inspect(key: string): Promise<FileLockHolder | undefined> {
+  async inspectLockFile(key: string): Promise<FileLockHolder | undefined> {
     validateKey(key);
     if (this.#closed) throw new LockerClosedError();
     await this.#directory.prepare();

@@ -1,7 +1,7 @@
 import { tmpdir, userInfo } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import type { LockerOptions, ResolvedLockerOptions } from "../core/locker-options.js";
-import { resolveBackoff, resolveExpiry, resolveOnLockLost } from "../core/locker-options.js";
+import { resolveBackoff, resolveExpiry, resolveOnLockLost, resolveOwner } from "../core/locker-options.js";
 import { InvalidArgumentError } from "../errors.js";
 import { snapshotOptions } from "../internal/validate.js";
 
@@ -36,7 +36,7 @@ export interface ResolvedFileLockerOptions extends ResolvedLockerOptions {
 /** See {@link ResolvedFileLockerOptions}: the bound of one extension, in ms. */
 const FILE_OPERATION_TIMEOUT_MS = 1000;
 
-const OPTION_NAMES = ["directory", "expiry", "backoff", "onLockLost"] as const satisfies ReadonlyArray<
+const OPTION_NAMES = ["directory", "expiry", "backoff", "onLockLost", "owner"] as const satisfies ReadonlyArray<
   keyof FileLockerOptions
 >;
 
@@ -73,6 +73,7 @@ export function resolveFileOptions(options: FileLockerOptions | undefined): Reso
   const expiry = resolveExpiry(given.expiry, true);
   const [backoffMin, backoffMax] = resolveBackoff(given.backoff, expiry);
   const onLockLost = resolveOnLockLost(given.onLockLost);
+  const owner = resolveOwner(given.owner);
   return {
     directory: directory === undefined ? defaultLockDirectory() : absolute(directory),
     defaultDirectory: directory === undefined,
@@ -82,6 +83,7 @@ export function resolveFileOptions(options: FileLockerOptions | undefined): Reso
     operationTimeout: FILE_OPERATION_TIMEOUT_MS,
     sweepConcurrency: 2,
     onLockLost,
+    owner,
   };
 }
 

@@ -14,6 +14,10 @@ export interface LeaseSource {
   /** Called when `assertHeld` finds the deadline passed before the locker's timer noticed. */
   onDeadlinePassed(): void;
   readonly fencingToken: bigint | undefined;
+  /** Hands the lease off (see `Lease.handOff`). */
+  handOff(): Promise<string>;
+  /** True once the lease was handed off. */
+  handedOff(): boolean;
 }
 
 /** The {@link Lease} every locker returns from `acquire`. */
@@ -34,11 +38,16 @@ export class LeaseImpl implements Lease {
 
   assertHeld(): void {
     if (this.lost.aborted) throw this.lost.reason;
+    if (this.#source.handedOff()) throw new LockLostError(this.key, "handed-off");
     if (this.#source.releaser.started) throw new LockLostError(this.key, "released");
     if (performance.now() >= this.#source.validUntil()) {
       this.#source.onDeadlinePassed();
       throw this.lost.aborted ? this.lost.reason : new LockLostError(this.key, "expired");
     }
+  }
+
+  handOff(): Promise<string> {
+    return this.#source.handOff();
   }
 
   releaseWithOutcome(): Promise<ReleaseOutcome> {

@@ -1,5 +1,5 @@
 import type { LockerKind } from "../diagnostics.js";
-import type { AcquireOptions, Lease, Locker, ReleaseFunc } from "../locker.js";
+import type { AcquireOptions, AdoptOptions, Lease, Locker, LockInfo, ReleaseFunc } from "../locker.js";
 import { type AcquireProbe, acquireTraced, type DiagnosticSource, traceAcquire } from "./diagnostics.js";
 import { noopRelease } from "./release-func.js";
 
@@ -67,6 +67,12 @@ export abstract class TracedLocker implements Locker {
       this.tryAcquireCall(signal, key, options, probe),
     );
   }
+
+  /** {@inheritDoc Locker.adopt} */
+  abstract adopt(signal: AbortSignal | undefined, handle: string, options?: AdoptOptions): Promise<Lease>;
+
+  /** {@inheritDoc Locker.inspect} */
+  abstract inspect(signal: AbortSignal | undefined, key: string): Promise<LockInfo>;
 
   /** {@inheritDoc Locker.close} */
   abstract close(): Promise<void>;

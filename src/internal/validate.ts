@@ -156,6 +156,8 @@ export interface ResolvedAcquireOptions {
   readonly autoExtend: boolean;
   /** The lease length in ms, or `undefined` for the locker's own. */
   readonly expiry: number | undefined;
+  /** The longest the lease may be kept, in ms, or `undefined` for no cap. */
+  readonly maxHold: number | undefined;
 }
 
 /** One resolver per acquire option: adding an option is one line here (and one in the type). */
@@ -175,6 +177,12 @@ const ACQUIRE_OPTIONS: OptionResolvers<ResolvedAcquireOptions> = {
     validatePositiveInteger(argument, value);
     return value;
   },
+  // At least 1 here; at least the lease, and only with autoExtend, is checked after.
+  maxHold: (value, argument) => {
+    if (value === undefined) return undefined;
+    validatePositiveInteger(argument, value);
+    return value;
+  },
 };
 
 /** The options of a call that passed none (shared: resolving nothing allocates nothing). */
@@ -183,6 +191,7 @@ export const DEFAULT_ACQUIRE_OPTIONS: ResolvedAcquireOptions = Object.freeze({
   weight: 1,
   autoExtend: true,
   expiry: undefined,
+  maxHold: undefined,
 });
 
 /**
@@ -194,7 +203,43 @@ export function resolveAcquireOptions(options: unknown, minExpiry = MIN_EXPIRY_M
   if (options === undefined) return DEFAULT_ACQUIRE_OPTIONS;
   const resolved = resolveEachOption("options", options, ACQUIRE_OPTIONS);
   if (resolved.expiry !== undefined) validatePositiveInteger("options.expiry", resolved.expiry, minExpiry);
+  if (resolved.maxHold !== undefined && !resolved.autoExtend) {
+    throw new InvalidArgumentError(
+      "options.maxHold",
+      "undefined with autoExtend: false (such a lease already ends at its expiry)",
+      resolved.maxHold,
+    );
+  }
   return resolved;
+}
+
+/** `Locker.adopt`'s options with defaults filled in. */
+export interface ResolvedAdoptOptions {
+  /** Extend the adopted lease while it is held. */
+  readonly autoExtend: boolean;
+}
+
+const ADOPT_OPTIONS: OptionResolvers<ResolvedAdoptOptions> = {
+  autoExtend: (value, argument) => optionalBoolean(argument, value, true),
+};
+
+/** Validates `adopt` options (an unknown key or a `null` value is an {@link InvalidArgumentError}). */
+export function resolveAdoptOptions(options: unknown): ResolvedAdoptOptions {
+  return options === undefined ? { autoExtend: true } : resolveEachOption("options", options, ADOPT_OPTIONS);
+}
+
+/**
+ * Throws unless `maxHold` (when given) is at least the lease it caps, `expiry` ms (the lease
+ * length the acquisition asked for, or the locker's own).
+ */
+export function checkMaxHold(maxHold: number | undefined, expiry: number): void {
+  if (maxHold !== undefined && maxHold < expiry) {
+    throw new InvalidArgumentError(
+      "options.maxHold",
+      `a number of ms at least the lease's expiry (${expiry})`,
+      maxHold,
+    );
+  }
 }
 
 /**

@@ -9,10 +9,13 @@ import type {
   Registration,
   ReleaseWatcher,
   StoreBackend,
+  StoredHolder,
+  StoredView,
 } from "../core/backend.js";
 import { LockHandle } from "../core/backend.js";
 import { withDefaults } from "../core/backend-defaults.js";
 import type { CoreSettings } from "../core/lock-core.js";
+import { resolveOwner } from "../core/locker-options.js";
 import { InvalidArgumentError } from "../errors.js";
 import { IntrusiveList, type Linked } from "../internal/intrusive-list.js";
 import { type ResolvedAcquireOptions, validateTimerDelay } from "../internal/validate.js";
@@ -34,6 +37,20 @@ export const MEMORY_SETTINGS: CoreSettings = Object.freeze({
   sweepConcurrency: 1,
   onLockLost: undefined,
 });
+
+/** Options every in-memory locker takes. */
+export interface MemoryOptions {
+  /**
+   * Who this locker's holders are, as `inspect` shows them (default
+   * `${os.hostname()}:${process.pid}`; a non-empty string of at most 256 bytes).
+   */
+  owner?: string | undefined;
+}
+
+/** The core's settings of an in-memory locker: {@link MEMORY_SETTINGS} with its `owner`. */
+export function memorySettings(owner: unknown): CoreSettings {
+  return { ...MEMORY_SETTINGS, owner: resolveOwner(owner) };
+}
 
 /** A memory lease that is never extended needs a length: there is no locker-wide expiry. */
 const NO_DEFAULT_EXPIRY =
@@ -115,15 +132,31 @@ class MemoryBackend implements StoreBackend {
   readonly countsPermits = true;
   readonly supportsFencing = true;
   readonly watcher = WATCHER;
+  readonly handOff = { unsupported: "an in-memory lock belongs to the process that holds it" } as const;
   readonly #slots = new Map<string, Slot>();
   readonly #limit: number;
   readonly #events: BackendEvents;
   #tokens = 0;
   #fence = 0n;
 
-  constructor(limit: number, events: BackendEvents) {
+  readonly #owner: string;
+
+  constructor(limit: number, events: BackendEvents, owner: string) {
     this.#limit = limit;
     this.#events = events;
+    this.#owner = owner;
+  }
+
+  /** This locker's holders of `resource` (unexpired) and its queued waiters. */
+  async inspect(resource: string): Promise<StoredView> {
+    const slot = this.#slots.get(resource);
+    if (slot === undefined) return { holders: [], waiting: 0 };
+    const now = performance.now();
+    const holders: StoredHolder[] = [];
+    for (const { weight, deadline } of slot.holders.values()) {
+      if (deadline > now) holders.push({ owner: this.#owner, weight, expiresInMs: Math.max(0, deadline - now) });
+    }
+    return { holders, waiting: slot.size };
   }
 
   hasQueue(): boolean {
@@ -281,5 +314,5 @@ class MemoryBackend implements StoreBackend {
 
 /** Makes the backend of an in-memory locker whose keys have `limit` permits (1 for a lock). */
 export function memoryBackend(limit: number): BackendFactory {
-  return ({ events }) => withDefaults(new MemoryBackend(limit, events));
+  return ({ events, owner }) => withDefaults(new MemoryBackend(limit, events, owner));
 }

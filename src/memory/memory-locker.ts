@@ -1,13 +1,10 @@
 import { CoreLocker } from "../core/core-locker.js";
 import { type CoreSettings, LockCore } from "../core/lock-core.js";
 import { type ResolvedAcquireOptions, snapshotOptions } from "../internal/validate.js";
-import { MEMORY_SETTINGS, memoryBackend, memoryRequest } from "./memory-backend.js";
+import { type MemoryOptions, memoryBackend, memoryRequest, memorySettings } from "./memory-backend.js";
 
-/**
- * Options of {@link MemoryLocker}. There are none yet; the bag is reserved for the future: pass
- * `undefined` or `{}` (any key is an `InvalidArgumentError`).
- */
-export type MemoryLockerOptions = Record<string, never>;
+/** Options of {@link MemoryLocker} (any other key is an `InvalidArgumentError`). */
+export type MemoryLockerOptions = MemoryOptions;
 
 /**
  * An in-process {@link Locker}: mutual exclusion between callers of one Node.js process.
@@ -25,10 +22,10 @@ export type MemoryLockerOptions = Record<string, never>;
  * waiting in `lock` or `acquire`.
  */
 export class MemoryLocker extends CoreLocker<CoreSettings> {
-  /** Creates an empty locker. `options` is reserved and must be undefined or an empty object. */
+  /** Creates an empty locker. */
   constructor(options?: MemoryLockerOptions) {
-    snapshotOptions("options", options, []);
-    super(new LockCore(MEMORY_SETTINGS, memoryBackend(1)), "memory-lock");
+    const { owner } = snapshotOptions("options", options, ["owner"]);
+    super(new LockCore(memorySettings(owner), memoryBackend(1)), "memory-lock");
   }
 
   /** @internal */

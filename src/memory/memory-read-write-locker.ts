@@ -2,15 +2,12 @@ import type { CoreSettings } from "../core/lock-core.js";
 import { CoreReadWriteLocker, type ReadWriteStore } from "../core/read-write-views.js";
 import { snapshotOptions } from "../internal/validate.js";
 import type { ReadWriteLocker } from "../read-write.js";
-import { MEMORY_SETTINGS, memoryBackend, memoryRequest } from "./memory-backend.js";
+import { type MemoryOptions, memoryBackend, memoryRequest, memorySettings } from "./memory-backend.js";
 // Referenced from doc comments only.
 import type { MemoryLocker } from "./memory-locker.js";
 
-/**
- * Options of {@link MemoryReadWriteLocker}. There are none yet; the bag is reserved for the
- * future: pass `undefined` or `{}` (any key is an `InvalidArgumentError`).
- */
-export type MemoryReadWriteLockerOptions = Record<string, never>;
+/** Options of {@link MemoryReadWriteLocker} (any other key is an `InvalidArgumentError`). */
+export type MemoryReadWriteLockerOptions = MemoryOptions;
 
 /**
  * Permits of a key: a reader takes one, a writer takes them all, so a writer fits only when no
@@ -41,7 +38,7 @@ const MEMORY: ReadWriteStore = {
 export class MemoryReadWriteLocker extends CoreReadWriteLocker<CoreSettings> {
   /** Creates an empty read-write locker. `options` is reserved: undefined or an empty object. */
   constructor(options?: MemoryReadWriteLockerOptions) {
-    snapshotOptions("options", options, []);
-    super(MEMORY_SETTINGS, memoryBackend(ALL_PERMITS), MEMORY);
+    const { owner } = snapshotOptions("options", options, ["owner"]);
+    super(memorySettings(owner), memoryBackend(ALL_PERMITS), MEMORY);
   }
 }

@@ -2,10 +2,10 @@ import { CoreSemaphore } from "../core/core-semaphore.js";
 import type { CoreSettings } from "../core/lock-core.js";
 import { InvalidArgumentError } from "../errors.js";
 import { type OptionResolvers, type ResolvedAcquireOptions, resolveEachOption } from "../internal/validate.js";
-import { MEMORY_SETTINGS, memoryBackend, memoryRequest } from "./memory-backend.js";
+import { type MemoryOptions, memoryBackend, memoryRequest, memorySettings } from "./memory-backend.js";
 
 /** Options of {@link MemorySemaphore}. */
-export interface MemorySemaphoreOptions {
+export interface MemorySemaphoreOptions extends MemoryOptions {
   /** Permits of each key that may be held at once: a positive safe integer (1 makes it a lock). */
   limit: number;
 }
@@ -17,6 +17,7 @@ const SEMAPHORE_OPTIONS: OptionResolvers<MemorySemaphoreOptions> = {
     }
     return value;
   },
+  owner: (value) => memorySettings(value).owner as string,
 };
 
 /**
@@ -44,8 +45,8 @@ export class MemorySemaphore extends CoreSemaphore<CoreSettings> {
    * or an unknown option, is an {@link InvalidArgumentError} naming the value.
    */
   constructor(options: MemorySemaphoreOptions) {
-    const { limit } = resolveEachOption("options", options, SEMAPHORE_OPTIONS);
-    super(MEMORY_SETTINGS, memoryBackend(limit), limit, "memory-semaphore");
+    const { limit, owner } = resolveEachOption("options", options, SEMAPHORE_OPTIONS);
+    super(memorySettings(owner), memoryBackend(limit), limit, "memory-semaphore");
   }
 
   /** @internal */

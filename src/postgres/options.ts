@@ -48,7 +48,7 @@ const SEQUENCE_NAME = /^[a-z_][a-z0-9_]{0,62}(\.[a-z_][a-z0-9_]{0,62})?$/;
  * {@link InvalidArgumentError}.
  */
 export function resolvePostgresOptions(options: unknown): ResolvedPostgresLockerOptions {
-  const { given, expiry, prefix, operationTimeout } = snapshotServerOptions(options, OWN_OPTION_NAMES, true);
+  const { given, expiry, prefix, operationTimeout, owner } = snapshotServerOptions(options, OWN_OPTION_NAMES, true);
   const connectTimeout = given.connectTimeout === undefined ? 5000 : given.connectTimeout;
   validateTimerDelay("options.connectTimeout", connectTimeout);
   const [backoffMin, backoffMax] = resolveBackoff(given.backoff, expiry);
@@ -65,6 +65,7 @@ export function resolvePostgresOptions(options: unknown): ResolvedPostgresLocker
     expiry,
     prefix,
     operationTimeout,
+    owner,
     connectTimeout,
     backoffMin,
     backoffMax,

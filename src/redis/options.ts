@@ -39,7 +39,7 @@ const OWN_OPTION_NAMES = ["driftFactor", "backoff", "sweepConcurrency", "onLockL
  * exactly once; unknown names and `null` values are rejected. Throws {@link InvalidArgumentError}.
  */
 export function resolveOptions(options: RedisLockerOptions | undefined): ResolvedRedisLockerOptions {
-  const { given, expiry, prefix, operationTimeout } = snapshotServerOptions(options, OWN_OPTION_NAMES, false);
+  const { given, expiry, prefix, operationTimeout, owner } = snapshotServerOptions(options, OWN_OPTION_NAMES, false);
   const driftFactor = given.driftFactor === undefined ? 0.01 : given.driftFactor;
   if (typeof driftFactor !== "number" || !(driftFactor >= 0 && driftFactor < 0.5)) {
     throw new InvalidArgumentError("options.driftFactor", "a number in [0, 0.5)", driftFactor);
@@ -48,7 +48,7 @@ export function resolveOptions(options: RedisLockerOptions | undefined): Resolve
   const sweepConcurrency = given.sweepConcurrency === undefined ? 256 : given.sweepConcurrency;
   validatePositiveInteger("options.sweepConcurrency", sweepConcurrency);
   const onLockLost = resolveOnLockLost(given.onLockLost);
-  return { expiry, prefix, operationTimeout, driftFactor, backoffMin, backoffMax, sweepConcurrency, onLockLost };
+  return { expiry, prefix, operationTimeout, owner, driftFactor, backoffMin, backoffMax, sweepConcurrency, onLockLost };
 }
 
 /** What the `clients` argument may be, for error messages. */

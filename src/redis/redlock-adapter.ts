@@ -17,7 +17,14 @@
  */
 import { performance } from "node:perf_hooks";
 import Redlock, { ExecutionError, type Lock, ResourceLockedError } from "redlock";
-import type { AttemptOutcome, AttemptRequest, ExtendOutcome, ReleaseWatcher, StoreBackend } from "../core/backend.js";
+import type {
+  AttemptOutcome,
+  AttemptRequest,
+  ExtendOutcome,
+  ReleaseWatcher,
+  StoreBackend,
+  StoredView,
+} from "../core/backend.js";
 import { LockHandle } from "../core/backend.js";
 import { UnsupportedError } from "../errors.js";
 import type { ReleaseOutcome } from "../locker.js";
@@ -146,6 +153,11 @@ export class RedlockStore implements StoreBackend {
   }
 
   /** One attempt on every node; success needs a majority and validity left on arrival. */
+  /** TEMPORARY (being written in this session): inspect is not wired on this store yet. */
+  async inspect(_resource: string): Promise<StoredView> {
+    throw new UnsupportedError("inspect is not implemented on this store yet");
+  }
+
   async acquire({ resource, duration }: AttemptRequest): Promise<AttemptOutcome> {
     const start = performance.now();
     if (duration > this.#longest) this.#longest = duration;
