@@ -33,13 +33,17 @@ export { MAX_KEY_BYTES } from "./internal/validate.js";
 export { lockAll, tryLockAll } from "./lock-all.js";
 export {
   type AcquireOptions,
+  type AdoptOptions,
+  type HolderInfo,
   type Lease,
   type Locker,
+  type LockInfo,
   lockAndDo,
   type ReleaseFunc,
   type ReleaseOutcome,
   tryLockAndDo,
 } from "./locker.js";
+export type { MemoryOptions } from "./memory/memory-backend.js";
 export { MemoryLocker, type MemoryLockerOptions } from "./memory/memory-locker.js";
 export { MemoryReadWriteLocker, type MemoryReadWriteLockerOptions } from "./memory/memory-read-write-locker.js";
 export { MemorySemaphore, type MemorySemaphoreOptions } from "./memory/memory-semaphore.js";

@@ -17,6 +17,7 @@ import {
   UnsupportedError,
 } from "../src/index.js";
 import { untilWaiting } from "./helpers/wait.js";
+import { leaseFeaturesContract } from "./lease-features-contract.js";
 
 export interface LockerHarness {
   /** A new locker (closed by `cleanup`). `wakeOnly` asks for a locker whose safety-net polling is
@@ -27,6 +28,11 @@ export interface LockerHarness {
   peer(locker: Locker, options?: { wakeOnly?: boolean }): Promise<Locker>;
   /** Whether `acquire(..., { fencing: true })` is supported (false: it must be an UnsupportedError). */
   readonly fencing: boolean;
+  /**
+   * Whether a lease handed off by a `create()` locker can be adopted by its `peer()` (false: both
+   * `handOff` and `adopt` must be an UnsupportedError).
+   */
+  readonly handOff?: boolean;
   /** Closes every locker and connection the harness made. */
   cleanup(): Promise<void>;
 }
@@ -635,5 +641,7 @@ export function lockerContract(name: string, setup: () => Promise<LockerHarness>
         expect((await l.tryLock(undefined, key))[0]).toBe(true);
       });
     });
+
+    leaseFeaturesContract(() => harness, fresh);
   });
 }

@@ -248,8 +248,8 @@ export class CombinedLocker extends TracedLocker implements Locker {
         'Fencing tokens need one counter that sees every grant; a CombinedLocker with strategy "majority" has none (use "all", whose first member issues them)',
       );
     }
-    const { autoExtend, expiry } = resolved;
-    const plain: AcquireOptions = { autoExtend, expiry };
+    const { autoExtend, expiry, maxHold } = resolved;
+    const plain: AcquireOptions = { autoExtend, expiry, maxHold };
     if (probe !== undefined) probe.attempts = 1;
     return [
       this.#members.map((_, index) => (index === 0 && resolved.fencing ? { ...plain, fencing: true } : plain)),
