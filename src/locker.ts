@@ -222,16 +222,17 @@ export interface Locker {
  * Runs `fn` while holding the lock on `key` (waiting for it like {@link Locker.acquire}) and
  * releases the lock afterwards, whether `fn` returns or throws. `fn` receives the {@link Lease}, so
  * it can pass `lease.lost` on or call `lease.assertHeld()` before it commits. Resolves to `fn`'s
- * result.
+ * result. `options` are {@link Locker.acquire}'s (a `maxHold`, a `weight`, fencing, …).
  */
 export async function lockAndDo<T>(
   locker: Locker,
   signal: AbortSignal | undefined,
   key: string,
   fn: (lease: Lease) => T | Promise<T>,
+  options?: AcquireOptions,
 ): Promise<T> {
   validateArguments(signal, key, fn);
-  const lease = await locker.acquire(signal, key);
+  const lease = await locker.acquire(signal, key, options);
   try {
     return await fn(lease);
   } finally {
@@ -248,9 +249,10 @@ export async function tryLockAndDo<T>(
   signal: AbortSignal | undefined,
   key: string,
   fn: (lease: Lease) => T | Promise<T>,
+  options?: AcquireOptions,
 ): Promise<[acquired: true, result: T] | [acquired: false, result: undefined]> {
   validateArguments(signal, key, fn);
-  const lease = await locker.tryAcquire(signal, key);
+  const lease = await locker.tryAcquire(signal, key, options);
   if (lease === undefined) return [false, undefined];
   try {
     return [true, await fn(lease)];

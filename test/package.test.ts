@@ -27,6 +27,14 @@ describe("package (built by npm test before vitest runs)", () => {
     expect(names).toEqual(expect.arrayContaining(["MemoryLocker", "RedisLocker", "lockAndDo", "tryLockAndDo"]));
   });
 
+  it("exports the test helpers at globallock/testing, for import and require", async () => {
+    const required = createRequire(join(root, "package.json"))("globallock/testing");
+    const subpath = "globallock/testing"; // resolved at run time, like the root above
+    const imported: Record<string, unknown> = await import(subpath);
+    expect(Object.keys(required).sort()).toEqual(Object.keys(imported).sort());
+    expect(typeof imported.FaultyLocker).toBe("function");
+  });
+
   it("type-checks and loads a consumer (ESM and CommonJS resolution), without redlock types or the redis package", {
     timeout: 120_000,
   }, async () => {
