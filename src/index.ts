@@ -43,6 +43,9 @@ export {
 export { MemoryLocker, type MemoryLockerOptions } from "./memory/memory-locker.js";
 export { MemoryReadWriteLocker, type MemoryReadWriteLockerOptions } from "./memory/memory-read-write-locker.js";
 export { MemorySemaphore, type MemorySemaphoreOptions } from "./memory/memory-semaphore.js";
+export { MySqlLocker } from "./mysql/mysql-locker.js";
+export type { MySqlLockerOptions, ResolvedMySqlLockerOptions } from "./mysql/options.js";
+export type { MySqlCoreConnection, MySqlPool, MySqlPoolConnection } from "./mysql/types.js";
 export type { PostgresLockerOptions, ResolvedPostgresLockerOptions } from "./postgres/options.js";
 export { PostgresLocker } from "./postgres/postgres-locker.js";
 export { PostgresReadWriteLocker } from "./postgres/postgres-read-write-locker.js";
