@@ -234,7 +234,7 @@ export class MariaDbServer {
       "--skip-log-bin",
       "--innodb-buffer-pool-size=16M",
       "--innodb-log-file-size=8M",
-      "--innodb-flush-log-at-trx-commit=0",
+      "--innodb-flush-log-at-trx-commit=2",
       "--skip-innodb-doublewrite",
       "--max-connections=200",
       ...(asRoot ? ["--user=root"] : []),
