@@ -20,6 +20,7 @@ declare const RedisSemaphore: typeof import("globallock").RedisSemaphore;
 declare const RedisReadWriteLocker: typeof import("globallock").RedisReadWriteLocker;
 declare const LockLostError: typeof import("globallock").LockLostError;
 declare const PostgresLocker: typeof import("globallock").PostgresLocker;
+declare const MySqlLocker: typeof import("globallock").MySqlLocker;
 declare const CombinedLocker: typeof import("globallock").CombinedLocker;
 declare const FileLocker: typeof import("globallock").FileLocker;
 type Locker = import("globallock").Locker;
