@@ -23,7 +23,9 @@ import { QUICK } from "../lib/config.mjs";
 import { median, percentile } from "../lib/stats.mjs";
 import { now, sleep } from "../lib/timing.mjs";
 
-const CONFIG = QUICK ? { rounds: 2, opsPerRound: 300, handoffReps: 20 } : { rounds: 5, opsPerRound: 2000, handoffReps: 100 };
+const CONFIG = QUICK
+  ? { rounds: 2, opsPerRound: 300, handoffReps: 20 }
+  : { rounds: 5, opsPerRound: 2000, handoffReps: 100 };
 
 const LEASE_TABLE = `CREATE TABLE IF NOT EXISTS bench_leases (name VARCHAR(255) NOT NULL PRIMARY KEY,
   token BINARY(16) NOT NULL, expires_at DATETIME(3) NOT NULL) ENGINE=InnoDB`;
