@@ -4,6 +4,7 @@
  */
 import { breakdown, int, num, percent, ratio, table } from "./lib/format.mjs";
 import { renderFile } from "./scenarios/file.mjs";
+import { renderMySql } from "./scenarios/mysql.mjs";
 import { renderPostgres } from "./scenarios/postgres.mjs";
 
 function header(meta) {
@@ -435,6 +436,7 @@ export function renderMarkdown(results) {
   if (results.quorum) sections.push(quorum(results.quorum));
   if (results.semaphore) sections.push(semaphore(results.semaphore));
   if (results.postgres) sections.push(renderPostgres(results.postgres));
+  if (results.mysql) sections.push(renderMySql(results.mysql));
   if (results.file) sections.push(renderFile(results.file));
   return `${sections.join("\n\n")}\n`;
 }

@@ -7,7 +7,7 @@
  *
  *   BENCH_QUICK=1           ~1-minute smoke run
  *   BENCH_ONLY=a,b          only these scenarios (uncontended, contended, handoff, memory, held,
- *                           quorum, semaphore, postgres, file); the report is printed but bench/results is left alone
+ *                           quorum, semaphore, postgres, mysql, file); the report is printed but bench/results is left alone
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -28,6 +28,7 @@ import { runFile } from "./scenarios/file.mjs";
 import { runHandoff } from "./scenarios/handoff.mjs";
 import { runHeld } from "./scenarios/held.mjs";
 import { runMemory } from "./scenarios/memory.mjs";
+import { runMySql } from "./scenarios/mysql.mjs";
 import { runPostgres } from "./scenarios/postgres.mjs";
 import { runQuorum } from "./scenarios/quorum.mjs";
 import { runSemaphore } from "./scenarios/semaphore.mjs";
@@ -43,6 +44,7 @@ const RUNNERS = {
   quorum: runQuorum,
   semaphore: runSemaphore,
   postgres: runPostgres,
+  mysql: runMySql,
   file: runFile,
 };
 const SCENARIOS = Object.keys(RUNNERS);

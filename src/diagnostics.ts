@@ -100,6 +100,7 @@ export type LockerKind =
   | "postgres-lock"
   | "postgres-read"
   | "postgres-write"
+  | "mysql-lock"
   | "combined-lock";
 
 /** Which {@link Locker} method a traced call is. */

@@ -34,12 +34,14 @@ import { uniqueKey } from "./contract.js";
 import { diagnosticsContract, type Subject } from "./diagnostics-contract.js";
 import { type Recorder, recording } from "./helpers/diagnostics-recorder.js";
 import { tempLockDirectory } from "./helpers/file-harness.js";
+import { MySqlFixture } from "./helpers/mysql-harness.js";
 import { PostgresFixture } from "./helpers/postgres-harness.js";
 import { type RedisServer, startServers, stopServers } from "./helpers/redis.js";
 import { eventually, sleep } from "./helpers/wait.js";
 
 let directory: string;
 let postgres: PostgresFixture | undefined;
+let mysql: MySqlFixture | undefined;
 let redisServers: RedisServer[] = [];
 const clients: Redis[] = [];
 const closables: Array<{ close(): Promise<void> }> = [];
@@ -69,17 +71,23 @@ function fileLocker(options: FileLockerOptions = {}): FileLocker {
 
 beforeAll(async () => {
   directory = tempLockDirectory("diagnostics");
-  const [started, servers] = await Promise.allSettled([PostgresFixture.start(), startServers(1)]);
+  const [started, servers, maria] = await Promise.allSettled([
+    PostgresFixture.start(),
+    startServers(1),
+    MySqlFixture.start(),
+  ]);
   if (started.status === "fulfilled") postgres = started.value;
   if (servers.status === "fulfilled") redisServers = servers.value;
+  if (maria.status === "fulfilled") mysql = maria.value;
   if (started.status === "rejected") throw started.reason;
   if (servers.status === "rejected") throw servers.reason;
+  if (maria.status === "rejected") throw maria.reason;
 });
 
 afterAll(async () => {
   await Promise.allSettled(closables.map((closable) => closable.close()));
   for (const created of clients) created.disconnect();
-  await Promise.allSettled([postgres?.stop(), stopServers(redisServers)]);
+  await Promise.allSettled([postgres?.stop(), mysql?.stop(), stopServers(redisServers)]);
   rmSync(directory, { recursive: true, force: true });
 });
 
@@ -120,6 +128,15 @@ const subjects: Subject[] = [
         locker: keep(new PostgresReadWriteLocker(fixture().pool())).write,
         block: (key) => peer.read.acquire(undefined, key),
       };
+    },
+  },
+  {
+    kind: "mysql-lock",
+    weight: 1,
+    setup: () => {
+      if (mysql === undefined) throw new Error("no MariaDB server");
+      const peer = mysql.locker();
+      return { locker: mysql.locker(), block: (key) => peer.acquire(undefined, key) };
     },
   },
   {

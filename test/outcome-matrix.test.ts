@@ -14,6 +14,7 @@ import {
   MemoryLocker,
   MemoryReadWriteLocker,
   MemorySemaphore,
+  MySqlLocker,
   PostgresReadWriteLocker,
   RedisLocker,
   RedisReadWriteLocker,
@@ -21,6 +22,7 @@ import {
 } from "../src/index.js";
 import { uniqueKey } from "./contract.js";
 import { tempLockDirectory } from "./helpers/file-harness.js";
+import { MySqlFixture } from "./helpers/mysql-harness.js";
 import { PostgresFixture } from "./helpers/postgres-harness.js";
 import { type RedisServer, startServers, stopServers } from "./helpers/redis.js";
 
@@ -169,11 +171,12 @@ EXPECTED_DIFFERENCES["CombinedLocker(majority)"] = {
 let redis: RedisServer[] = [];
 const clients: Redis[] = [];
 let postgres: PostgresFixture | undefined;
+let mysql: MySqlFixture | undefined;
 const lockers = new Map<string, Locker>();
 const closables: Array<{ close(): Promise<void> }> = [];
 
 beforeAll(async () => {
-  [redis, postgres] = await Promise.all([startServers(3), PostgresFixture.start()]);
+  [redis, postgres, mysql] = await Promise.all([startServers(3), PostgresFixture.start(), MySqlFixture.start()]);
   const client = (index: number): Redis => {
     const created = (redis[index] as RedisServer).client();
     clients.push(created);
@@ -207,6 +210,7 @@ beforeAll(async () => {
   closables.push(postgresReadWrite);
   lockers.set("PostgresReadWriteLocker.read", postgresReadWrite.read);
   lockers.set("PostgresReadWriteLocker.write", postgresReadWrite.write);
+  add("MySqlLocker", new MySqlLocker((mysql as MySqlFixture).pool()));
   add("CombinedLocker(all)", new CombinedLocker([new MemoryLocker(), new RedisLocker(client(1))]));
   add(
     "CombinedLocker(majority)",
@@ -220,6 +224,7 @@ afterAll(async () => {
   await Promise.allSettled(closables.map((closable) => closable.close()));
   for (const created of clients) created.disconnect();
   await postgres?.stop();
+  await mysql?.stop();
   await stopServers(redis);
 });
 

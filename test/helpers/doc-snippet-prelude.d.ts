@@ -22,6 +22,7 @@ declare const LockLostError: typeof import("globallock").LockLostError;
 declare const StoreUnavailableError: typeof import("globallock").StoreUnavailableError;
 declare const FaultyLocker: typeof import("globallock/testing").FaultyLocker;
 declare const PostgresLocker: typeof import("globallock").PostgresLocker;
+declare const MySqlLocker: typeof import("globallock").MySqlLocker;
 declare const CombinedLocker: typeof import("globallock").CombinedLocker;
 declare const FileLocker: typeof import("globallock").FileLocker;
 type Locker = import("globallock").Locker;

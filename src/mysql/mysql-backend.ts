@@ -1,0 +1,316 @@
+import { performance } from "node:perf_hooks";
+import type {
+  AttemptOutcome,
+  AttemptRequest,
+  BackendContext,
+  BackendEvents,
+  BackendFactory,
+  ExtendOutcome,
+  LockHandle as LockHandleType,
+  StoreBackend,
+  StoredView,
+} from "../core/backend.js";
+import { LockHandle } from "../core/backend.js";
+import { withDefaults } from "../core/backend-defaults.js";
+import { LockerClosedError, LockLostError, UnsupportedError } from "../errors.js";
+import { newToken } from "../internal/token.js";
+import type { ReleaseOutcome } from "../locker.js";
+import { FencingTable } from "./fencing-table.js";
+import { lockName } from "./keys.js";
+import type { ResolvedMySqlLockerOptions } from "./options.js";
+import { ProbeWatcher } from "./probe-watcher.js";
+import { checkOut, isStatementError, Session, type SessionEnd, unavailable } from "./session.js";
+import type { MySqlPool } from "./types.js";
+
+const HELD: AttemptOutcome = { kind: "held" };
+
+/** Why MySQL locks cannot be handed to another process. */
+const NO_HAND_OFF = "a MySQL GET_LOCK lock belongs to the connection that took it";
+
+/**
+ * The backend of {@link MySqlLocker}: `GET_LOCK` on one lock connection checked out of the caller's
+ * pool (see `Session`), releases elsewhere heard by probes (see `ProbeWatcher`).
+ *
+ * - A lock never expires on its own: it lives as long as its connection. A lease's validity is
+ *   how long the connection is known alive (`min(lease, expiry)` from the last statement
+ *   confirming it, since the server ends a connection idle for `expiry`: `wait_timeout`), so an
+ *   extension is one `DO 1` per batch that renews every lease of the batch; a connection that
+ *   ended loses every lease on it at once.
+ * - Fencing tokens: a counter row per lock name, bumped on the lock connection after `GET_LOCK`
+ *   succeeded, so only while the lock is held.
+ */
+export function mySqlBackend(pool: MySqlPool, options: ResolvedMySqlLockerOptions): BackendFactory {
+  return (context) => withDefaults(new MySqlBackend(pool, options, context));
+}
+
+class MySqlBackend implements StoreBackend {
+  readonly countsPermits = false;
+  readonly expires = false;
+  readonly supportsFencing = true;
+  readonly handOff = { unsupported: NO_HAND_OFF } as const;
+  readonly watcher: ProbeWatcher;
+  readonly #pool: MySqlPool;
+  readonly #options: ResolvedMySqlLockerOptions;
+  readonly #events: BackendEvents;
+  readonly #owner: string;
+  readonly #fencing: FencingTable;
+  #session: Session | undefined;
+  #connecting: Promise<Session> | undefined;
+  #closing = false;
+  /** Whether the owner table was made (or found) by this locker. */
+  #ownerTable: Promise<boolean> | undefined;
+  /** Keeps the session confirmed while idle (see #open). */
+  #idle: NodeJS.Timeout | undefined;
+  /** Why each ended session's leases were lost. */
+  readonly #reasons = new WeakMap<Session, "taken" | "expired">();
+
+  constructor(pool: MySqlPool, options: ResolvedMySqlLockerOptions, context: BackendContext) {
+    this.#pool = pool;
+    this.#options = options;
+    this.#events = context.events;
+    this.#owner = context.owner;
+    this.#fencing = new FencingTable(options.fencingTable);
+    this.watcher = new ProbeWatcher({
+      pool,
+      connectTimeout: options.connectTimeout,
+      limit: options.watchConnections,
+      heldHere: (resource) => this.#session?.resources.has(resource) === true,
+      released: (resource) => this.#events.released(resource.slice(options.prefix.length)),
+      cancel: (id) => this.#cancel(id),
+      closing: () => this.#closing,
+      close: () => this.#close(),
+    });
+  }
+
+  resourceOf(key: string): string {
+    return this.#options.prefix + key;
+  }
+
+  async acquire({ resource, duration, fencing }: AttemptRequest): Promise<AttemptOutcome> {
+    const session = await this.#connect(resource);
+    if (fencing) await this.#fencing.ensure(session, resource);
+    // Held or tried here already: GET_LOCK is re-entrant on a connection, so no try.
+    if (session.resources.has(resource)) return HELD;
+    session.resources.add(resource);
+    const name = lockName(resource);
+    const sentAt = performance.now();
+    let taken = false;
+    try {
+      const [row] = await session.query<Array<{ ok: unknown }>>("SELECT GET_LOCK(?, 0) AS ok", [name]);
+      taken = row?.ok === 1;
+    } catch (error) {
+      throw unavailable(resource, error);
+    } finally {
+      if (!taken) session.resources.delete(resource);
+    }
+    if (!taken) {
+      this.watcher.heldElsewhere(resource);
+      return HELD;
+    }
+    if (session.ended) return { kind: "expired-on-arrival" };
+    const handle = new LockHandle(newToken(), resource, sentAt, sentAt + Math.min(duration, this.#options.expiry));
+    session.holds.set(handle.token, resource);
+    if (!fencing) return { kind: "acquired", handle };
+    try {
+      return { kind: "acquired", handle, fencingToken: await this.#fencing.next(session, resource, name) };
+    } catch (error) {
+      await this.release(handle);
+      throw error;
+    }
+  }
+
+  /** One `DO 1` confirms the connection, and so every lease of the batch on it. */
+  async extendMany(handles: readonly LockHandleType[], duration: number): Promise<ExtendOutcome[]> {
+    const session = this.#session;
+    if (session === undefined || session.ended) return handles.map(() => "taken");
+    const sentAt = performance.now();
+    try {
+      await session.query("DO 1");
+    } catch (error) {
+      if (!session.ended) return handles.map(() => unavailable(handles[0]?.resource ?? "", error));
+      const reason = this.#reasons.get(session) ?? "taken";
+      const prefix = this.#options.prefix.length;
+      return handles.map((handle) => new LockLostError(handle.resource.slice(prefix), reason, { cause: error }));
+    }
+    const validUntil = sentAt + Math.min(duration, this.#options.expiry);
+    return handles.map((handle) => {
+      if (!session.holds.has(handle.token)) return "taken";
+      handle.renew(sentAt, validUntil);
+      return "extended";
+    });
+  }
+
+  async release(handle: LockHandleType): Promise<ReleaseOutcome> {
+    const session = this.#session;
+    if (session === undefined || session.ended || !session.holds.has(handle.token)) return "expired";
+    session.holds.delete(handle.token);
+    session.resources.delete(handle.resource);
+    if (this.#closing && session.holds.size === 0 && performance.now() >= handle.validUntil) {
+      // Closed, and the last lease ran out: the connection is not confirmed any more; drop it.
+      session.end("unconfirmed", new LockerClosedError());
+      return "expired";
+    }
+    try {
+      const [row] = await session.query<Array<{ released: unknown }>>("SELECT RELEASE_LOCK(?) AS released", [
+        lockName(handle.resource),
+      ]);
+      return row?.released === 1 ? "released" : "expired";
+    } catch {
+      return session.ended ? "expired" : "unknown";
+    } finally {
+      if (this.#closing && session.holds.size === 0) await session.retire(this.#options.ownerTable);
+    }
+  }
+
+  async issueFencingToken(handle: LockHandleType): Promise<bigint | undefined> {
+    const session = this.#session;
+    if (session === undefined || !session.holds.has(handle.token)) return undefined;
+    await this.#fencing.ensure(session, handle.resource);
+    return this.#fencing.next(session, handle.resource, lockName(handle.resource));
+  }
+
+  /**
+   * Who holds `resource` (the holding connection's owner row) and how many sessions wait for it in
+   * `GET_LOCK` (this process's probes and anyone's blocking calls, as far as the processlist
+   * shows them to this user). Reads only.
+   */
+  async inspect(resource: string): Promise<StoredView> {
+    const session = await this.#connect(resource);
+    const name = lockName(resource);
+    const waiting =
+      "(SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User lock' AND LOCATE(?, INFO) > 0)";
+    const withOwner = `SELECT IS_USED_LOCK(?) AS holder, ${waiting} AS waiting,
+      (SELECT owner FROM ${this.#options.ownerTable} WHERE connection_id = IS_USED_LOCK(?)) AS owner`;
+    let row: { holder: unknown; waiting: unknown; owner?: unknown } | undefined;
+    try {
+      try {
+        [row] = await session.query<Array<typeof row>>(withOwner, [name, name, name]);
+      } catch (error) {
+        if (!isStatementError(error)) throw error;
+        // No owner table (or no right to read it): the holder's owner is unknown.
+        [row] = await session.query<Array<typeof row>>(`SELECT IS_USED_LOCK(?) AS holder, ${waiting} AS waiting`, [
+          name,
+          name,
+        ]);
+      }
+    } catch (error) {
+      throw unavailable(resource, error);
+    }
+    const waitingCount = Number(row?.waiting ?? 0);
+    if (row?.holder === null || row?.holder === undefined) return { holders: [], waiting: waitingCount };
+    const owner = typeof row.owner === "string" ? row.owner : "";
+    return { holders: [{ owner, weight: 1, expiresInMs: Number.POSITIVE_INFINITY }], waiting: waitingCount };
+  }
+
+  /** A GET_LOCK lock cannot move to another connection: always an UnsupportedError. */
+
+  /** `KILL QUERY id` on the lock connection; false when there is none or it failed. */
+  async #cancel(id: number): Promise<boolean> {
+    const session = this.#session;
+    if (session === undefined || session.ended) return false;
+    try {
+      await session.query("KILL QUERY ?", [id]);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Stops: cancels probes, gives the connection back clean when no lease is held, else ends it `expiry` from now. */
+  async #close(): Promise<void> {
+    this.#closing = true;
+    clearInterval(this.#idle);
+    await this.#connecting?.catch(() => undefined);
+    await this.watcher.stop();
+    const session = this.#session;
+    if (session === undefined) return;
+    if (session.holds.size === 0) {
+      await session.retire(this.#options.ownerTable);
+      return;
+    }
+    setTimeout(() => session.end("unconfirmed", new LockerClosedError()), this.#options.expiry).unref();
+  }
+
+  /** The locker's session, checked out of the pool (and set up) if there is none. */
+  #connect(resource: string): Promise<Session> {
+    const session = this.#session;
+    if (session !== undefined && !session.ended) return Promise.resolve(session);
+    if (this.#closing) return Promise.reject(new LockerClosedError());
+    this.#connecting ??= this.#open(resource).finally(() => {
+      this.#connecting = undefined;
+    });
+    return this.#connecting;
+  }
+
+  async #open(resource: string): Promise<Session> {
+    const connection = await checkOut(this.#pool, this.#options.connectTimeout, resource);
+    const session = new Session(connection, this.#options.operationTimeout, (ended, how, cause) =>
+      this.#ended(ended, how, cause),
+    );
+    try {
+      // The server ends the connection (freeing its locks) once idle for `expiry`.
+      await session.query("SET SESSION wait_timeout = ?", [Math.max(1, Math.ceil(this.#options.expiry / 1000))]);
+      await this.#writeOwner(session);
+    } catch (error) {
+      session.end("dropped", error);
+      throw unavailable(resource, error);
+    }
+    if (this.#closing) {
+      await session.retire(this.#options.ownerTable);
+      throw new LockerClosedError();
+    }
+    this.#session = session;
+    // Confirms an idle connection (nothing held) so the server does not end it for idleness
+    // under the next call; leases are confirmed by their extensions.
+    const half = this.#options.expiry / 2;
+    this.#idle = setInterval(() => {
+      if (session.holds.size === 0 && performance.now() - session.confirmedAt >= half)
+        session.query("DO 1").catch(() => undefined);
+    }, half);
+    this.#idle.unref();
+    return session;
+  }
+
+  /** Records this locker's owner for the connection (best effort: an SQL error leaves it unknown). */
+  async #writeOwner(session: Session): Promise<void> {
+    const table = this.#options.ownerTable;
+    this.#ownerTable ??= session
+      .query(
+        `CREATE TABLE IF NOT EXISTS ${table} (connection_id BIGINT UNSIGNED NOT NULL PRIMARY KEY,
+          owner VARCHAR(256) CHARACTER SET utf8mb4 NOT NULL) ENGINE=InnoDB`,
+      )
+      .then(
+        () => true,
+        (error: unknown) => {
+          this.#ownerTable = undefined;
+          if (!isStatementError(error)) throw error;
+          return false;
+        },
+      );
+    if (!(await this.#ownerTable)) return;
+    try {
+      await session.query(`REPLACE INTO ${table} (connection_id, owner) VALUES (CONNECTION_ID(), ?)`, [this.#owner]);
+      session.ownerWritten = true;
+    } catch (error) {
+      if (!isStatementError(error)) throw error;
+    }
+  }
+
+  /** A session ended: unless it was retired, every lease on it is lost; waiters try again. */
+  #ended(session: Session, how: SessionEnd, cause: unknown): void {
+    if (this.#session === session) {
+      clearInterval(this.#idle);
+      this.#session = undefined;
+    }
+    // Killed (ER_CONNECTION_KILLED) or idle past wait_timeout: the server ended it; else it dropped.
+    const errno = (cause as { errno?: unknown } | undefined)?.errno;
+    const reason = how === "unconfirmed" || errno === 4031 ? "expired" : "taken";
+    this.#reasons.set(session, reason);
+    if (how !== "retired" && session.holds.size > 0) {
+      const tokens = new Set(session.holds.keys());
+      // After an extension in flight on it has reported the loss (with its error) itself.
+      setImmediate(() => this.#events.lost(tokens, reason, cause));
+    }
+    this.#events.missed();
+  }
+}

@@ -1,0 +1,107 @@
+import type { ResolvedLockerOptions, ServerLockerOptions } from "../core/locker-options.js";
+import { resolveBackoff, resolveOnLockLost, snapshotServerOptions } from "../core/locker-options.js";
+import { InvalidArgumentError } from "../errors.js";
+import { validateTimerDelay } from "../internal/validate.js";
+
+/**
+ * Options of {@link MySqlLocker}. Every one is optional; `undefined` means the default, `null` and
+ * unknown names are rejected.
+ */
+export interface MySqlLockerOptions extends ServerLockerOptions {
+  /**
+   * How long the locker waits for a connection from the pool, in ms (default `5000`). An exhausted
+   * pool or an unreachable server then rejects with a `StoreUnavailableError`.
+   */
+  connectTimeout?: number | undefined;
+  /**
+   * The table fencing tokens come from (default `"globallock_fencing"`, optionally
+   * database-qualified), created with `CREATE TABLE IF NOT EXISTS` on the first fenced acquisition.
+   * Unqualified, it lives in the pool's default database.
+   */
+  fencingTable?: string | undefined;
+  /**
+   * The table where each lock connection records its locker's `owner` for `inspect` (default
+   * `"globallock_owners"`, optionally database-qualified): one row per connection, written when the
+   * connection is set up. Without the privilege to create or write it, holders show owner `""`.
+   */
+  ownerTable?: string | undefined;
+  /**
+   * How many pool connections the locker may use at once to hear releases of keys it waits for
+   * (default `4`; `0`: none, waiters then only poll). Each blocks in `GET_LOCK(name, timeout)` on a
+   * key held elsewhere; see {@link MySqlLocker}.
+   */
+  watchConnections?: number | undefined;
+}
+
+/**
+ * {@link MySqlLockerOptions} with every default filled in and validated; `sweepConcurrency` is 1
+ * (extension statements share the locker's one lock connection).
+ */
+export interface ResolvedMySqlLockerOptions extends ResolvedLockerOptions {
+  /** Prepended to every key. */
+  readonly prefix: string;
+  /** How long to wait for a pool connection, in ms. */
+  readonly connectTimeout: number;
+  /** The table fencing tokens come from. */
+  readonly fencingTable: string;
+  /** The table of lock connections' owners. */
+  readonly ownerTable: string;
+  /** Connections that may wait in `GET_LOCK` at once to hear releases. */
+  readonly watchConnections: number;
+}
+
+const OWN_OPTION_NAMES = [
+  "connectTimeout",
+  "backoff",
+  "fencingTable",
+  "ownerTable",
+  "watchConnections",
+  "onLockLost",
+] as const satisfies ReadonlyArray<keyof MySqlLockerOptions>;
+
+/** An identifier, optionally database-qualified: used in SQL as written. */
+const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}(\.[A-Za-z_][A-Za-z0-9_]{0,63})?$/;
+
+function resolveTable(option: string, value: unknown, fallback: string): string {
+  const table = value === undefined ? fallback : value;
+  if (typeof table !== "string" || !TABLE_NAME.test(table)) {
+    throw new InvalidArgumentError(
+      option,
+      "an SQL identifier, optionally database-qualified (such as globallock_fencing or locks.fencing)",
+      table,
+    );
+  }
+  return table;
+}
+
+/**
+ * Validates `options` and fills in the defaults; each option is read exactly once. Throws
+ * {@link InvalidArgumentError}.
+ */
+export function resolveMySqlOptions(options: unknown): ResolvedMySqlLockerOptions {
+  const { given, expiry, prefix, operationTimeout, owner } = snapshotServerOptions(options, OWN_OPTION_NAMES, true);
+  const connectTimeout = given.connectTimeout === undefined ? 5000 : given.connectTimeout;
+  validateTimerDelay("options.connectTimeout", connectTimeout);
+  const [backoffMin, backoffMax] = resolveBackoff(given.backoff, expiry);
+  const fencingTable = resolveTable("options.fencingTable", given.fencingTable, "globallock_fencing");
+  const ownerTable = resolveTable("options.ownerTable", given.ownerTable, "globallock_owners");
+  const watchConnections = given.watchConnections === undefined ? 4 : given.watchConnections;
+  if (typeof watchConnections !== "number" || !Number.isSafeInteger(watchConnections) || watchConnections < 0) {
+    throw new InvalidArgumentError("options.watchConnections", "a non-negative safe integer", watchConnections);
+  }
+  const onLockLost = resolveOnLockLost(given.onLockLost);
+  return {
+    expiry,
+    prefix,
+    operationTimeout,
+    owner,
+    connectTimeout,
+    backoffMin,
+    backoffMax,
+    fencingTable,
+    ownerTable,
+    watchConnections,
+    onLockLost,
+    sweepConcurrency: 1,
+  };
+}

@@ -1,0 +1,155 @@
+/**
+ * MySqlLocker against real faults of a real MariaDB: a killed lock connection, a restart, an
+ * exhausted pool, an unreachable server; no connection left behind after close(); and what the
+ * backend's inspect reads.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type LockLostError, MySqlLocker, StoreUnavailableError, UnsupportedError } from "../src/index.js";
+import { lockName } from "../src/mysql/keys.js";
+import { freePort } from "../support/mariadb-server.mjs";
+import { uniqueKey, whenAborted } from "./contract.js";
+import { MySqlFixture } from "./helpers/mysql-harness.js";
+import { eventually, untilWaiting } from "./helpers/wait.js";
+
+describe("MySqlLocker faults", () => {
+  let fixture: MySqlFixture;
+
+  beforeAll(async () => {
+    fixture = await MySqlFixture.start();
+    // A user of its own, so that its connections can be counted in the processlist.
+    await fixture.server.query("CREATE USER 'leak'@'127.0.0.1'");
+    await fixture.server.query("GRANT ALL ON globallock.* TO 'leak'@'127.0.0.1'");
+  });
+  afterAll(async () => {
+    await fixture?.stop();
+  });
+
+  /** The connection holding `key`'s lock (default prefix), or null. */
+  const holderOf = async (key: string): Promise<number | null> =>
+    (
+      await fixture.server.query<{ id: number | null }>("SELECT IS_USED_LOCK(?) AS id", [lockName(`globallock:${key}`)])
+    )[0]?.id ?? null;
+
+  it("KILL of the holder's lock connection: lost + onLockLost, and the next holder gets the key", async () => {
+    const lost: LockLostError[] = [];
+    const holder = fixture.locker({ onLockLost: (error) => lost.push(error) });
+    const waiter = fixture.locker();
+    const key = uniqueKey("my-kill");
+    const lease = await holder.acquire(undefined, key);
+    const id = await holderOf(key);
+    expect(id).not.toBeNull();
+    const waiting = waiter.acquire(AbortSignal.timeout(5000), key);
+    await untilWaiting(waiter, 1);
+    await fixture.server.query(`KILL ${id}`);
+    const reason = (await whenAborted(lease.lost)) as LockLostError;
+    expect(reason.reason).toBe("taken");
+    expect(lost).toEqual([reason]);
+    const next = await waiting;
+    next.assertHeld();
+    expect(await lease.releaseWithOutcome()).toBe("expired");
+    expect(await holder.tryAcquire(undefined, key)).toBeUndefined(); // reconnected; the key is taken
+    expect(await next.releaseWithOutcome()).toBe("released");
+    expect(await holder.tryAcquire(undefined, key)).toBeDefined();
+  });
+
+  it("a server down: typed errors; after its restart the locker reconnects and fencing tokens keep rising", async () => {
+    const holder = fixture.locker({ connectTimeout: 1000 });
+    const key = uniqueKey("my-restart");
+    const lease = await holder.acquire(undefined, key, { fencing: true });
+    const before = lease.fencingToken as bigint;
+    await fixture.server.kill();
+    expect(((await whenAborted(lease.lost)) as LockLostError).reason).toBe("taken");
+    const down = await holder.tryLock(undefined, uniqueKey("my-down")).catch((e: unknown) => e);
+    expect(down).toBeInstanceOf(StoreUnavailableError);
+    expect((down as Error).cause).toBeInstanceOf(Error);
+    await fixture.server.restart();
+    const again = await holder.acquire(AbortSignal.timeout(5000), key, { fencing: true });
+    expect(again.fencingToken).toBeGreaterThan(before);
+    expect(await again.releaseWithOutcome()).toBe("released");
+    expect(await lease.releaseWithOutcome()).toBe("expired");
+  });
+
+  it("an exhausted pool: a wait that honours the signal, else a StoreUnavailableError after connectTimeout", async () => {
+    const pool = fixture.pool(1);
+    const hog = await pool.getConnection();
+    try {
+      // A connectTimeout far beyond the test timeout: the wait can only end by the signal.
+      const patient = fixture.locker({ connectTimeout: 600_000 }, pool);
+      const signal = AbortSignal.timeout(100);
+      expect(await patient.lock(signal, uniqueKey("my-pool")).catch((e: unknown) => e)).toBe(signal.reason);
+      const locker = fixture.locker({ connectTimeout: 300 }, pool);
+      const error = await locker.lock(undefined, uniqueKey("my-pool")).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(StoreUnavailableError);
+      expect((error as Error).message).toMatch(/pool exhausted/);
+      expect((error as Error).cause).toBeInstanceOf(Error);
+    } finally {
+      hog.release();
+    }
+  });
+
+  it("an unreachable server is a StoreUnavailableError carrying the connection error", async () => {
+    const pool = fixture.server.pool({ port: await freePort(), connectTimeout: 1000 });
+    fixture.pools.push(pool);
+    const locker = fixture.locker({}, pool);
+    const error = await locker.tryLock(undefined, uniqueKey("my-unreachable")).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreUnavailableError);
+    expect((error as { cause?: { code?: string } }).cause?.code).toBe("ECONNREFUSED");
+  });
+
+  it("close() cancels probes and gives every connection back without a lock; none is left behind", async () => {
+    const pool = fixture.server.pool({ user: "leak", connectionLimit: 4 });
+    const connections = async (state?: string): Promise<number> =>
+      Number(
+        (
+          await fixture.server.query<{ n: number }>(
+            `SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE USER = 'leak'${state === undefined ? "" : " AND STATE = ?"}`,
+            state === undefined ? [] : [state],
+          )
+        )[0]?.n,
+      );
+    const holder = fixture.locker();
+    const key = uniqueKey("my-leak");
+    const held = await holder.acquire(undefined, key);
+    const locker = new MySqlLocker(pool);
+    const mine = await locker.acquire(undefined, uniqueKey("my-leak"), { fencing: true });
+    const waiting = locker.lock(undefined, key).catch((e: unknown) => e);
+    await untilWaiting(locker, 1);
+    await eventually(async () => (await connections("User lock")) === 1); // the probe blocks in GET_LOCK
+    const closed = locker.close();
+    expect(await waiting).toMatchObject({ code: "ERR_GLOBALLOCK_CLOSED" });
+    await closed;
+    expect(await connections("User lock")).toBe(0);
+    expect(await mine.releaseWithOutcome()).toBe("released");
+    // Back in the pool, and clean: no user lock on any connection of it.
+    const [a, b] = [await pool.getConnection(), await pool.getConnection()];
+    const released = await Promise.all(
+      [a, b].map(async (c) => ((await c.query("SELECT RELEASE_ALL_LOCKS() AS n"))[0] as Array<{ n: number }>)[0]?.n),
+    );
+    expect(released).toEqual([0, 0]);
+    a.release();
+    b.release();
+    await pool.end();
+    await eventually(async () => (await connections()) === 0);
+    await held.release();
+  });
+
+  it("inspect: the holder's owner and the sessions waiting in GET_LOCK; hand-offs are unsupported", async () => {
+    const holder = fixture.locker({ owner: "mysql-holder" });
+    const waiter = fixture.locker();
+    const inspector = fixture.locker();
+    const key = uniqueKey("my-inspect");
+    expect(await inspector.inspect(undefined, key)).toEqual({ key, holders: [], waiting: 0 });
+    const lease = await holder.acquire(undefined, key);
+    const waiting = waiter.lock(undefined, key);
+    await untilWaiting(waiter, 1);
+    // The waiter's probe blocks in GET_LOCK: the store sees it from another locker.
+    await eventually(async () => (await inspector.inspect(undefined, key)).waiting === 1);
+    const view = await inspector.inspect(undefined, key);
+    expect(view.holders).toEqual([
+      { owner: "mysql-holder", mode: "exclusive", weight: 1, expiresInMs: Number.POSITIVE_INFINITY },
+    ]);
+    await expect(lease.handOff()).rejects.toBeInstanceOf(UnsupportedError);
+    await lease.release();
+    await (await waiting)();
+  });
+});
