@@ -239,6 +239,11 @@ export interface Backend {
    */
   acquire(request: AttemptRequest): Promise<AttemptOutcome>;
   /**
+   * A store in this process (memory) may also answer an attempt synchronously: the same as
+   * {@link acquire}, without a promise (the core's uncontended path then allocates none).
+   */
+  acquireNow?(request: AttemptRequest): AttemptOutcome;
+  /**
    * Throws an UnsupportedError when `resource` cannot be used by this store (before anything is
    * sent). Default: every resource can.
    */
@@ -255,6 +260,8 @@ export interface Backend {
    * abandoned); it must run after that command and must not depend on a script cache.
    */
   release(handle: LockHandle, ordered?: boolean): Promise<ReleaseOutcome>;
+  /** Like {@link acquireNow}: {@link release}, answered synchronously (a store in this process). */
+  releaseNow?(handle: LockHandle): ReleaseOutcome;
   /**
    * The handle of a grant a release made to `registration` (see {@link Registration}) at the
    * store's time `grantedServerMs`: valid for the hand-off grace from then, as bounded locally.

@@ -74,7 +74,7 @@ export interface CoreParts {
   /** True when `error` is this call's abort or the locker's close, not a failed attempt. */
   isAbandonment(error: unknown, signal: AbortSignal | undefined): boolean;
   /** One abortable acquisition attempt of `call` (see LockCore). */
-  attempt(call: AcquireCall, intent: QueueIntent): Promise<Acquisition | Miss>;
+  attempt(call: AcquireCall, intent: QueueIntent): Promise<Acquisition | Miss> | Acquisition | Miss;
   /** Starts keeping a key handed over to `call` by the store's queue (see LockCore). */
   registerGrant(call: AcquireCall, handle: LockHandle): Acquisition;
 }

@@ -350,24 +350,41 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
    * once it settles (see {@link #cleanUpAbandoned}). Resolves to the acquisition, or to what the
    * attempt found instead.
    */
-  async #attempt(
+  #attempt(
     signal: AbortSignal | undefined,
     key: string,
     request: ResolvedAcquireOptions,
     intent: QueueIntent,
     owner: AcquisitionOwner,
     probe: AcquireProbe | undefined,
-  ): Promise<Acquisition | Miss> {
+  ): Promise<Acquisition | Miss> | Acquisition | Miss {
     if (probe !== undefined) probe.attempts += 1;
-    const attempt = this.#track(
-      this.#store.acquire({
-        resource: this.#resourceOf(key),
-        duration: request.expiry ?? this.#options.expiry,
-        intent,
-        fencing: request.fencing,
-        weight: request.weight,
-      }),
-    );
+    const attemptRequest = {
+      resource: this.#resourceOf(key),
+      duration: request.expiry ?? this.#options.expiry,
+      intent,
+      fencing: request.fencing,
+      weight: request.weight,
+    };
+    const store = this.#store;
+    if (store.acquireNow !== undefined) {
+      // A store in this process answers at once: nothing in flight to track, race or clean up.
+      this.#gate.check(signal);
+      return this.#settle(store.acquireNow(attemptRequest), key, request, owner);
+    }
+    return this.#attemptInFlight(signal, key, request, intent, owner, store.acquire(attemptRequest));
+  }
+
+  /** The rest of {@link #attempt} for a store that answers asynchronously. */
+  async #attemptInFlight(
+    signal: AbortSignal | undefined,
+    key: string,
+    request: ResolvedAcquireOptions,
+    intent: QueueIntent,
+    owner: AcquisitionOwner,
+    sent: Promise<AttemptOutcome>,
+  ): Promise<Acquisition | Miss> {
+    const attempt = this.#track(sent);
     let outcome: AttemptOutcome;
     try {
       outcome = await this.#gate.race(attempt, signal);
@@ -375,6 +392,16 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
       if (this.#isAbandonment(error, signal)) void this.#track(this.#cleanUpAbandoned(attempt, key, intent));
       throw error;
     }
+    return this.#settle(outcome, key, request, owner);
+  }
+
+  /** An attempt's answer: the acquisition it made (registered), or what it found instead. */
+  #settle(
+    outcome: AttemptOutcome,
+    key: string,
+    request: ResolvedAcquireOptions,
+    owner: AcquisitionOwner,
+  ): Acquisition | Miss {
     if (outcome.kind !== "acquired") return outcome;
     if (request.fencing && outcome.fencingToken === undefined) {
       // Only a store without fencing could answer so; checkFencing refused that up front.
@@ -463,7 +490,9 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     if (wasPastDeadline && acquisition.keepAlive === "never") this.#keeper.markLost(acquisition, "expired");
     else if (this.#keeper.remove(acquisition)) this.#forget(acquisition);
     acquisition.state = "released";
-    const outcome = await this.#track(this.#store.release(handle));
+    const store = this.#store;
+    const outcome =
+      store.releaseNow !== undefined ? store.releaseNow(handle) : await this.#track(store.release(handle));
     // Without a cross-process queue, wake this process's next waiter without waiting for our own
     // message; with one, the release message says whose turn it is — and a release that found
     // nobody queued publishes nothing, so this process's own waiters (not yet in the queue) are

@@ -182,6 +182,12 @@ export class CloseGate {
     for (let race = this.#pending.shift(); race !== undefined; race = this.#pending.shift()) race.reject(reason);
   }
 
+  /** Throws what a race would reject with at once: the close reason, or `signal`'s if it aborted. */
+  check(signal: AbortSignal | undefined): void {
+    if (this.#closed) throw this.#reason;
+    if (signal?.aborted) throw signal.reason;
+  }
+
   /** Settles like `promise`, unless `signal` aborts or the gate closes first. */
   race<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
     if (this.#closed) return Promise.reject(this.#reason);

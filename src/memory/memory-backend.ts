@@ -163,7 +163,12 @@ class MemoryBackend implements StoreBackend {
     return true;
   }
 
-  async acquire({ resource, duration, intent, fencing, weight }: AttemptRequest): Promise<AttemptOutcome> {
+  acquire(request: AttemptRequest): Promise<AttemptOutcome> {
+    return Promise.resolve(this.acquireNow(request));
+  }
+
+  /** {@inheritDoc Backend.acquireNow} */
+  acquireNow({ resource, duration, intent, fencing, weight }: AttemptRequest): AttemptOutcome {
     let slot = this.#slots.get(resource);
     if (slot === undefined) {
       slot = new Slot(resource);
@@ -211,7 +216,12 @@ class MemoryBackend implements StoreBackend {
     });
   }
 
-  async release(handle: LockHandle): Promise<ReleaseOutcome> {
+  release(handle: LockHandle): Promise<ReleaseOutcome> {
+    return Promise.resolve(this.releaseNow(handle));
+  }
+
+  /** {@inheritDoc Backend.releaseNow} */
+  releaseNow(handle: LockHandle): ReleaseOutcome {
     const slot = this.#slots.get(handle.resource);
     const holder = slot?.holders.get(handle.token);
     handle.handedTo = "";
