@@ -20,13 +20,13 @@ afterAll(async () => {
 });
 
 describe("RedisLocker on one node", () => {
-  it("stores prefix + key with a random 16-byte token and a TTL of expiry", async () => {
+  it("stores prefix + key with a token (the owner, then 16 random bytes) and a TTL of expiry", async () => {
     const admin = fixture.admin();
-    const locker = fixture.locker({ expiry: 5000 });
+    const locker = fixture.locker({ expiry: 5000, owner: "web 1:42/é" });
     const key = uniqueKey();
     const release = await locker.lock(undefined, key);
     const token = await admin.get(`globallock:${key}`);
-    expect(token).toMatch(/^[0-9a-f]{32}$/);
+    expect(token).toMatch(/^web%201%3A42%2F%C3%A9\/[0-9a-f]{32}$/);
     const ttl = await admin.pttl(`globallock:${key}`);
     expect(ttl).toBeGreaterThan(4000);
     expect(ttl).toBeLessThanOrEqual(5000);

@@ -1,5 +1,5 @@
 import { defineScript } from "./script-runner.js";
-import { nextFence, PARSE_REGISTRATION, PUBLISH_GRANT } from "./scripts.js";
+import { COUNT_LIVE, nextFence, PARSE_REGISTRATION, PUBLISH_GRANT } from "./scripts.js";
 
 /*
  * Lua scripts of counted locks: semaphores and read-write locks (a reader takes one permit of a
@@ -217,4 +217,40 @@ export const ISSUE_PERMIT_FENCING_TOKEN = defineScript(`${PERMITS}${NEXT_FENCE}
 local score = redis.call("zscore", KEYS[1], ARGV[1])
 if not score or tonumber(score) <= now then return false end
 return next_fence(KEYS[2], ARGV[2])
+`);
+
+/**
+ * Reads a key's holders for `inspect`, changing nothing (expired holders are skipped, not
+ * dropped). KEYS: holders, and its queue and liveness keys when it has them. Returns { server ms,
+ * live queued waiters, then each live holder's member and deadline (server ms) }.
+ */
+export const INSPECT_PERMITS = defineScript(`${COUNT_LIVE}
+local t = redis.call("time")
+local now = math.floor((tonumber(t[1]) * 1000000 + tonumber(t[2])) / 1000)
+local waiting = 0
+if KEYS[3] then waiting = count_live(KEYS[3], now) end
+local out = { now, waiting }
+for _, entry in ipairs(redis.call("zrangebyscore", KEYS[1], "(" .. now, "+inf", "WITHSCORES")) do
+  out[#out + 1] = entry
+end
+return out
+`);
+
+/**
+ * Takes over a handed-off holder: where the member ARGV[1] is still in the set and not past its
+ * deadline, replaces it by ARGV[2] with a deadline ARGV[3] ms from now (the set lives at least as
+ * long). The queue and the fencing counter are left as they are. Also undoes an adoption (the
+ * members swapped). KEYS: holders. Returns 1 swapped | 0 gone or expired (a member is unique to
+ * its holder: nobody else can hold it).
+ */
+export const ADOPT_PERMITS = defineScript(`
+local t = redis.call("time")
+local now = math.floor((tonumber(t[1]) * 1000000 + tonumber(t[2])) / 1000)
+local holders, ttl = KEYS[1], tonumber(ARGV[3])
+local score = redis.call("zscore", holders, ARGV[1])
+if not score or tonumber(score) <= now then return 0 end
+redis.call("zrem", holders, ARGV[1])
+redis.call("zadd", holders, now + ttl, ARGV[2])
+if redis.call("pttl", holders) < ttl then redis.call("pexpire", holders, ttl) end
+return 1
 `);

@@ -20,7 +20,7 @@ export function redisBackend(
   limit?: number,
 ): BackendFactory {
   const { operationTimeout, driftFactor, backoffMax, prefix } = options;
-  return ({ waiterId, events }) => {
+  return ({ waiterId, owner, events }) => {
     // Releases tell this locker of grants on its own channel, so a release wakes the grantee alone.
     const grantChannel = `${prefix}grant:${waiterId}`;
     let hasQueue: (resource: string) => boolean = () => false;
@@ -46,9 +46,10 @@ export function redisBackend(
             limit,
             grantChannel,
             prefix,
+            owner,
             watcher,
           })
-        : new RedlockStore(list, { commandTimeout: operationTimeout, driftFactor, prefix, watcher }),
+        : new RedlockStore(list, { commandTimeout: operationTimeout, driftFactor, prefix, owner, watcher }),
     );
     hasQueue = (resource) => store.hasQueue(resource);
     return store;

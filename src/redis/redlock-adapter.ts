@@ -18,11 +18,13 @@
 import { performance } from "node:perf_hooks";
 import Redlock, { ExecutionError, type Lock, ResourceLockedError } from "redlock";
 import type {
+  AdoptRequest,
   AttemptOutcome,
   AttemptRequest,
   ExtendOutcome,
   ReleaseWatcher,
   StoreBackend,
+  StoredHolder,
   StoredView,
 } from "../core/backend.js";
 import { LockHandle } from "../core/backend.js";
@@ -30,8 +32,9 @@ import { UnsupportedError } from "../errors.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { connectionOf } from "./client/connection-of.js";
 import type { ScriptArgument } from "./client/redis-connection.js";
+import { ownedToken, ownerOfToken, ownerTokenPrefix } from "./owner-token.js";
 import { ScriptRunner } from "./script-runner.js";
-import { EXTEND_MANY, REDLOCK_RELEASE_SCRIPT, RELEASE, RESTORE_MANY } from "./scripts.js";
+import { ADOPT, EXTEND_MANY, INSPECT, REDLOCK_RELEASE_SCRIPT, RELEASE, RESTORE_MANY } from "./scripts.js";
 import { unavailable } from "./store-errors.js";
 import type { RedisClient } from "./types.js";
 
@@ -41,6 +44,8 @@ export interface RedlockStoreSettings {
   readonly commandTimeout: number;
   /** The locker's key prefix (see {@link RedlockStore.resourceOf}). */
   readonly prefix: string;
+  /** The locker's owner: carried in every token it writes (see owner-token.ts). */
+  readonly owner: string;
   /** How the locker hears releases (see redis-backend.ts). */
   readonly watcher: ReleaseWatcher;
 }
@@ -74,10 +79,19 @@ export class RedlockStore implements StoreBackend {
   readonly countsPermits = false;
   readonly watcher: ReleaseWatcher;
   readonly #prefix: string;
+  /** What every token of this store starts with: its locker's owner (see owner-token.ts). */
+  readonly #tokenPrefix: string;
+  /**
+   * Handles adopt on a quorum of as many nodes with the same prefix: a one-node locker adopting a
+   * quorum's lock on one of its nodes would hold it alone while the others could grant it again.
+   */
+  readonly handOff: { readonly scope: string };
 
   constructor(clients: readonly RedisClient[], settings: RedlockStoreSettings) {
     this.#driftFactor = settings.driftFactor;
     this.#prefix = settings.prefix;
+    this.#tokenPrefix = ownerTokenPrefix(settings.owner);
+    this.handOff = { scope: `redis:quorum/${clients.length}:${settings.prefix}` };
     this.watcher = settings.watcher;
     this.#runners = clients.map(
       (client, index) => new ScriptRunner(connectionOf(client), `node #${index}`, settings.commandTimeout, true),
@@ -103,6 +117,7 @@ export class RedlockStore implements StoreBackend {
       { releaseScript: () => REDLOCK_RELEASE_SCRIPT },
     );
     for (const script of Object.values(this.#redlock.scripts)) sources.set(script.hash, script.value);
+    ownTokens(this.#redlock, () => ownedToken(this.#tokenPrefix, 1));
   }
 
   resourceOf(key: string): string {
@@ -152,12 +167,80 @@ export class RedlockStore implements StoreBackend {
     return true;
   }
 
-  /** One attempt on every node; success needs a majority and validity left on arrival. */
-  /** TEMPORARY (being written in this session): inspect is not wired on this store yet. */
-  async inspect(_resource: string): Promise<StoredView> {
-    throw new UnsupportedError("inspect is not implemented on this store yet");
+  /**
+   * One read-only script per node (the lock's token and PTTL). The holder is the token a majority
+   * of the nodes hold, with the time until fewer than a majority would (the quorum-th longest
+   * PTTL among them). No queue (waiting is 0 here: the core adds this locker's waiters) and no
+   * fencing. Fewer than a majority answering is a StoreUnavailableError.
+   */
+  async inspect(resource: string): Promise<StoredView> {
+    const answers = await Promise.allSettled(this.#runners.map((runner) => runner.run(INSPECT, [resource], [])));
+    const found = new Map<string, number[]>();
+    const causes: unknown[] = [];
+    for (const answer of answers) {
+      if (answer.status === "rejected" || !Array.isArray(answer.value)) {
+        causes.push(answer.status === "rejected" ? answer.reason : new Error("unexpected reply"));
+        continue;
+      }
+      const [token, left] = answer.value as [unknown, unknown];
+      if (typeof token !== "string" || token === "") continue;
+      const pttl = Number(left);
+      const lefts = found.get(token) ?? [];
+      lefts.push(pttl === -1 ? Number.POSITIVE_INFINITY : Math.max(0, pttl));
+      found.set(token, lefts);
+    }
+    const quorum = Math.floor(this.#runners.length / 2) + 1;
+    if (this.#runners.length - causes.length < quorum) throw unavailable(resource, "inspect", causes, "quorum");
+    const holders: StoredHolder[] = [];
+    for (const [token, lefts] of found) {
+      if (lefts.length < quorum) continue;
+      lefts.sort((a, b) => b - a);
+      holders.push({ owner: ownerOfToken(token), weight: 1, expiresInMs: lefts[quorum - 1] as number });
+    }
+    return { holders, waiting: 0 };
   }
 
+  /**
+   * Swaps the handed-off token for a fresh one of this locker on every node (ADOPT, with a lease of
+   * `duration`): adopted when a majority swapped it with validity left (expiry minus elapsed minus
+   * drift, as for an acquisition). Otherwise the swap is undone wherever it may have happened (the
+   * nodes that swapped or did not answer; sent with the script's body, behind the adoption on the
+   * same connection, even while it is down), and the answer is `taken` when a node holds another
+   * token, `expired` when the key is gone, a StoreUnavailableError when too few nodes answered.
+   * Nodes that answered the key was gone get it back at the first extension (see extendMany).
+   */
+  async adopt({ resource, token, duration }: AdoptRequest): Promise<LockHandle | "taken" | "expired"> {
+    const fresh = ownedToken(this.#tokenPrefix, 1);
+    const start = performance.now();
+    const answers = await Promise.allSettled(
+      this.#runners.map((runner) => runner.run(ADOPT, [resource], [token, fresh, duration], true)),
+    );
+    const validUntil = start + duration - this.#drift(duration);
+    let swapped = 0;
+    let gone = 0;
+    let taken = 0;
+    const causes: unknown[] = [];
+    for (const answer of answers) {
+      if (answer.status === "rejected") causes.push(answer.reason);
+      else if (answer.value === 1) swapped += 1;
+      else if (answer.value === -1) taken += 1;
+      else gone += 1;
+    }
+    const quorum = Math.floor(this.#runners.length / 2) + 1;
+    if (swapped >= quorum && performance.now() < validUntil) return new LockHandle(fresh, resource, start, validUntil);
+    await Promise.allSettled(
+      this.#runners.map((runner, node) => {
+        const answer = answers[node];
+        if (answer?.status === "fulfilled" && answer.value !== 1) return undefined;
+        return runner.evalWhenConnected(ADOPT.source, [resource], [fresh, token, duration]);
+      }),
+    );
+    if (swapped >= quorum) return "expired";
+    if (swapped + gone + taken < quorum) throw unavailable(resource, "adopt", causes, "quorum");
+    return taken > 0 ? "taken" : "expired";
+  }
+
+  /** One attempt on every node; success needs a majority and validity left on arrival. */
   async acquire({ resource, duration }: AttemptRequest): Promise<AttemptOutcome> {
     const start = performance.now();
     if (duration > this.#longest) this.#longest = duration;
@@ -326,4 +409,18 @@ async function classify(error: unknown): Promise<Verdict> {
     else causes.push(vote);
   }
   return { held: locked > 0 && stats.votesFor.size + locked >= stats.quorumSize, causes };
+}
+
+/**
+ * Makes `redlock` write tokens from `make` (tokens that carry the locker's owner) instead of its
+ * own random values. redlock 5.0.0-beta.2 (pinned: the last v5 published) draws every lock's value
+ * from its `_random()` method and takes no value from the caller; a redlock without that method
+ * is refused here, so an upgrade that changed it fails loudly rather than dropping the owner.
+ */
+function ownTokens(redlock: Redlock, make: () => string): void {
+  const target = redlock as unknown as { _random?: unknown };
+  if (typeof target._random !== "function") {
+    throw new Error("redlock has no _random() to draw lock values from: is it 5.0.0-beta.2?");
+  }
+  target._random = make;
 }

@@ -1,9 +1,9 @@
 import { defineScript } from "./script-runner.js";
 
 /*
- * Lua scripts. Lock keys hold a random 32-hex-character token. Every release deletes (or hands
- * over) only while the token matches and, when someone may be waiting, PUBLISHes in the same
- * atomic step: a grant on the grantee's channel (below) or, where a key has no hand-off queue, an
+ * Lua scripts. Lock keys hold a token: its holder's owner, then 32 random hex characters (see
+ * owner-token.ts). Every release deletes (or hands over) only while the token matches and, when
+ * someone may be waiting, PUBLISHes in the same atomic step: a grant on the grantee's channel (below) or, where a key has no hand-off queue, an
  * empty message on the key's own channel, whose name is the lock key itself (pub/sub channels do
  * not share the key space).
  *
@@ -240,6 +240,54 @@ for _, key in ipairs(KEYS) do
 end
 return count
 `;
+
+/**
+ * Lua: how many waiters of a key's hand-off queue are live (their liveness deadline, the first
+ * field of their registration in hash `alive`, is after `now_ms`). Reads only.
+ */
+export const COUNT_LIVE = `
+local function count_live(alive, now_ms)
+  local live = 0
+  for _, entry in ipairs(redis.call("hvals", alive)) do
+    local deadline = tonumber(string.match(entry, "^(%d+):"))
+    if deadline and deadline > now_ms then live = live + 1 end
+  end
+  return live
+end
+`;
+
+/**
+ * Reads a lock for `inspect`, changing nothing. KEYS: lock, and its queue and liveness keys when
+ * it has them. Returns { the token ("" when free), its PTTL in ms (-1: no TTL), live queued waiters }.
+ */
+export const INSPECT = defineScript(`${COUNT_LIVE}
+local value = redis.call("get", KEYS[1])
+if not value then value = "" end
+local left = -2
+if value ~= "" then left = redis.call("pttl", KEYS[1]) end
+local waiting = 0
+if KEYS[3] then
+  local t = redis.call("time")
+  waiting = count_live(KEYS[3], math.floor(tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000))
+end
+return { value, left, waiting }
+`);
+
+/**
+ * Takes over a handed-off lock: where the key still holds ARGV[1], sets it to ARGV[2] with a TTL
+ * of ARGV[3] ms (the queue and the fencing counter are left as they are: a later release hands
+ * the key on as usual). Also undoes an adoption (the tokens swapped). KEYS: lock. Returns 1
+ * swapped | 0 the key is gone | -1 another token holds it.
+ */
+export const ADOPT = defineScript(`
+local current = redis.call("get", KEYS[1])
+if current == ARGV[1] then
+  redis.call("set", KEYS[1], ARGV[2], "PX", ARGV[3])
+  return 1
+end
+if current then return -1 end
+return 0
+`);
 
 /**
  * Issues a fencing token, only while the lock is held by ARGV[1]: max(server time in microseconds,

@@ -1,29 +1,33 @@
 import { performance } from "node:perf_hooks";
 import type {
+  AdoptRequest,
   AttemptOutcome,
   AttemptRequest,
   Backend,
   ExtendOutcome,
   Registration,
   ReleaseWatcher,
+  StoredHolder,
   StoredView,
 } from "../core/backend.js";
 import { LockHandle } from "../core/backend.js";
 import { UnsupportedError } from "../errors.js";
-import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { connectionOf } from "./client/connection-of.js";
 import { FENCING_COUNTER_TTL_MS, fencingCounterKey } from "./fencing.js";
 import { companionKey, hashTagOf } from "./keys.js";
+import { ownedToken, ownerOfToken, ownerTokenPrefix, weightOfToken } from "./owner-token.js";
 import {
   ACQUIRE_PERMITS,
+  ADOPT_PERMITS,
   EXTEND_PERMITS,
+  INSPECT_PERMITS,
   ISSUE_PERMIT_FENCING_TOKEN,
   LEAVE_PERMIT_QUEUE,
   RELEASE_PERMITS,
 } from "./permit-scripts.js";
 import { type Script, ScriptRunner } from "./script-runner.js";
-import { ACQUIRE, EXTEND_MANY, ISSUE_FENCING_TOKEN, LEAVE_QUEUE, RELEASE } from "./scripts.js";
+import { ACQUIRE, ADOPT, EXTEND_MANY, INSPECT, ISSUE_FENCING_TOKEN, LEAVE_QUEUE, RELEASE } from "./scripts.js";
 import { unavailable } from "./store-errors.js";
 import type { RedisClient } from "./types.js";
 
@@ -47,6 +51,8 @@ export interface SingleNodeStoreSettings {
   readonly grantChannel: string;
   /** The locker's key prefix (see {@link SingleNodeStore.resourceOf}). */
   readonly prefix: string;
+  /** The locker's owner: carried in every token it writes (see owner-token.ts). */
+  readonly owner: string;
   /** How the locker hears releases (see redis-backend.ts). */
   readonly watcher: ReleaseWatcher;
 }
@@ -58,6 +64,8 @@ interface ScriptSet {
   readonly release: Script;
   readonly leaveQueue: Script;
   readonly issueFencingToken: Script;
+  readonly inspect: Script;
+  readonly adopt: Script;
 }
 
 const LOCK_SCRIPTS: ScriptSet = {
@@ -66,6 +74,8 @@ const LOCK_SCRIPTS: ScriptSet = {
   release: RELEASE,
   leaveQueue: LEAVE_QUEUE,
   issueFencingToken: ISSUE_FENCING_TOKEN,
+  inspect: INSPECT,
+  adopt: ADOPT,
 };
 
 const PERMIT_SCRIPTS: ScriptSet = {
@@ -74,6 +84,8 @@ const PERMIT_SCRIPTS: ScriptSet = {
   release: RELEASE_PERMITS,
   leaveQueue: LEAVE_PERMIT_QUEUE,
   issueFencingToken: ISSUE_PERMIT_FENCING_TOKEN,
+  inspect: INSPECT_PERMITS,
+  adopt: ADOPT_PERMITS,
 };
 
 /** The KEYS of one resource's scripts (see SingleNodeStore's #keysOf). */
@@ -113,6 +125,8 @@ export class SingleNodeStore implements Backend {
   readonly #permitArgs: readonly number[];
   /** ARGV appended to release and leave-queue calls of counted locks: limit (none for locks). */
   readonly #limitArgs: readonly number[];
+  /** What every token of this store starts with: its locker's owner (see owner-token.ts). */
+  readonly #tokenPrefix: string;
   readonly supportsFencing = true;
   readonly countsPermits = true;
   readonly watcher: ReleaseWatcher;
@@ -127,6 +141,9 @@ export class SingleNodeStore implements Backend {
     this.#scripts = this.#counted ? PERMIT_SCRIPTS : LOCK_SCRIPTS;
     this.#permitArgs = settings.limit === undefined ? [] : [settings.limit, settings.handOffGrace];
     this.#limitArgs = settings.limit === undefined ? [] : [settings.limit];
+    this.#tokenPrefix = ownerTokenPrefix(settings.owner);
+    // A handle names the topology: a lock of one node is not a lock of a Cluster or a quorum.
+    this.handOff = { scope: `redis:${this.#cluster ? "cluster" : "node"}:${settings.prefix}` };
   }
 
   resourceOf(key: string): string {
@@ -145,23 +162,74 @@ export class SingleNodeStore implements Backend {
     }
   }
 
-  /** TEMPORARY (being written in this session): hand-offs are not wired on this store yet. */
-  readonly handOff = { unsupported: "not implemented on this store yet" } as const;
+  /** Handles of this store adopt on the same topology (one node, or a Cluster) and prefix. */
+  readonly handOff: { readonly scope: string };
 
-  /** TEMPORARY (being written in this session). */
-  async adopt(): Promise<"expired"> {
-    throw new UnsupportedError("adopt is not implemented on this store yet");
+  /**
+   * One read-only script: a lock's token and PTTL, or a permit set's live members and deadlines,
+   * and the live entries of the key's hand-off queue (a locker queues once per key for a lock,
+   * once per waiting call for permits). The owner and weight come from each token. Fencing
+   * tokens are not kept per holder (one counter per key), so holders have none.
+   */
+  async inspect(resource: string): Promise<StoredView> {
+    const keySet = this.#keysOf(resource);
+    let reply: unknown;
+    try {
+      reply = await this.#runner.run(this.#scripts.inspect, keySet.queued ?? keySet.plain, []);
+    } catch (error) {
+      throw unavailable(resource, "inspect", [error], "single");
+    }
+    if (!Array.isArray(reply)) throw unavailable(resource, "inspect", [new Error("unexpected reply")], "single");
+    if (!this.#counted) {
+      const [token, left, waiting] = reply as [unknown, unknown, unknown];
+      const holders: StoredHolder[] =
+        typeof token === "string" && token !== ""
+          ? [{ owner: ownerOfToken(token), weight: 1, expiresInMs: timeLeft(left) }]
+          : [];
+      return { holders, waiting: Number(waiting) || 0 };
+    }
+    const [now, waiting, ...entries] = reply as unknown[];
+    const holders: StoredHolder[] = [];
+    for (let index = 0; index + 1 < entries.length; index += 2) {
+      const member = String(entries[index]);
+      const expiresInMs = Math.max(0, Number(entries[index + 1]) - Number(now));
+      holders.push({ owner: ownerOfToken(member), weight: weightOfToken(member), expiresInMs });
+    }
+    return { holders, waiting: Number(waiting) || 0 };
   }
 
-  /** TEMPORARY (being written in this session): inspect is not wired on this store yet. */
-  async inspect(_resource: string): Promise<StoredView> {
-    throw new UnsupportedError("inspect is not implemented on this store yet");
+  /**
+   * One script: where the key (a lock) or the set (its member, for permits) still holds
+   * `request.token`, puts a fresh token of this locker there with a lease of `request.duration`.
+   * The hand-off queue and the fencing counter are left alone: the adopter's release hands the key
+   * on as any release does. A call that fails is undone by a swap back, queued right behind it on
+   * the same connection, so the handle stays adoptable and no key is left with a token nobody has
+   * (both are sent with the script's body: a flushed script cache cannot reorder them).
+   */
+  async adopt({ resource, token, weight, duration }: AdoptRequest): Promise<LockHandle | "taken" | "expired"> {
+    const fresh = ownedToken(this.#tokenPrefix, weight);
+    const start = performance.now();
+    let reply: unknown;
+    try {
+      reply = await this.#runner.run(this.#scripts.adopt, [resource], [token, fresh, duration], true);
+    } catch (error) {
+      this.#runner.run(this.#scripts.adopt, [resource], [fresh, token, duration], true).catch(() => undefined);
+      throw unavailable(resource, "adopt", [error], "single");
+    }
+    if (reply === -1) return "taken";
+    if (reply !== 1) return "expired";
+    const handle = new LockHandle(fresh, resource, start, start + duration - this.#drift(duration));
+    if (performance.now() >= handle.validUntil) {
+      void this.release(handle);
+      return "expired";
+    }
+    return handle;
   }
 
   async acquire({ resource, duration, intent, fencing, weight }: AttemptRequest): Promise<AttemptOutcome> {
     const keySet = this.#keysOf(resource);
-    // A holder of several permits carries its weight in its token (see permit-scripts.ts).
-    const token = weight === 1 ? newToken() : `${newToken()}.${weight}`;
+    // The token carries the owner, and a holder of several permits its weight (see owner-token.ts).
+    const token = ownedToken(this.#tokenPrefix, weight);
     const queued = keySet.queued !== undefined;
     // Without queue keys (a Cluster key with "}" but no hash tag) fencing was refused up front.
     const keys = !queued ? keySet.plain : fencing ? this.#fencedKeys(keySet) : (keySet.queued as string[]);
@@ -383,4 +451,10 @@ export class SingleNodeStore implements Backend {
     // Redis expires keys with 1 ms precision; the same 2 ms redlock adds.
     return Math.round(this.#settings.driftFactor * duration) + 2;
   }
+}
+
+/** A PTTL as time left: a key without a TTL (-1) never expires on its own. */
+function timeLeft(pttl: unknown): number {
+  const left = Number(pttl);
+  return left === -1 ? Number.POSITIVE_INFINITY : Math.max(0, left);
 }
