@@ -14,7 +14,7 @@ import { untilWaiting } from "./helpers/wait.js";
 const DEFAULT_OWNER = `${hostname()}:${process.pid}`;
 
 /** A lease length and a cap that let a capped lease run out within about a second. */
-const CAPPED = { expiry: 300, maxHold: 600 } as const;
+const CAPPED = { expiry: 400, maxHold: 800 } as const;
 
 /** Registers the rows; `locker` makes a fresh locker of the harness, `harness` is read lazily. */
 export function leaseFeaturesContract(

@@ -29,6 +29,7 @@ lockerContract("RedisLocker on a Redis Cluster", async () => {
     create,
     peer: (_locker, options) => create(options),
     fencing: true,
+    handOff: true,
     async cleanup() {
       await Promise.allSettled(lockers.map((l) => l.close()));
       for (const cluster of clusters) cluster.disconnect();

@@ -1,3 +1,4 @@
+import { decodeHandOff } from "../core/hand-off-handle.js";
 import {
   InvalidArgumentError,
   LockerClosedError,
@@ -127,8 +128,9 @@ export class CombinedLocker extends TracedLocker implements Locker {
    * Hand-offs are not supported: a combined lease spans several stores (hand off and adopt its
    * members' leases with their own lockers instead). Rejects with {@link UnsupportedError}.
    */
-  adopt(_signal: AbortSignal | undefined, _handle: string, _options?: AdoptOptions): Promise<Lease> {
-    return Promise.reject(new UnsupportedError(`Adopting a lease: ${NO_HAND_OFF}`));
+  async adopt(_signal: AbortSignal | undefined, handle: string, _options?: AdoptOptions): Promise<Lease> {
+    decodeHandOff(handle); // a malformed handle is bad input first
+    throw new UnsupportedError(`Adopting a lease: ${NO_HAND_OFF}`);
   }
 
   /**

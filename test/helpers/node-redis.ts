@@ -137,7 +137,13 @@ async function maker<T extends { close(): Promise<void> }, O>(
 export async function nodeRedisLockerHarness(deployment: NodeRedisDeployment, fencing = true): Promise<LockerHarness> {
   const lockers = await maker(deployment, (clients, options: RedisLockerOptions) => new RedisLocker(clients, options));
   const create = (wanted?: { wakeOnly?: boolean }): Promise<Locker> => lockers.create(optionsFor(wanted));
-  return { create, peer: (_locker, wanted) => create(wanted), fencing, cleanup: () => lockers.cleanup() };
+  return {
+    create,
+    peer: (_locker, wanted) => create(wanted),
+    fencing,
+    handOff: true,
+    cleanup: () => lockers.cleanup(),
+  };
 }
 
 /** The semaphore contract's harness for `RedisSemaphore` on node-redis clients. */

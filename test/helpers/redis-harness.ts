@@ -56,6 +56,7 @@ export class RedisFixture {
       create: async (options) => this.locker(withOptions(options)),
       peer: async (_locker: Locker, options) => this.locker(withOptions(options)),
       fencing: this.servers.length === 1,
+      handOff: true,
       cleanup: () => this.stop(),
     };
   }

@@ -89,6 +89,7 @@ async function lockContractHarness(
     create,
     peer: (_locker, options) => create(options),
     fencing: true,
+    handOff: true,
     async cleanup() {
       await made.close();
       await deployment.leave();
