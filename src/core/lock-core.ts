@@ -37,6 +37,9 @@ import { InFlight } from "./in-flight.js";
 import { LeaseKeeper, type LeaseKeeperStats } from "./lease-keeper.js";
 import { WaitLoop } from "./wait-loop.js";
 
+/** A key's `waitedAt` while nobody has ever waited for it here. */
+const NEVER = Number.NEGATIVE_INFINITY;
+
 /** How often a `tryLock` asks again after its win was read only once the lease had run out. */
 const LATE_ANSWER_RETRIES = 3;
 
@@ -210,9 +213,25 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
    * Waits for `key` (see {@link WaitLoop}) on behalf of `owner`; call {@link checkCall} first.
    * `probe`, while the call is traced, counts its attempts.
    */
-  obtain(call: AcquireCall): Promise<Acquisition> {
+  obtain(call: AcquireCall): Promise<Acquisition> | Acquisition {
     if (this.#counted) this.#store.checkResource(this.#resourceOf(call.key));
+    else if (this.#store.acquireNow !== undefined) {
+      const acquired = this.#takeIdleKey(call);
+      if (acquired !== undefined) return acquired;
+    }
     return this.#loop.obtain(call);
+  }
+
+  /**
+   * The uncontended path of a lock on a store in this process: a key nobody here holds or waits
+   * for (lately) is taken at once, with no waiter made and nothing queued. Anything else — or a
+   * miss — goes through the wait loop, which tries again first.
+   */
+  #takeIdleKey(call: AcquireCall): Acquisition | undefined {
+    const state = this.#keys.get(call.key);
+    if (state !== undefined && (state.held > 0 || state.waiters.size > 0 || state.waitedAt !== NEVER)) return undefined;
+    const outcome = this.#attempt(call.signal, call.key, call.request, this.#intents.keep, call.owner, call.probe);
+    return outcome instanceof Acquisition ? outcome : undefined;
   }
 
   /** One attempt on `key`, not queued: the acquisition, or undefined when it is taken. */
