@@ -100,6 +100,10 @@ export type LockerKind =
   | "postgres-lock"
   | "postgres-read"
   | "postgres-write"
+  | "etcd-lock"
+  | "etcd-semaphore"
+  | "etcd-read"
+  | "etcd-write"
   | "combined-lock";
 
 /** Which {@link Locker} method a traced call is. */
