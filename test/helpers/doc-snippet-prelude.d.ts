@@ -20,6 +20,7 @@ declare const RedisSemaphore: typeof import("globallock").RedisSemaphore;
 declare const RedisReadWriteLocker: typeof import("globallock").RedisReadWriteLocker;
 declare const LockLostError: typeof import("globallock").LockLostError;
 declare const PostgresLocker: typeof import("globallock").PostgresLocker;
+declare const EtcdLocker: typeof import("globallock").EtcdLocker;
 declare const CombinedLocker: typeof import("globallock").CombinedLocker;
 declare const FileLocker: typeof import("globallock").FileLocker;
 type Locker = import("globallock").Locker;
