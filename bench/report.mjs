@@ -3,6 +3,7 @@
  * scenario with a short note on how to read it.
  */
 import { breakdown, int, num, percent, ratio, table } from "./lib/format.mjs";
+import { renderEtcd } from "./scenarios/etcd.mjs";
 import { renderFile } from "./scenarios/file.mjs";
 import { renderMySql } from "./scenarios/mysql.mjs";
 import { renderPostgres } from "./scenarios/postgres.mjs";
@@ -438,5 +439,6 @@ export function renderMarkdown(results) {
   if (results.postgres) sections.push(renderPostgres(results.postgres));
   if (results.mysql) sections.push(renderMySql(results.mysql));
   if (results.file) sections.push(renderFile(results.file));
+  if (results.etcd) sections.push(renderEtcd(results.etcd));
   return `${sections.join("\n\n")}\n`;
 }

@@ -7,7 +7,7 @@
  *
  *   BENCH_QUICK=1           ~1-minute smoke run
  *   BENCH_ONLY=a,b          only these scenarios (uncontended, contended, handoff, memory, held,
- *                           quorum, semaphore, postgres, mysql, file); the report is printed but bench/results is left alone
+ *                           quorum, semaphore, postgres, mysql, file, etcd); the report is printed but bench/results is left alone
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -24,6 +24,7 @@ import { computeTargets } from "./lib/targets.mjs";
 import { now } from "./lib/timing.mjs";
 import { renderMarkdown } from "./report.mjs";
 import { runContended } from "./scenarios/contended.mjs";
+import { runEtcd } from "./scenarios/etcd.mjs";
 import { runFile } from "./scenarios/file.mjs";
 import { runHandoff } from "./scenarios/handoff.mjs";
 import { runHeld } from "./scenarios/held.mjs";
@@ -46,6 +47,7 @@ const RUNNERS = {
   postgres: runPostgres,
   mysql: runMySql,
   file: runFile,
+  etcd: runEtcd,
 };
 const SCENARIOS = Object.keys(RUNNERS);
 const RESULTS_DIR = fileURLToPath(new URL("./results/", import.meta.url));

@@ -101,6 +101,10 @@ export type LockerKind =
   | "postgres-read"
   | "postgres-write"
   | "mysql-lock"
+  | "etcd-lock"
+  | "etcd-semaphore"
+  | "etcd-read"
+  | "etcd-write"
   | "combined-lock";
 
 /** Which {@link Locker} method a traced call is. */

@@ -24,6 +24,24 @@ export {
   StoreUnavailableError,
   UnsupportedError,
 } from "./errors.js";
+export { EtcdLocker } from "./etcd/etcd-locker.js";
+export { ETCD_READ_WRITE_PREFIX, EtcdReadWriteLocker } from "./etcd/etcd-read-write-locker.js";
+export { ETCD_SEMAPHORE_PREFIX, EtcdSemaphore, type EtcdSemaphoreOptions } from "./etcd/etcd-semaphore.js";
+export type { EtcdLockerOptions, ResolvedEtcdLockerOptions } from "./etcd/options.js";
+export type {
+  EtcdCallOptions,
+  EtcdClient,
+  EtcdCompare,
+  EtcdKeyValue,
+  EtcdLease,
+  EtcdRangeRequest,
+  EtcdRangeResponse,
+  EtcdRequestOp,
+  EtcdTxnRequest,
+  EtcdTxnResponse,
+  EtcdWatchBuilder,
+  EtcdWatcher,
+} from "./etcd/types.js";
 export { fencedWrite } from "./fencing/fenced-write.js";
 export { FileLocker } from "./file/file-locker.js";
 export { FileReadWriteLocker } from "./file/file-read-write-locker.js";

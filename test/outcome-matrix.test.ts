@@ -21,6 +21,7 @@ import {
   RedisSemaphore,
 } from "../src/index.js";
 import { uniqueKey } from "./contract.js";
+import { EtcdFixture } from "./helpers/etcd-harness.js";
 import { tempLockDirectory } from "./helpers/file-harness.js";
 import { MySqlFixture } from "./helpers/mysql-harness.js";
 import { PostgresFixture } from "./helpers/postgres-harness.js";
@@ -125,7 +126,7 @@ async function outcomeOf(row: Row, locker: Locker, key: string): Promise<string>
  * equal the reference's.
  */
 const EXPECTED_DIFFERENCES: Record<string, Record<string, string>> = {};
-for (const semaphore of ["MemorySemaphore(limit 3)", "RedisSemaphore(limit 3)"]) {
+for (const semaphore of ["MemorySemaphore(limit 3)", "RedisSemaphore(limit 3)", "EtcdSemaphore(limit 3)"]) {
   EXPECTED_DIFFERENCES[semaphore] = {
     "weight 2": "a semaphore's limit is 3: weight 2 fits (a lock's limit is 1)",
     "fencing true": "fencing needs an exclusive grant; a semaphore with limit 3 shares its permits",
@@ -137,6 +138,7 @@ for (const read of [
   "RedisReadWriteLocker.read",
   "FileReadWriteLocker.read",
   "PostgresReadWriteLocker.read",
+  "EtcdReadWriteLocker.read",
 ]) {
   EXPECTED_DIFFERENCES[read] = {
     "fencing true": "read leases are shared: fencing needs an exclusive grant",
@@ -172,11 +174,17 @@ let redis: RedisServer[] = [];
 const clients: Redis[] = [];
 let postgres: PostgresFixture | undefined;
 let mysql: MySqlFixture | undefined;
+let etcd: EtcdFixture | undefined;
 const lockers = new Map<string, Locker>();
 const closables: Array<{ close(): Promise<void> }> = [];
 
 beforeAll(async () => {
-  [redis, postgres, mysql] = await Promise.all([startServers(3), PostgresFixture.start(), MySqlFixture.start()]);
+  [redis, postgres, mysql, etcd] = await Promise.all([
+    startServers(3),
+    PostgresFixture.start(),
+    MySqlFixture.start(),
+    EtcdFixture.start(),
+  ]);
   const client = (index: number): Redis => {
     const created = (redis[index] as RedisServer).client();
     clients.push(created);
@@ -211,6 +219,12 @@ beforeAll(async () => {
   lockers.set("PostgresReadWriteLocker.read", postgresReadWrite.read);
   lockers.set("PostgresReadWriteLocker.write", postgresReadWrite.write);
   add("MySqlLocker", new MySqlLocker((mysql as MySqlFixture).pool()));
+  const etcdFixture = etcd as EtcdFixture;
+  lockers.set("EtcdLocker", etcdFixture.locker({ expiry: 30_000 }));
+  lockers.set("EtcdSemaphore(limit 3)", etcdFixture.semaphore(3, { expiry: 30_000 }));
+  const etcdReadWrite = etcdFixture.readWrite({ expiry: 30_000 });
+  lockers.set("EtcdReadWriteLocker.read", etcdReadWrite.read);
+  lockers.set("EtcdReadWriteLocker.write", etcdReadWrite.write);
   add("CombinedLocker(all)", new CombinedLocker([new MemoryLocker(), new RedisLocker(client(1))]));
   add(
     "CombinedLocker(majority)",
@@ -225,6 +239,7 @@ afterAll(async () => {
   for (const created of clients) created.disconnect();
   await postgres?.stop();
   await mysql?.stop();
+  await etcd?.stop();
   await stopServers(redis);
 });
 

@@ -15,7 +15,7 @@ export const READ_WRITE_PERMITS = 1_000_000_000;
 /** What a read-write locker's views need to know of their store. */
 export interface ReadWriteStore {
   /** The store's name in diagnostics kinds: `"<name>-read"` and `"<name>-write"`. */
-  readonly name: "memory" | "redis" | "file" | "postgres";
+  readonly name: "memory" | "redis" | "file" | "postgres" | "etcd";
   /** Permits of a key: a reader takes one, a writer all of them. */
   readonly permits: number;
   /** The store's own checks of a request (before a writer's weight becomes all permits). */

@@ -23,6 +23,7 @@ declare const StoreUnavailableError: typeof import("globallock").StoreUnavailabl
 declare const FaultyLocker: typeof import("globallock/testing").FaultyLocker;
 declare const PostgresLocker: typeof import("globallock").PostgresLocker;
 declare const MySqlLocker: typeof import("globallock").MySqlLocker;
+declare const EtcdLocker: typeof import("globallock").EtcdLocker;
 declare const CombinedLocker: typeof import("globallock").CombinedLocker;
 declare const FileLocker: typeof import("globallock").FileLocker;
 type Locker = import("globallock").Locker;

@@ -1,0 +1,574 @@
+import { performance } from "node:perf_hooks";
+import type {
+  AdoptRequest,
+  AttemptOutcome,
+  AttemptRequest,
+  BackendContext,
+  BackendEvents,
+  BackendFactory,
+  ExtendOutcome,
+  HandOffSupport,
+  StoreBackend,
+  StoredHolder,
+  StoredView,
+} from "../core/backend.js";
+import { LockHandle } from "../core/backend.js";
+import { withDefaults } from "../core/backend-defaults.js";
+import { StoreUnavailableError } from "../errors.js";
+import { DeadlineGroup } from "../internal/deadline-group.js";
+import type { ReleaseOutcome } from "../locker.js";
+import {
+  directoryOf,
+  type Entry,
+  entryKey,
+  entryValue,
+  freshToken,
+  type KeyDirectory,
+  parseEntry,
+  slotOf,
+} from "./layout.js";
+import { boundOf, type HeldEntry, isLeaseGone, type LeaseRecord, Leases, timedOut } from "./leases.js";
+import type { ResolvedEtcdLockerOptions } from "./options.js";
+import type { EtcdClient, EtcdKeyValue, EtcdRangeRequest, EtcdTxnRequest, EtcdTxnResponse } from "./types.js";
+import { EtcdReleaseWatcher } from "./watcher.js";
+
+/** Optimistic rounds of a counted attempt that fits before it gives up as "held" (see #fitAtBack). */
+const FIT_ROUNDS = 3;
+
+/** A counted waiter's entry in a key's queue (its registration), until it holds or leaves. */
+interface Queued {
+  readonly key: Buffer;
+  readonly value: Buffer;
+  readonly record: LeaseRecord;
+  readonly weight: number;
+}
+
+/**
+ * The backend of the etcd lockers (see `EtcdLocker` for the whole picture):
+ *
+ * - One etcd lease per lease length (in practice one per locker), granted lazily and kept alive
+ *   by one keepalive per extension batch: it extends every lock on it.
+ * - A holder is an etcd key in the key's directory, attached to the lease, its value the token,
+ *   weight and owner. A lock's attempt is one transaction: "if the directory is empty, put my
+ *   entry". A counted lock's (semaphore, read-write) waiters queue as entries too: in create
+ *   revision order, an entry holds when the weights ahead of it plus its own fit the limit.
+ * - A lock's failed attempt leaves nothing; a counted attempt that joins the queue leaves its
+ *   entry (its registration) until it holds or leaves. Releases are heard as deletes of the
+ *   directory (see {@link EtcdReleaseWatcher}): the core wakes its waiters.
+ * - Fencing tokens are the entry's create revision (raft-ordered: monotonic across failovers).
+ * - A lock lives as long as its lease: `expires` is false, so a lease the core gives up on (its
+ *   deadline passed, `autoExtend: false`) is deleted by the core's release.
+ *
+ * @param limit permits per key for counted locks; `undefined` for locks.
+ */
+export function etcdBackend(client: EtcdClient, options: ResolvedEtcdLockerOptions, limit?: number): BackendFactory {
+  return (context) => withDefaults(new EtcdBackend(client, options, context, limit));
+}
+
+class EtcdBackend implements StoreBackend {
+  readonly countsPermits: boolean;
+  readonly expires = false;
+  readonly supportsFencing = true;
+  readonly watcher: EtcdReleaseWatcher;
+  readonly handOff: HandOffSupport;
+  readonly #client: EtcdClient;
+  readonly #options: ResolvedEtcdLockerOptions;
+  readonly #events: BackendEvents;
+  readonly #limit: number | undefined;
+  readonly #owner: string;
+  readonly #leases: Leases;
+  /** Held entries, by token (until released). */
+  readonly #held = new Map<string, HeldEntry>();
+  /** Counted waiters' entries, by registration token. */
+  readonly #queued = new Map<string, Queued>();
+  /** The latest join of each key's queue sent (see #attemptCounted). */
+  readonly #joining = new Map<string, Promise<void>>();
+  /** Bounds every command by the operation timeout of etcd's silence. */
+  readonly #deadlines: DeadlineGroup;
+  /** Clean-ups of attempts that failed or timed out (close waits for them). */
+  readonly #cleanUps = new Set<Promise<unknown>>();
+
+  constructor(client: EtcdClient, options: ResolvedEtcdLockerOptions, context: BackendContext, limit?: number) {
+    this.#client = client;
+    this.#options = options;
+    this.#events = context.events;
+    this.#limit = limit;
+    this.countsPermits = limit !== undefined;
+    this.#owner = context.owner;
+    this.handOff = { scope: `etcd:${options.prefix}` };
+    this.#deadlines = new DeadlineGroup(options.operationTimeout, { inOrder: false });
+    this.#leases = new Leases({
+      create: (ttl) => client.lease(ttl, { autoKeepAlive: false }),
+      timeoutMs: options.operationTimeout,
+      bound: (command) => this.#bound(command),
+      unavailable: (resource, error) => unavailable(resource, error),
+      lost: (record, cause) => {
+        if (record.tokens.size > 0) this.#events.lost(new Set(record.tokens), "expired", cause);
+      },
+    });
+    const namespaceLength = client.prefix.length;
+    this.watcher = new EtcdReleaseWatcher(
+      {
+        client,
+        directoryOf: (resource) => this.#directory(resource).start.subarray(namespaceLength).toString("utf8"),
+        keyOf: (resource) => resource.slice(options.prefix.length),
+        timeoutMs: options.operationTimeout,
+        onClose: () => this.#close(),
+      },
+      context.events,
+    );
+  }
+
+  resourceOf(key: string): string {
+    return this.#options.prefix + key;
+  }
+
+  #directory(resource: string): KeyDirectory {
+    const { prefix } = this.#options;
+    return directoryOf(this.#client.prefix, prefix, resource.slice(prefix.length));
+  }
+
+  async acquire(request: AttemptRequest): Promise<AttemptOutcome> {
+    const ttl = ttlSecondsOf(request.duration);
+    let record = await this.#leases.get(ttl, request.resource);
+    try {
+      return await this.#attempt(request, record);
+    } catch (error) {
+      if (!isLeaseGone(error)) throw error;
+      // etcd expired the lease before this process knew (it was stopped, say): its locks are
+      // lost; the attempt goes again on a new lease.
+      this.#leases.markDead(record, error);
+      record = await this.#leases.get(ttl, request.resource);
+      return await this.#attempt(request, record).catch((again: unknown) => {
+        throw isLeaseGone(again) ? unavailable(request.resource, again) : again;
+      });
+    }
+  }
+
+  #attempt(request: AttemptRequest, record: LeaseRecord): Promise<AttemptOutcome> {
+    if (this.#limit === undefined) return this.#attemptLock(request, record);
+    return this.#attemptCounted(request, record, this.#limit);
+  }
+
+  /** A lock: one transaction, "if nobody holds the key, put my entry" (nothing left on failure). */
+  async #attemptLock(request: AttemptRequest, record: LeaseRecord): Promise<AttemptOutcome> {
+    const { resource } = request;
+    const directory = this.#directory(resource);
+    const token = freshToken();
+    const key = entryKey(directory, token);
+    const value = entryValue(token, 1, this.#owner);
+    const sentAt = performance.now();
+    const answer = await this.#txn(resource, {
+      compare: [{ key: directory.start, range_end: directory.end, target: "Version", result: "Equal", version: 0 }],
+      success: [{ request_put: { key, value, lease: record.id } }],
+      failure: [{ request_range: rangeOf(directory) }],
+      cleanUp: { key, value },
+    });
+    if (answer.succeeded) return this.#granted(request, record, key, value, token, sentAt, answer.header.revision);
+    // A retried transaction (etcd3 retries on a lost connection) may have put the entry already.
+    const mine = rangeIn(answer).find((kv) => kv.value.equals(value));
+    if (mine !== undefined) return this.#granted(request, record, key, value, token, sentAt, mine.create_revision);
+    return { kind: "held" };
+  }
+
+  /**
+   * A counted lock: a claim (this waiter's queued entry) holds once the weights ahead of it plus
+   * its own fit the limit. A fresh attempt that joins the queue puts its entry behind everybody
+   * and holds if it fits, else the entry is its registration; one that does not join leaves
+   * nothing (see #tryCounted).
+   */
+  async #attemptCounted(request: AttemptRequest, record: LeaseRecord, limit: number): Promise<AttemptOutcome> {
+    const { resource, intent, weight } = request;
+    const directory = this.#directory(resource);
+    const claimed = intent.claimToken === undefined ? undefined : this.#queued.get(intent.claimToken);
+    if (intent.claimToken !== undefined && claimed !== undefined) {
+      const sentAt = performance.now();
+      const kvs = (await this.#range(resource, rangeOf(directory))).kvs;
+      const mine = kvs.find((kv) => kv.key.equals(claimed.key) && kv.value.equals(claimed.value));
+      if (mine !== undefined) {
+        if (!fits(kvs, mine, limit)) {
+          return { kind: "held", registration: { token: intent.claimToken, weight, sentAt, serverMs: 0 } };
+        }
+        this.#queued.delete(intent.claimToken);
+        return this.#granted(
+          request,
+          claimed.record,
+          claimed.key,
+          claimed.value,
+          intent.claimToken,
+          sentAt,
+          mine.create_revision,
+        );
+      }
+      // Its entry is gone (its lease expired): a fresh attempt, at the back.
+      this.#queued.delete(intent.claimToken);
+    }
+    const token = freshToken();
+    const key = entryKey(directory, token);
+    const value = entryValue(token, weight, this.#owner);
+    const put = { request_put: { key, value, lease: record.id } };
+    if (intent.join) {
+      // etcd's own recipe: put the entry behind everybody and read where it landed, atomically.
+      // Joins of one key are sent one at a time: etcd may order concurrent requests either way,
+      // and this locker's waiters must queue in the order they came.
+      let sentAt = 0;
+      const previous = this.#joining.get(resource);
+      const joining = (previous ?? Promise.resolve()).then(() => {
+        sentAt = performance.now();
+        return this.#txn(resource, { success: [put, { request_range: rangeOf(directory) }], cleanUp: { key, value } });
+      });
+      const settled = joining.then(ignore, ignore);
+      this.#joining.set(resource, settled);
+      void settled.then(() => {
+        if (this.#joining.get(resource) === settled) this.#joining.delete(resource);
+      });
+      const joined = await joining;
+      const kvs = joined.responses[1]?.response_range?.kvs ?? [];
+      const mine = kvs.find((kv) => kv.value.equals(value));
+      if (mine !== undefined && fits(kvs, mine, limit)) {
+        return this.#granted(request, record, key, value, token, sentAt, mine.create_revision);
+      }
+      this.#queued.set(token, { key, value, record, weight });
+      return { kind: "held", registration: { token, weight, sentAt, serverMs: 0 } };
+    }
+    return this.#tryCounted(request, record, limit, directory, token, key, value);
+  }
+
+  /**
+   * A counted attempt that does not queue (`tryAcquire`): puts its entry at once on an empty key;
+   * otherwise reads the key and takes the permits when everything held and queued plus its weight
+   * fits, in a transaction that checks nothing changed since (a few rounds). Leaves nothing behind.
+   */
+  async #tryCounted(
+    request: AttemptRequest,
+    record: LeaseRecord,
+    limit: number,
+    directory: KeyDirectory,
+    token: string,
+    key: Buffer,
+    value: Buffer,
+  ): Promise<AttemptOutcome> {
+    const { resource, weight } = request;
+    const put = { request_put: { key, value, lease: record.id } };
+    let sentAt = performance.now();
+    let answer = await this.#txn(resource, {
+      compare: [{ key: directory.start, range_end: directory.end, target: "Version", result: "Equal", version: 0 }],
+      success: [put],
+      failure: [{ request_range: rangeOf(directory) }],
+      cleanUp: { key, value },
+    });
+    for (let round = 0; !answer.succeeded && round < FIT_ROUNDS; round++) {
+      const kvs = rangeIn(answer);
+      // Put by a retried transaction: decided below.
+      if (kvs.some((kv) => kv.value.equals(value)) || total(kvs, limit) + weight > limit) break;
+      sentAt = performance.now();
+      answer = await this.#txn(resource, {
+        compare: [
+          {
+            key: directory.start,
+            range_end: directory.end,
+            target: "Mod",
+            result: "Less",
+            mod_revision: String(BigInt(rangeRevision(answer)) + 1n),
+          },
+        ],
+        success: [put],
+        failure: [{ request_range: rangeOf(directory) }],
+        cleanUp: { key, value },
+      });
+    }
+    if (answer.succeeded) return this.#granted(request, record, key, value, token, sentAt, answer.header.revision);
+    const own = rangeIn(answer).find((kv) => kv.value.equals(value));
+    if (own !== undefined && fits(rangeIn(answer), own, limit)) {
+      return this.#granted(request, record, key, value, token, sentAt, own.create_revision);
+    }
+    if (own !== undefined) this.#deleteLater(key, value);
+    return { kind: "held" };
+  }
+
+  /** The outcome of a grant of the entry `key` on `record`, fenced by its create revision when asked. */
+  #granted(
+    request: AttemptRequest,
+    record: LeaseRecord,
+    key: Buffer,
+    value: Buffer,
+    token: string,
+    sentAt: number,
+    revision: string,
+  ): AttemptOutcome {
+    const validUntil = Math.min(boundOf(sentAt, request.duration), record.validUntil);
+    const handle = this.#hold(token, request.resource, sentAt, validUntil, { key, value, record });
+    if (performance.now() >= validUntil || record.dead) {
+      void this.release(handle);
+      return { kind: "expired-on-arrival" };
+    }
+    return request.fencing
+      ? { kind: "acquired", handle, fencingToken: BigInt(revision) }
+      : { kind: "acquired", handle };
+  }
+
+  /** Records a held entry and makes its handle. */
+  #hold(token: string, resource: string, sentAt: number, validUntil: number, held: HeldEntry): LockHandle {
+    this.#held.set(token, held);
+    held.record.tokens.add(token);
+    return new LockHandle(token, resource, sentAt, validUntil);
+  }
+
+  /**
+   * One keepalive per lease of the batch (shared with any in flight): it extends every entry on
+   * the lease. A lease etcd no longer has loses every lock on it ("expired").
+   */
+  async extendMany(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
+    const now = performance.now();
+    const byRecord = new Map<LeaseRecord, number[]>();
+    const outcomes: ExtendOutcome[] = [];
+    for (let index = 0; index < handles.length; index++) {
+      const handle = handles[index] as LockHandle;
+      const held = this.#held.get(handle.token);
+      outcomes.push(held === undefined ? "taken" : "expired");
+      if (held === undefined || now >= handle.validUntil) continue;
+      const indexes = byRecord.get(held.record);
+      if (indexes === undefined) byRecord.set(held.record, [index]);
+      else indexes.push(index);
+    }
+    await Promise.all(
+      Array.from(byRecord, async ([record, indexes]) => {
+        let outcome: ExtendOutcome;
+        try {
+          const sentAt = await this.#leases.keepAlive(record);
+          for (const index of indexes) {
+            const handle = handles[index] as LockHandle;
+            const validUntil = Math.min(boundOf(sentAt, duration), record.validUntil);
+            if (validUntil > handle.validUntil) handle.renew(sentAt, validUntil);
+            outcomes[index] = "extended";
+          }
+          return;
+        } catch (error) {
+          outcome = isLeaseGone(error) ? "expired" : unavailable(handles[indexes[0] ?? 0]?.resource ?? "", error);
+        }
+        for (const index of indexes) outcomes[index] = outcome;
+      }),
+    );
+    return outcomes;
+  }
+
+  /** Deletes the entry if it is still ours (compare-and-delete). Never rejects. */
+  async release(handle: LockHandle): Promise<ReleaseOutcome> {
+    const held = this.#held.get(handle.token);
+    if (held === undefined) return "expired";
+    this.#held.delete(handle.token);
+    const { key, value, record } = held;
+    record.tokens.delete(handle.token);
+    try {
+      const answer = await this.#txn(handle.resource, {
+        compare: [{ key, target: "Value", result: "Equal", value }],
+        success: [{ request_delete_range: { key } }],
+        failure: [{ request_range: { key } }],
+      });
+      if (answer.succeeded) return performance.now() >= handle.validUntil ? "expired" : "released";
+      return rangeIn(answer).length > 0 ? "taken" : "expired";
+    } catch {
+      return "unknown";
+    }
+  }
+
+  async leaveQueue(_resource: string, _waiterId: string, claimToken?: string): Promise<void> {
+    if (claimToken === undefined) return;
+    const queued = this.#queued.get(claimToken);
+    if (queued === undefined) return;
+    this.#queued.delete(claimToken);
+    await this.#deleteIfOurs(queued.key, queued.value).catch(() => undefined);
+  }
+
+  /** The fencing token of a held lock: its entry's create revision (read back). */
+  async issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
+    const held = this.#held.get(handle.token);
+    if (held === undefined) return undefined;
+    const { kvs } = await this.#range(handle.resource, { key: held.key });
+    const entry = kvs[0];
+    return entry?.value.equals(held.value) ? BigInt(entry.create_revision) : undefined;
+  }
+
+  /**
+   * Who holds `resource` and who waits (one range read, plus one `LeaseTimeToLive` per other
+   * locker's lease among the holders).
+   */
+  async inspect(resource: string): Promise<StoredView> {
+    const limit = this.#limit ?? 1;
+    const { kvs } = await this.#range(resource, rangeOf(this.#directory(resource)));
+    const now = performance.now();
+    const holders: Array<{ kv: EtcdKeyValue; entry: Entry }> = [];
+    let used = 0;
+    for (const kv of kvs) {
+      const entry = parseEntry(kv.value, limit);
+      if (used + entry.weight > limit) break;
+      used += entry.weight;
+      holders.push({ kv, entry });
+    }
+    const ttls = new Map<string, Promise<number>>();
+    for (const { kv } of holders) {
+      if (ttls.has(kv.lease)) continue;
+      const own = this.#leases.find(kv.lease);
+      ttls.set(
+        kv.lease,
+        own !== undefined
+          ? Promise.resolve(Math.max(0, own.validUntil - now))
+          : this.#call(resource, (options) => this.#client.leaseClient.leaseTimeToLive({ ID: kv.lease }, options)).then(
+              (answer) => Math.max(0, Number(answer.TTL) * 1000),
+            ),
+      );
+    }
+    const result: StoredHolder[] = [];
+    for (const { kv, entry } of holders) {
+      result.push({
+        owner: entry.owner,
+        weight: entry.weight,
+        expiresInMs: await (ttls.get(kv.lease) as Promise<number>),
+        fencingToken: BigInt(kv.create_revision),
+      });
+    }
+    return { holders: result, waiting: kvs.length - holders.length };
+  }
+
+  /**
+   * Takes over a handed-off entry: where it still holds the handed token, puts it again (same
+   * key: same create revision, so the same fencing token) with a fresh token and this locker's
+   * lease, in a transaction that checks it was not changed since it was read.
+   */
+  async adopt(request: AdoptRequest): Promise<LockHandle | "taken" | "expired"> {
+    const { resource, token, weight, duration } = request;
+    const slot = slotOf(token);
+    if (slot === undefined) return "taken";
+    const directory = this.#directory(resource);
+    const key = entryKey(directory, token);
+    const record = await this.#leases.get(ttlSecondsOf(duration), resource);
+    const { kvs } = await this.#range(resource, { key });
+    const current = kvs[0];
+    if (current === undefined) return "expired";
+    if (parseEntry(current.value, this.#limit ?? 1).token !== token) return "taken";
+    const fresh = freshToken(slot);
+    const value = entryValue(fresh, weight, this.#owner);
+    const sentAt = performance.now();
+    const answer = await this.#txn(resource, {
+      compare: [{ key, target: "Mod", result: "Equal", mod_revision: current.mod_revision }],
+      success: [{ request_put: { key, value, lease: record.id } }],
+      failure: [{ request_range: { key } }],
+    });
+    if (!answer.succeeded) return rangeIn(answer).length > 0 ? "taken" : "expired";
+    const validUntil = Math.min(boundOf(sentAt, duration), record.validUntil);
+    return this.#hold(fresh, resource, sentAt, validUntil, { key, value, record });
+  }
+
+  /** Runs a transaction within the operation timeout; a failure is a StoreUnavailableError. */
+  async #txn(
+    resource: string,
+    request: EtcdTxnRequest & { cleanUp?: { key: Buffer; value: Buffer } },
+  ): Promise<EtcdTxnResponse> {
+    const { cleanUp, ...txn } = request;
+    const sending = this.#client.kv.txn(txn, this.#callOptions());
+    try {
+      return await this.#bound(sending);
+    } catch (error) {
+      // An attempt whose answer never came may still have put its entry: delete it once it settles.
+      if (cleanUp !== undefined) {
+        this.#track(sending.catch(() => undefined).then(() => this.#deleteIfOurs(cleanUp.key, cleanUp.value)));
+      }
+      if (isLeaseGone(error)) throw error;
+      throw unavailable(resource, error);
+    }
+  }
+
+  #range(resource: string, range: EtcdRangeRequest): Promise<{ kvs: EtcdKeyValue[] }> {
+    return this.#call(resource, (options) => this.#client.kv.range(range, options));
+  }
+
+  async #call<T>(resource: string, send: (options: { deadline: number }) => Promise<T>): Promise<T> {
+    try {
+      return await this.#bound(send(this.#callOptions()));
+    } catch (error) {
+      throw unavailable(resource, error);
+    }
+  }
+
+  /** Bounds `command` by the operation timeout (of etcd's silence, not this process's stalls). */
+  #bound<T>(command: Promise<T>): Promise<T> {
+    return this.#deadlines.run(command, () => timedOut(this.#options.operationTimeout));
+  }
+
+  /** gRPC's own deadline, a little past ours: the call ends on etcd's side too. */
+  #callOptions(): { deadline: number } {
+    return { deadline: Date.now() + 2 * this.#options.operationTimeout };
+  }
+
+  /** Deletes `key` if it still holds `value`; rejects on a store failure. */
+  async #deleteIfOurs(key: Buffer, value: Buffer): Promise<void> {
+    await this.#bound(
+      this.#client.kv.txn(
+        { compare: [{ key, target: "Value", result: "Equal", value }], success: [{ request_delete_range: { key } }] },
+        this.#callOptions(),
+      ),
+    );
+  }
+
+  #deleteLater(key: Buffer, value: Buffer): void {
+    this.#track(this.#deleteIfOurs(key, value));
+  }
+
+  #track(operation: Promise<unknown>): void {
+    const tracked = operation.catch(() => undefined).finally(() => this.#cleanUps.delete(tracked));
+    this.#cleanUps.add(tracked);
+  }
+
+  async #close(): Promise<void> {
+    while (this.#cleanUps.size > 0) await Promise.all(this.#cleanUps);
+    // Waiters' entries are left (their waits were rejected): delete them; held entries stay.
+    await Promise.allSettled(
+      Array.from(this.#queued.values(), (queued) => this.#deleteIfOurs(queued.key, queued.value)),
+    );
+    this.#queued.clear();
+    await this.#leases.close();
+  }
+}
+
+/** The lease TTL, in whole seconds, of a lease of `duration` ms. */
+function ttlSecondsOf(duration: number): number {
+  return Math.max(1, Math.ceil(duration / 1000));
+}
+
+/** The range request of a key's directory, oldest entry first. */
+function rangeOf(directory: KeyDirectory): EtcdRangeRequest {
+  return { key: directory.start, range_end: directory.end, sort_target: "Create", sort_order: "Ascend" };
+}
+
+/** The entries of a transaction's first (range) answer. */
+function rangeIn(answer: EtcdTxnResponse): EtcdKeyValue[] {
+  return answer.responses[0]?.response_range?.kvs ?? [];
+}
+
+/** The store revision a transaction's first (range) answer was read at. */
+function rangeRevision(answer: EtcdTxnResponse): string {
+  return answer.responses[0]?.response_range?.header.revision ?? answer.header.revision;
+}
+
+/** Permits held and queued in `kvs`. */
+function total(kvs: readonly EtcdKeyValue[], limit: number): number {
+  let sum = 0;
+  for (const kv of kvs) sum += parseEntry(kv.value, limit).weight;
+  return sum;
+}
+
+/** Whether `mine` holds: the weights of the entries created before it, plus its own, fit `limit`. */
+function fits(kvs: readonly EtcdKeyValue[], mine: EtcdKeyValue, limit: number): boolean {
+  const created = BigInt(mine.create_revision);
+  let sum = parseEntry(mine.value, limit).weight;
+  for (const kv of kvs) if (BigInt(kv.create_revision) < created) sum += parseEntry(kv.value, limit).weight;
+  return sum <= limit;
+}
+
+/** A failed etcd call about `resource`: a StoreUnavailableError with the error as its cause. */
+function unavailable(resource: string, error: unknown): StoreUnavailableError {
+  const message = error instanceof Error ? error.message : String(error);
+  return new StoreUnavailableError(resource, `etcd failed on "${resource}": ${message}`, { cause: error });
+}
+
+function ignore(): void {}

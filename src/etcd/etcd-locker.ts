@@ -1,0 +1,58 @@
+import { CoreLocker } from "../core/core-locker.js";
+import { LockCore } from "../core/lock-core.js";
+import { InvalidArgumentError } from "../errors.js";
+import { validateOptionsObject } from "../internal/validate.js";
+import { etcdBackend } from "./etcd-backend.js";
+import { type EtcdLockerOptions, type ResolvedEtcdLockerOptions, resolveEtcdOptions } from "./options.js";
+import type { EtcdClient } from "./types.js";
+
+/** Checks the client argument of an etcd locker. */
+export function checkClient(client: unknown): asserts client is EtcdClient {
+  const candidate = client as Partial<EtcdClient> | null | undefined;
+  if (
+    typeof candidate?.lease !== "function" ||
+    typeof candidate.watch !== "function" ||
+    typeof candidate.kv?.txn !== "function" ||
+    !Buffer.isBuffer(candidate.prefix)
+  ) {
+    throw new InvalidArgumentError("client", "an Etcd3 client of the etcd3 package", client);
+  }
+}
+
+/**
+ * A {@link Locker} on etcd, through an `Etcd3` client (npm `etcd3`) the caller creates, owns and
+ * closes: locks that survive a leader failover, with fencing tokens that stay monotonic across it.
+ *
+ * - **Leases.** The locker grants one etcd lease (TTL: `expiry` rounded up to whole seconds) on
+ *   its first acquisition and keeps it alive while it holds locks: every lease extension is one
+ *   keepalive, shared by every lock on it. Acquisitions with their own `expiry` get a lease of
+ *   their own length. If etcd loses the lease (expired while this process was stopped, revoked),
+ *   every lock on it is lost at once: each `lost` aborts and `onLockLost` is called.
+ * - **Keys.** A holder is an etcd key `<prefix><bytes>:<key>/<slot>` attached to the lease, its
+ *   value the lease's token, weight and `owner`. An attempt is one transaction, "if the key's
+ *   directory is empty, put my entry": a failed attempt leaves nothing behind.
+ * - **Waiting.** A waiter watches the key's directory for deletes (a release, or the entries of
+ *   a lease that expired) and tries again; within a locker only the head of the key's queue tries
+ *   (so a release costs one transaction per waiting locker), with a jittered backoff as the
+ *   safety net.
+ * - **Fencing.** `acquire(…, { fencing: true })` returns the entry's create revision: etcd orders
+ *   revisions through raft, so tokens keep rising across a leader failover (and across a restart
+ *   of every member).
+ * - **Hand-off.** `handOff`/`adopt` work: adopting puts the same etcd key again with a new token on
+ *   the adopter's lease, so the fencing token stays the same.
+ * - **Close.** `close()` rejects waiters and stops keepalives; it does not delete held locks (they
+ *   are freed when the lease expires, at most `expiry` rounded up to seconds later; releases still
+ *   work) and revokes a lease that carries none. It never closes the caller's client.
+ */
+export class EtcdLocker extends CoreLocker<ResolvedEtcdLockerOptions> {
+  /**
+   * @param client an `Etcd3` client (a namespaced one works too), created, owned and closed by the caller.
+   * @param options see {@link EtcdLockerOptions}.
+   */
+  constructor(client: EtcdClient, options?: EtcdLockerOptions) {
+    checkClient(client);
+    validateOptionsObject("options", options);
+    const resolved = resolveEtcdOptions(options);
+    super(new LockCore(resolved, etcdBackend(client, resolved)), "etcd-lock");
+  }
+}

@@ -1,0 +1,46 @@
+import type { ResolvedLockerOptions, ServerLockerOptions } from "../core/locker-options.js";
+import { resolveBackoff, resolveOnLockLost, snapshotServerOptions } from "../core/locker-options.js";
+
+/**
+ * Options of {@link EtcdLocker} (and its semaphore and read-write lockers). Every one is optional;
+ * `undefined` means the default, `null` and unknown names are rejected.
+ *
+ * `expiry` is the TTL of the locker's etcd lease, rounded up to whole seconds (etcd counts lease
+ * TTLs in seconds, and grants at least its own minimum, about 1.5 × its election timeout): a dead
+ * holder's locks are freed that long after its last keepalive.
+ */
+export interface EtcdLockerOptions extends ServerLockerOptions {}
+
+/** {@link EtcdLockerOptions} with every default filled in and validated. */
+export interface ResolvedEtcdLockerOptions extends ResolvedLockerOptions {
+  /** Prepended to every key. */
+  readonly prefix: string;
+}
+
+const OWN_OPTION_NAMES = ["backoff", "onLockLost"] as const satisfies ReadonlyArray<keyof EtcdLockerOptions>;
+
+/**
+ * Extension commands in flight at once: keepalives of one lease are shared, so this only matters
+ * for leases of several lengths (acquisitions with their own `expiry`).
+ */
+const SWEEP_CONCURRENCY = 4;
+
+/**
+ * Validates `options` and fills in the defaults; each option is read exactly once. Throws
+ * `InvalidArgumentError`.
+ */
+export function resolveEtcdOptions(options: unknown): ResolvedEtcdLockerOptions {
+  const { given, expiry, prefix, operationTimeout, owner } = snapshotServerOptions(options, OWN_OPTION_NAMES, true);
+  const [backoffMin, backoffMax] = resolveBackoff(given.backoff, expiry);
+  const onLockLost = resolveOnLockLost(given.onLockLost);
+  return {
+    expiry,
+    prefix,
+    operationTimeout,
+    owner,
+    backoffMin,
+    backoffMax,
+    onLockLost,
+    sweepConcurrency: SWEEP_CONCURRENCY,
+  };
+}
