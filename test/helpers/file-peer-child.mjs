@@ -2,7 +2,7 @@
  * A FileLocker in a child process, driven over IPC by test/helpers/remote-locker.ts (so that a
  * contract test's "peer" really is another process). It imports the BUILT package.
  *
- * Parent → child: { op: "open", options } | { op: "acquire", id, key, options, wait } |
+ * Parent → child: { op: "open", options, view? } | { op: "acquire", id, key, options, wait } |
  *   { op: "abort", id } | { op: "release", id } | { op: "close" } | { op: "raceAt", id, key, at }
  *   | { op: "clock", id } | { op: "waiting", id } | { op: "handOff", id } | { op: "adopt", id, handle,
  *   options } | { op: "inspect", id, key } (raceAt: spin until epoch ms `at`, one tryAcquire;
@@ -12,7 +12,7 @@
  * Child → parent: { id, ok, lease?: { token, fencingToken? } | null, outcome?, now?, waiting?, handle?,
  *   info?, error? } and { event: "lost", id, reason }
  */
-import { FileLocker } from "globallock";
+import { FileLocker, FileReadWriteLocker } from "globallock";
 
 let locker;
 /** Requests in flight by id: their AbortController. */
@@ -33,7 +33,11 @@ function keep(id, lease) {
 process.on("message", async (message) => {
   switch (message.op) {
     case "open":
-      locker = new FileLocker(message.options);
+      // view: "read" or "write" for a view of a FileReadWriteLocker, else a FileLocker.
+      locker =
+        message.view === undefined
+          ? new FileLocker(message.options)
+          : new FileReadWriteLocker(message.options)[message.view];
       reply({ id: message.id, ok: true, pid: process.pid });
       break;
     case "acquire": {

@@ -60,7 +60,11 @@ export class RemoteFileLocker implements Locker {
   /** The child's exit. */
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 
-  private constructor(options: FileLockerOptions, spawnOptions: RemoteSpawnOptions = {}) {
+  private constructor(
+    options: FileLockerOptions,
+    spawnOptions: RemoteSpawnOptions = {},
+    view: "read" | "write" | undefined = undefined,
+  ) {
     this.child = fork(CHILD, [], { stdio: ["ignore", "inherit", "inherit", "ipc"], ...spawnOptions });
     this.exited = new Promise((done) => this.child.once("exit", (code, signal) => done({ code, signal })));
     const ready = new Promise<void>((done, fail) => {
@@ -77,13 +81,16 @@ export class RemoteFileLocker implements Locker {
     });
     this.child.on("message", (message: Reply) => this.#onMessage(message));
     this.#ready = ready.then(async () => {
-      await this.#call({ op: "open", options });
+      await this.#call({ op: "open", options, view });
     });
   }
 
-  /** Starts a child process with a FileLocker of `options`, optionally as another user. */
-  static async start(options: FileLockerOptions, spawnOptions?: RemoteSpawnOptions) {
-    const locker = new RemoteFileLocker(options, spawnOptions);
+  /**
+   * Starts a child process with a FileLocker of `options` (or, with `view`, that view of a
+   * FileReadWriteLocker), optionally as another user.
+   */
+  static async start(options: FileLockerOptions, spawnOptions?: RemoteSpawnOptions, view?: "read" | "write") {
+    const locker = new RemoteFileLocker(options, spawnOptions, view);
     await locker.#ready;
     return locker;
   }
