@@ -17,7 +17,8 @@ import type { FileStoreStats } from "./store.js";
  * How it works (see the `store` module for the file layout):
  *
  * - **Atomic take.** An attempt makes its entry (random token, deadline, grant time, and who holds
- *   it: pid, process start time, pid namespace, boot id and host, all in the entry's name) in a
+ *   it: pid, process start time, pid namespace, boot id, host and the locker's `owner`, all in the
+ *   entry's name; `inspect` reads them back) in a
  *   private directory and renames that directory onto the key's lock directory: the rename succeeds
  *   only if the lock is free, and the lock never exists without its entry.
  * - **Leases.** Every held lock is extended every `expiry / 2` from its own deadline, by renaming

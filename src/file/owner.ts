@@ -2,7 +2,8 @@
  * How a lock entry carries its holder's `owner` (see `entry.ts`): in its name, at no cost. The
  * owner field is the owner percent-encoded (`encodeURIComponent`, and `.` as `%2E`, so the field
  * has no dot and no slash). An owner too long for a name once encoded (the name's other fields
- * leave {@link MAX_OWNER_FIELD} characters; `hostname:pid` always fits) is written once per
+ * leave {@link MAX_OWNER_FIELD} characters: 70 on a host named `vm`, fewer with a longer host
+ * name, which the default owner `hostname:pid` repeats) is written once per
  * locker to an owner file, `.owner-<SHA-256 of the owner, 32 hex digits>` in the lock directory,
  * and the field is `%%` and that hash (`%%` never appears in a percent-encoding).
  */

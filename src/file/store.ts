@@ -6,12 +6,14 @@
  *
  * ```
  * H.lock/                    the lock: absent or empty = free; held = exactly one entry in it
- * H.lock/T.D.W.A.P.S.N.B.host  the holder's entry, an empty directory whose name says it all
- *                            (see `entry.ts`): its random token T, its deadline on the boot's
- *                            monotonic clock D and on the wall clock W, the grant time A, and who
- *                            holds it: pid P, process start time S, pid namespace N, boot id B, host
+ * H.lock/T.D.W.A.P.S.N.B.F.O.host  the holder's entry, an empty directory whose name says it
+ *                            all (see `entry.ts`): its random token T, its deadline on the boot's
+ *                            monotonic clock D and on the wall clock W, the grant time A, who
+ *                            holds it: pid P, process start time S, pid namespace N, boot id B,
+ *                            host; the grant's fencing token F and the holder's owner O
  * H.fence/<n>                the key's fencing counter: one empty file named by the last token
  * .tmp-T/                    an attempt being built (renamed to H.lock, or removed)
+ * .owner-X                   an owner too long for an entry's name (see `owner.ts`)
  * ```
  *
  * Why this shape: the owner's token is in the entry's *name*, so every change of ownership is an
@@ -23,6 +25,8 @@
  *   never exists without its entry.
  * - **extend**: `rename(H.lock/T.D…, H.lock/T.D2…)`: succeeds only while the entry exists, so only
  *   while nobody took the lock over; a holder whose extension succeeded held it throughout.
+ * - **adopt** a handed-off lease: `rename(H.lock/T.D…, H.lock/T2.D2…)`, the same compare-and-set
+ *   with a new token and owner: of two adopters (or an adopter and a takeover) one succeeds.
  * - **take over a stale lock** (`D` in the past, or its holder dead): `rmdir(H.lock/T.D…)`, then
  *   take as above. Of several contenders that found the same stale entry exactly one removal
  *   succeeds; an extension that came first renamed the entry, so every removal fails and the lock
