@@ -33,6 +33,14 @@ const untilMarker = (marker: string): string[] =>
       ` if (require("fs").existsSync(${JSON.stringify(marker)})) { clearInterval(t); console.log("finished"); } }, 20);`,
   );
 
+/** The events of a `--json` run: one JSON object per line of its stderr. */
+// biome-ignore lint/suspicious/noExplicitAny: events are checked field by field.
+const jsonLines = (text: string): any[] =>
+  text
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line));
+
 /** The [start, end] intervals printed by {@link section} children. */
 function intervals(...outputs: string[]): Array<[number, number]> {
   const found: Array<[number, number]> = [];
@@ -111,10 +119,7 @@ describe("globallock run, file store", () => {
       expect(JSON.parse(zero.stderr.trim())).toMatchObject({ event: "not-acquired", reason: "held", key: "busy" });
       const timed = await runCli(["run", ...dirArgs, "--key", "busy", "--wait", "200ms", "--json", "--", "true"]);
       expect(timed.code).toBe(124);
-      const events = timed.stderr
-        .trim()
-        .split("\n")
-        .map((line) => JSON.parse(line));
+      const events = jsonLines(timed.stderr);
       expect(events.map((e) => e.event)).toEqual(["waiting", "not-acquired"]);
       expect(events[0].holders).toMatchObject([{ owner: `${hostname()}:${process.pid}`, mode: "exclusive" }]);
       expect(events[1].waitedMs).toBeGreaterThanOrEqual(190);
@@ -242,10 +247,7 @@ describe("globallock run, file store", () => {
     const result = await cli.exited;
     expect(result.code).toBe(125);
     expect(result.stdout).toContain("ignored");
-    const events = result.stderr
-      .trim()
-      .split("\n")
-      .map((line) => JSON.parse(line));
+    const events = jsonLines(result.stderr);
     expect(events.map((e) => e.event)).toEqual([
       "acquired",
       "started",
@@ -381,10 +383,7 @@ describe("globallock run, file store", () => {
     const result = await cli.exited;
     expect(result.code).toBe(0);
     expect(result.stdout).toContain("finished");
-    const events = result.stderr
-      .trim()
-      .split("\n")
-      .map((line) => JSON.parse(line));
+    const events = jsonLines(result.stderr);
     expect(events.map((e) => e.event)).toEqual(["acquired", "started", "lost", "exited", "released"]);
     expect(events.find((e) => e.event === "lost")).toMatchObject({ reason: "max-hold", action: "warn" });
   });
