@@ -46,7 +46,7 @@ export { fencedWrite } from "./fencing/fenced-write.js";
 export { FileLocker } from "./file/file-locker.js";
 export { FileReadWriteLocker } from "./file/file-read-write-locker.js";
 export { defaultLockDirectory, type FileLockerOptions } from "./file/options.js";
-export type { FileLockHolder, FileStoreStats } from "./file/store.js";
+export type { FileStoreStats } from "./file/store.js";
 export { MAX_KEY_BYTES } from "./internal/validate.js";
 export { lockAll, tryLockAll } from "./lock-all.js";
 export {

@@ -6,6 +6,7 @@
 import { execFileSync } from "node:child_process";
 import { once } from "node:events";
 import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { hostname } from "node:os";
 import { join } from "node:path";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -31,6 +32,14 @@ const untilMarker = (marker: string): string[] =>
     `console.log("ready"); const t = setInterval(() => {` +
       ` if (require("fs").existsSync(${JSON.stringify(marker)})) { clearInterval(t); console.log("finished"); } }, 20);`,
   );
+
+/** The events of a `--json` run: one JSON object per line of its stderr. */
+// biome-ignore lint/suspicious/noExplicitAny: events are checked field by field.
+const jsonLines = (text: string): any[] =>
+  text
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line));
 
 /** The [start, end] intervals printed by {@link section} children. */
 function intervals(...outputs: string[]): Array<[number, number]> {
@@ -96,7 +105,7 @@ describe("globallock run, file store", () => {
   it("passes the command's exit status through and releases the lock", async () => {
     const result = await runCli(["run", ...dirArgs, "--key", "status", "--", ...nodeCommand("process.exit(7)")]);
     expect(result.code).toBe(7);
-    expect(await files.inspect("status")).toBeUndefined();
+    expect((await files.inspect(undefined, "status")).holders).toEqual([]);
     expect((await runCli(["run", ...dirArgs, "--key", "k", "--", "sh", "-c", "kill -TERM $$"])).code).toBe(143);
   });
 
@@ -110,12 +119,9 @@ describe("globallock run, file store", () => {
       expect(JSON.parse(zero.stderr.trim())).toMatchObject({ event: "not-acquired", reason: "held", key: "busy" });
       const timed = await runCli(["run", ...dirArgs, "--key", "busy", "--wait", "200ms", "--json", "--", "true"]);
       expect(timed.code).toBe(124);
-      const events = timed.stderr
-        .trim()
-        .split("\n")
-        .map((line) => JSON.parse(line));
+      const events = jsonLines(timed.stderr);
       expect(events.map((e) => e.event)).toEqual(["waiting", "not-acquired"]);
-      expect(events[0].holder).toMatchObject({ held: true, pid: process.pid });
+      expect(events[0].holders).toMatchObject([{ owner: `${hostname()}:${process.pid}`, mode: "exclusive" }]);
       expect(events[1].waitedMs).toBeGreaterThanOrEqual(190);
       // Gave up after the wait, not after 200 s (a loaded machine may add seconds, not minutes).
       expect(events[1].waitedMs).toBeLessThan(20_000);
@@ -135,7 +141,9 @@ describe("globallock run, file store", () => {
     cli.child.kill("SIGTERM");
     await cli.waitFor(/got SIGTERM/);
     // The command is shutting down: the lock is still held.
-    expect((await files.inspect("signals"))?.pid).toBe(cli.child.pid);
+    expect((await files.inspect(undefined, "signals")).holders).toMatchObject([
+      { owner: `${hostname()}:${cli.child.pid}` },
+    ]);
     const result = await cli.exited;
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/got SIGTERM\nbye/);
@@ -239,10 +247,7 @@ describe("globallock run, file store", () => {
     const result = await cli.exited;
     expect(result.code).toBe(125);
     expect(result.stdout).toContain("ignored");
-    const events = result.stderr
-      .trim()
-      .split("\n")
-      .map((line) => JSON.parse(line));
+    const events = jsonLines(result.stderr);
     expect(events.map((e) => e.event)).toEqual([
       "acquired",
       "started",
@@ -299,17 +304,122 @@ describe("globallock run, file store", () => {
     });
   });
 
-  it("status says whether the key is held (0) or free (1), with the holder", async () => {
-    const lease = await files.acquire(undefined, "inspected");
+  it("status prints the holder (--owner, mode, time left, fencing token) and waiters, held (0) or free (1); --json too", async () => {
+    const marker = join(directory, "inspected-done");
+    const command = nodeCommand(
+      `console.log("token=" + process.env.T); const t = setInterval(() => {` +
+        ` if (require("fs").existsSync(${JSON.stringify(marker)})) clearInterval(t); }, 20);`,
+    );
+    const owner = "nightly backup (ops)";
+    const cli = startCli([
+      "run",
+      ...dirArgs,
+      "--key",
+      "inspected",
+      "--owner",
+      owner,
+      "--fencing-env",
+      "T",
+      "--",
+      ...command,
+    ]);
+    await cli.waitFor(/token=\d+/);
+    const token = /token=(\d+)/.exec(cli.stdout)?.[1] as string;
     const held = await runCli(["status", ...dirArgs, "--key", "inspected"]);
     expect(held.code).toBe(0);
-    expect(held.stdout).toMatch(new RegExp(`inspected: held by pid ${process.pid} on .*lease ends in`));
+    const [before, after] = [
+      `inspected: held by ${owner} (exclusive, lease ends in `,
+      ` s unless extended, fencing token ${token}) (file store ${directory})\n`,
+    ].map((text) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
+    expect(held.stdout).toMatch(new RegExp(`^${before}[\\d.]+${after}$`));
     const json = await runCli(["status", ...dirArgs, "--key", "inspected", "--json"]);
-    expect(JSON.parse(json.stdout)).toMatchObject({ key: "inspected", held: true, pid: process.pid });
-    await lease.release();
+    const parsed = JSON.parse(json.stdout);
+    expect(parsed).toEqual({
+      key: "inspected",
+      store: `file store ${directory}`,
+      held: true,
+      holders: [{ owner, mode: "exclusive", weight: 1, expiresInMs: expect.any(Number), fencingToken: token }],
+      waiting: 0,
+    });
+    expect(parsed.holders[0].expiresInMs).toBeGreaterThan(0);
+    expect(parsed.holders[0].expiresInMs).toBeLessThanOrEqual(30_000);
+    writeFileSync(marker, "");
+    expect((await cli.exited).code).toBe(0);
     const free = await runCli(["status", ...dirArgs, "--key", "inspected"]);
     expect(free.code).toBe(1);
-    expect(free.stdout).toMatch(/inspected: free/);
+    expect(free.stdout).toBe(`inspected: free (file store ${directory})\n`);
+    const freeJson = await runCli(["status", ...dirArgs, "--key", "inspected", "--json"]);
+    expect(freeJson.code).toBe(1);
+    expect(JSON.parse(freeJson.stdout)).toEqual({
+      key: "inspected",
+      store: `file store ${directory}`,
+      held: false,
+      holders: [],
+      waiting: 0,
+    });
+  });
+
+  it("--max-hold: the lease is no longer extended and is lost (max-hold); --on-lost warn keeps the command running", async () => {
+    const marker = join(directory, "capped-done");
+    const cli = startCli([
+      "run",
+      ...dirArgs,
+      "--key",
+      "capped",
+      "--expiry",
+      "1s",
+      "--max-hold",
+      "1s",
+      "--json",
+      "--",
+      ...untilMarker(marker),
+    ]);
+    await cli.waitFor(/ready/);
+    await cli.waitFor(/"event":"lost"/, "stderr", 20_000);
+    // Lost: the key is free while the command still runs (nothing killed it).
+    expect((await runCli(["status", ...dirArgs, "--key", "capped"])).code).toBe(1);
+    expect(cli.stdout).not.toContain("finished");
+    writeFileSync(marker, "");
+    const result = await cli.exited;
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("finished");
+    const events = jsonLines(result.stderr);
+    expect(events.map((e) => e.event)).toEqual(["acquired", "started", "lost", "exited", "released"]);
+    expect(events.find((e) => e.event === "lost")).toMatchObject({ reason: "max-hold", action: "warn" });
+  });
+
+  it("--max-hold with --on-lost kill stops the command when the cap is reached (125); bad caps are usage errors", async () => {
+    const child = nodeCommand(`console.log("ready"); setTimeout(() => console.log("finished"), 60_000);`);
+    const capped = [
+      "run",
+      ...dirArgs,
+      "--key",
+      "capped-kill",
+      "--expiry",
+      "1s",
+      "--max-hold",
+      "1s",
+      "--on-lost",
+      "kill",
+    ];
+    const result = await runCli([...capped, "--", ...child]);
+    expect(result.code).toBe(125);
+    expect(result.stdout).not.toContain("finished");
+    expect(result.stderr).toMatch(/held for its maxHold.*stopping the command/);
+    const bad = await Promise.all([
+      runCli(["run", ...dirArgs, "--key", "k", "--max-hold", "0", "--", "true"]),
+      runCli(["run", ...dirArgs, "--key", "k", "--max-hold", "later", "--", "true"]),
+      // Shorter than the lease (30 s by default): refused by the locker.
+      runCli(["run", ...dirArgs, "--key", "k", "--max-hold", "1s", "--", "true"]),
+      runCli(["run", ...dirArgs, "--key", "k", "--owner", "", "--", "true"]),
+      runCli(["run", ...dirArgs, "--key", "k", "--owner", "x".repeat(257), "--", "true"]),
+    ]);
+    expect(bad.map((r) => r.code)).toEqual([64, 64, 64, 64, 64]);
+    expect(bad[0]?.stderr).toMatch(/--max-hold: expected a positive duration, received "0"/);
+    expect(bad[1]?.stderr).toMatch(/--max-hold: expected a duration .*received "later"/);
+    expect(bad[2]?.stderr).toMatch(/maxHold/);
+    expect(bad[3]?.stderr).toMatch(/--owner: expected a name of 1 to 256 bytes/);
+    expect(bad[4]?.stderr).toMatch(/--owner: expected a name of 1 to 256 bytes/);
   });
 
   it("is the package's bin: the built file, executable, with a node shebang", () => {
@@ -333,13 +443,13 @@ describe("globallock run, file store", () => {
     try {
       const command = `${process.execPath} ${CLI_PATH()} run --dir ${directory} --key tty --wait 700ms -- true`;
       const output = execFileSync("script", ["-qfec", command, "/dev/null"], { encoding: "utf8" }).toString();
-      expect(output).toMatch(new RegExp(`waiting for lock "tty" \\(held by pid ${process.pid} on [^,]+, for`));
+      expect(output).toMatch(new RegExp(`waiting for lock "tty" \\(held by ${hostname()}:${process.pid} \\(exclusive`));
       expect(output).toContain("\r\x1b[2K");
       expect(output).toMatch(/gave up waiting for lock "tty" after/);
     } catch (error) {
       // script exits with the command's status (124 here): its output is on the error.
       const output = String((error as { stdout?: unknown }).stdout);
-      expect(output).toMatch(new RegExp(`waiting for lock "tty" \\(held by pid ${process.pid} on [^,]+, for`));
+      expect(output).toMatch(new RegExp(`waiting for lock "tty" \\(held by ${hostname()}:${process.pid} \\(exclusive`));
       expect(output).toMatch(/gave up waiting for lock "tty" after/);
     } finally {
       await lease.release();
@@ -386,14 +496,14 @@ describe("globallock run, Redis", () => {
     );
   });
 
-  it("takes the URL from GLOBALLOCK_REDIS_URL; status shows the TTL; --no-wait exits 75", async () => {
+  it("takes the URL from GLOBALLOCK_REDIS_URL; status shows the holder; --no-wait exits 75", async () => {
     const env = { GLOBALLOCK_REDIS_URL: (servers[0] as RedisServer).url };
     const cli = startCli(["run", "--key", "env", "--", ...untilMarker(join(directory, "env-done"))], env);
     await cli.waitFor(/ready/);
     expect(await admin.pttl("globallock:env")).toBeGreaterThan(0);
     const status = await runCli(["status", "--key", "env"], env);
     expect(status.code).toBe(0);
-    expect(status.stdout).toMatch(/env: held by .*lease ends in/);
+    expect(status.stdout).toMatch(/env: held by \S+:\d+ \(exclusive, lease ends in/);
     expect((await runCli(["run", "--key", "env", "--no-wait", "--", "true"], env)).code).toBe(75);
     writeFileSync(join(directory, "env-done"), "");
     expect((await cli.exited).code).toBe(0);

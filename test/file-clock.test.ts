@@ -10,6 +10,7 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { existsSync, readdirSync, renameSync, rmSync } from "node:fs";
+import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FileLocker, type FileLockerOptions, type Lease } from "../src/index.js";
@@ -113,7 +114,10 @@ describe.skipIf(process.platform !== "linux")("FileLocker: wall-clock steps and 
     const lease = await waiting;
     console.log(`killed holder → next holder: ${Math.round(performance.now() - killedAt)} ms (lease 60 s)`);
     expect(waiter.stats.deadHolderTakeovers).toBe(1);
-    expect(await waiter.inspect("killed")).toMatchObject({ pid: process.pid, dead: false, stale: false });
+    // The new holder is this process (the default owner), live.
+    expect((await waiter.inspect(undefined, "killed")).holders).toMatchObject([
+      { owner: `${hostname()}:${process.pid}` },
+    ]);
     expect(await lease.releaseWithOutcome()).toBe("released");
   });
 
@@ -140,7 +144,7 @@ describe.skipIf(process.platform !== "linux")("FileLocker: wall-clock steps and 
       await exited;
       const waiter = local();
       // The holder is gone, its `sleep` is not: the lock is still held, and reads as not dead.
-      expect(await waiter.inspect("group")).toMatchObject({ dead: false, stale: false });
+      expect((await waiter.inspect(undefined, "group")).holders).toHaveLength(1);
       expect(await waiter.tryAcquire(undefined, "group")).toBeUndefined();
       process.kill(leftBehind, "SIGKILL");
       await eventually(() => !existsSync(`/proc/${leftBehind}`));
@@ -162,7 +166,8 @@ describe.skipIf(process.platform !== "linux")("FileLocker: wall-clock steps and 
       fields[START] = String(Number(fields[START]) + 1);
     });
     const waiter = local();
-    expect(await waiter.inspect("reused")).toMatchObject({ dead: true, stale: true });
+    // A dead holder's entry is stale: inspect lists no holder.
+    expect((await waiter.inspect(undefined, "reused")).holders).toEqual([]);
     const taken = await waiter.tryAcquire(undefined, "reused");
     expect(taken).toBeDefined();
     expect(waiter.stats.deadHolderTakeovers).toBe(1);
@@ -187,7 +192,7 @@ describe.skipIf(process.platform !== "linux")("FileLocker: wall-clock steps and 
       fields[NAMESPACE] = String(Number(fields[NAMESPACE]) + 1);
     });
     for (const key of ["other-host", "other-namespace"]) {
-      expect(await waiter.inspect(key), key).toMatchObject({ dead: false, stale: false });
+      expect((await waiter.inspect(undefined, key)).holders, key).toHaveLength(1);
       expect(await waiter.tryAcquire(undefined, key), key).toBeUndefined();
     }
     // This host, an earlier boot: every process of that boot is gone.
@@ -200,11 +205,11 @@ describe.skipIf(process.platform !== "linux")("FileLocker: wall-clock steps and 
   });
 });
 
-/** Field indexes in an entry's name `T.D.W.A.P.S.N.B.host` (the host may hold dots). */
+/** Field indexes in an entry's name `T.D.W.A.P.S.N.B.F.O.host` (the host may hold dots). */
 const START = 5;
 const NAMESPACE = 6;
 const BOOT = 7;
-const HOST = 8;
+const HOST = 10;
 
 /** Renames the one entry of a lock, changing the fields of its name. */
 function rewriteEntry(lock: string, change: (fields: string[]) => void): void {

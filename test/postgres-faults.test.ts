@@ -106,11 +106,12 @@ describe("PostgresLocker faults", () => {
       Number(
         (
           await fixture.server.query<{ n: string }>(
-            "SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = 'globallock-leak'",
+            "SELECT count(*) AS n FROM pg_stat_activity WHERE application_name LIKE 'globallock-leak%'",
           )
         )[0]?.n,
       );
-    const locker = new PostgresLocker(pool);
+    // Its session shows the owner as application_name while the locker has it.
+    const locker = new PostgresLocker(pool, { owner: "globallock-leak-owner" });
     const key = uniqueKey("pg-leak");
     const lease = await locker.acquire(undefined, key, { fencing: true });
     const waiting = locker.lock(undefined, key).catch((e: unknown) => e);
@@ -126,11 +127,11 @@ describe("PostgresLocker faults", () => {
     const client = await pool.connect();
     const [state] = (
       await client.query(
-        "SELECT (SELECT count(*) FROM pg_listening_channels()) AS listening, (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()) AS locks",
+        "SELECT (SELECT count(*) FROM pg_listening_channels()) AS listening, (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()) AS locks, current_setting('application_name') AS name",
       )
     ).rows;
     client.release();
-    expect(state).toEqual({ listening: "0", locks: "0" });
+    expect(state).toEqual({ listening: "0", locks: "0", name: "globallock-leak" });
     await pool.end();
     await eventually(async () => (await sessions()) === 0);
     const other = fixture.locker();

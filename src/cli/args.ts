@@ -4,6 +4,7 @@
  */
 import { parseArgs } from "node:util";
 import { MAX_TIMER_DELAY_MS, MIN_EXPIRY_MS } from "../core/limits.js";
+import { MAX_OWNER_BYTES } from "../core/locker-options.js";
 import { EXIT } from "./exit-codes.js";
 
 /** A mistake on the command line: printed with a pointer to `--help`, exit status 64. */
@@ -34,6 +35,10 @@ export interface RunCommand {
   readonly fencingEnv: string | undefined;
   readonly onLost: OnLost;
   readonly killAfterMs: number;
+  /** `--owner`: the locker's owner (who `status` says holds the lock); default `hostname:pid`. */
+  readonly owner: string | undefined;
+  /** `--max-hold`: the longest the lease is kept (`AcquireOptions.maxHold`); `undefined`: no cap. */
+  readonly maxHoldMs: number | undefined;
   readonly json: boolean;
   /** The command and its arguments. */
   readonly argv: readonly [string, ...string[]];
@@ -88,6 +93,10 @@ Run options:
                          warning and let it run (warn, the default), or stop it
                          (kill: SIGTERM, then SIGKILL after --kill-after)
   --kill-after DURATION  the grace between SIGTERM and SIGKILL (default 10s)
+  --owner NAME           who holds the lock, as status shows it (at most 256
+                         bytes; default hostname:pid)
+  --max-hold DURATION    stop extending the lease after this long: it then runs
+                         out and is lost (reason max-hold), and --on-lost applies
   --json                 report every event as one JSON line on stderr
 
 Durations: 250ms, 10s, 5m, 1h, or a number of seconds (1.5). While waiting on a
@@ -152,6 +161,8 @@ const RUN_OPTIONS = {
   "fencing-env": { type: "string" },
   "on-lost": { type: "string" },
   "kill-after": { type: "string" },
+  owner: { type: "string" },
+  "max-hold": { type: "string" },
 } as const;
 
 /**
@@ -211,6 +222,8 @@ function parseRun(argv: readonly string[], env: NodeJS.ProcessEnv): Invocation {
     fencingEnv,
     onLost,
     killAfterMs: optionalDuration("--kill-after", values["kill-after"]) ?? 10_000,
+    owner: ownerOf(values.owner),
+    maxHoldMs: maxHoldOf(values["max-hold"]),
     json: values.json === true,
     argv: [program, ...args],
   };
@@ -289,6 +302,21 @@ function expiryOf(text: string | undefined): number | undefined {
   if (ms !== undefined && ms < MIN_EXPIRY_MS) {
     throw new UsageError(`--expiry: expected at least ${MIN_EXPIRY_MS}ms, received ${JSON.stringify(text)}`);
   }
+  return ms;
+}
+
+/** `--owner`: a non-empty name of at most {@link MAX_OWNER_BYTES} bytes (the locker's `owner`). */
+function ownerOf(text: string | undefined): string | undefined {
+  if (text !== undefined && (text === "" || Buffer.byteLength(text, "utf8") > MAX_OWNER_BYTES)) {
+    throw new UsageError(`--owner: expected a name of 1 to ${MAX_OWNER_BYTES} bytes, received ${JSON.stringify(text)}`);
+  }
+  return text;
+}
+
+/** `--max-hold`: a positive duration (the core checks it against the lease). */
+function maxHoldOf(text: string | undefined): number | undefined {
+  const ms = optionalDuration("--max-hold", text);
+  if (ms === 0) throw new UsageError(`--max-hold: expected a positive duration, received ${JSON.stringify(text)}`);
   return ms;
 }
 

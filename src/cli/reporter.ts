@@ -3,8 +3,6 @@
  * (`{"event": "...", "time": "<ISO 8601>", ...}`); otherwise short human messages, and, while
  * waiting on a terminal, one status line rewritten in place.
  */
-import type { HolderInfo } from "./store.js";
-
 /** Where the reporter writes (stderr; a stand-in in tests). */
 export interface Output {
   write(text: string): unknown;
@@ -64,17 +62,4 @@ export function formatMs(ms: number): string {
   if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
   const minutes = Math.floor(ms / 60_000);
   return `${minutes} min ${Math.round((ms % 60_000) / 1000)} s`;
-}
-
-/** "pid 1234 on host, for 5.2 s" / "TTL 12.0 s" / "someone else": who holds a key, as far as known. */
-export function describeHolder(holder: HolderInfo | undefined): string {
-  if (holder === undefined || !holder.held) return "someone else";
-  const parts: string[] = [];
-  if (holder.pid !== undefined) parts.push(`pid ${holder.pid}${holder.host === undefined ? "" : ` on ${holder.host}`}`);
-  if (holder.acquiredAt !== undefined) parts.push(`for ${formatMs(Date.now() - holder.acquiredAt)}`);
-  if (holder.servers !== undefined && holder.servers.of > 1) {
-    parts.push(`on ${holder.servers.holding} of ${holder.servers.of} servers`);
-  }
-  if (holder.ttlMs !== undefined) parts.push(`lease ends in ${formatMs(holder.ttlMs)} unless extended`);
-  return parts.length === 0 ? "someone else" : parts.join(", ");
 }

@@ -6,11 +6,12 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { constants } from "node:os";
 import { InvalidArgumentError, type LockLostError, StoreUnavailableError, UnsupportedError } from "../errors.js";
-import type { AcquireOptions, Lease } from "../locker.js";
+import type { AcquireOptions, Lease, LockInfo } from "../locker.js";
 import type { RunCommand } from "./args.js";
 import { EXIT } from "./exit-codes.js";
-import { describeHolder, formatMs, type Reporter } from "./reporter.js";
-import { type HolderInfo, type OpenStore, openStore } from "./store.js";
+import { describeHolders, lockInfoJson } from "./holders.js";
+import { formatMs, type Reporter } from "./reporter.js";
+import { type OpenStore, openStore } from "./store.js";
 import { tether } from "./tether.js";
 
 /** The signals forwarded to the command (and that interrupt a wait). */
@@ -50,7 +51,7 @@ export async function runCommand(cmd: RunCommand, reporter: Reporter): Promise<n
   });
   let store: OpenStore | undefined;
   try {
-    store = await openStore(cmd.store, cmd.expiryMs);
+    store = await openStore(cmd.store, { expiry: cmd.expiryMs, owner: cmd.owner });
     interrupt.signal.throwIfAborted();
     const lease = await obtain(cmd, store, reporter, interrupt.signal);
     if (typeof lease === "number") return lease;
@@ -78,16 +79,18 @@ async function obtain(
 ): Promise<Lease | number> {
   const options: AcquireOptions = { fencing: cmd.fencingEnv !== undefined };
   if (cmd.expiryMs !== undefined) options.expiry = cmd.expiryMs;
+  if (cmd.maxHoldMs !== undefined) options.maxHold = cmd.maxHoldMs;
   const startedAt = performance.now();
   const first = await store.locker.tryAcquire(interrupt, cmd.key, options);
   if (first !== undefined) return acquired(first, cmd, reporter, 0);
-  const holder = await store.holder(cmd.key).catch(() => undefined);
+  const holder = await store.locker.inspect(undefined, cmd.key).catch(() => undefined);
+  const holders = holder === undefined ? null : lockInfoJson(holder).holders;
   if (cmd.waitMs === 0) {
-    reporter.event("not-acquired", { key: cmd.key, reason: "held", holder });
-    reporter.say(`lock "${cmd.key}" is held by ${describeHolder(holder)}`, true);
+    reporter.event("not-acquired", { key: cmd.key, reason: "held", holders });
+    reporter.say(`lock "${cmd.key}" is held by ${describeHolders(holder)}`, true);
     return EXIT.HELD;
   }
-  reporter.event("waiting", { key: cmd.key, store: store.label, holder, waitMs: cmd.waitMs ?? null });
+  reporter.event("waiting", { key: cmd.key, store: store.label, holders, waitMs: cmd.waitMs ?? null });
   const wait = new AbortController();
   const stop = (reason: unknown): void => {
     if (!wait.signal.aborted) wait.abort(reason);
@@ -121,13 +124,13 @@ function acquired(lease: Lease, cmd: RunCommand, reporter: Reporter, waitedMs: n
   return lease;
 }
 
-/** On a terminal: "waiting for lock "k" (held by pid 1 on h, for 3.0 s) — waited 1.2 s", redrawn. */
+/** On a terminal: "waiting for lock "k" (held by host:1 (exclusive, …)) — waited 1.2 s", redrawn. */
 function waitingLine(
   key: string,
   store: OpenStore,
   reporter: Reporter,
   startedAt: number,
-  initial: HolderInfo | undefined,
+  initial: LockInfo | undefined,
 ): { stop(): void } {
   if (!reporter.interactive) return { stop: () => undefined };
   let holder = initial;
@@ -135,12 +138,12 @@ function waitingLine(
   let asking = false;
   const draw = (): void => {
     reporter.status(
-      `globallock: waiting for lock "${key}" (held by ${describeHolder(holder)}) — waited ${formatMs(performance.now() - startedAt)}`,
+      `globallock: waiting for lock "${key}" (held by ${describeHolders(holder)}) — waited ${formatMs(performance.now() - startedAt)}`,
     );
     if (!asking && performance.now() - askedAt >= HOLDER_EVERY_MS) {
       asking = true;
       askedAt = performance.now();
-      void store.holder(key).then(
+      void store.locker.inspect(undefined, key).then(
         (found) => {
           holder = found;
           asking = false;

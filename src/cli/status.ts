@@ -1,7 +1,11 @@
-/** `globallock status --key NAME`: whether the key is held, by whom as far as the store knows. */
+/**
+ * `globallock status --key NAME`: who holds the key (owner, mode, time left, fencing token) and how
+ * many wait for it, as the store's `inspect` tells (see `holders.ts` for the JSON).
+ */
 import type { StatusCommand } from "./args.js";
 import { EXIT } from "./exit-codes.js";
-import { describeHolder, type Reporter } from "./reporter.js";
+import { describeHolder, lockInfoJson } from "./holders.js";
+import type { Reporter } from "./reporter.js";
 import { failure } from "./run.js";
 import { type OpenStore, openStore } from "./store.js";
 
@@ -9,12 +13,23 @@ import { type OpenStore, openStore } from "./store.js";
 export async function statusCommand(cmd: StatusCommand, reporter: Reporter, stdout: { write(text: string): unknown }) {
   let store: OpenStore | undefined;
   try {
-    store = await openStore(cmd.store, undefined);
-    const holder = await store.holder(cmd.key);
-    if (cmd.json) stdout.write(`${JSON.stringify({ key: cmd.key, store: store.label, ...holder })}\n`);
-    else if (holder.held) stdout.write(`${cmd.key}: held by ${describeHolder(holder)} (${store.label})\n`);
-    else stdout.write(`${cmd.key}: free (${store.label})\n`);
-    return holder.held ? 0 : EXIT.FREE;
+    store = await openStore(cmd.store);
+    const info = await store.locker.inspect(undefined, cmd.key);
+    const held = info.holders.length > 0;
+    if (cmd.json) {
+      stdout.write(`${JSON.stringify({ key: cmd.key, store: store.label, ...lockInfoJson(info) })}\n`);
+    } else {
+      const waiting = info.waiting > 0 ? `; ${info.waiting} waiting` : "";
+      const [first] = info.holders;
+      if (!held) stdout.write(`${cmd.key}: free (${store.label})${waiting}\n`);
+      else if (info.holders.length === 1 && first !== undefined) {
+        stdout.write(`${cmd.key}: held by ${describeHolder(first)} (${store.label})${waiting}\n`);
+      } else {
+        const lines = info.holders.map((holder) => `  ${describeHolder(holder)}\n`).join("");
+        stdout.write(`${cmd.key}: held by ${info.holders.length} holders (${store.label})${waiting}\n${lines}`);
+      }
+    }
+    return held ? 0 : EXIT.FREE;
   } catch (error) {
     return failure(error, cmd, reporter);
   } finally {

@@ -1,7 +1,7 @@
 /**
  * The store of a `globallock` invocation: a {@link FileLocker} (the default) or a
- * {@link RedisLocker} over clients the CLI creates from `--redis` URLs, with what `status` and the
- * waiting line need to know about a key's holder.
+ * {@link RedisLocker} over clients the CLI creates from `--redis` URLs. `status` and the waiting
+ * line ask its locker's `inspect` who holds a key.
  */
 import type { Redis } from "ioredis";
 import { StoreUnavailableError } from "../errors.js";
@@ -11,27 +11,11 @@ import type { Locker } from "../locker.js";
 import { RedisLocker } from "../redis/redis-locker.js";
 import type { StoreChoice } from "./args.js";
 
-/** What is known about who holds a key. */
-export interface HolderInfo {
-  readonly held: boolean;
-  /** File store: the holder's process id and host. */
-  readonly pid?: number | undefined;
-  readonly host?: string | undefined;
-  /** File store: when it was granted (wall-clock ms). */
-  readonly acquiredAt?: number | undefined;
-  /** Ms until the lease runs out unless extended (Redis: the key's TTL on the holding servers). */
-  readonly ttlMs?: number | undefined;
-  /** Redis: servers holding the key, of how many. */
-  readonly servers?: { readonly holding: number; readonly of: number } | undefined;
-}
-
 /** An open store. */
 export interface OpenStore {
   readonly locker: Locker;
   /** For messages: `file store <dir>` or `Redis <host:port>[, …]`. */
   readonly label: string;
-  /** Who holds `key` now. */
-  holder(key: string): Promise<HolderInfo>;
   /** Closes the locker and the store's connections. */
   close(): Promise<void>;
 }
@@ -40,32 +24,23 @@ export interface OpenStore {
 const REDIS_PREFIX = "globallock:";
 const CONNECT_TIMEOUT_MS = 5000;
 
-/** Opens the store chosen on the command line, with `expiry` as the default lease (if given). */
-export function openStore(choice: StoreChoice, expiry: number | undefined): Promise<OpenStore> {
-  return choice.kind === "file" ? openFileStore(choice.directory, expiry) : openRedisStore(choice.urls, expiry);
+/** The locker options the command line sets: the default lease (`--expiry`) and `--owner`. */
+export interface CliLockerOptions {
+  readonly expiry?: number | undefined;
+  readonly owner?: string | undefined;
 }
 
-async function openFileStore(directory: string | undefined, expiry: number | undefined): Promise<OpenStore> {
-  const locker = new FileLocker({ directory, expiry });
-  return {
-    locker,
-    label: `file store ${locker.directory}`,
-    holder: async (key) => {
-      const found = await locker.inspectLockFile(key);
-      if (found === undefined || found.stale) return { held: false };
-      return {
-        held: true,
-        pid: found.pid,
-        host: found.host,
-        acquiredAt: found.acquiredAt,
-        ttlMs: found.deadline - Date.now(),
-      };
-    },
-    close: () => locker.close(),
-  };
+/** Opens the store chosen on the command line, with the locker options given there. */
+export function openStore(choice: StoreChoice, options: CliLockerOptions = {}): Promise<OpenStore> {
+  return choice.kind === "file" ? openFileStore(choice.directory, options) : openRedisStore(choice.urls, options);
 }
 
-async function openRedisStore(urls: readonly string[], expiry: number | undefined): Promise<OpenStore> {
+async function openFileStore(directory: string | undefined, options: CliLockerOptions): Promise<OpenStore> {
+  const locker = new FileLocker({ directory, ...options });
+  return { locker, label: `file store ${locker.directory}`, close: () => locker.close() };
+}
+
+async function openRedisStore(urls: readonly string[], lockerOptions: CliLockerOptions): Promise<OpenStore> {
   let RedisClass: typeof Redis;
   try {
     ({ Redis: RedisClass } = await import("ioredis"));
@@ -101,31 +76,14 @@ async function openRedisStore(urls: readonly string[], expiry: number | undefine
       cause: new AggregateError(connected.flatMap((r) => (r.status === "rejected" ? [r.reason] : []))),
     });
   }
-  const locker = new RedisLocker(clients.length === 1 ? (clients[0] as Redis) : clients, { expiry });
+  const locker = new RedisLocker(clients.length === 1 ? (clients[0] as Redis) : clients, lockerOptions);
   return {
     locker,
     label,
-    holder: (key) => redisHolder(clients, `${REDIS_PREFIX}${key}`),
     close: async () => {
       await locker.close();
       for (const client of clients) client.disconnect();
     },
-  };
-}
-
-/** The key's TTL on every server: held when a majority holds it. */
-async function redisHolder(clients: readonly Redis[], redisKey: string): Promise<HolderInfo> {
-  const ttls = await Promise.all(clients.map((client) => client.pttl(redisKey).catch(() => -2)));
-  const holding = ttls.filter((ttl) => ttl > 0 || ttl === -1);
-  if (holding.length === 0 && ttls.every((_ttl, index) => clients[index]?.status !== "ready")) {
-    throw new StoreUnavailableError(redisKey, "no Redis server answered");
-  }
-  const held = holding.length > clients.length / 2;
-  const positive = holding.filter((ttl) => ttl > 0);
-  return {
-    held,
-    ttlMs: held && positive.length > 0 ? Math.min(...positive) : undefined,
-    servers: { holding: holding.length, of: clients.length },
   };
 }
 

@@ -8,6 +8,7 @@ import { access, chmod, lstat, mkdir } from "node:fs/promises";
 import { dirname } from "node:path";
 import { StoreUnavailableError } from "../errors.js";
 import type { ResolvedFileLockerOptions } from "./options.js";
+import { ownerField, writeOwnerFile } from "./owner.js";
 import { codeOf, FileStore } from "./store.js";
 
 /** Attempt directories older than this are left over by a killed process, and are removed. */
@@ -27,7 +28,7 @@ export class LockDirectory {
 
   constructor(options: ResolvedFileLockerOptions) {
     this.#options = options;
-    this.store = new FileStore(options.directory);
+    this.store = new FileStore(options.directory, ownerField(options.owner));
   }
 
   /** Whether the directory is ready (no need to wait for {@link prepare}). */
@@ -35,10 +36,15 @@ export class LockDirectory {
     return this.#prepared;
   }
 
-  /** Creates (and, for the default directory, checks) the lock directory, once. */
+  /**
+   * Creates (and, for the default directory, checks) the lock directory, once; writes the owner
+   * file an owner too long for an entry's name needs (see `owner.ts`).
+   */
   prepare(): Promise<void> {
     if (this.#prepared) return Promise.resolve();
-    this.#ready ??= prepareDirectory(this.#options).then(
+    this.#ready ??= prepareDirectory(this.#options, () =>
+      writeOwnerFile(this.#options.directory, this.#options.owner, this.store.ownerField),
+    ).then(
       () => {
         this.#prepared = true;
         void this.store.sweepAttempts(STALE_ATTEMPT_MS);
@@ -89,11 +95,15 @@ async function makeDirectory(path: string, parents: number): Promise<void> {
 }
 
 /**
- * Creates the lock directory (mode 0700). The default directory lives in a shared temporary
- * folder, so it must be a real directory (not a symbolic link) owned by this user; group and
- * others lose any access they had. Any failure is a {@link StoreUnavailableError} with its cause.
+ * Creates the lock directory (mode 0700), then runs `finish` in it. The default directory lives in
+ * a shared temporary folder, so it must be a real directory (not a symbolic link) owned by this
+ * user; group and others lose any access they had. Any failure is a {@link StoreUnavailableError}
+ * with its cause.
  */
-async function prepareDirectory({ directory, defaultDirectory }: ResolvedFileLockerOptions): Promise<void> {
+async function prepareDirectory(
+  { directory, defaultDirectory }: ResolvedFileLockerOptions,
+  finish: () => Promise<void>,
+): Promise<void> {
   const fail = (problem: string, cause?: unknown): StoreUnavailableError =>
     new StoreUnavailableError(directory, `The lock directory ${directory} ${problem}`, { cause });
   try {
@@ -112,6 +122,7 @@ async function prepareDirectory({ directory, defaultDirectory }: ResolvedFileLoc
   }
   try {
     await access(directory, constants.W_OK | constants.X_OK);
+    await finish();
   } catch (error) {
     throw fail(`is not writable (${codeOf(error)})`, error);
   }

@@ -3,13 +3,16 @@
  * (see `store.ts`). Its name is
  *
  * ```
- * T.D.W.A.P.S.N.B.host
+ * T.D.W.A.P.S.N.B.F.O.host
  * ```
  *
  * the random 16-byte token `T` (hex); the deadline `D` in ms on the boot's monotonic clock and
  * the same deadline `W` in wall-clock ms; the wall-clock grant time `A`; the holder's pid `P`, its
  * start time `S` (clock ticks since boot), its pid namespace `N`; the boot id `B` (32 hex digits,
- * `0` where unknown); and the host name.
+ * `0` where unknown; `P`, `S` and `N` are 0 in a lease handed off to another process, which only
+ * its deadline ends); the grant's fencing token `F` (`0`: none); the holder locker's `owner` `O`
+ * (see `owner.ts`: percent-encoded, or a reference to an owner file when it is too long for a
+ * name); and the host name.
  *
  * Reading an entry: another process of the same host and boot compares `D` with its own monotonic
  * clock (wall-clock steps move neither) and can tell whether the holder is dead; any other reader
@@ -35,17 +38,38 @@ export interface Entry {
   readonly pidNamespace: number;
   /** The boot id of the writer's host (`""`: unknown). */
   readonly bootId: string;
+  /** The grant's fencing token (`undefined`: none was issued with the grant). */
+  readonly fence: bigint | undefined;
+  /** The holder's owner as the name carries it (see `owner.ts`; `""`: none). */
+  readonly owner: string;
   readonly host: string;
 }
 
 const ENTRY =
-  /^([0-9a-f]{32})\.(\d{1,16})\.(\d{1,16})\.(\d{1,16})\.(\d{1,10})\.(\d{1,20})\.(\d{1,20})\.([0-9a-f]{32}|0)\.(.+)$/;
+  /^([0-9a-f]{32})\.(\d{1,16})\.(\d{1,16})\.(\d{1,16})\.(\d{1,10})\.(\d{1,20})\.(\d{1,20})\.([0-9a-f]{32}|0)\.(\d{1,20})\.([^.]*)\.(.+)$/;
+
+/** Fencing tokens an entry's name can carry: below 10^20 (20 digits). */
+const MAX_FENCE = 10n ** 20n;
+
+/** The longest name a file system takes (NAME_MAX on Linux and macOS, in bytes). */
+const NAME_MAX = 255;
+
+/**
+ * The longest owner field an entry of this process can carry and stay within {@link NAME_MAX}:
+ * the name's other fields at their longest (deadlines of 16 digits, a fencing token of 20) plus
+ * the 19 characters a queue ticket adds before an entry's name (see `permits.ts`).
+ */
+export const MAX_OWNER_FIELD =
+  NAME_MAX -
+  (32 + 3 * 16 + 20 + 19 + 11) -
+  `${process.pid}${SELF_START_TIME}${PID_NAMESPACE}${BOOT_ID || "0"}${HOST}`.length;
 
 /** Parses an entry name; `undefined` for anything else. */
 export function parseEntry(name: string): Entry | undefined {
   const match = ENTRY.exec(name);
   if (match === null) return undefined;
-  const [, token, deadline, wall, acquiredAt, pid, start, namespace, boot, host] = match as unknown as string[];
+  const [, token, deadline, wall, acquiredAt, pid, start, namespace, boot, fence, owner, host] =
+    match as unknown as string[];
   return {
     name,
     token: token as string,
@@ -56,17 +80,33 @@ export function parseEntry(name: string): Entry | undefined {
     startTime: Number(start),
     pidNamespace: Number(namespace),
     bootId: boot === "0" ? "" : (boot as string),
+    fence: fence === "0" ? undefined : BigInt(fence as string),
+    owner: owner as string,
     host: host as string,
   };
 }
 
-/** An entry of this process with `token`, granted at `acquiredAt`, running out `expiry` ms from now. */
-export function entryOf(token: string, expiry: number, acquiredAt: number): Entry {
+/**
+ * An entry of this process with `token`, granted at `acquiredAt`, running out `expiry` ms from
+ * now, for `owner` (an owner field of at most {@link MAX_OWNER_FIELD} characters, see `owner.ts`)
+ * with the grant's fencing token `fence`.
+ */
+export function entryOf(
+  token: string,
+  expiry: number,
+  acquiredAt: number,
+  owner = "",
+  fence: bigint | undefined = undefined,
+  detached = false,
+): Entry {
   const deadline = monotonicNow() + expiry;
   const wallDeadline = Date.now() + expiry;
-  const { pid } = process;
-  // T.D.W.A.P.S.N.B.host (see the module comment).
-  const name = `${token}.${deadline}.${wallDeadline}.${acquiredAt}.${pid}.${SELF_START_TIME}.${PID_NAMESPACE}.${BOOT_ID || "0"}.${HOST}`;
+  // A detached entry (a lease handed off) names no process: only its deadline ends it.
+  const [pid, startTime, pidNamespace] = detached ? [0, 0, 0] : [process.pid, SELF_START_TIME, PID_NAMESPACE];
+  // A token too long for its field (never in practice: 20 digits) is left out rather than break the name.
+  const kept = fence !== undefined && fence > 0n && fence < MAX_FENCE ? fence : undefined;
+  // T.D.W.A.P.S.N.B.F.O.host (see the module comment).
+  const name = `${token}.${deadline}.${wallDeadline}.${acquiredAt}.${pid}.${startTime}.${pidNamespace}.${BOOT_ID || "0"}.${kept ?? 0n}.${owner}.${HOST}`;
   return {
     name,
     token,
@@ -74,9 +114,11 @@ export function entryOf(token: string, expiry: number, acquiredAt: number): Entr
     wallDeadline,
     acquiredAt,
     pid,
-    startTime: SELF_START_TIME,
-    pidNamespace: PID_NAMESPACE,
+    startTime,
+    pidNamespace,
     bootId: BOOT_ID,
+    fence: kept,
+    owner,
     host: HOST,
   };
 }

@@ -1,14 +1,21 @@
-import type { BackendEvents, BackendFactory, StoreBackend, StoredView } from "../core/backend.js";
+import type {
+  AdoptRequest,
+  BackendEvents,
+  BackendFactory,
+  StoreBackend,
+  StoredHolder,
+  StoredView,
+} from "../core/backend.js";
 import { type AttemptOutcome, type AttemptRequest, type ExtendOutcome, LockHandle } from "../core/backend.js";
 import { withDefaults } from "../core/backend-defaults.js";
-import { UnsupportedError } from "../errors.js";
 import { withTimeout } from "../internal/sleep.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { hashKey, type LockDirectory } from "./directory.js";
-import { type Entry, remainingMs } from "./entry.js";
+import { type Entry, remainingMs, takeable } from "./entry.js";
 import type { ResolvedFileLockerOptions } from "./options.js";
-import { ahead, PermitFiles, type Ticket } from "./permits.js";
+import { readOwner } from "./owner.js";
+import { ahead, PermitFiles, type Ticket, ticketEntry } from "./permits.js";
 import type { TakeResult } from "./store.js";
 import { FileReleaseWatcher } from "./watcher.js";
 
@@ -35,6 +42,11 @@ interface Held {
  *
  * The resource of a key is the key itself: the watcher names it in its events; operations hash it.
  *
+ * Each entry carries its holder's `owner` in its name (see `owner.ts`), so `inspect` reads who
+ * holds a key from one directory listing (three for a read-write key: the writer, the readers, the
+ * queue). A lease is handed off in the directory's scope; `adopt` renames the handed entry to one
+ * of its own (see {@link FileStore.adoptEntry}).
+ *
  * @param limit the permits of a read-write key (a writer's weight); `undefined` for locks.
  */
 export function fileBackend(
@@ -48,6 +60,8 @@ export function fileBackend(
 class FileBackend implements StoreBackend {
   readonly countsPermits: boolean;
   readonly supportsFencing = true;
+  /** Handles name the lock directory: a handle adopts only in the directory it was handed off in. */
+  readonly handOff: { readonly scope: string };
   readonly watcher: FileReleaseWatcher;
   readonly #directory: LockDirectory;
   readonly #permits: PermitFiles | undefined;
@@ -67,6 +81,7 @@ class FileBackend implements StoreBackend {
     this.countsPermits = limit !== undefined;
     this.#permits = limit === undefined ? undefined : new PermitFiles(directory.store);
     this.#ticketTtl = Math.max(options.expiry, 3 * options.backoffMax + 1000);
+    this.handOff = { scope: `file:${options.directory}` };
     this.watcher = new FileReleaseWatcher(options.directory, events, (key) => this.#hashOf(key));
   }
 
@@ -75,9 +90,78 @@ class FileBackend implements StoreBackend {
     return hashKey(this.#permits === undefined ? key : `\u0000rw\u0000${key}`);
   }
 
-  /** TEMPORARY (being written in this session): inspect is not wired on this store yet. */
-  async inspect(_resource: string): Promise<StoredView> {
-    throw new UnsupportedError("inspect is not implemented on this store yet");
+  /**
+   * The live entries of `resource` (its lock's; a read-write key's readers' too) and its live
+   * queue tickets, read without changing anything. Time left is measured as the store measures it
+   * (see `remainingMs`): on this boot's monotonic clock for an entry of this boot, else by
+   * comparing the writer's wall-clock deadline with this host's wall clock. Stale entries (past
+   * their deadline, or of a dead holder: the next attempt takes them over) are not listed.
+   */
+  async inspect(resource: string): Promise<StoredView> {
+    const hash = this.#hashOf(resource);
+    const { store } = this.#directory;
+    const permits = this.#permits;
+    const [writers, readers, tickets] = await Promise.all([
+      store.entries(store.lockPath(hash)),
+      permits === undefined ? [] : store.entries(permits.readersPath(hash)),
+      permits === undefined ? [] : store.entries(permits.queuePath(hash), ticketEntry),
+    ]);
+    const live = (entries: Entry[], weight: number): Array<Promise<StoredHolder>> =>
+      entries.filter((entry) => !takeable(entry)).map((entry) => this.#describe(entry, weight));
+    const holders = await Promise.all([...live(writers, this.#limit ?? 1), ...live(readers, 1)]);
+    return { holders, waiting: tickets.filter((ticket) => !takeable(ticket)).length };
+  }
+
+  async #describe(entry: Entry, weight: number): Promise<StoredHolder> {
+    const owner = await readOwner(this.#directory.store.directory, entry.owner);
+    const expiresInMs = Math.max(0, remainingMs(entry));
+    return entry.fence === undefined
+      ? { owner, weight, expiresInMs }
+      : { owner, weight, expiresInMs, fencingToken: entry.fence };
+  }
+
+  /**
+   * Takes over a handed-off lease: renames its entry (the lock's; a reader's, for a weight below a
+   * read-write key's limit) to one of this locker's, in one rename (see
+   * {@link FileStore.adoptEntry}): of two adopters of one handle, the second finds it `"taken"`.
+   */
+  async adopt({ resource, token, weight, duration }: AdoptRequest): Promise<LockHandle | "taken" | "expired"> {
+    const hash = this.#hashOf(resource);
+    const reader = this.#permits !== undefined && weight < (this.#limit as number);
+    const { store } = this.#directory;
+    const dir = reader ? (this.#permits as PermitFiles).readersPath(hash) : store.lockPath(hash);
+    const result = await this.#directory.use(() => store.adoptEntry(dir, token, newToken(), duration));
+    if (typeof result === "string") return result;
+    const { entry, startedAt } = result;
+    this.#held.set(entry.token, { hash, reader, entry });
+    return new LockHandle(entry.token, resource, startedAt, startedAt + duration);
+  }
+
+  /**
+   * Extends `handle` once for a hand-off, with an entry that names no process (the one handing it
+   * off may exit before it is adopted, and must not be judged dead for it), and forgets it here.
+   * (To be called by the core's `Lease.handOff` instead of `extendMany`: see the report of #19.)
+   */
+  async detach(handle: LockHandle, duration: number): Promise<ExtendOutcome> {
+    const held = this.#held.get(handle.token);
+    if (held === undefined) return "taken";
+    if (performance.now() >= handle.validUntil) return "expired";
+    const startedAt = performance.now();
+    const { store } = this.#directory;
+    const dir = held.reader ? (this.#permits as PermitFiles).readersPath(held.hash) : store.lockPath(held.hash);
+    let next: Entry | undefined;
+    try {
+      await held.extending?.catch(() => undefined);
+      next = await store.run(true, () =>
+        store.moveEntry(dir, held.entry, duration, "hand off a lease in", held.entry.fence, true),
+      );
+    } catch (error) {
+      return error instanceof Error ? error : new Error(String(error));
+    }
+    if (next === undefined) return performance.now() >= handle.validUntil ? "expired" : "taken";
+    this.#held.delete(handle.token);
+    handle.renew(startedAt, startedAt + duration);
+    return "extended";
   }
 
   async acquire(request: AttemptRequest): Promise<AttemptOutcome> {
@@ -184,7 +268,7 @@ class FileBackend implements StoreBackend {
         fencingToken = await store.nextFencingToken(hash);
         // Confirm the grant after the token: a holder that lost the lock meanwhile gets no token.
         const confirmedAt = performance.now();
-        const confirmed = await store.extend(hash, entry, duration);
+        const confirmed = await store.extend(hash, entry, duration, fencingToken);
         if (confirmed === undefined) return { kind: "held" };
         entry = confirmed;
         startedAt = confirmedAt;

@@ -1,13 +1,12 @@
 import { CoreLocker } from "../core/core-locker.js";
 import { LockCore } from "../core/lock-core.js";
-import { LockerClosedError } from "../errors.js";
 import { abortable } from "../internal/abortable.js";
 import type { AcquireCall } from "../internal/traced-locker.js";
 import { validateKey } from "../internal/validate.js";
 import { hashKey, LockDirectory } from "./directory.js";
 import { fileBackend } from "./file-backend.js";
 import { type FileLockerOptions, type ResolvedFileLockerOptions, resolveFileOptions } from "./options.js";
-import type { FileLockHolder, FileStoreStats } from "./store.js";
+import type { FileStoreStats } from "./store.js";
 
 /**
  * A {@link Locker} across the processes of one host, with no server: each lock is a small
@@ -18,7 +17,8 @@ import type { FileLockHolder, FileStoreStats } from "./store.js";
  * How it works (see the `store` module for the file layout):
  *
  * - **Atomic take.** An attempt makes its entry (random token, deadline, grant time, and who holds
- *   it: pid, process start time, pid namespace, boot id and host, all in the entry's name) in a
+ *   it: pid, process start time, pid namespace, boot id, host and the locker's `owner`, all in the
+ *   entry's name; `inspect` reads them back) in a
  *   private directory and renames that directory onto the key's lock directory: the rename succeeds
  *   only if the lock is free, and the lock never exists without its entry.
  * - **Leases.** Every held lock is extended every `expiry / 2` from its own deadline, by renaming
@@ -73,7 +73,6 @@ import type { FileLockHolder, FileStoreStats } from "./store.js";
 export class FileLocker extends CoreLocker<ResolvedFileLockerOptions> {
   readonly #directory: LockDirectory;
   readonly #core: LockCore<ResolvedFileLockerOptions>;
-  #closed = false;
 
   /** @param options see {@link FileLockerOptions}. */
   constructor(options?: FileLockerOptions) {
@@ -101,29 +100,12 @@ export class FileLocker extends CoreLocker<ResolvedFileLockerOptions> {
   }
 
   /**
-   * Who holds `key` now, read from its lock file: pid, host, grant time and deadline (`stale` when
-   * the deadline passed and the next caller will take it over), or `undefined` when it is free.
-   */
-  async inspectLockFile(key: string): Promise<FileLockHolder | undefined> {
-    validateKey(key);
-    if (this.#closed) throw new LockerClosedError();
-    await this.#directory.prepare();
-    return this.#directory.store.holder(hashKey(key));
-  }
-
-  /**
    * The path of `key`'s lock (a directory holding the holder's entry while held) — for tools and
    * tests; deleting it behind a holder's back makes its next extension report the lock lost.
    */
   lockPath(key: string): string {
     validateKey(key);
     return this.#directory.store.lockPath(hashKey(key));
-  }
-
-  /** {@inheritDoc Locker.close} */
-  override close(): Promise<void> {
-    this.#closed = true;
-    return super.close();
   }
 
   /**

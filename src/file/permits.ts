@@ -46,6 +46,12 @@ const ROUNDS = 4;
 
 const ignore = (): undefined => undefined;
 
+/** The entry a queue ticket's name carries; `undefined` for another name. */
+export function ticketEntry(name: string): Entry | undefined {
+  const match = TICKET.exec(name);
+  return match === null ? undefined : parseEntry(match[3] as string);
+}
+
 /** Whether ticket `a` is ahead of ticket `b`. */
 export function ahead(a: Ticket, b: Ticket): boolean {
   return a.seq < b.seq || (a.seq === b.seq && a.entry.token < b.entry.token);
@@ -56,6 +62,16 @@ export class PermitFiles {
 
   constructor(store: FileStore) {
     this.#store = store;
+  }
+
+  /** The readers' directory of `hash`. */
+  readersPath(hash: string): string {
+    return this.#path(hash, "rd");
+  }
+
+  /** The queue's directory of `hash`. */
+  queuePath(hash: string): string {
+    return this.#path(hash, "q");
   }
 
   #path(hash: string, suffix: string, name?: string): string {
@@ -133,7 +149,7 @@ export class PermitFiles {
       const lock = this.#store.lockPath(hash);
       for (let round = 0; round < ROUNDS; round++) {
         const startedAt = performance.now();
-        const entry = entryOf(token, expiry, Date.now());
+        const entry = entryOf(token, expiry, Date.now(), this.#store.ownerField.field);
         await mkdir(dir, { mode: 0o700 }).catch(ignore);
         try {
           await mkdir(join(dir, entry.name));

@@ -6,12 +6,14 @@
  *
  * ```
  * H.lock/                    the lock: absent or empty = free; held = exactly one entry in it
- * H.lock/T.D.W.A.P.S.N.B.host  the holder's entry, an empty directory whose name says it all
- *                            (see `entry.ts`): its random token T, its deadline on the boot's
- *                            monotonic clock D and on the wall clock W, the grant time A, and who
- *                            holds it: pid P, process start time S, pid namespace N, boot id B, host
+ * H.lock/T.D.W.A.P.S.N.B.F.O.host  the holder's entry, an empty directory whose name says it
+ *                            all (see `entry.ts`): its random token T, its deadline on the boot's
+ *                            monotonic clock D and on the wall clock W, the grant time A, who
+ *                            holds it: pid P, process start time S, pid namespace N, boot id B,
+ *                            host; the grant's fencing token F and the holder's owner O
  * H.fence/<n>                the key's fencing counter: one empty file named by the last token
  * .tmp-T/                    an attempt being built (renamed to H.lock, or removed)
+ * .owner-X                   an owner too long for an entry's name (see `owner.ts`)
  * ```
  *
  * Why this shape: the owner's token is in the entry's *name*, so every change of ownership is an
@@ -23,6 +25,8 @@
  *   never exists without its entry.
  * - **extend**: `rename(H.lock/T.D…, H.lock/T.D2…)`: succeeds only while the entry exists, so only
  *   while nobody took the lock over; a holder whose extension succeeded held it throughout.
+ * - **adopt** a handed-off lease: `rename(H.lock/T.D…, H.lock/T2.D2…)`, the same compare-and-set
+ *   with a new token and owner: of two adopters (or an adopter and a takeover) one succeeds.
  * - **take over a stale lock** (`D` in the past, or its holder dead): `rmdir(H.lock/T.D…)`, then
  *   take as above. Of several contenders that found the same stale entry exactly one removal
  *   succeeds; an extension that came first renamed the entry, so every removal fails and the lock
@@ -43,33 +47,11 @@
 import { mkdir, readdir, rename, rmdir, stat, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { StoreUnavailableError } from "../errors.js";
-import { type Entry, entryOf, holderDead, parseEntry, remainingMs, takeable } from "./entry.js";
+import { type Entry, entryOf, parseEntry, remainingMs, takeable } from "./entry.js";
 import { OperationQueue } from "./operation-queue.js";
+import type { OwnerField } from "./owner.js";
 
 export type { Entry } from "./entry.js";
-
-/** What a lock file tells about its holder (see {@link FileLocker.inspect}). */
-export interface FileLockHolder {
-  /** The holder's process id. */
-  readonly pid: number;
-  /** The host name of the holder's machine (characters other than letters, digits, `-` and `.` as `_`). */
-  readonly host: string;
-  /** Wall-clock ms (`Date.now()`) of the grant. */
-  readonly acquiredAt: number;
-  /**
-   * Wall-clock ms at which the lease runs out unless extended: this process's `Date.now()` plus the
-   * time left, measured on the boot's monotonic clock when the holder is of this host and boot.
-   */
-  readonly deadline: number;
-  /**
-   * True when the holder is known dead: it wrote its entry on this host in an earlier boot, or its
-   * process is gone (or its pid belongs to another process now). Only judged for holders of this
-   * host, boot and pid namespace.
-   */
-  readonly dead: boolean;
-  /** True when the deadline has passed or the holder is dead: the next caller takes over. */
-  readonly stale: boolean;
-}
 
 /** The outcome of one attempt to take a lock. */
 export type TakeResult =
@@ -108,14 +90,23 @@ export function isGone(error: unknown): boolean {
   return code === "ENOENT" || code === "ENOTDIR";
 }
 
-/** The lock files of one directory. Paths are built from a key's hash, never from the key. */
+/** What {@link FileStore.adoptEntry} answers: the new entry, or why there is none. */
+export type AdoptResult = { readonly entry: Entry; readonly startedAt: number } | "taken" | "expired";
+
+/**
+ * The lock files of one directory, as one locker writes them (its entries carry its `owner`).
+ * Paths are built from a key's hash, never from the key.
+ */
 export class FileStore {
   readonly directory: string;
+  /** The owner field of this locker's entries (see `owner.ts`). */
+  readonly ownerField: OwnerField;
   readonly #queue = new OperationQueue(OPERATIONS_IN_FLIGHT);
   readonly stats: FileStoreStats = { staleTakeovers: 0, deadHolderTakeovers: 0, lostTakeoverRaces: 0 };
 
-  constructor(directory: string) {
+  constructor(directory: string, owner: OwnerField) {
     this.directory = directory;
+    this.ownerField = owner;
   }
 
   /** The lock directory of a key hash. */
@@ -154,7 +145,7 @@ export class FileStore {
     try {
       for (let round = 0; round < TAKE_ROUNDS; round++) {
         const startedAt = performance.now();
-        const entry = entryOf(token, expiry, Date.now());
+        const entry = entryOf(token, expiry, Date.now(), this.ownerField.field);
         if (built === undefined) {
           await this.call("write an attempt in", () => mkdir(join(tmp, entry.name)));
         } else if (built.name !== entry.name) {
@@ -215,23 +206,29 @@ export class FileStore {
   }
 
   /**
-   * Moves our entry to a new deadline, `expiry` ms from now. Resolves to the new entry, or to
-   * `undefined` when the entry is gone (the lock was taken over or deleted).
+   * Moves our entry to a new deadline, `expiry` ms from now (recording `fence`, the grant's fencing
+   * token, when given). Resolves to the new entry, or to `undefined` when the entry is gone (the
+   * lock was taken over or deleted).
    */
-  extend(hash: string, entry: Entry, expiry: number): Promise<Entry | undefined> {
-    return this.#queue.run(true, () => this.#extend(hash, entry, expiry));
-  }
-
-  #extend(hash: string, entry: Entry, expiry: number): Promise<Entry | undefined> {
-    return this.moveEntry(this.lockPath(hash), entry, expiry, "extend a lock in");
+  extend(hash: string, entry: Entry, expiry: number, fence?: bigint): Promise<Entry | undefined> {
+    return this.#queue.run(true, () => this.moveEntry(this.lockPath(hash), entry, expiry, "extend a lock in", fence));
   }
 
   /**
    * Renames `entry` of `dir` (a lock, or the readers of a read-write key) to a new deadline,
    * `expiry` ms from now, for an operation in a slot: the new entry, or `undefined` when it is gone.
+   * The new entry keeps the owner and the fencing token (unless `fence` replaces it); `detached`:
+   * it names no process (a lease handed off: the process that writes it may exit).
    */
-  async moveEntry(dir: string, entry: Entry, expiry: number, operation: string): Promise<Entry | undefined> {
-    const next = entryOf(entry.token, expiry, entry.acquiredAt);
+  async moveEntry(
+    dir: string,
+    entry: Entry,
+    expiry: number,
+    operation: string,
+    fence = entry.fence,
+    detached = false,
+  ): Promise<Entry | undefined> {
+    const next = entryOf(entry.token, expiry, entry.acquiredAt, entry.owner, fence, detached);
     try {
       await rename(join(dir, entry.name), join(dir, next.name));
       return next;
@@ -293,14 +290,49 @@ export class FileStore {
     return found;
   }
 
-  /** Who holds `hash`'s lock, read from its entry's name (`undefined` when free). */
-  async holder(hash: string): Promise<FileLockHolder | undefined> {
-    const entry = await this.owner(hash);
-    if (entry === undefined) return undefined;
-    const { pid, host, acquiredAt } = entry;
-    const left = remainingMs(entry);
-    const dead = holderDead(entry);
-    return { pid, host, acquiredAt, deadline: Date.now() + left, dead, stale: dead || left <= 0 };
+  /**
+   * Every entry of `dir` (a lock, the readers or the queue of a read-write key, with `parse`
+   * reading a name), stale or not, changing nothing; none when `dir` is absent.
+   */
+  entries(dir: string, parse: (name: string) => Entry | undefined = parseEntry): Promise<Entry[]> {
+    return this.#queue.run(false, async () => {
+      const names = await readdir(dir).catch((error: unknown) => {
+        if (isGone(error)) return [] as string[];
+        throw this.unavailable("read a lock in", error);
+      });
+      return names.flatMap((name) => parse(name) ?? []);
+    });
+  }
+
+  /**
+   * Takes over the entry with `token` in `dir` (a lock, or the readers of a read-write key) for
+   * this store's owner: renames it to an entry with `newToken`, a deadline `expiry` ms from now and
+   * the same fencing token — one rename, so of two adopters of one entry exactly one succeeds (as
+   * of two extensions, or an extension and a takeover). `"taken"` when another live entry holds
+   * `dir` instead, `"expired"` when the entry is gone or its deadline passed. (A holder known dead
+   * does not matter: a handed-off lease outlives the process that handed it off.)
+   */
+  adoptEntry(dir: string, token: string, newToken: string, expiry: number): Promise<AdoptResult> {
+    return this.#queue.run(true, async () => {
+      const names = await readdir(dir).catch((error: unknown) => {
+        if (isGone(error)) return [] as string[];
+        throw this.unavailable("read a lock in", error);
+      });
+      const entries = names.flatMap((name) => parseEntry(name) ?? []);
+      const found = entries.find((entry) => entry.token === token);
+      if (found !== undefined && remainingMs(found) > 0) {
+        const startedAt = performance.now();
+        const next = entryOf(newToken, expiry, found.acquiredAt, this.ownerField.field, found.fence);
+        try {
+          await rename(join(dir, found.name), join(dir, next.name));
+          return { entry: next, startedAt };
+        } catch (error) {
+          if (!isGone(error)) throw this.unavailable("adopt a lock in", error);
+        }
+      }
+      const others = await this.readOwner(dir);
+      return others !== undefined && others.token !== token && !takeable(others) ? "taken" : "expired";
+    });
   }
 
   /**
@@ -360,7 +392,13 @@ export class FileStore {
       if (!name.startsWith(".tmp-")) continue;
       const path = join(this.directory, name);
       try {
-        if ((await stat(path)).mtimeMs > cutoff) continue;
+        const info = await stat(path);
+        if (info.mtimeMs > cutoff) continue;
+        // An owner file being written (see `owner.ts`), or an attempt directory.
+        if (!info.isDirectory()) {
+          await unlink(path);
+          continue;
+        }
         for (const inner of await readdir(path)) await rmdir(join(path, inner));
         await rmdir(path);
       } catch {

@@ -10,9 +10,10 @@ import type {
 } from "../core/backend.js";
 import { LockHandle } from "../core/backend.js";
 import { withDefaults } from "../core/backend-defaults.js";
-import { LockerClosedError, LockLostError, UnsupportedError } from "../errors.js";
+import { LockerClosedError, LockLostError } from "../errors.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
+import { inspectKey } from "./inspect.js";
 import { channelOf, lockId, markerOf } from "./keys.js";
 import { MarkerWatcher } from "./marker-watcher.js";
 import type { ResolvedPostgresLockerOptions } from "./options.js";
@@ -49,13 +50,16 @@ export function postgresBackend(
   options: ResolvedPostgresLockerOptions,
   limit?: number,
 ): BackendFactory {
-  return ({ events }) => withDefaults(new PostgresBackend(pool, options, events, limit));
+  return ({ events, owner }) => withDefaults(new PostgresBackend(pool, options, events, owner, limit));
 }
 
 class PostgresBackend implements StoreBackend {
   readonly countsPermits: boolean;
   readonly expires = false;
   readonly supportsFencing = true;
+  readonly handOff = {
+    unsupported: "a PostgreSQL advisory lock belongs to the session (connection) that took it",
+  } as const;
   readonly watcher = new MarkerWatcher({
     current: () => (this.#session?.ended === false ? this.#session : undefined),
     connect: (resource) => this.#connect(resource),
@@ -65,6 +69,8 @@ class PostgresBackend implements StoreBackend {
   readonly #pool: PostgresPool;
   readonly #options: ResolvedPostgresLockerOptions;
   readonly #events: BackendEvents;
+  /** The locker's owner: its session's `application_name` (see `Session.setUp`). */
+  readonly #owner: string;
   readonly #channel: string;
   readonly #limit: number | undefined;
   #session: Session | undefined;
@@ -78,10 +84,17 @@ class PostgresBackend implements StoreBackend {
   /** Read-write mode: queued waiters holding a marker, by their id in the core. */
   readonly #queued = new Map<string, QueuedWaiter>();
 
-  constructor(pool: PostgresPool, options: ResolvedPostgresLockerOptions, events: BackendEvents, limit?: number) {
+  constructor(
+    pool: PostgresPool,
+    options: ResolvedPostgresLockerOptions,
+    events: BackendEvents,
+    owner: string,
+    limit?: number,
+  ) {
     this.#pool = pool;
     this.#options = options;
     this.#events = events;
+    this.#owner = owner;
     this.#channel = channelOf(options.prefix);
     this.#sequence = new FencingSequence(options.fencingSequence);
     this.#limit = limit;
@@ -92,9 +105,11 @@ class PostgresBackend implements StoreBackend {
     return this.#options.prefix + key;
   }
 
-  /** TEMPORARY (being written in this session): inspect is not wired on this store yet. */
-  async inspect(_resource: string): Promise<StoredView> {
-    throw new UnsupportedError("inspect is not implemented on this store yet");
+  /** Reads `pg_locks` and `pg_stat_activity` on a connection of its own (see `inspect.ts`). */
+  inspect(resource: string): Promise<StoredView> {
+    const { connectTimeout, operationTimeout } = this.#options;
+    const settings = { pool: this.#pool, connectTimeout, operationTimeout, exclusiveWeight: this.#limit ?? 1 };
+    return inspectKey(settings, resource);
   }
 
   async acquire({ resource, duration, intent, fencing, weight }: AttemptRequest): Promise<AttemptOutcome> {
@@ -278,7 +293,7 @@ class PostgresBackend implements StoreBackend {
     const { connectTimeout, operationTimeout, expiry } = this.#options;
     const session = await openSession(
       this.#pool,
-      { connectTimeout, operationTimeout, expiry, channel: this.#channel },
+      { connectTimeout, operationTimeout, expiry, channel: this.#channel, owner: this.#owner },
       {
         notified: (key) => this.#events.released(key),
         ended: (ended, how, cause) => this.#ended(ended, how, cause),

@@ -77,11 +77,18 @@ export class Session {
 
   /**
    * `LISTEN`s on the channel, asks the server to end the session after `idleMs` idle (where
-   * supported) and reads the backend pid. Throws (and ends the session) when the connection fails.
+   * supported), reads the backend pid and sets `application_name` to the locker's `owner` (in the
+   * same statement: no round trip of its own), so that every session can read who holds a lock
+   * from `pg_stat_activity` (see `inspect.ts`). PostgreSQL shows at most its first 63 bytes, and
+   * characters outside printable ASCII escaped. Throws (and ends the session) when the connection
+   * fails.
    */
-  async setUp(idleMs: number): Promise<void> {
+  async setUp(idleMs: number, owner: string): Promise<void> {
     const [row] = await this.query<{ pid: number }>(`LISTEN "${this.#channel}"`, undefined).then(() =>
-      this.query<{ pid: number }>("SELECT pg_backend_pid() AS pid", undefined),
+      this.query<{ pid: number }>(
+        "SELECT pg_backend_pid() AS pid, set_config('application_name', $1, false) IS NULL AS unset",
+        [owner],
+      ),
     );
     this.pid = row?.pid ?? 0;
     try {
@@ -151,6 +158,7 @@ export class Session {
     if (this.#ended) return;
     try {
       await this.query("UNLISTEN *", undefined);
+      await this.query("RESET application_name", undefined);
       if (this.idleTimeoutSet) await this.query("RESET idle_session_timeout", undefined);
       await this.query("SELECT pg_advisory_unlock_all()", undefined);
       this.end("retired", undefined);
@@ -167,6 +175,8 @@ export interface SessionSettings {
   /** `idle_session_timeout`, in ms. */
   readonly expiry: number;
   readonly channel: string;
+  /** The locker's owner, set as the session's `application_name`. */
+  readonly owner: string;
 }
 
 /**
@@ -179,7 +189,7 @@ export async function openSession(
   events: SessionEvents,
   resource: string,
 ): Promise<Session> {
-  const { connectTimeout, operationTimeout, expiry, channel } = settings;
+  const { connectTimeout, operationTimeout, expiry, channel, owner } = settings;
   const connecting = pool.connect();
   let timer: NodeJS.Timeout | undefined;
   let client: PostgresPoolClient;
@@ -208,7 +218,7 @@ export async function openSession(
   }
   const session = new Session(client, operationTimeout, channel, events);
   try {
-    await session.setUp(expiry);
+    await session.setUp(expiry, owner);
   } catch (error) {
     session.end("dropped", error);
     throw unavailableServer(resource, error);

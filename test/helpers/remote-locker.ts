@@ -17,6 +17,7 @@ import {
   type ReleaseFunc,
   type ReleaseOutcome,
 } from "../../src/index.js";
+import type { AdoptOptions, HolderInfo, LockInfo } from "../../src/locker.js";
 
 const CHILD = resolve(import.meta.dirname, "file-peer-child.mjs");
 
@@ -25,7 +26,7 @@ interface Reply {
   ok?: boolean;
   event?: string;
   reason?: LockLostReason;
-  lease?: { fencingToken?: string } | null;
+  lease?: { fencingToken?: string; key?: string } | null;
   outcome?: ReleaseOutcome;
   error?: { name?: string; code?: string; message: string };
   won?: boolean;
@@ -33,6 +34,8 @@ interface Reply {
   pid?: number;
   now?: number;
   waiting?: number;
+  handle?: string;
+  info?: { key: string; waiting: number; holders: Array<Omit<HolderInfo, "fencingToken"> & { fencingToken?: string }> };
 }
 
 /** An error the child reported, with its name and code. */
@@ -57,7 +60,11 @@ export class RemoteFileLocker implements Locker {
   /** The child's exit. */
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 
-  private constructor(options: FileLockerOptions, spawnOptions: RemoteSpawnOptions = {}) {
+  private constructor(
+    options: FileLockerOptions,
+    spawnOptions: RemoteSpawnOptions = {},
+    view: "read" | "write" | undefined = undefined,
+  ) {
     this.child = fork(CHILD, [], { stdio: ["ignore", "inherit", "inherit", "ipc"], ...spawnOptions });
     this.exited = new Promise((done) => this.child.once("exit", (code, signal) => done({ code, signal })));
     const ready = new Promise<void>((done, fail) => {
@@ -74,13 +81,16 @@ export class RemoteFileLocker implements Locker {
     });
     this.child.on("message", (message: Reply) => this.#onMessage(message));
     this.#ready = ready.then(async () => {
-      await this.#call({ op: "open", options });
+      await this.#call({ op: "open", options, view });
     });
   }
 
-  /** Starts a child process with a FileLocker of `options`, optionally as another user. */
-  static async start(options: FileLockerOptions, spawnOptions?: RemoteSpawnOptions) {
-    const locker = new RemoteFileLocker(options, spawnOptions);
+  /**
+   * Starts a child process with a FileLocker of `options` (or, with `view`, that view of a
+   * FileReadWriteLocker), optionally as another user.
+   */
+  static async start(options: FileLockerOptions, spawnOptions?: RemoteSpawnOptions, view?: "read" | "write") {
+    const locker = new RemoteFileLocker(options, spawnOptions, view);
     await locker.#ready;
     return locker;
   }
@@ -153,6 +163,26 @@ export class RemoteFileLocker implements Locker {
     }
   }
 
+  /** Adopts a handed-off lease in the child (see `Locker.adopt`); its errors as {@link RemoteError}s. */
+  async adopt(signal: AbortSignal | undefined, handle: string, options?: AdoptOptions): Promise<Lease> {
+    signal?.throwIfAborted();
+    const id = this.#nextId++;
+    const reply = await this.#call({ op: "adopt", handle, options }, id);
+    if (!reply.ok || !reply.lease) throw new RemoteError(reply.error ?? { message: "failed" });
+    return this.#lease(id, reply.lease.key as string, reply.lease.fencingToken);
+  }
+
+  /** The child locker's `inspect` of `key`. */
+  async inspect(signal: AbortSignal | undefined, key: string): Promise<LockInfo> {
+    signal?.throwIfAborted();
+    const reply = await this.#call({ op: "inspect", key });
+    if (!reply.ok || reply.info === undefined) throw new RemoteError(reply.error ?? { message: "failed" });
+    const holders = reply.info.holders.map(({ fencingToken, ...holder }) =>
+      fencingToken === undefined ? holder : { ...holder, fencingToken: BigInt(fencingToken) },
+    );
+    return { ...reply.info, holders };
+  }
+
   #lease(id: number, key: string, fencingToken: string | undefined): Lease {
     const lost = new AbortController();
     this.#lost.set(id, lost);
@@ -174,6 +204,11 @@ export class RemoteFileLocker implements Locker {
         if (outcome !== undefined) throw new LockLostError(key, "released");
       },
       releaseWithOutcome,
+      handOff: async () => {
+        const reply = await this.#call({ op: "handOff" }, id);
+        if (!reply.ok || reply.handle === undefined) throw new RemoteError(reply.error ?? { message: "failed" });
+        return reply.handle;
+      },
       [Symbol.asyncDispose]: () => release(),
     };
   }
