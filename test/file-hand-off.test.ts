@@ -94,6 +94,18 @@ describe("FileLocker hand-off across processes", () => {
     expect(await lease.releaseWithOutcome()).toBe("released");
   });
 
+  it("a lease handed off by a process that then exits is not taken over as a dead holder's (detached entry)", async () => {
+    const holder = await child();
+    const handle = await (await holder.acquire(undefined, "detached", { expiry: 30_000 })).handOff();
+    await holder.stop();
+    const contender = local();
+    // Its process is gone, but the handed-off entry names none: only its deadline (30 s) ends it.
+    expect(await contender.tryAcquire(undefined, "detached")).toBeUndefined();
+    expect(contender.stats.deadHolderTakeovers).toBe(0);
+    const lease = await local().adopt(undefined, handle);
+    expect(await lease.releaseWithOutcome()).toBe("released");
+  });
+
   it("garbage, other directories' and other lockers' handles are InvalidArgumentErrors, before anything is read", async () => {
     const here = local();
     const lease = await here.acquire(undefined, "foreign");

@@ -37,6 +37,7 @@ function crossProcessHarness(): () => Promise<LockerHarness> {
         return locker;
       },
       fencing: true,
+      handOff: true,
       cleanup: async () => {
         await Promise.all([...local.map((l) => l.close()), ...remote.map((r) => r.stop())]);
         rmSync(directory, { recursive: true, force: true });

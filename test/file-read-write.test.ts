@@ -17,6 +17,7 @@ lockerContract("FileReadWriteLocker write view", async () => {
     create: async (options) => (await harness.create(options)).write,
     peer: async (_locker, options) => (await harness.peer(undefined as never, options)).write,
     fencing: true,
+    handOff: true,
     cleanup: () => harness.cleanup(),
   };
 });

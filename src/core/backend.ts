@@ -290,6 +290,12 @@ export interface Backend {
    * failures throw StoreUnavailableError. Default: throws UnsupportedError.
    */
   adopt(request: AdoptRequest): Promise<LockHandle | "taken" | "expired">;
+  /**
+   * Optional: extends `handle` once for a hand-off (instead of {@link extendMany}) so that the
+   * lease no longer depends on this process — a store that records its holder's process (the file
+   * store judges a dead holder's lock free) records none — and forgets whatever it kept for it.
+   */
+  detach?(handle: LockHandle, duration: number): Promise<ExtendOutcome>;
   /** Whether {@link issueFencingToken} is available. */
   readonly supportsFencing: boolean;
   /** A fencing token for `handle`, or `undefined` when the key no longer holds its token. */

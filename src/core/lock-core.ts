@@ -325,7 +325,12 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     if (acquisition.state !== "held" || acquisition.started) {
       throw new LockLostError(acquisition.key, acquisition.state === "held" ? "released" : lostReason(acquisition));
     }
-    const [outcome] = await this.#track(this.#store.extendMany([acquisition.handle], acquisition.duration));
+    const store = this.#store;
+    const outcome = await this.#track(
+      store.detach === undefined
+        ? store.extendMany([acquisition.handle], acquisition.duration).then(([first]) => first)
+        : store.detach(acquisition.handle, acquisition.duration),
+    );
     if (acquisition.state !== "held" || acquisition.started) {
       throw new LockLostError(acquisition.key, acquisition.state === "held" ? "released" : lostReason(acquisition));
     }

@@ -52,6 +52,7 @@ function sharedDirectory<L extends { close(): Promise<void> }>(
     create: async (options?: { wakeOnly?: boolean }) => make(options),
     peer: async (_locker: unknown, options?: { wakeOnly?: boolean }) => make(options),
     fencing: true,
+    handOff: true,
     cleanup: async () => {
       await Promise.all(made.map((locker) => locker.close()));
       rmSync(directory, { recursive: true, force: true });

@@ -168,7 +168,11 @@ export class RemoteFileLocker implements Locker {
     signal?.throwIfAborted();
     const id = this.#nextId++;
     const reply = await this.#call({ op: "adopt", handle, options }, id);
-    if (!reply.ok || !reply.lease) throw new RemoteError(reply.error ?? { message: "failed" });
+    if (!reply.ok || !reply.lease) {
+      // A handle that no longer matches is the contract's LockLostError, wherever it was adopted.
+      if (reply.error?.code === "ERR_GLOBALLOCK_LOCK_LOST") throw new LockLostError("(remote)", "taken");
+      throw new RemoteError(reply.error ?? { message: "failed" });
+    }
     return this.#lease(id, reply.lease.key as string, reply.lease.fencingToken);
   }
 
