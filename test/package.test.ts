@@ -15,7 +15,11 @@ describe("package (built by npm test before vitest runs)", () => {
     }
     expect(pkg.sideEffects).toBe(false);
     expect(pkg.peerDependencies.ioredis).toBeDefined();
-    expect(pkg.dependencies.redlock).toBe("5.0.0-beta.2");
+    // No dependencies: redlock (a Redlock quorum's) is an optional peer, as the client libraries are.
+    expect(pkg.dependencies).toBeUndefined();
+    expect(pkg.peerDependencies.redlock).toBe("5.0.0-beta.2");
+    expect(pkg.peerDependenciesMeta.redlock).toEqual({ optional: true });
+    expect(pkg.devDependencies.redlock).toBe("5.0.0-beta.2");
   });
 
   it("loads the same API through require and import", async () => {
