@@ -11,7 +11,7 @@ import type { RunCommand } from "./args.js";
 import { EXIT } from "./exit-codes.js";
 import { describeHolder, formatMs, type Reporter } from "./reporter.js";
 import { type HolderInfo, type OpenStore, openStore } from "./store.js";
-import { tether } from "./tether.js";
+import { probeSetpriv, tether } from "./tether.js";
 
 /** The signals forwarded to the command (and that interrupt a wait). */
 const FORWARDED = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
@@ -31,6 +31,8 @@ const HOLDER_EVERY_MS = 1000;
 
 /** Runs `cmd`; resolves to the exit status. Never rejects for expected failures. */
 export async function runCommand(cmd: RunCommand, reporter: Reporter): Promise<number> {
+  // Runs beside the store's start-up and the wait; the command's spawn needs its answer.
+  void probeSetpriv(process.env.PATH);
   const interrupt = new AbortController();
   let child: ChildProcess | undefined;
   const onSignal = (signal: Forwarded): void => {
@@ -54,7 +56,7 @@ export async function runCommand(cmd: RunCommand, reporter: Reporter): Promise<n
     interrupt.signal.throwIfAborted();
     const lease = await obtain(cmd, store, reporter, interrupt.signal);
     if (typeof lease === "number") return lease;
-    return await runHolding(cmd, lease, reporter, (spawned) => {
+    return await runHolding(cmd, lease, reporter, interrupt.signal, (spawned) => {
       child = spawned;
     });
   } catch (error) {
@@ -167,12 +169,19 @@ async function runHolding(
   cmd: RunCommand,
   lease: Lease,
   reporter: Reporter,
+  interrupt: AbortSignal,
   started: (child: ChildProcess) => void,
 ): Promise<number> {
   const env = { ...process.env };
   if (cmd.fencingEnv !== undefined) env[cmd.fencingEnv] = String(lease.fencingToken);
   const program = cmd.argv[0];
-  const tethered = tether(cmd.argv, env);
+  const tethered = await tether(cmd.argv, env);
+  if (interrupt.aborted) {
+    // A signal came while the command was being prepared: it is not started.
+    tethered.disarm();
+    await lease.releaseWithOutcome();
+    throw interrupt.reason;
+  }
   const child = spawn(tethered.program, tethered.args, { stdio: "inherit", env: tethered.env });
   started(child);
   let stoppedForLoss = false;

@@ -1,0 +1,93 @@
+/**
+ * The Redis store of a `globallock` invocation (see store.ts): a {@link RedisLocker} over ioredis
+ * clients the CLI creates from `--redis` URLs (one server, or a Redlock quorum).
+ */
+import type { Redis } from "ioredis";
+import { StoreUnavailableError } from "../errors.js";
+import { withTimeout } from "../internal/sleep.js";
+import { RedisLocker } from "../redis/redis-locker.js";
+import type { HolderInfo, OpenStore } from "./store.js";
+
+/** Prefix of the Redis lockers' keys (RedisLocker's default). */
+const REDIS_PREFIX = "globallock:";
+const CONNECT_TIMEOUT_MS = 5000;
+
+/** Connects to `urls` (a quorum when several) and opens a {@link RedisLocker} over them. */
+export async function openRedisStore(urls: readonly string[], expiry: number | undefined): Promise<OpenStore> {
+  let RedisClass: typeof Redis;
+  try {
+    ({ Redis: RedisClass } = await import("ioredis"));
+  } catch (cause) {
+    throw new StoreUnavailableError(REDIS_PREFIX, "--redis needs the ioredis package: npm install ioredis", { cause });
+  }
+  const options = {
+    lazyConnect: true,
+    connectTimeout: CONNECT_TIMEOUT_MS,
+    maxRetriesPerRequest: 2,
+    retryStrategy: (times: number) => Math.min(times * 100, 1000),
+  };
+  /** Each client's latest connection error (ioredis rejects `connect()` with a vaguer one). */
+  const lastErrors = new Map<Redis, Error>();
+  const clients = urls.map((url) => {
+    const client = new RedisClass(url, options);
+    // Later failures surface through the locker's typed errors.
+    client.on("error", (error: Error) => lastErrors.set(client, error));
+    return client;
+  });
+  const label = `Redis ${urls.map(redactUrl).join(", ")}`;
+  const connected = await Promise.allSettled(
+    clients.map((client) => withTimeout(client.connect(), CONNECT_TIMEOUT_MS, () => new Error("timed out connecting"))),
+  );
+  const failures = connected.flatMap((result, index) => {
+    if (result.status === "fulfilled") return [];
+    const reason: unknown = lastErrors.get(clients[index] as Redis) ?? result.reason;
+    return [`${redactUrl(urls[index] as string)} (${messageOf(reason)})`];
+  });
+  if (clients.length - failures.length <= clients.length / 2) {
+    for (const client of clients) client.disconnect();
+    throw new StoreUnavailableError(REDIS_PREFIX, `cannot reach ${failures.join("; ")}`, {
+      cause: new AggregateError(connected.flatMap((r) => (r.status === "rejected" ? [r.reason] : []))),
+    });
+  }
+  const locker = new RedisLocker(clients.length === 1 ? (clients[0] as Redis) : clients, { expiry });
+  return {
+    locker,
+    label,
+    holder: (key) => redisHolder(clients, `${REDIS_PREFIX}${key}`),
+    close: async () => {
+      await locker.close();
+      for (const client of clients) client.disconnect();
+    },
+  };
+}
+
+/** The key's TTL on every server: held when a majority holds it. */
+async function redisHolder(clients: readonly Redis[], redisKey: string): Promise<HolderInfo> {
+  const ttls = await Promise.all(clients.map((client) => client.pttl(redisKey).catch(() => -2)));
+  const holding = ttls.filter((ttl) => ttl > 0 || ttl === -1);
+  if (holding.length === 0 && ttls.every((_ttl, index) => clients[index]?.status !== "ready")) {
+    throw new StoreUnavailableError(redisKey, "no Redis server answered");
+  }
+  const held = holding.length > clients.length / 2;
+  const positive = holding.filter((ttl) => ttl > 0);
+  return {
+    held,
+    ttlMs: held && positive.length > 0 ? Math.min(...positive) : undefined,
+    servers: { holding: holding.length, of: clients.length },
+  };
+}
+
+/** A URL without its password, for messages. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = "***";
+    return parsed.toString();
+  } catch {
+    return url;
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
