@@ -77,7 +77,9 @@ try {
   const samples = contenders.map(() => []);
   for (const [, argv] of contenders) time(argv); // warm the file cache
   for (let round = 0; round < ROUNDS; round++) {
-    contenders.forEach(([, argv], index) => samples[index]?.push(time(argv)));
+    contenders.forEach(([, argv], index) => {
+      samples[index]?.push(time(argv));
+    });
   }
   const base = median(samples[0]);
   const modules = countModules();
