@@ -1,19 +1,25 @@
 /**
- * The Redis store of a `globallock` invocation (see store.ts): a {@link RedisLocker} over ioredis
- * clients the CLI creates from `--redis` URLs (one server, or a Redlock quorum).
+ * The Redis store of a `globallock` invocation (see store.ts), over ioredis clients the CLI creates
+ * from `--redis` URLs: on one server a {@link RedisReadWriteLocker} (exclusive runs on its `write`
+ * view, `--shared` ones on `read`), on several a {@link RedisLocker} (a Redlock quorum, exclusive).
  */
 import type { Redis } from "ioredis";
 import { StoreUnavailableError } from "../errors.js";
 import { withTimeout } from "../internal/sleep.js";
 import { RedisLocker } from "../redis/redis-locker.js";
+import { READ_WRITE_PREFIX, RedisReadWriteLocker } from "../redis/redis-read-write-locker.js";
 import type { HolderInfo, OpenStore } from "./store.js";
 
 /** Prefix of the Redis lockers' keys (RedisLocker's default). */
 const REDIS_PREFIX = "globallock:";
 const CONNECT_TIMEOUT_MS = 5000;
 
-/** Connects to `urls` (a quorum when several) and opens a {@link RedisLocker} over them. */
-export async function openRedisStore(urls: readonly string[], expiry: number | undefined): Promise<OpenStore> {
+/** Connects to `urls` and opens the locker over them (see the module comment). */
+export async function openRedisStore(
+  urls: readonly string[],
+  expiry: number | undefined,
+  shared: boolean,
+): Promise<OpenStore> {
   let RedisClass: typeof Redis;
   try {
     ({ Redis: RedisClass } = await import("ioredis"));
@@ -49,11 +55,15 @@ export async function openRedisStore(urls: readonly string[], expiry: number | u
       cause: new AggregateError(connected.flatMap((r) => (r.status === "rejected" ? [r.reason] : []))),
     });
   }
-  const locker = new RedisLocker(clients.length === 1 ? (clients[0] as Redis) : clients, { expiry });
+  const [only] = clients;
+  const readWrite = clients.length === 1 && only !== undefined ? new RedisReadWriteLocker(only, { expiry }) : undefined;
+  const locker =
+    readWrite === undefined ? new RedisLocker(clients, { expiry }) : shared ? readWrite.read : readWrite.write;
+  const prefix = readWrite === undefined ? REDIS_PREFIX : READ_WRITE_PREFIX;
   return {
     locker,
     label,
-    holder: (key) => redisHolder(clients, `${REDIS_PREFIX}${key}`),
+    holder: (key) => redisHolder(clients, `${prefix}${key}`),
     close: async () => {
       await locker.close();
       for (const client of clients) client.disconnect();

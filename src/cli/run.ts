@@ -52,7 +52,7 @@ export async function runCommand(cmd: RunCommand, reporter: Reporter): Promise<n
   });
   let store: OpenStore | undefined;
   try {
-    store = await openStore(cmd.store, cmd.expiryMs);
+    store = await openStore(cmd.store, cmd.expiryMs, cmd.shared);
     interrupt.signal.throwIfAborted();
     const lease = await obtain(cmd, store, reporter, interrupt.signal);
     if (typeof lease === "number") return lease;
@@ -87,7 +87,7 @@ async function obtain(
   if (cmd.waitMs === 0) {
     reporter.event("not-acquired", { key: cmd.key, reason: "held", holder });
     reporter.say(`lock "${cmd.key}" is held by ${describeHolder(holder)}`, true);
-    return EXIT.HELD;
+    return cmd.conflictExitCode ?? EXIT.HELD;
   }
   reporter.event("waiting", { key: cmd.key, store: store.label, holder, waitMs: cmd.waitMs ?? null });
   const wait = new AbortController();
@@ -110,7 +110,7 @@ async function obtain(
     const waited = performance.now() - startedAt;
     reporter.event("not-acquired", { key: cmd.key, reason: "timeout", waitedMs: Math.round(waited) });
     reporter.say(`gave up waiting for lock "${cmd.key}" after ${formatMs(waited)}`, true);
-    return EXIT.WAIT_TIMED_OUT;
+    return cmd.conflictExitCode ?? EXIT.WAIT_TIMED_OUT;
   } finally {
     clearTimeout(timer);
     line.stop();

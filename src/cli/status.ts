@@ -9,7 +9,7 @@ import { type OpenStore, openStore } from "./store.js";
 export async function statusCommand(cmd: StatusCommand, reporter: Reporter, stdout: { write(text: string): unknown }) {
   let store: OpenStore | undefined;
   try {
-    store = await openStore(cmd.store, undefined);
+    store = await openStore(cmd.store, undefined, false);
     const holder = await store.holder(cmd.key);
     if (cmd.json) stdout.write(`${JSON.stringify({ key: cmd.key, store: store.label, ...holder })}\n`);
     else if (holder.held) stdout.write(`${cmd.key}: held by ${describeHolder(holder)} (${store.label})\n`);

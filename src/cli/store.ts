@@ -1,6 +1,7 @@
 /**
- * The store of a `globallock` invocation: a {@link FileLocker} (the default) or a
- * {@link RedisLocker} over clients the CLI creates from `--redis` URLs, with what `status` and the
+ * The store of a `globallock` invocation: a {@link FileReadWriteLocker} (the default) or a
+ * {@link RedisReadWriteLocker} (a {@link RedisLocker} on a quorum) over clients the CLI creates
+ * from `--redis` URLs, with what `status` and the
  * waiting line need to know about a key's holder. Each store's modules are imported only when it
  * is chosen, so a `run` on the file store loads nothing of Redis (see bench/cli-startup.mjs).
  */
@@ -32,8 +33,13 @@ export interface OpenStore {
   close(): Promise<void>;
 }
 
-/** Opens the store chosen on the command line, with `expiry` as the default lease (if given). */
-export async function openStore(choice: StoreChoice, expiry: number | undefined): Promise<OpenStore> {
-  if (choice.kind === "file") return (await import("./file-store.js")).openFileStore(choice.directory, expiry);
-  return (await import("./redis-store.js")).openRedisStore(choice.urls, expiry);
+/**
+ * Opens the store chosen on the command line, with `expiry` as the default lease (if given). Its
+ * locker is a read-write locker's view (`read` when `shared`, else `write`: exclusive and shared
+ * runs of a key exclude each other), except on a Redlock quorum (a {@link RedisLocker}: exclusive
+ * only; the command line refuses `--shared` there).
+ */
+export async function openStore(choice: StoreChoice, expiry: number | undefined, shared: boolean): Promise<OpenStore> {
+  if (choice.kind === "file") return (await import("./file-store.js")).openFileStore(choice.directory, expiry, shared);
+  return (await import("./redis-store.js")).openRedisStore(choice.urls, expiry, shared);
 }
