@@ -8,8 +8,9 @@
  *
  *   node bench/cli-startup.mjs           # 30 rounds
  *   CLI_ROUNDS=100 node bench/cli-startup.mjs
+ *   CLI_COMPARE=/path/to/other/dist/esm/cli/main.js node bench/cli-startup.mjs   # another build beside it
  *
- * Target (issue 22): the command's median at most 1.5× `node -e 0`'s.
+ * Target: the command's median at most 1.5× `node -e 0`'s.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -34,6 +35,14 @@ const contenders = [
     "`globallock run --key k -- true` (file store)",
     [process.execPath, CLI, "run", "--dir", lockDir, "--key", "k", "--", "true"],
   ],
+  ...(process.env.CLI_COMPARE === undefined
+    ? []
+    : [
+        [
+          "the same, `CLI_COMPARE` build",
+          [process.execPath, process.env.CLI_COMPARE, "run", "--dir", lockDir, "--key", "k", "--", "true"],
+        ],
+      ]),
   ...(flockPath === undefined ? [] : [["`flock FILE true` (util-linux)", [flockPath, join(work, "flock"), "true"]]]),
 ];
 
