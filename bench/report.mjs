@@ -34,7 +34,7 @@ function header(meta) {
 
 function targets(list) {
   return [
-    "## Targets (issue #8)",
+    "## Targets",
     "",
     "Each target checked against this run's numbers (details in the sections below).",
     "",

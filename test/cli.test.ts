@@ -10,7 +10,8 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FileLocker } from "../src/index.js";
+import { readWriteLockKey } from "../src/file/file-backend.js";
+import { FileLocker, FileReadWriteLocker, type Locker } from "../src/index.js";
 import { assertBuilt, nodeCommand, runCli, startCli } from "./helpers/cli.js";
 import { tempLockDirectory } from "./helpers/file-harness.js";
 import { type RedisServer, startServers, stopServers } from "./helpers/redis.js";
@@ -84,16 +85,23 @@ async function expectStoppedOnLoss(store: string[], key: string, loseLock: () =>
 
 let directory: string;
 let dirArgs: string[];
+/** Reads and deletes the lock files of the keys' writers (a run takes the `write` view's lock). */
 let files: FileLocker;
+let readWrite: FileReadWriteLocker;
+/** Holds keys as an exclusive `globallock run` would. */
+let writer: Locker;
 
 beforeAll(() => {
   assertBuilt();
   directory = tempLockDirectory("cli");
   dirArgs = ["--dir", directory];
   files = new FileLocker({ directory });
+  readWrite = new FileReadWriteLocker({ directory });
+  writer = readWrite.write;
 });
 afterAll(async () => {
   await files.close();
+  await readWrite.close();
   rmSync(directory, { recursive: true, force: true });
 });
 
@@ -105,12 +113,12 @@ describe("globallock run, file store", () => {
   it("passes the command's exit status through and releases the lock", async () => {
     const result = await runCli(["run", ...dirArgs, "--key", "status", "--", ...nodeCommand("process.exit(7)")]);
     expect(result.code).toBe(7);
-    expect((await files.inspect(undefined, "status")).holders).toEqual([]);
+    expect((await writer.inspect(undefined, "status")).holders).toEqual([]);
     expect((await runCli(["run", ...dirArgs, "--key", "k", "--", "sh", "-c", "kill -TERM $$"])).code).toBe(143);
   });
 
   it("--no-wait exits 75 while someone holds the key; --wait 200ms gives up with 124 after about 200 ms", async () => {
-    const lease = await files.acquire(undefined, "busy");
+    const lease = await writer.acquire(undefined, "busy");
     try {
       const noWait = await runCli(["run", ...dirArgs, "--key", "busy", "--no-wait", "--", "true"]);
       expect(noWait.code).toBe(75);
@@ -137,17 +145,17 @@ describe("globallock run, file store", () => {
     );
     const cli = startCli(["run", ...dirArgs, "--key", "signals", "--", ...child]);
     await cli.waitFor(/ready/);
-    expect(await files.tryAcquire(undefined, "signals")).toBeUndefined();
+    expect(await writer.tryAcquire(undefined, "signals")).toBeUndefined();
     cli.child.kill("SIGTERM");
     await cli.waitFor(/got SIGTERM/);
     // The command is shutting down: the lock is still held.
-    expect((await files.inspect(undefined, "signals")).holders).toMatchObject([
+    expect((await writer.inspect(undefined, "signals")).holders).toMatchObject([
       { owner: `${hostname()}:${cli.child.pid}` },
     ]);
     const result = await cli.exited;
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/got SIGTERM\nbye/);
-    const lease = await files.tryAcquire(undefined, "signals");
+    const lease = await writer.tryAcquire(undefined, "signals");
     expect(lease).toBeDefined();
     await lease?.release();
   });
@@ -194,7 +202,7 @@ describe("globallock run, file store", () => {
   );
 
   it("SIGTERM while waiting gives up at once (143), without running the command", async () => {
-    const lease = await files.acquire(undefined, "waiting");
+    const lease = await writer.acquire(undefined, "waiting");
     try {
       const cli = startCli(["run", ...dirArgs, "--key", "waiting", "--json", "--", "echo", "ran"]);
       await cli.waitFor(/"waiting"/, "stderr");
@@ -212,10 +220,10 @@ describe("globallock run, file store", () => {
     const marker = join(directory, "warn-done");
     const warn = startCli(["run", ...dirArgs, "--key", "lost-warn", "--expiry", "400ms", "--", ...untilMarker(marker)]);
     await warn.waitFor(/ready/);
-    rmSync(files.lockPath("lost-warn"), { recursive: true });
+    rmSync(files.lockPath(readWriteLockKey("lost-warn")), { recursive: true });
     await warn.waitFor(/warning: Lock "lost-warn" was lost/, "stderr");
     await expectStoppedOnLoss(dirArgs, "lost-kill", async () =>
-      rmSync(files.lockPath("lost-kill"), { recursive: true }),
+      rmSync(files.lockPath(readWriteLockKey("lost-kill")), { recursive: true }),
     );
     writeFileSync(marker, "");
     const warned = await warn.exited;
@@ -243,7 +251,7 @@ describe("globallock run, file store", () => {
       ...stubborn,
     ]);
     await cli.waitFor(/ready/);
-    rmSync(files.lockPath("stubborn"), { recursive: true });
+    rmSync(files.lockPath(readWriteLockKey("stubborn")), { recursive: true });
     const result = await cli.exited;
     expect(result.code).toBe(125);
     expect(result.stdout).toContain("ignored");
@@ -439,7 +447,7 @@ describe("globallock run, file store", () => {
   });
 
   it.skipIf(!existsSync("/usr/bin/script"))("on a terminal, shows one waiting line with the holder", async () => {
-    const lease = await files.acquire(undefined, "tty");
+    const lease = await writer.acquire(undefined, "tty");
     try {
       const command = `${process.execPath} ${CLI_PATH()} run --dir ${directory} --key tty --wait 700ms -- true`;
       const output = execFileSync("script", ["-qfec", command, "/dev/null"], { encoding: "utf8" }).toString();
@@ -500,20 +508,20 @@ describe("globallock run, Redis", () => {
     const env = { GLOBALLOCK_REDIS_URL: (servers[0] as RedisServer).url };
     const cli = startCli(["run", "--key", "env", "--", ...untilMarker(join(directory, "env-done"))], env);
     await cli.waitFor(/ready/);
-    expect(await admin.pttl("globallock:env")).toBeGreaterThan(0);
+    expect(await admin.pttl("globallock:rw:env")).toBeGreaterThan(0);
     const status = await runCli(["status", "--key", "env"], env);
     expect(status.code).toBe(0);
     expect(status.stdout).toMatch(/env: held by \S+:\d+ \(exclusive, lease ends in/);
     expect((await runCli(["run", "--key", "env", "--no-wait", "--", "true"], env)).code).toBe(75);
     writeFileSync(join(directory, "env-done"), "");
     expect((await cli.exited).code).toBe(0);
-    expect(await admin.exists("globallock:env")).toBe(0);
+    expect(await admin.exists("globallock:rw:env")).toBe(0);
     expect((await runCli(["status", "--key", "env"], env)).code).toBe(1);
   });
 
   it("a key deleted behind its back is reported lost; --on-lost kill stops the command (125)", async () => {
     await expectStoppedOnLoss(one(), "redis-lost", () =>
-      eventually(async () => (await admin.del("globallock:redis-lost")) === 1),
+      eventually(async () => (await admin.del("globallock:rw:redis-lost")) === 1),
     );
   });
 

@@ -1,11 +1,15 @@
 /** The published shape: ESM and CommonJS entry points with the same exports, types-first map. */
+
+import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { join, resolve } from "node:path";
+import { join, posix, resolve } from "node:path";
+import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { typeCheckConsumer } from "./helpers/consumer.js";
 
 const root = resolve(import.meta.dirname, "..");
+const run = promisify(execFile);
 
 describe("package (built by npm test before vitest runs)", () => {
   it("has a types-first exports map for import and require", () => {
@@ -15,7 +19,32 @@ describe("package (built by npm test before vitest runs)", () => {
     }
     expect(pkg.sideEffects).toBe(false);
     expect(pkg.peerDependencies.ioredis).toBeDefined();
-    expect(pkg.dependencies.redlock).toBe("5.0.0-beta.2");
+    // No dependencies: redlock (a Redlock quorum's) is an optional peer, as the client libraries are.
+    expect(pkg.dependencies).toBeUndefined();
+    expect(pkg.peerDependencies.redlock).toBe("5.0.0-beta.2");
+    expect(pkg.peerDependenciesMeta.redlock).toEqual({ optional: true });
+    expect(pkg.devDependencies.redlock).toBe("5.0.0-beta.2");
+  });
+
+  it("carries what its Markdown links to: every relative link of a packed .md file resolves in the tarball", async () => {
+    const { stdout } = await run("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: root });
+    const packed = new Set(
+      (JSON.parse(stdout) as Array<{ files: Array<{ path: string }> }>)[0]?.files.map((f) => f.path),
+    );
+    const docs = [...packed].filter((path) => path.endsWith(".md"));
+    expect(docs).toEqual(expect.arrayContaining(["README.md", "CHANGELOG.md", "docs/reference.md"]));
+    const broken: string[] = [];
+    for (const doc of docs) {
+      for (const match of readFileSync(join(root, doc), "utf8").matchAll(/\]\(([^)#\s]+)(?:#[^)]*)?\)/g)) {
+        const target = match[1] as string;
+        if (/^[a-z]+:/.test(target)) continue;
+        const resolved = posix.normalize(posix.join(posix.dirname(doc), target)).replace(/\/$/, "");
+        if (!packed.has(resolved) && ![...packed].some((path) => path.startsWith(`${resolved}/`))) {
+          broken.push(`${doc} -> ${target}`);
+        }
+      }
+    }
+    expect(broken).toEqual([]);
   });
 
   it("loads the same API through require and import", async () => {

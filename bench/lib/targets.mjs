@@ -1,5 +1,5 @@
 /**
- * The targets of issue #8 ("Speed at scale"), each checked against the numbers of this run. A
+ * The speed targets ("Speed at scale" in the CHANGELOG), each checked against the numbers of this run. A
  * target whose scenario did not run (BENCH_ONLY) is left out.
  */
 import { breakdown, num, percent } from "./format.mjs";
@@ -37,7 +37,7 @@ function uncontendedTargets(s) {
     },
     {
       scenario: "uncontended",
-      // Counted as issue #8 counts them ("raw: 3"): every command Redis executed (including those
+      // Counted as the target counts them ("raw: 3"): every command Redis executed (including those
       // run inside scripts) except the script invocations themselves (EVALSHA / EVAL).
       what: "Redis data commands per uncontended lock + release (executed, inside scripts included; script calls not counted — raw floor: 3)",
       goal: "≤ 4",

@@ -29,8 +29,12 @@ export interface RunCommand {
   readonly command: "run";
   readonly store: StoreChoice;
   readonly key: string;
+  /** `-s`: a shared lock (the store's read-write locker's `read` view) rather than an exclusive one. */
+  readonly shared: boolean;
   /** Ms to wait for the lock; `undefined`: forever; 0: one attempt. */
   readonly waitMs: number | undefined;
+  /** `-E`: the exit status when the lock is held elsewhere (a failed `--no-wait`, or `--wait` ran out). */
+  readonly conflictExitCode: number | undefined;
   readonly expiryMs: number | undefined;
   readonly fencingEnv: string | undefined;
   readonly onLost: OnLost;
@@ -62,6 +66,7 @@ export type Invocation =
 /** The help text (`globallock --help`). */
 export const HELP = `Usage:
   globallock run [options] -- command [args...]
+  globallock run [options] -c 'shell command'
   globallock status --key NAME [store options] [--json]
   globallock --help | --version
 
@@ -77,13 +82,27 @@ Store options (run and status):
                          $GLOBALLOCK_REDIS_URL (separated by commas or spaces).
                          Needs the ioredis package next to globallock.
   --dir PATH             the lock directory of the file store (default:
-                         $GLOBALLOCK_DIR, else <tmpdir>/globallock-<uid>, mode 0700)
+                         $GLOBALLOCK_DIR, else <tmpdir>/globallock-<uid>, mode 0700:
+                         one user's). For locks shared by several users of the
+                         host, give them one directory they can all write, e.g.
+                           install -d -m 2775 -g locks /var/lock/globallock
+                         (setgid, group-writable, not sticky: a sticky directory
+                         stops one user from taking over another's crashed lock).
+                         In a directory writable by group or others, the lock
+                         files get the same group/other write permission.
 
 Run options:
   --key NAME             the lock's name (required)
-  --wait DURATION        give up after waiting this long for the lock (default:
+  -c COMMAND             run COMMAND through sh -c (instead of -- command args...)
+  -s, --shared           a shared lock: any number of shared holders at once, or
+                         one exclusive (file store and one Redis server)
+  -x, --exclusive        an exclusive lock (the default)
+  -w, --wait DURATION    give up after waiting this long for the lock (default:
                          wait as long as it takes); 0 makes one attempt
-  --no-wait              the same as --wait 0
+  -n, --no-wait          the same as --wait 0
+  -E, --conflict-exit-code CODE
+                         the exit status when the lock is held elsewhere
+                         (--no-wait) or --wait ran out (default 75 and 124)
   --expiry DURATION      the lease: extended every expiry/2 while the command
                          runs; a crashed holder's lock is free after it (default 30s)
   --fencing-env NAME     pass the lock's fencing token (a number that rises with
@@ -122,8 +141,9 @@ Exit status:
   69                    the store could not be reached (Redis down, the lock
                         directory not writable)
   70                    internal error
-  75                    the lock is held by someone else (--no-wait, --wait 0)
-  124                   --wait ran out before the lock was obtained
+  75                    the lock is held by someone else (--no-wait, --wait 0;
+                        -E CODE changes it)
+  124                   --wait ran out before the lock was obtained (-E too)
   125                   the lock was lost and --on-lost kill stopped the command
   126                   the command could not be executed
   127                   the command was not found
@@ -135,6 +155,11 @@ Examples:
   npx globallock run --key backup -- ./backup.sh
   # A cron job that skips its turn when the previous run is still going:
   globallock run --key report --no-wait -- node report.js || [ $? -eq 75 ]
+  # flock(1)'s way: no wait, status 0 when skipped, a shell command:
+  globallock run -n -E 0 --key report -c 'node report.js > report.log'
+  # Many readers at once, or one writer:
+  globallock run -s --key catalog -- ./read-catalog.sh
+  globallock run --key catalog -- ./rebuild-catalog.sh
   # Across hosts, waiting at most 5 minutes:
   globallock run --redis redis://locks.internal:6379 --key deploy --wait 5m -- ./deploy.sh
   # A Redlock quorum, the fencing token for the protected resource, stop on loss:
@@ -155,8 +180,12 @@ const STORE_OPTIONS = {
 
 const RUN_OPTIONS = {
   ...STORE_OPTIONS,
-  wait: { type: "string" },
-  "no-wait": { type: "boolean" },
+  wait: { type: "string", short: "w" },
+  "no-wait": { type: "boolean", short: "n" },
+  "conflict-exit-code": { type: "string", short: "E" },
+  shared: { type: "boolean", short: "s" },
+  exclusive: { type: "boolean", short: "x" },
+  command: { type: "string", short: "c" },
   expiry: { type: "string" },
   "fencing-env": { type: "string" },
   "on-lost": { type: "string" },
@@ -198,11 +227,17 @@ function parseRun(argv: readonly string[], env: NodeJS.ProcessEnv): Invocation {
     }
     command = positionals;
   }
+  if (values.command !== undefined) {
+    if (command.length > 0) throw new UsageError("give either -c COMMAND or a command after --, not both");
+    if (values.command === "") throw new UsageError('-c: expected a shell command, received ""');
+    command = ["sh", "-c", values.command];
+  }
   const [program, ...args] = command;
   if (program === undefined || program === "") {
     throw new UsageError("no command to run (globallock run [options] -- command [args...])");
   }
   if (values.wait !== undefined && values["no-wait"]) throw new UsageError("give either --wait or --no-wait");
+  if (values.shared && values.exclusive) throw new UsageError("give either --shared or --exclusive");
   const onLost = values["on-lost"] ?? "warn";
   if (onLost !== "warn" && onLost !== "kill") {
     throw new UsageError(`--on-lost: expected warn or kill, received ${JSON.stringify(onLost)}`);
@@ -213,11 +248,18 @@ function parseRun(argv: readonly string[], env: NodeJS.ProcessEnv): Invocation {
       `--fencing-env: expected an environment variable name, received ${JSON.stringify(fencingEnv)}`,
     );
   }
+  const store = storeOf(values, env);
+  const shared = values.shared === true;
+  if (shared && store.kind === "redis" && store.urls.length > 1) {
+    throw new UsageError("--shared needs one Redis server (a Redlock quorum has no shared locks)");
+  }
   return {
     command: "run",
-    store: storeOf(values, env),
+    store,
     key: keyOf(values.key),
+    shared,
     waitMs: values["no-wait"] ? 0 : optionalDuration("--wait", values.wait),
+    conflictExitCode: exitCodeOf(values["conflict-exit-code"]),
     expiryMs: expiryOf(values.expiry),
     fencingEnv,
     onLost,
@@ -294,6 +336,18 @@ export function parseDuration(option: string, text: string): number {
     );
   }
   return ms;
+}
+
+/** `-E`: an exit status, 0 to 255. */
+function exitCodeOf(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const code = /^\d{1,3}$/.test(text) ? Number(text) : Number.NaN;
+  if (!(code <= 255)) {
+    throw new UsageError(
+      `--conflict-exit-code: expected an exit status from 0 to 255, received ${JSON.stringify(text)}`,
+    );
+  }
+  return code;
 }
 
 /** `--expiry`: at least {@link MIN_EXPIRY_MS} (an extension every 100 ms). */

@@ -7,6 +7,8 @@
 export interface Output {
   write(text: string): unknown;
   readonly isTTY?: boolean | undefined;
+  /** The terminal's width (stderr's `columns`), read at every redraw: the status line fits it. */
+  readonly columns?: number | undefined;
 }
 
 /** Writes a `globallock` invocation's events and messages to stderr (see the module comment). */
@@ -41,10 +43,14 @@ export class Reporter {
     this.#out.write(`globallock: ${text}\n`);
   }
 
-  /** On a terminal, without `--json`: shows `text` as the one status line (replacing the last). */
+  /**
+   * On a terminal, without `--json`: shows `text` as the one status line, replacing the last in
+   * place. Cut to the terminal's width (less one column, so the cursor never wraps): a line that
+   * wrapped would leave a line behind at every redraw.
+   */
   status(text: string): void {
     if (!this.interactive) return;
-    this.#out.write(`\r\x1b[2K${text}`);
+    this.#out.write(`\r\x1b[2K${fitTo(text, this.#out.columns)}`);
     this.#statusShown = true;
   }
 
@@ -54,6 +60,13 @@ export class Reporter {
     this.#out.write("\r\x1b[2K");
     this.#statusShown = false;
   }
+}
+
+/** `text` cut to `columns - 1` characters (its last one an ellipsis); whole when the width is unknown. */
+export function fitTo(text: string, columns: number | undefined): string {
+  if (columns === undefined || !(columns > 1)) return text;
+  const chars = Array.from(text);
+  return chars.length < columns ? text : `${chars.slice(0, columns - 2).join("")}…`;
 }
 
 /** "1.2 s", "3 min 5 s", "250 ms". */

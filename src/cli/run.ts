@@ -12,7 +12,7 @@ import { EXIT } from "./exit-codes.js";
 import { describeHolders, lockInfoJson } from "./holders.js";
 import { formatMs, type Reporter } from "./reporter.js";
 import { type OpenStore, openStore } from "./store.js";
-import { tether } from "./tether.js";
+import { probeSetpriv, tether } from "./tether.js";
 
 /** The signals forwarded to the command (and that interrupt a wait). */
 const FORWARDED = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
@@ -32,6 +32,8 @@ const HOLDER_EVERY_MS = 1000;
 
 /** Runs `cmd`; resolves to the exit status. Never rejects for expected failures. */
 export async function runCommand(cmd: RunCommand, reporter: Reporter): Promise<number> {
+  // Runs beside the store's start-up and the wait; the command's spawn needs its answer.
+  void probeSetpriv(process.env.PATH);
   const interrupt = new AbortController();
   let child: ChildProcess | undefined;
   const onSignal = (signal: Forwarded): void => {
@@ -51,11 +53,11 @@ export async function runCommand(cmd: RunCommand, reporter: Reporter): Promise<n
   });
   let store: OpenStore | undefined;
   try {
-    store = await openStore(cmd.store, { expiry: cmd.expiryMs, owner: cmd.owner });
+    store = await openStore(cmd.store, { expiry: cmd.expiryMs, owner: cmd.owner }, cmd.shared);
     interrupt.signal.throwIfAborted();
     const lease = await obtain(cmd, store, reporter, interrupt.signal);
     if (typeof lease === "number") return lease;
-    return await runHolding(cmd, lease, reporter, (spawned) => {
+    return await runHolding(cmd, lease, reporter, interrupt.signal, (spawned) => {
       child = spawned;
     });
   } catch (error) {
@@ -88,7 +90,7 @@ async function obtain(
   if (cmd.waitMs === 0) {
     reporter.event("not-acquired", { key: cmd.key, reason: "held", holders });
     reporter.say(`lock "${cmd.key}" is held by ${describeHolders(holder)}`, true);
-    return EXIT.HELD;
+    return cmd.conflictExitCode ?? EXIT.HELD;
   }
   reporter.event("waiting", { key: cmd.key, store: store.label, holders, waitMs: cmd.waitMs ?? null });
   const wait = new AbortController();
@@ -111,7 +113,7 @@ async function obtain(
     const waited = performance.now() - startedAt;
     reporter.event("not-acquired", { key: cmd.key, reason: "timeout", waitedMs: Math.round(waited) });
     reporter.say(`gave up waiting for lock "${cmd.key}" after ${formatMs(waited)}`, true);
-    return EXIT.WAIT_TIMED_OUT;
+    return cmd.conflictExitCode ?? EXIT.WAIT_TIMED_OUT;
   } finally {
     clearTimeout(timer);
     line.stop();
@@ -170,12 +172,19 @@ async function runHolding(
   cmd: RunCommand,
   lease: Lease,
   reporter: Reporter,
+  interrupt: AbortSignal,
   started: (child: ChildProcess) => void,
 ): Promise<number> {
   const env = { ...process.env };
   if (cmd.fencingEnv !== undefined) env[cmd.fencingEnv] = String(lease.fencingToken);
   const program = cmd.argv[0];
-  const tethered = tether(cmd.argv, env);
+  const tethered = await tether(cmd.argv, env);
+  if (interrupt.aborted) {
+    // A signal came while the command was being prepared: it is not started.
+    tethered.disarm();
+    await lease.releaseWithOutcome();
+    throw interrupt.reason;
+  }
   const child = spawn(tethered.program, tethered.args, { stdio: "inherit", env: tethered.env });
   started(child);
   let stoppedForLoss = false;

@@ -13,7 +13,7 @@ import { type OpenStore, openStore } from "./store.js";
 export async function statusCommand(cmd: StatusCommand, reporter: Reporter, stdout: { write(text: string): unknown }) {
   let store: OpenStore | undefined;
   try {
-    store = await openStore(cmd.store);
+    store = await openStore(cmd.store, {}, false);
     const info = await store.locker.inspect(undefined, cmd.key);
     const held = info.holders.length > 0;
     if (cmd.json) {

@@ -20,7 +20,7 @@
  * `/proc` is missing (macOS, minimal images), the missing part is skipped: the command may then
  * outlive a SIGKILLed wrapper, as before.
  */
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { accessSync, constants, existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { delimiter, join } from "node:path";
@@ -42,13 +42,13 @@ export interface Tethered {
 }
 
 /** Prepares `argv` to be spawned tied to this process (see the module comment). */
-export function tether(argv: readonly [string, ...string[]], env: NodeJS.ProcessEnv): Tethered {
+export async function tether(argv: readonly [string, ...string[]], env: NodeJS.ProcessEnv): Promise<Tethered> {
   const [program, ...args] = argv;
   const runId = randomBytes(12).toString("hex");
   const reaper = startReaper(runId);
   const commandEnv = reaper === undefined ? env : { ...env, [RUN_ID_ENV]: runId };
   // When the program cannot be found, spawn it directly: the spawn error names it as it always did.
-  const setpriv = findProgram(program, env.PATH) === undefined ? undefined : setprivPath(env.PATH);
+  const setpriv = findProgram(program, env.PATH) === undefined ? undefined : await probeSetpriv(env.PATH);
   return {
     program: setpriv ?? program,
     args: setpriv === undefined ? args : ["--pdeathsig", "KILL", "--", program, ...args],
@@ -78,19 +78,26 @@ function startReaper(runId: string): ChildProcess | undefined {
   return child;
 }
 
-let setprivChecked: { path: string | undefined } | undefined;
+let setprivProbe: { readonly pathEnv: string | undefined; readonly found: Promise<string | undefined> } | undefined;
 
-/** `setpriv` when it is on PATH and knows --pdeathsig (util-linux 2.33 and later). */
-function setprivPath(pathEnv: string | undefined): string | undefined {
-  if (setprivChecked === undefined) {
-    const path = findProgram("setpriv", pathEnv);
-    const works =
-      path !== undefined &&
-      process.platform === "linux" &&
-      spawnSync(path, ["--pdeathsig", "KILL", "--", "true"], { stdio: "ignore", timeout: 5000 }).status === 0;
-    setprivChecked = { path: works ? path : undefined };
-  }
-  return setprivChecked.path;
+/**
+ * `setpriv` when it is on PATH and knows --pdeathsig (util-linux 2.33 and later), found by running
+ * `setpriv --pdeathsig KILL -- true` once. Asynchronous, so that `globallock run` starts it first
+ * and it runs while the store's modules load and the lock is taken (see bench/cli-startup.mjs).
+ */
+export function probeSetpriv(pathEnv: string | undefined): Promise<string | undefined> {
+  if (setprivProbe !== undefined && setprivProbe.pathEnv === pathEnv) return setprivProbe.found;
+  const path = process.platform === "linux" ? findProgram("setpriv", pathEnv) : undefined;
+  const found =
+    path === undefined
+      ? Promise.resolve(undefined)
+      : new Promise<string | undefined>((resolve) => {
+          const probe = spawn(path, ["--pdeathsig", "KILL", "--", "true"], { stdio: "ignore", timeout: 5000 });
+          probe.once("error", () => resolve(undefined));
+          probe.once("exit", (code) => resolve(code === 0 ? path : undefined));
+        });
+  setprivProbe = { pathEnv, found };
+  return found;
 }
 
 /** The executable file `program` resolves to (through PATH when it has no slash), or undefined. */

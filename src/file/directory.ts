@@ -4,7 +4,7 @@
  */
 import { createHash } from "node:crypto";
 import { constants } from "node:fs";
-import { access, chmod, lstat, mkdir } from "node:fs/promises";
+import { access, chmod, lstat, mkdir, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { StoreUnavailableError } from "../errors.js";
 import type { ResolvedFileLockerOptions } from "./options.js";
@@ -45,7 +45,8 @@ export class LockDirectory {
     this.#ready ??= prepareDirectory(this.#options, () =>
       writeOwnerFile(this.#options.directory, this.#options.owner, this.store.ownerField),
     ).then(
-      () => {
+      (shareMode) => {
+        this.store.shareMode = shareMode;
         this.#prepared = true;
         void this.store.sweepAttempts(STALE_ATTEMPT_MS);
       },
@@ -98,12 +99,14 @@ async function makeDirectory(path: string, parents: number): Promise<void> {
  * Creates the lock directory (mode 0700), then runs `finish` in it. The default directory lives in
  * a shared temporary folder, so it must be a real directory (not a symbolic link) owned by this
  * user; group and others lose any access they had. Any failure is a {@link StoreUnavailableError}
- * with its cause.
+ * with its cause. Resolves to the {@link FileStore.shareMode} of a directory that its group or
+ * others may write (several users share it, e.g. mode 2775): its permission bits and setgid,
+ * owner's rwx added.
  */
 async function prepareDirectory(
   { directory, defaultDirectory }: ResolvedFileLockerOptions,
   finish: () => Promise<void>,
-): Promise<void> {
+): Promise<number | undefined> {
   const fail = (problem: string, cause?: unknown): StoreUnavailableError =>
     new StoreUnavailableError(directory, `The lock directory ${directory} ${problem}`, { cause });
   try {
@@ -126,4 +129,10 @@ async function prepareDirectory(
   } catch (error) {
     throw fail(`is not writable (${codeOf(error)})`, error);
   }
+  if (defaultDirectory) return undefined;
+  const { mode } = await stat(directory).catch((error: unknown) => {
+    throw fail(`cannot be read (${codeOf(error)})`, error);
+  });
+  // 0o2000: setgid (new entries take the directory's group).
+  return (mode & 0o022) === 0 ? undefined : 0o700 | (mode & 0o2077);
 }

@@ -33,6 +33,14 @@ interface Held {
 }
 
 /**
+ * The key whose lock (as a `FileLocker` names it) is the write lock of the read-write key
+ * `key`: the name `globallock status` reads the writer of a `--shared`-capable key from.
+ */
+export function readWriteLockKey(key: string): string {
+  return `\u0000rw\u0000${key}`;
+}
+
+/**
  * The backend of the file lockers: `FileLocker` (locks: the {@link FileStore}'s `H.lock`) and
  * `FileReadWriteLocker` (counted: a reader's entry in `H.rd`, a writer's `H.lock`; see
  * `permits.ts`). There is no hand-off queue: a release removes the lock directory (or the
@@ -87,7 +95,7 @@ class FileBackend implements StoreBackend {
 
   /** The file name stem of `key`; a read-write key's differ from a lock's (they never meet). */
   #hashOf(key: string): string {
-    return hashKey(this.#permits === undefined ? key : `\u0000rw\u0000${key}`);
+    return hashKey(this.#permits === undefined ? key : readWriteLockKey(key));
   }
 
   /**

@@ -120,7 +120,7 @@ export class PermitFiles {
       }
       for (let round = 0; ; round++) {
         const ticket = { seq: monotonicNow(), writer, entry: entryOf(token, ttl, Date.now()) };
-        await mkdir(dir, { mode: 0o700 }).catch(ignore);
+        await this.#store.makeDirectory(dir, 0o700).catch(ignore);
         try {
           await mkdir(join(dir, name(ticket)));
           return token;
@@ -150,7 +150,7 @@ export class PermitFiles {
       for (let round = 0; round < ROUNDS; round++) {
         const startedAt = performance.now();
         const entry = entryOf(token, expiry, Date.now(), this.#store.ownerField.field);
-        await mkdir(dir, { mode: 0o700 }).catch(ignore);
+        await this.#store.makeDirectory(dir, 0o700).catch(ignore);
         try {
           await mkdir(join(dir, entry.name));
         } catch (error) {

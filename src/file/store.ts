@@ -44,7 +44,7 @@
  * Every operation waits for one of a few slots ({@link OperationQueue}): extensions, releases and
  * fencing go before attempts, so a burst of attempts cannot starve the leases that are held.
  */
-import { mkdir, readdir, rename, rmdir, stat, unlink, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readdir, rename, rmdir, stat, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { StoreUnavailableError } from "../errors.js";
 import { type Entry, entryOf, parseEntry, remainingMs, takeable } from "./entry.js";
@@ -103,10 +103,31 @@ export class FileStore {
   readonly ownerField: OwnerField;
   readonly #queue = new OperationQueue(OPERATIONS_IN_FLIGHT);
   readonly stats: FileStoreStats = { staleTakeovers: 0, deadHolderTakeovers: 0, lostTakeoverRaces: 0 };
+  /**
+   * In a lock directory shared by several users (writable by its group or by others; set when it is
+   * prepared): the mode of the directories other users write into — a lock (its stale entry is
+   * removed by whoever takes it over), a key's readers, queue and fencing counter — the lock
+   * directory's own permission bits (and setgid). `undefined` in a private directory.
+   */
+  shareMode: number | undefined;
 
   constructor(directory: string, owner: OwnerField) {
     this.directory = directory;
     this.ownerField = owner;
+  }
+
+  /**
+   * `mkdir` of a directory other users of a shared lock directory write into: with
+   * {@link shareMode} (set again after `mkdir`, as the umask takes bits off), else `privateMode`
+   * (default: the umask's). Rejects as `mkdir` does (EEXIST included).
+   */
+  async makeDirectory(path: string, privateMode?: number): Promise<void> {
+    if (this.shareMode === undefined) {
+      await mkdir(path, privateMode === undefined ? undefined : { mode: privateMode });
+      return;
+    }
+    await mkdir(path, { mode: this.shareMode });
+    await chmod(path, this.shareMode);
   }
 
   /** The lock directory of a key hash. */
@@ -139,7 +160,7 @@ export class FileStore {
       if (holder !== undefined && !takeable(holder)) return { taken: false, holder };
     }
     const tmp = join(this.directory, `.tmp-${token}`);
-    await this.call("create an attempt directory in", () => mkdir(tmp));
+    await this.call("create an attempt directory in", () => this.makeDirectory(tmp));
     let built: Entry | undefined;
     let installed = false;
     try {
@@ -371,7 +392,7 @@ export class FileStore {
       names = await readdir(dir);
     } catch (error) {
       if (codeOf(error) !== "ENOENT") throw this.unavailable("read a fencing counter in", error);
-      await this.call("create a fencing counter in", () => mkdir(dir, { mode: 0o700 }).catch(ignoreExists));
+      await this.call("create a fencing counter in", () => this.makeDirectory(dir, 0o700).catch(ignoreExists));
       return [];
     }
     return names.filter((name) => /^\d{1,30}$/.test(name)).map((name) => BigInt(name));

@@ -1,5 +1,6 @@
 /**
- * The only file that imports redlock: the {@link Backend} for a quorum of independent Redis nodes.
+ * The only file that loads redlock (an optional peer dependency, imported on first use: a locker
+ * on one node, a file or memory locker never loads it): the {@link Backend} for a quorum of independent Redis nodes.
  *
  * Which way: redlock through its public API, with no call recognised by its script text. redlock
  * acquires (`acquire` with `retryCount: 0`: our own wait loop does the waiting), its `scripts`
@@ -16,7 +17,8 @@
  * from one held by another token (see {@link RedlockStore}).
  */
 import { performance } from "node:perf_hooks";
-import Redlock, { ExecutionError, type Lock, ResourceLockedError } from "redlock";
+import type Redlock from "redlock";
+import type { Lock } from "redlock";
 import type {
   AdoptRequest,
   AttemptOutcome,
@@ -28,7 +30,7 @@ import type {
   StoredView,
 } from "../core/backend.js";
 import { LockHandle } from "../core/backend.js";
-import { UnsupportedError } from "../errors.js";
+import { StoreUnavailableError, UnsupportedError } from "../errors.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { connectionOf } from "./client/connection-of.js";
 import type { ScriptArgument } from "./client/redis-connection.js";
@@ -61,7 +63,8 @@ export interface RedlockStoreSettings {
  * restart too.
  */
 export class RedlockStore implements StoreBackend {
-  readonly #redlock: Redlock;
+  /** redlock over this store's nodes, once the package is loaded (rejects when it is missing). */
+  readonly #redlock: Promise<LoadedRedlock>;
   readonly #runners: readonly ScriptRunner[];
   readonly #driftFactor: number;
   /**
@@ -110,14 +113,19 @@ export class RedlockStore implements StoreBackend {
         this.#send(node, source, ...splitRedlockArguments(numkeys, rest)),
     }));
     this.#unanswered = this.#runners.map(() => new Map());
-    this.#redlock = new Redlock(
-      facades as unknown as ConstructorParameters<typeof Redlock>[0],
-      { retryCount: 0, driftFactor: settings.driftFactor },
-      // redlock ignores script strings; only a function (a modifier of its own script) is used.
-      { releaseScript: () => REDLOCK_RELEASE_SCRIPT },
-    );
-    for (const script of Object.values(this.#redlock.scripts)) sources.set(script.hash, script.value);
-    ownTokens(this.#redlock, () => ownedToken(this.#tokenPrefix, 1));
+    this.#redlock = loadRedlock().then((module) => {
+      const redlock = new module.default(
+        facades as unknown as ConstructorParameters<typeof Redlock>[0],
+        { retryCount: 0, driftFactor: settings.driftFactor },
+        // redlock ignores script strings; only a function (a modifier of its own script) is used.
+        { releaseScript: () => REDLOCK_RELEASE_SCRIPT },
+      );
+      for (const script of Object.values(redlock.scripts)) sources.set(script.hash, script.value);
+      ownTokens(redlock, () => ownedToken(this.#tokenPrefix, 1));
+      return { redlock, module };
+    });
+    // Seen by the first acquire; a locker that never acquires leaves no unhandled rejection.
+    this.#redlock.catch(() => undefined);
   }
 
   resourceOf(key: string): string {
@@ -244,11 +252,18 @@ export class RedlockStore implements StoreBackend {
   async acquire({ resource, duration }: AttemptRequest): Promise<AttemptOutcome> {
     const start = performance.now();
     if (duration > this.#longest) this.#longest = duration;
+    const { redlock, module } = await this.#redlock.catch((cause: unknown) => {
+      throw new StoreUnavailableError(
+        resource,
+        `A Redlock quorum (several Redis clients) needs the optional peer dependency redlock: npm install ${REDLOCK_PACKAGE}`,
+        { cause },
+      );
+    });
     let lock: Lock;
     try {
-      lock = await this.#redlock.acquire([resource], duration);
+      lock = await redlock.acquire([resource], duration);
     } catch (error) {
-      const verdict = await classify(error);
+      const verdict = await classify(module, error);
       if (verdict.held) return { kind: "held" };
       throw unavailable(resource, "acquire", verdict.causes, "quorum");
     }
@@ -376,6 +391,27 @@ export class RedlockStore implements StoreBackend {
   }
 }
 
+/** The redlock package's exports. */
+type RedlockModule = typeof import("redlock");
+
+/** redlock over a store's nodes, with the package it came from (for its error classes). */
+interface LoadedRedlock {
+  readonly redlock: Redlock;
+  readonly module: RedlockModule;
+}
+
+/** The package a quorum needs, as a user installs it. */
+export const REDLOCK_PACKAGE = "redlock@5.0.0-beta.2";
+
+/**
+ * Imports redlock (once per store; the module cache makes later imports cheap). Where it is not
+ * installed, every attempt of the quorum rejects with a {@link StoreUnavailableError} naming the
+ * package, with the import's error as its cause.
+ */
+function loadRedlock(): Promise<RedlockModule> {
+  return import("redlock");
+}
+
 /**
  * The keys and arguments of a redlock script call: after `numkeys` it passes one array of keys then
  * arguments (ioredis would flatten it), or, were it to change, the same values spread.
@@ -398,14 +434,14 @@ interface Verdict {
  * belongs to another token and the nodes that answered at all to form a quorum; anything else is
  * a store failure. Every vote arrives within the command timeout, so waiting for all is bounded.
  */
-async function classify(error: unknown): Promise<Verdict> {
-  const attempt = error instanceof ExecutionError ? error.attempts[0] : undefined;
+async function classify(module: RedlockModule, error: unknown): Promise<Verdict> {
+  const attempt = error instanceof module.ExecutionError ? error.attempts[0] : undefined;
   if (attempt === undefined) return { held: false, causes: [error] };
   const stats = await attempt;
   let locked = 0;
   const causes: unknown[] = [];
   for (const vote of stats.votesAgainst.values()) {
-    if (vote instanceof ResourceLockedError) locked += 1;
+    if (vote instanceof module.ResourceLockedError) locked += 1;
     else causes.push(vote);
   }
   return { held: locked > 0 && stats.votesFor.size + locked >= stats.quorumSize, causes };

@@ -1,5 +1,6 @@
 /**
- * An ioredis `Redis` or `Cluster` (ioredis 5 or later), described by the members the lockers rely
+ * An ioredis `Redis` or `Cluster` (ioredis 5 or later), or the same of iovalkey (the Valkey
+ * project's fork of ioredis: `Valkey`/`Redis`, `Cluster`), described by the members the lockers rely
  * on rather than imported from ioredis, so that these declarations compile without ioredis installed.
  */
 export interface IoRedisClient {
@@ -35,7 +36,7 @@ export interface NodeRedisClient {
 }
 
 /**
- * A Redis client that the caller created and owns (the locker never closes it): an ioredis `Redis`
- * or `Cluster`, or a connected node-redis client or cluster. The lockers tell them apart themselves.
+ * A Redis client that the caller created and owns (the locker never closes it): an ioredis (or
+ * iovalkey) `Redis` or `Cluster`, or a connected node-redis client or cluster. The lockers tell them apart themselves.
  */
 export type RedisClient = IoRedisClient | NodeRedisClient;

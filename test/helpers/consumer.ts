@@ -12,6 +12,26 @@ const run = promisify(execFile);
 const root = resolve(import.meta.dirname, "../..");
 
 /**
+ * A temporary directory (the caller removes it) whose node_modules links every installed package
+ * except `missing`, and holds a copy of this package's package.json and dist/ as "globallock" (a
+ * copy, not a link: its imports resolve from the consumer's packages, not from this repository's).
+ */
+export function consumerDirectory(missing: readonly string[]): string {
+  const dir = mkdtempSync(join(tmpdir(), "globallock-consumer-"));
+  mkdirSync(join(dir, "node_modules"));
+  for (const entry of readdirSync(join(root, "node_modules"))) {
+    if (!entry.startsWith(".") && !missing.includes(entry)) {
+      symlinkSync(join(root, "node_modules", entry), join(dir, "node_modules", entry));
+    }
+  }
+  const installed = join(dir, "node_modules", "globallock");
+  mkdirSync(installed);
+  copyFileSync(join(root, "package.json"), join(installed, "package.json"));
+  cpSync(join(root, "dist"), join(installed, "dist"), { recursive: true });
+  return dir;
+}
+
+/**
  * Type-checks `source` (as an ES module and as CommonJS) in a directory that sees every installed
  * package except `missing` (and redlock, whose types never reach the declarations), plus a copy of
  * this package's package.json and dist/ as "globallock" (a copy, not a link: its declarations must
@@ -19,18 +39,8 @@ const root = resolve(import.meta.dirname, "../..");
  * the compiler's output. Then loads both builds there at run time.
  */
 export async function typeCheckConsumer(source: string, missing: readonly string[]): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), "globallock-consumer-"));
+  const dir = consumerDirectory(["redlock", ...missing]);
   try {
-    mkdirSync(join(dir, "node_modules"));
-    for (const entry of readdirSync(join(root, "node_modules"))) {
-      if (!entry.startsWith(".") && entry !== "redlock" && !missing.includes(entry)) {
-        symlinkSync(join(root, "node_modules", entry), join(dir, "node_modules", entry));
-      }
-    }
-    const installed = join(dir, "node_modules", "globallock");
-    mkdirSync(installed);
-    copyFileSync(join(root, "package.json"), join(installed, "package.json"));
-    cpSync(join(root, "dist"), join(installed, "dist"), { recursive: true });
     writeFileSync(join(dir, "consumer.mts"), source);
     writeFileSync(join(dir, "consumer.cts"), source);
     const tsc = join(root, "node_modules/typescript/bin/tsc");
@@ -49,8 +59,7 @@ export async function typeCheckConsumer(source: string, missing: readonly string
         throw new Error(error.stdout);
       },
     );
-    // And both builds load without the missing packages (redlock, a dependency, is installed then).
-    symlinkSync(join(root, "node_modules", "redlock"), join(dir, "node_modules", "redlock"));
+    // And both builds load without the missing packages (nor redlock, an optional peer).
     const load = `require("globallock").RedisLocker; import("globallock").then((m) => m.RedisLocker)`;
     await run(process.execPath, ["-e", load], { cwd: dir });
   } finally {

@@ -7,8 +7,8 @@ import type { RedisConnection } from "./redis-connection.js";
 export type ClientKind = "ioredis" | "node-redis" | "node-redis-cluster" | "node-redis-sentinel";
 
 /**
- * Tells the accepted clients apart by shape: an ioredis `Redis` or `Cluster` has `evalsha` and
- * `duplicate` (as the lockers have always checked); a node-redis client, cluster or sentinel has
+ * Tells the accepted clients apart by shape: an ioredis `Redis` or `Cluster` (or iovalkey's, the
+ * fork keeps the API) has `evalsha` and `duplicate` (as the lockers have always checked); a node-redis client, cluster or sentinel has
  * `sendCommand`, `subscribe`, `connect` and a boolean `isOpen`, a cluster also `nodeClient`, a
  * sentinel `getMasterNode` and `getSentinelNode`; a client or cluster of v5 or later also has
  * `duplicate` and `destroy` (v4 has no `destroy`). Anything else is `undefined`.

@@ -1,0 +1,111 @@
+/**
+ * Start-up of the `globallock` command: `globallock run --key k -- true` on the file store against
+ * `node -e 0` (and `flock(1)` where installed), measured side by side in one run, N rounds
+ * interleaved (node, globallock, flock, node, …), each the wall time from spawn to exit. Prints a
+ * Markdown table of medians and the ratio to `node -e 0`, and the modules the command loads
+ * (counted once, through a module-loading hook). Needs the build (`npm run build`); writes nothing
+ * but a temporary lock directory, removed at the end.
+ *
+ *   node bench/cli-startup.mjs           # 30 rounds
+ *   CLI_ROUNDS=100 node bench/cli-startup.mjs
+ *   CLI_COMPARE=/path/to/other/dist/esm/cli/main.js node bench/cli-startup.mjs   # another build beside it
+ *
+ * Target: the command's median at most 1.5× `node -e 0`'s.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { median, percentile } from "./lib/stats.mjs";
+
+const CLI = fileURLToPath(new URL("../dist/esm/cli/main.js", import.meta.url));
+const ROUNDS = Number(process.env.CLI_ROUNDS ?? 30);
+const TARGET = 1.5;
+
+if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first`);
+const work = mkdtempSync(join(tmpdir(), "globallock-cli-startup-"));
+const lockDir = join(work, "locks");
+const flockPath = ["/usr/bin/flock", "/bin/flock"].find((path) => existsSync(path));
+
+/** The contenders: label and command line. */
+const contenders = [
+  ["`node -e 0`", [process.execPath, "-e", "0"]],
+  [
+    "`globallock run --key k -- true` (file store)",
+    [process.execPath, CLI, "run", "--dir", lockDir, "--key", "k", "--", "true"],
+  ],
+  ...(process.env.CLI_COMPARE === undefined
+    ? []
+    : [
+        [
+          "the same, `CLI_COMPARE` build",
+          [process.execPath, process.env.CLI_COMPARE, "run", "--dir", lockDir, "--key", "k", "--", "true"],
+        ],
+      ]),
+  ...(flockPath === undefined ? [] : [["`flock FILE true` (util-linux)", [flockPath, join(work, "flock"), "true"]]]),
+];
+
+/** Wall time (ms) of one run of `argv`, spawn to exit; throws if it fails. */
+function time(argv) {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("GLOBALLOCK_")));
+  const start = performance.now();
+  const result = spawnSync(argv[0], argv.slice(1), { stdio: "ignore", env });
+  const ms = performance.now() - start;
+  if (result.status !== 0) throw new Error(`${argv.join(" ")} exited ${result.status ?? result.signal}`);
+  return ms;
+}
+
+/** The modules one `globallock run` loads: the package's own, other packages', Node's built-ins. */
+function countModules() {
+  const log = join(work, "modules.log");
+  const hook = join(work, "hook.mjs");
+  writeFileSync(
+    hook,
+    `import { appendFileSync } from "node:fs";\n` +
+      `export async function load(url, context, next) { appendFileSync(${JSON.stringify(log)}, url + "\\n"); return next(url, context); }\n`,
+  );
+  const register = join(work, "register.mjs");
+  writeFileSync(
+    register,
+    `import { register } from "node:module";\nregister(${JSON.stringify(pathToFileURL(hook).href)});\n`,
+  );
+  writeFileSync(log, "");
+  time([process.execPath, "--import", register, CLI, "run", "--dir", lockDir, "--key", "k", "--", "true"]);
+  const urls = readFileSync(log, "utf8").split("\n").filter(Boolean);
+  const own = urls.filter((url) => url.includes("/dist/esm/"));
+  return {
+    own: own.length,
+    packages: urls.filter((url) => url.includes("/node_modules/")).length,
+    builtins: urls.filter((url) => url.startsWith("node:")).length,
+    redis: own.filter((url) => url.includes("/redis/")).length,
+  };
+}
+
+try {
+  const samples = contenders.map(() => []);
+  for (const [, argv] of contenders) time(argv); // warm the file cache
+  for (let round = 0; round < ROUNDS; round++) {
+    contenders.forEach(([, argv], index) => {
+      samples[index]?.push(time(argv));
+    });
+  }
+  const base = median(samples[0]);
+  const modules = countModules();
+  const lines = [
+    `CLI start-up, ${ROUNDS} rounds interleaved (Node ${process.version}, load average at end ${(await import("node:os")).loadavg()[0].toFixed(2)})`,
+    "",
+    "| command | median | p90 | × `node -e 0` |",
+    "| --- | ---: | ---: | ---: |",
+    ...contenders.map(([label], index) => {
+      const list = samples[index] ?? [];
+      return `| ${label} | ${median(list).toFixed(0)} ms | ${percentile(list, 90).toFixed(0)} ms | ${(median(list) / base).toFixed(2)}× |`;
+    }),
+    "",
+    `Modules loaded by the run: ${modules.own} of globallock (${modules.redis} of them Redis's), ${modules.packages} from other packages, ${modules.builtins} built-ins.`,
+    `Target: at most ${TARGET}× \`node -e 0\`: ${median(samples[1]) / base <= TARGET ? "met" : "NOT met"}.`,
+  ];
+  process.stdout.write(`${lines.join("\n")}\n`);
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
