@@ -58,7 +58,7 @@ describe("the README's first screen, from a fresh copy", () => {
       npm_config_prefix: join(work, "global"),
     };
     const sh = (line: string) => run("sh", ["-c", line], { cwd: clone, env, timeout: 180_000 });
-    await sh((install?.[1] as string).replace(/^npm ci && /, ""));
+    await sh((install?.[1] ?? "").replace(/^npm ci && /, ""));
     expect(existsSync(join(clone, "globallock-0.1.0.tgz"))).toBe(true);
 
     expect(scripts).toHaveLength(2);

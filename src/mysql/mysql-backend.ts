@@ -12,7 +12,7 @@ import type {
 } from "../core/backend.js";
 import { LockHandle } from "../core/backend.js";
 import { withDefaults } from "../core/backend-defaults.js";
-import { LockerClosedError, LockLostError, UnsupportedError } from "../errors.js";
+import { LockerClosedError, LockLostError } from "../errors.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { FencingTable } from "./fencing-table.js";
