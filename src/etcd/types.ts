@@ -13,57 +13,105 @@ export interface EtcdCallOptions {
 
 /** One key as etcd stores it (`IKeyValue`). */
 export interface EtcdKeyValue {
+  /** The key. */
   key: Buffer;
+  /** The revision that created it (a lock's fencing token). */
   create_revision: string;
+  /** The revision that last changed it. */
   mod_revision: string;
+  /** Its value. */
   value: Buffer;
+  /** The lease it is attached to (`"0"`: none). */
   lease: string;
 }
 
 /** A range request (`IRangeRequest`), as far as the lockers use it. */
 export interface EtcdRangeRequest {
+  /** The first key. */
   key?: Buffer;
+  /** The end of the range (exclusive). */
   range_end?: Buffer;
+  /** The order of the answer. */
   sort_order?: "None" | "Ascend" | "Descend";
+  /** What the answer is sorted by. */
   sort_target?: "Key" | "Version" | "Create" | "Mod" | "Value";
 }
 
 /** The answer of a range request. */
 export interface EtcdRangeResponse {
-  header: { revision: string };
+  /** The store's revision when it answered. */
+  header: {
+    /** The revision. */
+    revision: string;
+  };
+  /** The keys found. */
   kvs: EtcdKeyValue[];
 }
 
 /** One comparison of a transaction (`ICompare`); with `range_end`, every key of the range. */
 export interface EtcdCompare {
+  /** The key compared. */
   key?: Buffer;
+  /** The end of the range compared (exclusive). */
   range_end?: Buffer;
+  /** What is compared. */
   target?: "Version" | "Create" | "Mod" | "Value" | "Lease";
+  /** How it must compare. */
   result?: "Equal" | "Greater" | "Less" | "NotEqual";
+  /** The version compared with (`target: "Version"`). */
   version?: string | number;
+  /** The revision compared with (`target: "Mod"`). */
   mod_revision?: string | number;
+  /** The value compared with (`target: "Value"`). */
   value?: Buffer;
 }
 
 /** One operation of a transaction (`IRequestOp`). */
 export interface EtcdRequestOp {
+  /** A read. */
   request_range?: EtcdRangeRequest;
-  request_put?: { key?: Buffer; value?: Buffer; lease?: string | number };
-  request_delete_range?: { key?: Buffer; range_end?: Buffer };
+  /** A write. */
+  request_put?: {
+    /** The key written. */
+    key?: Buffer;
+    /** Its value. */
+    value?: Buffer;
+    /** The lease it is attached to. */
+    lease?: string | number;
+  };
+  /** A delete. */
+  request_delete_range?: {
+    /** The first key deleted. */
+    key?: Buffer;
+    /** The end of the range deleted (exclusive). */
+    range_end?: Buffer;
+  };
 }
 
 /** A transaction (`ITxnRequest`). */
 export interface EtcdTxnRequest {
+  /** The conditions, all of which must hold. */
   compare?: EtcdCompare[];
+  /** The operations run when they do. */
   success?: EtcdRequestOp[];
+  /** The operations run when they do not. */
   failure?: EtcdRequestOp[];
 }
 
 /** The answer of a transaction: which branch ran, and its operations' answers in order. */
 export interface EtcdTxnResponse {
-  header: { revision: string };
+  /** The store's revision after it ran. */
+  header: {
+    /** The revision. */
+    revision: string;
+  };
+  /** Whether the `success` branch ran. */
   succeeded: boolean;
-  responses: Array<{ response_range?: EtcdRangeResponse | null }>;
+  /** The answers of the branch's operations, in order. */
+  responses: Array<{
+    /** A read's answer. */
+    response_range?: EtcdRangeResponse | null;
+  }>;
 }
 
 /** A lease of `etcd3` made with `autoKeepAlive: false`: granted once, kept alive by the locker. */
@@ -71,7 +119,10 @@ export interface EtcdLease {
   /** Its id once granted (rejects when it could not be). */
   grant(): Promise<string>;
   /** One keepalive: the TTL left after it, in seconds (`"0"`: the lease is gone). */
-  keepaliveOnce(options?: EtcdCallOptions): Promise<{ TTL: string }>;
+  keepaliveOnce(options?: EtcdCallOptions): Promise<{
+    /** Seconds left. */
+    TTL: string;
+  }>;
   /** Revokes it (every key attached to it is deleted). */
   revoke(options?: EtcdCallOptions): Promise<void>;
   /** Stops what `etcd3` does for it locally (nothing is sent). */
@@ -82,9 +133,13 @@ export interface EtcdLease {
 
 /** A watch on etcd keys (`etcd3`'s `Watcher`). */
 export interface EtcdWatcher {
+  /** The watch is established. */
   on(event: "connected", handler: (response: unknown) => void): unknown;
+  /** The watch's stream was cut (it reconnects). */
   on(event: "disconnected", handler: (error: Error) => void): unknown;
+  /** A watched key was deleted. */
   on(event: "delete", handler: (kv: EtcdKeyValue) => void): unknown;
+  /** The watch failed. */
   on(event: "error", handler: (error: Error) => void): unknown;
   /** Stops the watch. */
   cancel(): Promise<void>;
@@ -92,6 +147,7 @@ export interface EtcdWatcher {
 
 /** `etcd3`'s `WatchBuilder`, as far as the lockers use it. */
 export interface EtcdWatchBuilder {
+  /** Watches every key that starts with `value`. */
   prefix(value: string | Buffer): EtcdWatchBuilder;
   /** Only these kinds of events (etcd3 maps `"delete"` to etcd's NOPUT filter). */
   only(...operations: Array<"put" | "delete">): EtcdWatchBuilder;
@@ -108,12 +164,24 @@ export interface EtcdClient {
   readonly prefix: Buffer;
   /** The raw key-value service. */
   readonly kv: {
+    /** Reads keys. */
     range(request: EtcdRangeRequest, options?: EtcdCallOptions): Promise<EtcdRangeResponse>;
+    /** Runs a transaction. */
     txn(request: EtcdTxnRequest, options?: EtcdCallOptions): Promise<EtcdTxnResponse>;
   };
   /** The raw lease service (`inspect` reads other holders' time left). */
   readonly leaseClient: {
-    leaseTimeToLive(request: { ID?: string }, options?: EtcdCallOptions): Promise<{ TTL: string }>;
+    /** The time left on lease `ID`. */
+    leaseTimeToLive(
+      request: {
+        /** The lease id. */
+        ID?: string;
+      },
+      options?: EtcdCallOptions,
+    ): Promise<{
+      /** Seconds left (`"-1"`: gone). */
+      TTL: string;
+    }>;
   };
   /** A lease of `ttl` seconds (the lockers pass `autoKeepAlive: false`). */
   lease(ttl: number, options?: { autoKeepAlive?: boolean }): EtcdLease;

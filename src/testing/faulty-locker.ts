@@ -80,37 +80,37 @@ export class FaultyLocker implements Locker {
     return countOf(this.#inner, "waitingCount");
   }
 
-  /** {@inheritDoc Locker.lock} */
+  /** `Locker.lock` of the wrapped locker (an `"acquire"` fault rejects it first). */
   async lock(signal: AbortSignal | undefined, key: string): Promise<ReleaseFunc> {
     return (await this.acquire(signal, key)).release;
   }
 
-  /** {@inheritDoc Locker.tryLock} */
+  /** `Locker.tryLock` of the wrapped locker (an `"acquire"` fault rejects it first). */
   async tryLock(signal: AbortSignal | undefined, key: string): Promise<[acquired: boolean, release: ReleaseFunc]> {
     const lease = await this.tryAcquire(signal, key);
     return lease === undefined ? [false, noopRelease()] : [true, lease.release];
   }
 
-  /** {@inheritDoc Locker.acquire} */
+  /** `Locker.acquire` of the wrapped locker (an `"acquire"` fault rejects it first); its lease can be lost on demand. */
   async acquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease> {
     this.#injectAcquireFault(key);
     return this.#wrap(await this.#inner.acquire(signal, key, options));
   }
 
-  /** {@inheritDoc Locker.tryAcquire} */
+  /** `Locker.tryAcquire` of the wrapped locker (an `"acquire"` fault rejects it first). */
   async tryAcquire(signal: AbortSignal | undefined, key: string, options?: AcquireOptions): Promise<Lease | undefined> {
     this.#injectAcquireFault(key);
     const lease = await this.#inner.tryAcquire(signal, key, options);
     return lease === undefined ? undefined : this.#wrap(lease);
   }
 
-  /** {@inheritDoc Locker.adopt} */
+  /** `Locker.adopt` of the wrapped locker (an `"acquire"` fault rejects it first). */
   async adopt(signal: AbortSignal | undefined, handle: string, options?: AdoptOptions): Promise<Lease> {
     this.#injectAcquireFault("(adopted lease)");
     return this.#wrap(await this.#inner.adopt(signal, handle, options));
   }
 
-  /** {@inheritDoc Locker.inspect} */
+  /** `Locker.inspect` of the wrapped locker. */
   inspect(signal: AbortSignal | undefined, key: string): Promise<LockInfo> {
     return this.#inner.inspect(signal, key);
   }
