@@ -231,11 +231,11 @@ describe("PostgresLocker", () => {
       ])
     ).map((row) => row.pid);
 
-  /** A locker on its own pool, whose sessions are named `applicationName`. */
+  /** A locker on its own pool, whose sessions are named `applicationName` (its lock session: by its owner). */
   const namedLocker = (applicationName: string, expiry = 400): PostgresLocker => {
     const pool = fixture().server.pool({ max: 2, application_name: applicationName });
     fixture().pools.push(pool);
-    return fixture().locker({ expiry }, pool);
+    return fixture().locker({ expiry, owner: applicationName }, pool);
   };
 
   it("each heartbeat is one extend message for the auto-extended leases on the session", async () => {

@@ -60,7 +60,7 @@ describe("FileLocker hand-off across processes", () => {
     const seen = await holder.inspect(undefined, "job");
     expect(seen.holders).toMatchObject([{ owner: "queued job", mode: "exclusive", fencingToken: handed.fencingToken }]);
     // The one entry was renamed: a second adopter (another process, or this one again) finds it taken.
-    expect(await lostReason(rival.adopt(undefined, handle))).toBe("(remote)");
+    expect(await lostReason(rival.adopt(undefined, handle))).toBe("taken");
     expect(await lostReason(worker.adopt(undefined, handle))).toBe("taken");
     // The child's own release is a no-op now; the adopter's frees the key.
     expect(await handed.releaseWithOutcome()).toBe("taken");

@@ -26,6 +26,7 @@ async function valkeyHarness(): Promise<LockerHarness> {
     create: async (options) => locker(options),
     peer: async (_locker, options) => locker(options),
     fencing: true,
+    handOff: true,
     cleanup: async () => {
       await Promise.allSettled(lockers.map((made) => made.close()));
       for (const client of clients) client.disconnect();

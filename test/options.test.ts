@@ -77,6 +77,7 @@ describe("each option is read exactly once", () => {
         expiry: 10_000,
         prefix: "p:",
         operationTimeout: 300,
+        owner: "worker-1",
         driftFactor: 0.02,
         backoffMin: 40,
         backoffMax: 900,
@@ -87,6 +88,7 @@ describe("each option is read exactly once", () => {
         expiry: 1,
         prefix: 1,
         operationTimeout: 1,
+        owner: 1,
         driftFactor: 1,
         backoff: 1,
         sweepConcurrency: 1,
@@ -97,14 +99,15 @@ describe("each option is read exactly once", () => {
 
     it(`acquire options with ${label}`, async () => {
       const reads = new Map<string, number>();
-      const given = { fencing: true, weight: 1, autoExtend: true, expiry: 500 };
+      const given = { fencing: true, weight: 1, autoExtend: true, expiry: 500, maxHold: 1000 };
       expect(resolveAcquireOptions(make(given, reads))).toEqual({
         fencing: true,
         weight: 1,
         autoExtend: true,
         expiry: 500,
+        maxHold: 1000,
       });
-      expect(Object.fromEntries(reads)).toEqual({ fencing: 1, weight: 1, autoExtend: 1, expiry: 1 });
+      expect(Object.fromEntries(reads)).toEqual({ fencing: 1, weight: 1, autoExtend: 1, expiry: 1, maxHold: 1 });
 
       const locker = new MemoryLocker();
       const leaseReads = new Map<string, number>();
@@ -130,7 +133,7 @@ describe("each option is read exactly once", () => {
 
 describe("unknown option names", () => {
   const redisNames =
-    /valid options: expiry, prefix, operationTimeout, driftFactor, backoff, sweepConcurrency, onLockLost/;
+    /valid options: expiry, prefix, operationTimeout, owner, driftFactor, backoff, sweepConcurrency, onLockLost/;
 
   it("RedisLocker: a misspelt name is named, with the valid names listed", () => {
     const error = expectInvalid(
@@ -154,7 +157,7 @@ describe("unknown option names", () => {
     expectInvalid(
       () => resolveAcquireOptions({ fencng: true }),
       "options.fencng",
-      /valid options: fencing, weight, autoExtend, expiry\)/,
+      /valid options: fencing, weight, autoExtend, expiry, maxHold\)/,
     );
     const locker = new MemoryLocker();
     await expect(locker.acquire(undefined, "k", { fencing: false, wieght: 2 } as never)).rejects.toThrow(
@@ -164,8 +167,9 @@ describe("unknown option names", () => {
     await locker.close();
   });
 
-  it("MemoryLocker: no options yet, so any key is an error saying so", () => {
-    expectInvalid(() => new MemoryLocker({ expiry: 10 } as never), "options.expiry", /there are no options yet/);
+  it("MemoryLocker: only an owner, so any other key is an error naming it", () => {
+    expectInvalid(() => new MemoryLocker({ expiry: 10 } as never), "options.expiry", /valid options: owner\)/);
+    expect(() => new MemoryLocker({ owner: "worker-1" })).not.toThrow();
     expect(() => new MemoryLocker({})).not.toThrow();
     expect(() => new MemoryLocker(undefined)).not.toThrow();
     expectInvalid(() => new MemoryLocker(null as never), "options", /received null/);
