@@ -62,6 +62,36 @@ describe("etcd faults (3-member cluster)", () => {
   });
 
   it.skipIf(!existsSync("dist/esm/index.js"))(
+    "a lease handed off by a child process that then exits is adopted here and outlives the child's etcd lease",
+    async () => {
+      const key = uniqueKey("etcd-hand-off");
+      const expiry = 2000;
+      const child: ChildProcess = fork(
+        "test/helpers/etcd-holder-child.mjs",
+        [JSON.stringify({ endpoints: fixture.cluster.endpoints, key, expiry, handOff: true })],
+        { stdio: ["ignore", "ignore", "inherit", "ipc"] },
+      );
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      const { token, handle } = await new Promise<{ token: string; handle: string }>((resolve) =>
+        child.once("message", (message) => resolve(message as never)),
+      );
+      await exited;
+      const adopter = fixture.locker({ expiry, owner: "etcd-adopter" });
+      const lease = await adopter.adopt(undefined, handle);
+      expect(lease.fencingToken).toBe(BigInt(token));
+      // The child's etcd lease runs out (it kept nothing alive): the key now lives on the adopter's.
+      await new Promise((resolve) => setTimeout(resolve, expiry + 1500));
+      expect(() => lease.assertHeld()).not.toThrow();
+      const info = await fixture.locker({ expiry }).inspect(undefined, key);
+      expect(info.holders.map((holder) => [holder.owner, holder.fencingToken])).toEqual([
+        ["etcd-adopter", BigInt(token)],
+      ]);
+      await expect(fixture.locker({ expiry }).adopt(undefined, handle)).rejects.toBeInstanceOf(LockLostError);
+      expect(await lease.releaseWithOutcome()).toBe("released");
+    },
+  );
+
+  it.skipIf(!existsSync("dist/esm/index.js"))(
     "a holder SIGSTOPped past its lease loses it; the next holder's token fences its late write out",
     async () => {
       const key = uniqueKey("etcd-stop");
