@@ -152,4 +152,45 @@ describe("MySqlLocker faults", () => {
     await lease.release();
     await (await waiting)();
   });
+
+  it("docs/fencing.md's MySQL statements: a stale token's conditional update and upsert are refused", async () => {
+    const pool = fixture.pool(2);
+    const locker = fixture.locker();
+    const table = `fenced_orders_${process.pid}`;
+    await pool.query(`CREATE TABLE ${table} (id INT PRIMARY KEY, status VARCHAR(20) NOT NULL, fence BIGINT NOT NULL)`);
+    try {
+      const key = uniqueKey("my-fenced");
+      const stale = await locker.acquire(undefined, key, { fencing: true });
+      const old = String(stale.fencingToken);
+      await stale.release(); // say its holder paused past its lease: another took the lock
+      const fresh = await locker.acquire(undefined, key, { fencing: true });
+      const token = String(fresh.fencingToken);
+      expect(BigInt(token)).toBeGreaterThan(BigInt(old));
+      const update = `UPDATE ${table} SET status = ?, fence = ? WHERE id = ? AND fence <= ?`;
+      // MariaDB (and MySQL before 8.0.19): VALUES() instead of a row alias; fence assigned last.
+      const upsert =
+        `INSERT INTO ${table} (id, status, fence) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE ` +
+        `status = IF(${table}.fence <= VALUES(fence), VALUES(status), ${table}.status), ` +
+        `fence = IF(${table}.fence <= VALUES(fence), VALUES(fence), ${table}.fence)`;
+      const affected = async (sql: string, values: unknown[]): Promise<number> =>
+        ((await pool.query(sql, values)) as unknown as [{ affectedRows: number }])[0].affectedRows;
+      expect(await affected(upsert, [42, "new", token])).toBe(1); // inserted
+      expect(await affected(update, ["paid", token, 42, token])).toBe(1);
+      expect(await affected(update, ["stale", old, 42, old])).toBe(0); // refused
+      // Refused: nothing changes. (mysql2 sets CLIENT_FOUND_ROWS: a row found unchanged counts 1.)
+      expect(await affected(upsert, [42, "stale", old])).toBeLessThanOrEqual(1);
+      const [afterStale] = (await pool.query(`SELECT status FROM ${table} WHERE id = 42`)) as unknown as [
+        Array<{ status: string }>,
+      ];
+      expect(afterStale.map((row) => row.status)).toEqual(["paid"]);
+      expect(await affected(upsert, [42, "shipped", token])).toBe(2); // updated
+      const [rows] = (await pool.query(`SELECT status, fence FROM ${table} WHERE id = 42`)) as unknown as [
+        Array<{ status: string; fence: string | number }>,
+      ];
+      expect(rows.map((row) => [row.status, String(row.fence)])).toEqual([["shipped", token]]);
+      await fresh.release();
+    } finally {
+      await pool.query(`DROP TABLE ${table}`);
+    }
+  });
 });
