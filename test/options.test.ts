@@ -1,7 +1,11 @@
 /** Options bags: each option read exactly once, unknown names and null rejected, timer limits. */
 import { describe, expect, it } from "vitest";
-import { InvalidArgumentError, MemoryLocker } from "../src/index.js";
+import { resolveEtcdOptions } from "../src/etcd/options.js";
+import { resolveFileOptions } from "../src/file/options.js";
+import { InvalidArgumentError, MemoryLocker, MemoryReadWriteLocker, MemorySemaphore } from "../src/index.js";
 import { MAX_TIMER_DELAY_MS, resolveAcquireOptions } from "../src/internal/validate.js";
+import { resolveMySqlOptions } from "../src/mysql/options.js";
+import { resolvePostgresOptions } from "../src/postgres/options.js";
 import { type RedisLockerOptions, resolveOptions } from "../src/redis/options.js";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -287,4 +291,34 @@ describe("timer delays stay within Node's limit (2147483647 ms)", () => {
     expect(resolveOptions({ expiry: Number.MAX_SAFE_INTEGER }).expiry).toBe(Number.MAX_SAFE_INTEGER);
     expectInvalid(() => resolveOptions({ expiry: 2 ** 60 }), "options.expiry", /safe integer/);
   });
+});
+
+describe("owner (every locker's option)", () => {
+  const resolvers: Array<[string, (options: { owner?: unknown }) => unknown]> = [
+    ["Redis", (options) => resolveOptions(options as RedisLockerOptions)],
+    ["PostgreSQL", (options) => resolvePostgresOptions(options)],
+    ["MySQL", (options) => resolveMySqlOptions(options)],
+    ["etcd", (options) => resolveEtcdOptions(options as never)],
+    ["file", (options) => resolveFileOptions(options as never)],
+    ["memory", (options) => new MemoryLocker(options as never)],
+    ["memory semaphore", (options) => new MemorySemaphore({ limit: 2, ...(options as object) })],
+    ["memory read-write", (options) => new MemoryReadWriteLocker(options as never)],
+  ];
+  for (const [name, resolve] of resolvers) {
+    it(`${name}: a non-empty string of at most 256 UTF-8 bytes, else an InvalidArgumentError naming it`, () => {
+      expect(() => resolve({ owner: "x".repeat(256) })).not.toThrow();
+      expect(() => resolve({ owner: "é".repeat(128) })).not.toThrow(); // 256 bytes
+      for (const bad of ["x".repeat(257), "é".repeat(129), "", 7, null]) {
+        let caught: unknown;
+        try {
+          resolve({ owner: bad });
+        } catch (error) {
+          caught = error;
+        }
+        expect(caught, String(bad)).toBeInstanceOf(InvalidArgumentError);
+        expect((caught as InvalidArgumentError).argument).toBe("options.owner");
+        expect((caught as InvalidArgumentError).received).toBe(bad);
+      }
+    });
+  }
 });
