@@ -7,9 +7,10 @@ import { COUNT_LIVE, nextFence, PARSE_REGISTRATION, PUBLISH_GRANT } from "./scri
  * and ARGV, plus the limit — so one store and one locker engine run both.
  *
  * A key's holders are a sorted set: member = the holder's token, with ".<weight>" appended when it
- * takes more than one permit; score = its deadline in server ms. Entries expire on their own: every
- * script first drops members whose deadline passed, so a crashed holder's permits come back after
- * its lease, and the set itself expires with its last deadline.
+ * takes more than one permit; score = its deadline in server ms. Entries expire on their own: a
+ * script that finds members whose deadline passed drops them, so a crashed holder's permits come
+ * back after its lease, and the set itself expires with its latest deadline (every script keeps
+ * the set's TTL at least as long as its latest score, so a score never outlives its set).
  *
  * The hand-off queue is the lock's (arrival-ordered sorted set of waiter ids plus a hash of each
  * waiter's "<liveness deadline>:<token>:<grant channel>"), served strictly first in, first out: an attempt takes
@@ -18,12 +19,27 @@ import { COUNT_LIVE, nextFence, PARSE_REGISTRATION, PUBLISH_GRANT } from "./scri
  * that does not. So a heavy waiter is never overtaken by lighter ones queued behind it. A grant
  * adds the waiter's registered token with a deadline of the hand-off grace and tells the waiter
  * on its grant channel, as for locks.
+ *
+ * Marks, so that nobody waiting costs no queue command: while a live waiter is queued, the set
+ * also holds
+ * - QUEUE_MARK (":q"), scored with the latest liveness deadline of a waiter that joined: an
+ *   attempt that does not find it live knows nobody live is queued, without reading the queue;
+ * - a HOLDER_MARK (":w:<token>") beside every live holder, with the holder's score (added,
+ *   extended, adopted and dropped with it): a release removes "<token>" and ":w:<token>" in one
+ *   ZREM, no script, and only when it removed both does it run GRANT_PERMITS.
+ * A waiter that joins marks the queue and every live holder; a holder added while the queue may
+ * hold someone is marked with it; the marks go when a grant finds the queue empty. Tokens never
+ * start with ":" (encodeURIComponent escapes it), so marks are never taken for holders.
  */
 
 const PERMITS = `${PARSE_REGISTRATION}${PUBLISH_GRANT}
-local t = redis.call("time")
-local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local now = math.floor(now_us / 1000)
+local now_us, now
+-- Reads the server clock, once per script.
+local function clock()
+  local t = redis.call("time")
+  now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  now = math.floor(now_us / 1000)
+end
 
 local function weight_of(member)
   local w = string.match(member, "%.(%d+)$")
@@ -31,24 +47,85 @@ local function weight_of(member)
   return 1
 end
 
--- Drops holders whose deadline passed; returns the permits the others hold and the latest deadline.
-local function permits_used(holders)
-  redis.call("zremrangebyscore", holders, "-inf", now)
-  local used, latest = 0, now
+-- One read of the set (dropping members whose deadline passed, when there are any): the permits
+-- live holders take, the latest score (the set lives at least until then), the earliest live
+-- holder's deadline (nil: none), and whether the queue mark is live.
+local function scan(holders)
   local entries = redis.call("zrange", holders, 0, -1, "WITHSCORES")
+  local used, latest, earliest, queued, expired = 0, now, nil, false, false
   for i = 1, #entries, 2 do
-    used = used + weight_of(entries[i])
-    local deadline = tonumber(entries[i + 1])
-    if deadline > latest then latest = deadline end
+    local member, deadline = entries[i], tonumber(entries[i + 1])
+    if deadline <= now then
+      expired = true
+    else
+      if deadline > latest then latest = deadline end
+      if string.byte(member, 1) ~= 58 then
+        used = used + weight_of(member)
+        if not earliest or deadline < earliest then earliest = deadline end
+      elseif member == ":q" then
+        queued = true
+      end
+    end
   end
-  return used, latest
+  if expired then redis.call("zremrangebyscore", holders, "-inf", now) end
+  return used, latest, earliest, queued
 end
 
--- Adds a holder until now + ttl; the set lives until its latest deadline (latest: the others').
-local function add_holder(holders, member, ttl, latest)
-  redis.call("zadd", holders, now + ttl, member)
-  if latest < now + ttl then latest = now + ttl end
-  redis.call("pexpire", holders, latest - now)
+-- ZADD/ZREM of many members, a few at a time (Lua's unpack has a limit).
+local function call_chunked(command, key, args)
+  for i = 1, #args, 200 do
+    redis.call(command, key, unpack(args, i, math.min(i + 199, #args)))
+  end
+end
+
+-- Adds a holder until now + ttl (and its mark when the queue may hold someone); keeps the set
+-- alive until its latest score. Returns the new latest score.
+local function add_holder(holders, member, ttl, latest, mark)
+  local deadline = now + ttl
+  if mark then
+    redis.call("zadd", holders, deadline, member, deadline, ":w:" .. member)
+  else
+    redis.call("zadd", holders, deadline, member)
+  end
+  if deadline > latest then
+    redis.call("pexpire", holders, ttl)
+    return deadline
+  end
+  return latest
+end
+
+-- A waiter joined, live until live_until: marks the queue and every live holder not marked yet.
+local function mark_queue(holders, live_until)
+  local entries = redis.call("zrange", holders, 0, -1, "WITHSCORES")
+  local marked, latest = {}, now
+  for i = 1, #entries, 2 do
+    local member, deadline = entries[i], tonumber(entries[i + 1])
+    if deadline > latest then latest = deadline end
+    if member == ":q" then
+      if deadline > live_until then live_until = deadline end
+    elseif string.sub(member, 1, 3) == ":w:" then
+      marked[string.sub(member, 4)] = true
+    end
+  end
+  local args = { live_until, ":q" }
+  for i = 1, #entries, 2 do
+    local member = entries[i]
+    if string.byte(member, 1) ~= 58 and not marked[member] and tonumber(entries[i + 1]) > now then
+      args[#args + 1] = entries[i + 1]
+      args[#args + 1] = ":w:" .. member
+    end
+  end
+  call_chunked("zadd", holders, args)
+  if live_until > latest then redis.call("pexpire", holders, live_until - now) end
+end
+
+-- The queue is empty: drops the queue mark and every holder's mark.
+local function clear_marks(holders)
+  local marks = {}
+  for _, member in ipairs(redis.call("zrange", holders, 0, -1)) do
+    if string.byte(member, 1) == 58 then marks[#marks + 1] = member end
+  end
+  if #marks > 0 then call_chunked("zrem", holders, marks) end
 end
 
 -- The token and grant channel registered by live waiter id, or nil (a waiter whose liveness
@@ -61,7 +138,8 @@ local function live_token(queue, alive, id)
   return nil
 end
 
--- Grants permits to queued waiters from the head while they fit. Returns the first id granted, or "".
+-- Grants permits to queued waiters from the head while they fit; drops the marks when it empties
+-- the queue. Returns the first id granted, or "".
 local function admit(holders, queue, alive, limit, grace, used, latest)
   local first = ""
   local head = redis.call("zrange", queue, 0, 0)[1]
@@ -69,23 +147,26 @@ local function admit(holders, queue, alive, limit, grace, used, latest)
     local token, channel = live_token(queue, alive, head)
     if token then
       local weight = weight_of(token)
-      if used + weight > limit then break end
+      if used + weight > limit then return first end
       redis.call("zrem", queue, head)
       redis.call("hdel", alive, head)
-      add_holder(holders, token, grace, latest)
-      if latest < now + grace then latest = now + grace end
+      latest = add_holder(holders, token, grace, latest, true)
       publish_grant(holders, head, token, channel, now)
       used = used + weight
       if first == "" then first = head end
     end
     head = redis.call("zrange", queue, 0, 0)[1]
   end
+  clear_marks(holders)
   return first
 end
 `;
 
-/** Lua: the next fencing token (see `nextFence`; here after PERMITS, which read the time). */
+/** Lua: the next fencing token (see `nextFence`; here after PERMITS, whose clock() reads the time). */
 const NEXT_FENCE = nextFence("now_us");
+
+/** A holder's mark in its set (see the marks above): what a release removes with the holder. */
+export const HOLDER_MARK = ":w:";
 
 /**
  * One attempt to take permits. KEYS: holders, queue, liveness, and the fencing counter when a
@@ -95,23 +176,28 @@ const NEXT_FENCE = nextFence("now_us");
  * locker's grant channel.
  * Returns 0 when acquired (the fencing token as a string when asked for), else { ms until the
  * earliest holder's deadline (>= 1), server ms when it registered (0 when it did not join) }.
+ * Nobody queued and nothing expired: TIME, one ZRANGE, one ZADD (and a PEXPIRE when the set's
+ * TTL is shorter than the new lease).
  */
 export const ACQUIRE_PERMITS = defineScript(`${PERMITS}${NEXT_FENCE}
+clock()
 local holders, queue, alive = KEYS[1], KEYS[2], KEYS[3]
 local token, ttl, id, join, onSuccess = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
 local window, claim, limit, grace = tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[9]), tonumber(ARGV[10])
-local used, latest = permits_used(holders)
+local used, latest, earliest, queued = scan(holders)
 local claimed = false
 local ahead = false
-local queued = true
 if claim ~= "" and redis.call("zscore", holders, claim) then
   -- Granted to this locker already: its turn has come, whatever is queued now.
-  redis.call("zrem", holders, claim)
+  redis.call("zrem", holders, claim, ":w:" .. claim)
   used = used - weight_of(claim)
   claimed = true
-else
+  queued = true
+elseif queued then
   local head = redis.call("zrange", queue, 0, 0)[1]
   queued = head ~= nil
+  -- A queue mark left by a queue that emptied without a grant (its waiters gave up): dropped.
+  if not queued then clear_marks(holders) end
   while head and head ~= id do
     if live_token(queue, alive, head) then
       ahead = true
@@ -122,12 +208,11 @@ else
 end
 local weight = weight_of(token)
 if not ahead and used + weight <= limit then
-  add_holder(holders, token, ttl, latest)
-  if latest < now + ttl then latest = now + ttl end
   if queued and id ~= "" and onSuccess == "leave" then
     redis.call("zrem", queue, id)
     redis.call("hdel", alive, id)
   end
+  latest = add_holder(holders, token, ttl, latest, queued)
   -- Permits freed by expired holders (nobody's release granted them): the queue may fit in too.
   if queued then admit(holders, queue, alive, limit, grace, used + weight, latest) end
   if KEYS[4] then return next_fence(KEYS[4], ARGV[8]) end
@@ -141,19 +226,21 @@ if id ~= "" and join == "join" then
   redis.call("hset", alive, id, (now + window) .. ":" .. token .. ":" .. ARGV[#ARGV])
   redis.call("pexpire", queue, window)
   redis.call("pexpire", alive, window)
+  mark_queue(holders, now + window)
 end
 local retry = 1
-local earliest = redis.call("zrange", holders, 0, 0, "WITHSCORES")[2]
-if earliest and tonumber(earliest) - now > retry then retry = tonumber(earliest) - now end
+if earliest and earliest - now > retry then retry = earliest - now end
 return { retry, registered }
 `);
 
 /**
  * Extends many holders (one node, one Cluster slot) while each is still in its set and not past
- * its deadline. KEYS: the holders' sets (repeated for holders of one key). ARGV: ttl, then the
- * tokens, one per key, separated by spaces. Returns one character per key: "1" extended, "0" gone.
+ * its deadline (its mark, if any, with it). KEYS: the holders' sets (repeated for holders of one
+ * key). ARGV: ttl, then the tokens, one per key, separated by spaces. Returns one character per
+ * key: "1" extended, "0" gone.
  */
 export const EXTEND_PERMITS = defineScript(`${PERMITS}
+clock()
 local ttl, tokens = tonumber(ARGV[1]), ARGV[2]
 local out = {}
 local from = 1
@@ -163,11 +250,11 @@ for i, key in ipairs(KEYS) do
   from = stop + 1
   local score = redis.call("zscore", key, member)
   if score and tonumber(score) > now then
-    redis.call("zadd", key, "XX", now + ttl, member)
+    redis.call("zadd", key, "XX", now + ttl, member, now + ttl, ":w:" .. member)
     if redis.call("pttl", key) < ttl then redis.call("pexpire", key, ttl) end
     out[i] = "1"
   else
-    if score then redis.call("zrem", key, member) end
+    if score then redis.call("zrem", key, member, ":w:" .. member) end
     out[i] = "0"
   end
 end
@@ -175,23 +262,34 @@ return table.concat(out)
 `);
 
 /**
- * Releases a holder's permits and grants them on (see admit). KEYS: holders, queue, liveness.
- * ARGV: token, grace (ms), limit. Returns { 1 released | 0 already gone or expired, first waiter
- * id granted or "" }.
+ * Releases a holder's permits and grants them on (see admit): the full release, for a holder
+ * whose lease may have run out (the store removes a holder still valid with one ZREM, see
+ * GRANT_PERMITS). KEYS: holders, queue, liveness. ARGV: token, grace (ms), limit. Returns
+ * { 1 released | 0 already gone or expired, first waiter id granted or "" }.
  */
 export const RELEASE_PERMITS = defineScript(`${PERMITS}
+clock()
 local holders, queue, alive = KEYS[1], KEYS[2], KEYS[3]
 local score = redis.call("zscore", holders, ARGV[1])
 if not score then return { 0, "" } end
-redis.call("zrem", holders, ARGV[1])
+redis.call("zrem", holders, ARGV[1], ":w:" .. ARGV[1])
 local first = ""
--- Nobody queued (the uncontended case): nothing to grant, and the set's TTL still covers the rest.
-if redis.call("zrange", queue, 0, 0)[1] then
-  local used, latest = permits_used(holders)
-  first = admit(holders, queue, alive, tonumber(ARGV[3]), tonumber(ARGV[2]), used, latest)
-end
+local used, latest, _, queued = scan(holders)
+if queued then first = admit(holders, queue, alive, tonumber(ARGV[3]), tonumber(ARGV[2]), used, latest) end
 if tonumber(score) <= now then return { 0, first } end
 return { 1, first }
+`);
+
+/**
+ * Grants permits a release freed (its ZREM removed a marked holder: someone may be queued) to
+ * queued waiters (see admit). KEYS: holders, queue, liveness. ARGV: grace (ms), limit. Returns the
+ * first waiter id granted, or "".
+ */
+export const GRANT_PERMITS = defineScript(`${PERMITS}
+clock()
+local holders, queue, alive = KEYS[1], KEYS[2], KEYS[3]
+local used, latest = scan(holders)
+return admit(holders, queue, alive, tonumber(ARGV[2]), tonumber(ARGV[1]), used, latest)
 `);
 
 /**
@@ -200,11 +298,12 @@ return { 1, first }
  * KEYS: holders, queue, liveness. ARGV: waiter id, claim token ("" = none), grace, limit.
  */
 export const LEAVE_PERMIT_QUEUE = defineScript(`${PERMITS}
+clock()
 local holders, queue, alive = KEYS[1], KEYS[2], KEYS[3]
 redis.call("zrem", queue, ARGV[1])
 redis.call("hdel", alive, ARGV[1])
-if ARGV[2] ~= "" then redis.call("zrem", holders, ARGV[2]) end
-local used, latest = permits_used(holders)
+if ARGV[2] ~= "" then redis.call("zrem", holders, ARGV[2], ":w:" .. ARGV[2]) end
+local used, latest = scan(holders)
 admit(holders, queue, alive, tonumber(ARGV[4]), tonumber(ARGV[3]), used, latest)
 return 1
 `);
@@ -214,6 +313,7 @@ return 1
  * token, counter TTL (ms). Returns the token as a decimal string, or nil.
  */
 export const ISSUE_PERMIT_FENCING_TOKEN = defineScript(`${PERMITS}${NEXT_FENCE}
+clock()
 local score = redis.call("zscore", KEYS[1], ARGV[1])
 if not score or tonumber(score) <= now then return false end
 return next_fence(KEYS[2], ARGV[2])
@@ -230,8 +330,13 @@ local now = math.floor((tonumber(t[1]) * 1000000 + tonumber(t[2])) / 1000)
 local waiting = 0
 if KEYS[3] then waiting = count_live(KEYS[3], now) end
 local out = { now, waiting }
-for _, entry in ipairs(redis.call("zrangebyscore", KEYS[1], "(" .. now, "+inf", "WITHSCORES")) do
-  out[#out + 1] = entry
+local entries = redis.call("zrangebyscore", KEYS[1], "(" .. now, "+inf", "WITHSCORES")
+for i = 1, #entries, 2 do
+  -- Marks (see above) are not holders.
+  if string.byte(entries[i], 1) ~= 58 then
+    out[#out + 1] = entries[i]
+    out[#out + 1] = entries[i + 1]
+  end
 end
 return out
 `);
@@ -239,8 +344,8 @@ return out
 /**
  * Takes over a handed-off holder: where the member ARGV[1] is still in the set and not past its
  * deadline, replaces it by ARGV[2] with a deadline ARGV[3] ms from now (the set lives at least as
- * long). The queue and the fencing counter are left as they are. Also undoes an adoption (the
- * members swapped). KEYS: holders. Returns 1 swapped | 0 gone or expired (a member is unique to
+ * long), and its mark with it. The queue and the fencing counter are left as they are. Also
+ * undoes an adoption (the members swapped). KEYS: holders. Returns 1 swapped | 0 gone or expired (a member is unique to
  * its holder: nobody else can hold it).
  */
 export const ADOPT_PERMITS = defineScript(`
@@ -250,7 +355,12 @@ local holders, ttl = KEYS[1], tonumber(ARGV[3])
 local score = redis.call("zscore", holders, ARGV[1])
 if not score or tonumber(score) <= now then return 0 end
 redis.call("zrem", holders, ARGV[1])
-redis.call("zadd", holders, now + ttl, ARGV[2])
+-- A marked holder (someone may be queued) stays marked.
+if redis.call("zrem", holders, ":w:" .. ARGV[1]) == 1 then
+  redis.call("zadd", holders, now + ttl, ARGV[2], now + ttl, ":w:" .. ARGV[2])
+else
+  redis.call("zadd", holders, now + ttl, ARGV[2])
+end
 if redis.call("pttl", holders) < ttl then redis.call("pexpire", holders, ttl) end
 return 1
 `);

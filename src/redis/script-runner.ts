@@ -135,6 +135,14 @@ export class ScriptRunner {
   }
 
   /**
+   * `ZREM key member other` with the timeout: the number of the two removed. No script, so no
+   * cache miss can reorder it.
+   */
+  removeMembers(key: string, member: string, other: string): Promise<unknown> {
+    return this.#send(this.#failFast, () => this.#connection.removeMembers(key, member, other));
+  }
+
+  /**
    * Sends one command, bounded by the timeout. `refuse` (a `failFast` runner's calls, except
    * {@link evalWhenConnected}): rejects at once instead while the connection is down.
    */

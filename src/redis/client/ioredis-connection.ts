@@ -13,6 +13,7 @@ export interface IoRedisLike {
   evalsha(sha: string, numkeys: number, ...keysAndArgs: ScriptArgument[]): Promise<unknown>;
   eval(source: string, numkeys: number, ...keysAndArgs: ScriptArgument[]): Promise<unknown>;
   set(key: string, value: string, px: "PX", ttlMs: number, nx: "NX"): Promise<unknown>;
+  zrem(key: string, ...members: string[]): Promise<unknown>;
   script(subcommand: "LOAD", source: string): Promise<unknown>;
   duplicate(): IoRedisLike;
   subscribe(channel: string): Promise<unknown>;
@@ -50,6 +51,10 @@ export class IoRedisConnection implements RedisConnection {
 
   setIfAbsent(key: string, value: string, ttlMs: number): Promise<unknown> {
     return this.#client.set(key, value, "PX", ttlMs, "NX");
+  }
+
+  removeMembers(key: string, member: string, other: string): Promise<unknown> {
+    return this.#client.zrem(key, member, other);
   }
 
   scriptLoad(source: string): Promise<unknown> {

@@ -97,6 +97,10 @@ export class NodeRedisConnection implements RedisConnection {
     return this.#send(key, ["SET", key, value, "PX", String(ttlMs), "NX"]);
   }
 
+  removeMembers(key: string, member: string, other: string): Promise<unknown> {
+    return this.#send(key, ["ZREM", key, member, other]);
+  }
+
   scriptLoad(source: string): Promise<unknown> {
     return this.#send(undefined, ["SCRIPT", "LOAD", source]);
   }

@@ -29,6 +29,11 @@ export interface RedisConnection {
    * (The lean first attempt on a free key: no script, no queue keys.)
    */
   setIfAbsent(key: string, value: string, ttlMs: number): Promise<unknown>;
+  /**
+   * `ZREM key member other`: resolves to the number of the two members removed. (The lean release
+   * of permits: a holder and its queue mark, see permit-scripts.ts.)
+   */
+  removeMembers(key: string, member: string, other: string): Promise<unknown>;
   /** SCRIPT LOAD (on a Cluster: one node). */
   scriptLoad(source: string): Promise<unknown>;
   /**
