@@ -14,13 +14,11 @@
  * with the typed StoreUnavailableError. Reported: the election time, what happened to the held
  * lock, leases lost, sections after. Without etcd it passes with a single SKIP check.
  */
-import { checkNoLostUpdates } from "../lib/checks.mjs";
+import { checkNoLostUpdates, checkTypedAcquireErrors } from "../lib/checks.mjs";
 import { now } from "../lib/clock.mjs";
 import { skippedObserved, skipWithoutEtcd } from "../lib/etcd-store.mjs";
 import { compareTokens } from "../lib/referee.mjs";
 import { range, sum } from "../report.mjs";
-
-const STORE_UNAVAILABLE = "ERR_GLOBALLOCK_STORE_UNAVAILABLE";
 
 export default {
   id: "etcd-leader-killed",
@@ -126,14 +124,7 @@ export default {
     checks.equal("no fencing token granted twice on a key", duplicateTokens, 0);
     const after = releasedAfter().length;
     checks.atLeast("sections complete after the election", after, p.sectionsAfterElection);
-    const errors = ctx.pool.events.filter((e) => e.type === "acquireError");
-    const other = errors.filter((e) => e.code !== STORE_UNAVAILABLE);
-    checks.add(
-      "acquire failures are typed StoreUnavailableError",
-      other.length === 0,
-      `all ${STORE_UNAVAILABLE}`,
-      other.length === 0 ? `${errors.length} typed` : `${other[0].code}: ${other[0].message}`,
-    );
+    const errors = checkTypedAcquireErrors(checks, ctx.pool.events);
     const keeperFate =
       keeperEnd.lostAt === undefined
         ? `kept, release ${keeperEnd.releaseOutcome}`
@@ -151,8 +142,8 @@ export default {
       staleRejected: history.fenced.staleRejected,
       staleAccepted: history.fenced.staleAccepted,
       sectionsAfter: after,
-      typedErrors: errors.length - other.length,
-      otherErrors: other.length,
+      typedErrors: errors.typed,
+      otherErrors: errors.other,
     };
   },
 };
