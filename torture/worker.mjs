@@ -24,7 +24,9 @@
  * that share of attempts gets a short, seeded AbortSignal timeout instead of `acquireTimeoutMs`.
  *
  * `config.mode` "file": a `FileLocker` on `config.directory` (the lock files of this host; no lock
- * server).
+ * server). `config.mode` "etcd": an `EtcdLocker` on one `Etcd3` client (npm `etcd3`) with every
+ * endpoint of `config.etcdEndpoints` (a member that dies is failed over by the client), fenced
+ * like the Redis workers: its tokens are the entries' create revisions.
  *
  * Counted locks (`config.mode`): "semaphore" — a `RedisSemaphore` with `config.limit`; each section
  * takes a seeded weight in `config.weights` ({ min, max }), enters the referee with that weight
@@ -34,7 +36,16 @@
  * enters the referee with the weight of every permit (`RW_WRITER_WEIGHT`), a reader enters with 1
  * and only reads the counter, so C1 sees a writer with anyone, or two writers, as an overlap.
  */
-import { FileLocker, fencedWrite, MemoryLocker, RedisLocker, RedisReadWriteLocker, RedisSemaphore } from "globallock";
+import { Etcd3 } from "etcd3";
+import {
+  EtcdLocker,
+  FileLocker,
+  fencedWrite,
+  MemoryLocker,
+  RedisLocker,
+  RedisReadWriteLocker,
+  RedisSemaphore,
+} from "globallock";
 import { Redis } from "ioredis";
 import { busyWait, now, sleep } from "./lib/clock.mjs";
 import { Prng } from "./lib/prng.mjs";
@@ -48,6 +59,8 @@ let referee;
 let locker;
 /** @type {Redis[]} */
 const clients = [];
+/** Mode "etcd": the worker's etcd client (closed at teardown, after the locker). */
+let etcdClient;
 let holdRange;
 /** Hold ranges of one role only (set by a "setHold" with a role), over `holdRange`. */
 const holdByRole = {};
@@ -186,6 +199,9 @@ async function setUp(received) {
     // The lock options of every mode (expiry, backoff) but Redis's operationTimeout.
     const { operationTimeout: _unused, ...options } = config.lockerOptions;
     locker = new FileLocker({ ...options, directory: config.directory });
+  } else if (config.mode === "etcd") {
+    etcdClient = new Etcd3({ hosts: config.etcdEndpoints });
+    locker = new EtcdLocker(etcdClient, { ...config.lockerOptions, prefix: config.prefix });
   }
   send({ type: "ready", pid: process.pid, t: now() });
 }
@@ -440,6 +456,7 @@ async function tearDown() {
   const keeper = config.mode === "rw" ? locker?.write : locker;
   if (keeper?.leaseStats !== undefined) stats.leaseStats = keeper.leaseStats;
   for (const client of clients) client.disconnect();
+  etcdClient?.close();
   finished = true;
   send({ type: "done", stats, t: now() });
   process.disconnect();

@@ -101,3 +101,22 @@ export function overlapsNotExplainedBy(history, holderId) {
     return used > (record.limit ?? 1);
   });
 }
+
+/** The code of a StoreUnavailableError: the one failure a store fault may cause an acquisition. */
+export const STORE_UNAVAILABLE = "ERR_GLOBALLOCK_STORE_UNAVAILABLE";
+
+/**
+ * Every acquisition that failed in `events` failed with a typed StoreUnavailableError (never a
+ * timeout of the caller's wait, never an untyped error). Resolves to `{ typed, other }` counts.
+ */
+export function checkTypedAcquireErrors(checks, events) {
+  const errors = events.filter((e) => e.type === "acquireError");
+  const other = errors.filter((e) => e.code !== STORE_UNAVAILABLE);
+  checks.add(
+    "acquire failures are typed StoreUnavailableError",
+    other.length === 0,
+    `all ${STORE_UNAVAILABLE}`,
+    other.length === 0 ? `${errors.length} typed` : `${other[0].code}: ${other[0].message}`,
+  );
+  return { typed: errors.length - other.length, other: other.length };
+}

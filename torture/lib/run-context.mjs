@@ -16,6 +16,7 @@ import { FileLocker } from "globallock";
 import { checkNoStaleAccepted } from "./checks.mjs";
 import { pidAlive } from "./cleanup.mjs";
 import { ms, now, sleep } from "./clock.mjs";
+import { EtcdStore } from "./etcd-store.mjs";
 import { RESERVATION } from "./lock-monitor.mjs";
 import { deriveSeed } from "./prng.mjs";
 import { startServers } from "./redis-server.mjs";
@@ -37,6 +38,8 @@ export class RunContext {
   /** The lock directory of FileLocker workers (see {@link useFileStore}), if any. */
   fileDirectory = undefined;
   #fileNames;
+  /** The etcd cluster of EtcdLocker workers (see {@link useEtcdStore}), if any. */
+  etcd = undefined;
 
   /**
    * @param {{ scenario: string, seed: number, lockNodes: number }} options
@@ -76,6 +79,19 @@ export class RunContext {
     this.#fileNames = new FileLocker({ directory });
     this.onTeardown(() => rmSync(directory, { recursive: true, force: true }));
     return directory;
+  }
+
+  /**
+   * Gives the run a real etcd cluster of `members` for EtcdLocker workers (mode "etcd"), stopped at
+   * teardown and counted by "no process left running": its keys under the run's prefix are what
+   * "no lock key left" and {@link holdersValue} look at. Resolves with the {@link EtcdStore}.
+   */
+  async useEtcdStore(members) {
+    const store = await EtcdStore.start(members, this.prefix);
+    this.etcd = store;
+    this.#adopted.push(store);
+    this.log(`etcd members on ${store.endpoints.join(", ")}`);
+    return store;
   }
 
   /** The path of `key`'s lock in the file store (see {@link useFileStore}). */
@@ -163,6 +179,7 @@ export class RunContext {
       weights: settings.weights ?? null,
       writerShare: settings.writerShare ?? 0,
       directory: settings.directory ?? this.fileDirectory ?? null,
+      etcdEndpoints: settings.etcdEndpoints ?? this.etcd?.endpoints ?? null,
     };
   }
 
@@ -240,6 +257,7 @@ export class RunContext {
    */
   async holdersValue(key, node = 0) {
     if (this.fileDirectory !== undefined) return this.fileEntry(this.fileLockPath(key))?.token ?? null;
+    if (this.etcd !== undefined) return this.etcd.holdersValue(key);
     const admin = this.lockAdmins[node];
     const lockKey = `${this.prefix}${key}`;
     if ((await admin.type(lockKey)) !== "zset") return admin.get(lockKey);
@@ -311,6 +329,13 @@ export class RunContext {
           (name.endsWith(".lock") && readdirSync(join(this.fileDirectory, name)).length > 0),
       );
       checks.add("no lock key left after every worker exited", left.length === 0, "none", left.join(", ") || "none");
+      return;
+    }
+    if (this.etcd !== undefined) {
+      // Every worker released and closed: no holder entry of any key may be left in etcd.
+      const left = await this.etcd.leftovers();
+      const shown = left.map((entry) => `${entry.key}=${entry.value}`).join(", ");
+      checks.add("no lock key left after every worker exited", left.length === 0, "none", shown || "none");
       return;
     }
     const left = await this.lockKeys();

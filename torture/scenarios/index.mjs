@@ -1,6 +1,9 @@
 /** Every scenario, in report order. */
 import burst from "./burst.mjs";
 import control from "./control.mjs";
+import etcdHolderPaused from "./etcd-holder-paused.mjs";
+import etcdLeaderKilled from "./etcd-leader-killed.mjs";
+import etcdNoFaults from "./etcd-no-faults.mjs";
 import fileBurst from "./file-burst.mjs";
 import fileClockStep from "./file-clock-step.mjs";
 import fileHolderKilled from "./file-holder-killed.mjs";
@@ -55,6 +58,9 @@ export const SCENARIOS = [
   burst,
   fileBurst,
   fileClockStep,
+  etcdNoFaults,
+  etcdHolderPaused,
+  etcdLeaderKilled,
 ];
 
 /** Scenarios run only when asked for by id (`--only`): they document known failures. */
