@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LockLostError, StoreUnavailableError } from "../src/index.js";
 import { uniqueKey, whenAborted } from "./contract.js";
 import { EtcdFixture } from "./helpers/etcd-harness.js";
+import { eventually } from "./helpers/wait.js";
 
 /** A fenced store stand-in: accepts a write only from a token at least as high as any it saw. */
 class FencedValue {
@@ -155,6 +156,28 @@ describe("etcd faults (3-member cluster)", () => {
     expect(await adopted.releaseWithOutcome()).toBe("released");
     await expect(b.adopt(undefined, handle)).rejects.toBeInstanceOf(LockLostError);
     expect((await a.inspect(undefined, key)).holders).toEqual([]);
+  });
+
+  it("a release answered 'unknown' while the cluster was down deletes its entry once etcd answers again", async () => {
+    const locker = fixture.locker({ expiry: 5000 });
+    const other = fixture.locker({ expiry: 5000 });
+    const [freed, kept] = [uniqueKey("etcd-unknown"), uniqueKey("etcd-unknown")];
+    const lease = await locker.acquire(undefined, freed);
+    // Another lock keeps the locker's etcd lease alive: an entry left on it would never run out.
+    const keeper = await locker.acquire(undefined, kept);
+    // Every member down: the delete cannot reach etcd at all (no member to queue it on).
+    const down = [...fixture.cluster.members];
+    await Promise.all(down.map((member) => fixture.cluster.kill(member)));
+    try {
+      expect(await lease.releaseWithOutcome()).toBe("unknown");
+    } finally {
+      for (const member of down) fixture.cluster.restart(member);
+    }
+    await fixture.cluster.waitForLeader();
+    await eventually(async () => (await other.inspect(undefined, freed)).holders.length === 0, 15_000);
+    const next = await other.acquire(AbortSignal.timeout(10_000), freed);
+    expect(() => keeper.assertHeld()).not.toThrow();
+    await Promise.all([next.release(), keeper.release()]);
   });
 
   it("the cluster gone: calls reject with a StoreUnavailableError carrying the cause, and held leases are lost", async () => {

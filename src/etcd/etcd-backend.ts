@@ -87,6 +87,8 @@ class EtcdBackend implements StoreBackend {
   readonly #deadlines: DeadlineGroup;
   /** Clean-ups of attempts that failed or timed out (close waits for them). */
   readonly #cleanUps = new Set<Promise<unknown>>();
+  /** Set by close: background deletions stop retrying. */
+  #closing = false;
 
   constructor(client: EtcdClient, options: ResolvedEtcdLockerOptions, context: BackendContext, limit?: number) {
     this.#client = client;
@@ -368,8 +370,32 @@ class EtcdBackend implements StoreBackend {
       if (answer.succeeded) return performance.now() >= handle.validUntil ? "expired" : "released";
       return rangeIn(answer).length > 0 ? "taken" : "expired";
     } catch {
+      // The entry may still be there, on a lease this locker keeps alive for its other locks: it
+      // would never run out. Delete it once etcd answers again (say, after an election).
+      this.#retryDelete(key, value);
       return "unknown";
     }
+  }
+
+  /**
+   * Deletes `key` if it still holds `value`, retrying with a growing delay (50 ms to 1 s) until
+   * etcd answers, or until the locker closes (its leases then run out, and the entry with them).
+   */
+  #retryDelete(key: Buffer, value: Buffer): void {
+    this.#track(
+      (async () => {
+        for (let delay = 50; !this.#closing; delay = Math.min(2 * delay, 1000)) {
+          await new Promise((resolve) => setTimeout(resolve, delay).unref());
+          if (this.#closing) return;
+          try {
+            await this.#deleteIfOurs(key, value);
+            return;
+          } catch {
+            // etcd still unreachable: try again.
+          }
+        }
+      })(),
+    );
   }
 
   async leaveQueue(_resource: string, _waiterId: string, claimToken?: string): Promise<void> {
@@ -520,6 +546,7 @@ class EtcdBackend implements StoreBackend {
   }
 
   async #close(): Promise<void> {
+    this.#closing = true;
     while (this.#cleanUps.size > 0) await Promise.all(this.#cleanUps);
     // Waiters' entries are left (their waits were rejected): delete them; held entries stay.
     await Promise.allSettled(
