@@ -261,7 +261,8 @@ export class RunContext {
     const admin = this.lockAdmins[node];
     const lockKey = `${this.prefix}${key}`;
     if ((await admin.type(lockKey)) !== "zset") return admin.get(lockKey);
-    const members = await admin.zrange(lockKey, 0, -1);
+    // Members starting with ":" are the queue's marks (src/redis/permit-scripts.ts), not holders.
+    const members = (await admin.zrange(lockKey, 0, -1)).filter((member) => !member.startsWith(":"));
     return members.length === 0 ? null : members.sort().join(",");
   }
 

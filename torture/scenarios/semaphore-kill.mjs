@@ -24,7 +24,10 @@ async function permitsLeft(ctx, key) {
     .exec();
   const serverMs = Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
   const holders = [];
-  for (let i = 0; i < flat.length; i += 2) holders.push({ member: flat[i], leftMs: Number(flat[i + 1]) - serverMs });
+  for (let i = 0; i < flat.length; i += 2) {
+    // Members starting with ":" are the queue's marks (see src/redis/permit-scripts.ts), not holders.
+    if (!flat[i].startsWith(":")) holders.push({ member: flat[i], leftMs: Number(flat[i + 1]) - serverMs });
+  }
   return { sentAt, holders };
 }
 
