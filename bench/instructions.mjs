@@ -1,12 +1,16 @@
 /**
  * Instructions per warm lock+release pair, counted by callgrind (valgrind), which load does not
- * change: `node bench/instructions.mjs [redis|memory|file] [pairs]`.
+ * change: `node bench/instructions.mjs [redis|memory|file|postgres|postgres-raw] [pairs]`.
  *
  * It runs the same program twice under `valgrind --tool=callgrind` (main thread only, no
  * instrumentation of children): once with `pairs` measured pairs and once with twice as many, both
  * after the same warm-up, and reports (I(2n) − I(n)) / n — the instructions one more pair costs,
  * without start-up, warm-up or exit. Needs `npm run build` first (it loads dist/) and valgrind.
- * The Redis case starts its own redis-server on a free loopback port.
+ * The Redis case starts its own redis-server on a free loopback port; the PostgreSQL cases start
+ * their own PostgreSQL (support/postgres-server.mjs: a fresh cluster in a temp dir, a free loopback
+ * port). `postgres-raw` is the floor: a `pg_try_advisory_lock($1)` / `pg_advisory_unlock($1)` pair
+ * on one `pg` client. For PostgreSQL it also reports the statements sent per measured pair (counted
+ * in the child by a wrapper around `pg.Client.prototype.query`).
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -18,6 +22,8 @@ const WARM_UP = 3_000;
 const here = fileURLToPath(new URL(".", import.meta.url));
 const [store = "redis", pairsArgument = "4000"] = process.argv.slice(2);
 const pairs = Number(pairsArgument);
+/** Statements sent by the child (PostgreSQL cases only). */
+let statements = 0;
 
 if (process.argv[4] === "--child") {
   await child(store, Number(process.argv[5]), process.argv[6]);
@@ -33,10 +39,19 @@ async function parent() {
     const { startServer } = await import("./lib/redis-server.mjs");
     server = await startServer();
     port = String(server.port);
+  } else if (store === "postgres" || store === "postgres-raw") {
+    const { PostgresServer } = await import("../support/postgres-server.mjs");
+    server = await PostgresServer.start();
+    port = String(server.port);
   }
   try {
     const counts = [];
-    for (const n of [pairs, 2 * pairs]) counts.push(await countInstructions(n, port));
+    let statements;
+    for (const n of [pairs, 2 * pairs]) {
+      const counted = await countInstructions(n, port);
+      counts.push(counted.instructions);
+      statements ??= counted.statements;
+    }
     const [small, large] = counts;
     const perPair = (large - small) / pairs;
     console.log(
@@ -45,6 +60,7 @@ async function parent() {
         pairs,
         instructions: { [pairs]: small, [2 * pairs]: large },
         perPair: Math.round(perPair),
+        ...(statements === undefined ? {} : { statementsPerPair: statements }),
       }),
     );
   } finally {
@@ -77,7 +93,8 @@ async function countInstructions(n, port) {
     const summary =
       readFileSync(out, "utf8").match(/^summary: (\d+)/m) ?? readFileSync(out, "utf8").match(/^totals: (\d+)/m);
     if (summary === null) throw new Error("no summary in callgrind output");
-    return Number(summary[1]);
+    const statements = /^statements per pair: ([\d.]+)$/m.exec(run.stdout)?.[1];
+    return { instructions: Number(summary[1]), statements: statements === undefined ? undefined : Number(statements) };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -98,13 +115,54 @@ async function child(kind, n, port) {
     const directory = mkdtempSync(join(tmpdir(), "globallock-callgrind-files-"));
     locker = new lib.FileLocker({ directory });
     cleanUp = async () => rmSync(directory, { recursive: true, force: true });
+  } else if (kind === "postgres" || kind === "postgres-raw") {
+    const { default: pg } = await import("pg");
+    const connection = { host: "127.0.0.1", port: Number(port), user: "postgres", database: "postgres" };
+    // Statements sent, counted in JS (every query of the locker or the floor goes through here).
+    const query = pg.Client.prototype.query;
+    pg.Client.prototype.query = function countedQuery(...args) {
+      statements++;
+      return query.apply(this, args);
+    };
+    if (kind === "postgres") {
+      const pool = new pg.Pool({ ...connection, max: 2 });
+      locker = new lib.PostgresLocker(pool);
+      cleanUp = async () => pool.end();
+    } else {
+      const client = new pg.Client(connection);
+      await client.connect();
+      locker = rawFloor(client);
+      cleanUp = async () => client.end();
+    }
   } else {
-    throw new Error(`unknown store ${kind}: redis, memory or file`);
+    throw new Error(`unknown store ${kind}: redis, memory, file, postgres or postgres-raw`);
   }
+  let counted = 0;
   for (let i = 0; i < WARM_UP + n; i++) {
+    if (i === WARM_UP) counted = statements;
     const release = await locker.lock(undefined, "instructions");
     await release();
   }
+  if (kind.startsWith("postgres")) console.log(`statements per pair: ${(statements - counted) / n}`);
   await locker.close();
   await cleanUp();
+}
+
+/**
+ * The PostgreSQL floor: a raw `pg_try_advisory_lock($1)` / `pg_advisory_unlock($1)` pair on one
+ * `pg` client, shaped like a locker for the loop above (the key's id is a constant).
+ */
+function rawFloor(client) {
+  const values = ["1234567890123"];
+  const release = async () => {
+    await client.query("SELECT pg_advisory_unlock($1::bigint) AS ok", values);
+  };
+  return {
+    async lock() {
+      const { rows } = await client.query("SELECT pg_try_advisory_lock($1::bigint) AS ok", values);
+      if (rows[0]?.ok !== true) throw new Error("the floor's key was taken");
+      return release;
+    },
+    async close() {},
+  };
 }
