@@ -1,6 +1,6 @@
 /**
  * Instructions per warm lock+release pair, counted by callgrind (valgrind), which load does not
- * change: `node bench/instructions.mjs [redis|memory|file|postgres|postgres-raw] [pairs]`.
+ * change: `node bench/instructions.mjs [redis|memory|file|postgres|postgres-raw|postgres-raw-prepared] [pairs]`.
  *
  * It runs the same program twice under `valgrind --tool=callgrind` (main thread only, no
  * instrumentation of children): once with `pairs` measured pairs and once with twice as many, both
@@ -9,7 +9,7 @@
  * The Redis case starts its own redis-server on a free loopback port; the PostgreSQL cases start
  * their own PostgreSQL (support/postgres-server.mjs: a fresh cluster in a temp dir, a free loopback
  * port). `postgres-raw` is the floor: a `pg_try_advisory_lock($1)` / `pg_advisory_unlock($1)` pair
- * on one `pg` client. For PostgreSQL it also reports the statements sent per measured pair (counted
+ * on one `pg` client (`postgres-raw-prepared`: the same as named prepared statements). For PostgreSQL it also reports the statements sent per measured pair (counted
  * in the child by a wrapper around `pg.Client.prototype.query`).
  */
 import { execFileSync, spawnSync } from "node:child_process";
@@ -39,7 +39,7 @@ async function parent() {
     const { startServer } = await import("./lib/redis-server.mjs");
     server = await startServer();
     port = String(server.port);
-  } else if (store === "postgres" || store === "postgres-raw") {
+  } else if (store.startsWith("postgres")) {
     const { PostgresServer } = await import("../support/postgres-server.mjs");
     server = await PostgresServer.start();
     port = String(server.port);
@@ -115,7 +115,7 @@ async function child(kind, n, port) {
     const directory = mkdtempSync(join(tmpdir(), "globallock-callgrind-files-"));
     locker = new lib.FileLocker({ directory });
     cleanUp = async () => rmSync(directory, { recursive: true, force: true });
-  } else if (kind === "postgres" || kind === "postgres-raw") {
+  } else if (kind.startsWith("postgres")) {
     const { default: pg } = await import("pg");
     const connection = { host: "127.0.0.1", port: Number(port), user: "postgres", database: "postgres" };
     // Statements sent, counted in JS (every query of the locker or the floor goes through here).
@@ -131,11 +131,11 @@ async function child(kind, n, port) {
     } else {
       const client = new pg.Client(connection);
       await client.connect();
-      locker = rawFloor(client);
+      locker = rawFloor(client, kind === "postgres-raw-prepared");
       cleanUp = async () => client.end();
     }
   } else {
-    throw new Error(`unknown store ${kind}: redis, memory, file, postgres or postgres-raw`);
+    throw new Error(`unknown store ${kind}: redis, memory, file, postgres, postgres-raw or postgres-raw-prepared`);
   }
   let counted = 0;
   for (let i = 0; i < WARM_UP + n; i++) {
@@ -150,16 +150,20 @@ async function child(kind, n, port) {
 
 /**
  * The PostgreSQL floor: a raw `pg_try_advisory_lock($1)` / `pg_advisory_unlock($1)` pair on one
- * `pg` client, shaped like a locker for the loop above (the key's id is a constant).
+ * `pg` client, shaped like a locker for the loop above (the key's id is a constant); with
+ * `prepared`, both as named prepared statements (parsed once per connection).
  */
-function rawFloor(client) {
+function rawFloor(client, prepared) {
   const values = ["1234567890123"];
+  const lock = { text: "SELECT pg_try_advisory_lock($1::bigint) AS ok", values };
+  const unlock = { text: "SELECT pg_advisory_unlock($1::bigint) AS ok", values };
+  const statement = (config, name) => (prepared ? { ...config, name } : config);
   const release = async () => {
-    await client.query("SELECT pg_advisory_unlock($1::bigint) AS ok", values);
+    await client.query(statement(unlock, "floor_unlock"));
   };
   return {
     async lock() {
-      const { rows } = await client.query("SELECT pg_try_advisory_lock($1::bigint) AS ok", values);
+      const { rows } = await client.query(statement(lock, "floor_lock"));
       if (rows[0]?.ok !== true) throw new Error("the floor's key was taken");
       return release;
     },
