@@ -2,7 +2,8 @@
  * Instructions per warm lock+release pair, counted by callgrind (valgrind), which load does not
  * change: `node bench/instructions.mjs [mode] [pairs]`, mode one of redis, redis-semaphore (limit 4,
  * weight 1), peer-semaphore (redis-semaphore's Semaphore, limit 4), peer-mutex (redis-semaphore's
- * Mutex), memory, file. Every mode runs sequential pairs on one key.
+ * Mutex), memory, file, postgres, postgres-raw, postgres-raw-prepared. Every mode runs sequential
+ * pairs on one key.
  *
  * It runs the same program twice under `valgrind --tool=callgrind` (main thread only, no
  * instrumentation of children): once with `pairs` measured pairs and once with twice as many, both
@@ -11,7 +12,12 @@
  * The Redis modes start their own redis-server on a free loopback port and also report Redis
  * commands per pair: `INFO commandstats` read by the parent before and after each run (commands
  * run inside scripts count as Redis counts them; housekeeping such as INFO and SCRIPT is left out),
- * as (C(2n) − C(n)) / n like the instructions.
+ * as (C(2n) − C(n)) / n like the instructions. The PostgreSQL modes start their own PostgreSQL
+ * (support/postgres-server.mjs: a fresh cluster in a temp dir, a free loopback port).
+ * `postgres-raw` is the floor: a `pg_try_advisory_lock($1)` / `pg_advisory_unlock($1)` pair on one
+ * `pg` client (`postgres-raw-prepared`: the same as named prepared statements). For PostgreSQL it
+ * also reports the statements sent per measured pair (counted in the child by a wrapper around
+ * `pg.Client.prototype.query`).
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -25,6 +31,8 @@ const [store = "redis", pairsArgument = "4000"] = process.argv.slice(2);
 const pairs = Number(pairsArgument);
 const REDIS_MODES = new Set(["redis", "redis-semaphore", "peer-semaphore", "peer-mutex"]);
 const SEMAPHORE_LIMIT = 4;
+/** Statements sent by the child (PostgreSQL cases only). */
+let statements = 0;
 
 if (process.argv[4] === "--child") {
   await child(store, Number(process.argv[5]), process.argv[6]);
@@ -46,13 +54,20 @@ async function parent() {
     port = String(server.port);
     admin = new Redis({ host: "127.0.0.1", port: server.port });
     commandsOf = async () => Object.values(await readCommandStats(admin)).reduce((sum, calls) => sum + calls, 0);
+  } else if (store.startsWith("postgres")) {
+    const { PostgresServer } = await import("../support/postgres-server.mjs");
+    server = await PostgresServer.start();
+    port = String(server.port);
   }
   try {
     const counts = [];
     const commands = [];
+    let statementsPerPair;
     for (const n of [pairs, 2 * pairs]) {
       const before = await commandsOf();
-      counts.push(await countInstructions(n, port));
+      const counted = await countInstructions(n, port);
+      counts.push(counted.instructions);
+      statementsPerPair ??= counted.statements;
       commands.push((await commandsOf()) - before);
     }
     const [small, large] = counts;
@@ -66,6 +81,7 @@ async function parent() {
         ...(admin === undefined
           ? {}
           : { commandsPerPair: Math.round((100 * ((commands[1] ?? 0) - (commands[0] ?? 0))) / pairs) / 100 }),
+        ...(statementsPerPair === undefined ? {} : { statementsPerPair }),
       }),
     );
   } finally {
@@ -99,7 +115,8 @@ async function countInstructions(n, port) {
     const summary =
       readFileSync(out, "utf8").match(/^summary: (\d+)/m) ?? readFileSync(out, "utf8").match(/^totals: (\d+)/m);
     if (summary === null) throw new Error("no summary in callgrind output");
-    return Number(summary[1]);
+    const statements = /^statements per pair: ([\d.]+)$/m.exec(run.stdout)?.[1];
+    return { instructions: Number(summary[1]), statements: statements === undefined ? undefined : Number(statements) };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -143,13 +160,60 @@ async function child(kind, n, port) {
     const directory = mkdtempSync(join(tmpdir(), "globallock-callgrind-files-"));
     locker = new lib.FileLocker({ directory });
     cleanUp = async () => rmSync(directory, { recursive: true, force: true });
+  } else if (kind.startsWith("postgres")) {
+    const { default: pg } = await import("pg");
+    const connection = { host: "127.0.0.1", port: Number(port), user: "postgres", database: "postgres" };
+    // Statements sent, counted in JS (every query of the locker or the floor goes through here).
+    const query = pg.Client.prototype.query;
+    pg.Client.prototype.query = function countedQuery(...args) {
+      statements++;
+      return query.apply(this, args);
+    };
+    if (kind === "postgres") {
+      const pool = new pg.Pool({ ...connection, max: 2 });
+      locker = new lib.PostgresLocker(pool);
+      cleanUp = async () => pool.end();
+    } else {
+      const client = new pg.Client(connection);
+      await client.connect();
+      locker = rawFloor(client, kind === "postgres-raw-prepared");
+      cleanUp = async () => client.end();
+    }
   } else {
-    throw new Error(`unknown mode ${kind}: redis, redis-semaphore, peer-semaphore, peer-mutex, memory or file`);
+    throw new Error(
+      `unknown mode ${kind}: redis, redis-semaphore, peer-semaphore, peer-mutex, memory, file, postgres, postgres-raw or postgres-raw-prepared`,
+    );
   }
+  let counted = 0;
   for (let i = 0; i < WARM_UP + n; i++) {
+    if (i === WARM_UP) counted = statements;
     const release = await locker.lock(undefined, "instructions");
     await release();
   }
+  if (kind.startsWith("postgres")) console.log(`statements per pair: ${(statements - counted) / n}`);
   await locker.close();
   await cleanUp();
+}
+
+/**
+ * The PostgreSQL floor: a raw `pg_try_advisory_lock($1)` / `pg_advisory_unlock($1)` pair on one
+ * `pg` client, shaped like a locker for the loop above (the key's id is a constant); with
+ * `prepared`, both as named prepared statements (parsed once per connection).
+ */
+function rawFloor(client, prepared) {
+  const values = ["1234567890123"];
+  const lock = { text: "SELECT pg_try_advisory_lock($1::bigint) AS ok", values };
+  const unlock = { text: "SELECT pg_advisory_unlock($1::bigint) AS ok", values };
+  const statement = (config, name) => (prepared ? { ...config, name } : config);
+  const release = async () => {
+    await client.query(statement(unlock, "floor_unlock"));
+  };
+  return {
+    async lock() {
+      const { rows } = await client.query(statement(lock, "floor_lock"));
+      if (rows[0]?.ok !== true) throw new Error("the floor's key was taken");
+      return release;
+    },
+    async close() {},
+  };
 }

@@ -138,6 +138,24 @@ describe("PostgresLocker faults", () => {
     expect(await other.tryAcquire(undefined, key)).toBeDefined();
   });
 
+  it("a pooled connection whose prepared statements someone deallocated still locks and releases", async () => {
+    const pool = fixture.pool(1);
+    const key = uniqueKey("pg-deallocated");
+    const first = new PostgresLocker(pool);
+    await (await first.acquire(undefined, key)).release();
+    await first.close();
+    // The same connection (max 1): pg still believes the locker's statements are prepared on it.
+    const client = await pool.connect();
+    await client.query("DEALLOCATE ALL");
+    client.release();
+    const second = new PostgresLocker(pool);
+    const lease = await second.acquire(undefined, key);
+    expect(await fixture.locker().tryAcquire(undefined, key)).toBeUndefined();
+    expect(await lease.releaseWithOutcome()).toBe("released");
+    expect(await fixture.locker().tryAcquire(undefined, key)).toBeDefined();
+    await second.close();
+  });
+
   it("a lease held at close() is freed by the server once expiry passes", async () => {
     const pool = fixture.pool(2);
     const locker = new PostgresLocker(pool, { expiry: 400 });

@@ -22,3 +22,23 @@ export function markerOf(id: bigint): [high: number, low: number] {
 export function channelOf(prefix: string): string {
   return `globallock_${createHash("sha256").update(prefix, "utf8").digest("hex").slice(0, 16)}`;
 }
+
+/** A resource's lock id as the text of a `bigint` parameter (see {@link lockIdText}). */
+const ids = new Map<string, string>();
+/** Resources whose id {@link lockIdText} remembers at most (the oldest is forgotten first). */
+const REMEMBERED_IDS = 4096;
+
+/**
+ * {@link lockId} of `resource` as decimal text (what a `bigint` parameter is sent as), remembered
+ * for the latest {@link REMEMBERED_IDS} resources: a lock and its release hash the key once, not
+ * once each.
+ */
+export function lockIdText(resource: string): string {
+  let id = ids.get(resource);
+  if (id === undefined) {
+    if (ids.size >= REMEMBERED_IDS) ids.delete(ids.keys().next().value as string);
+    id = lockId(resource).toString();
+    ids.set(resource, id);
+  }
+  return id;
+}

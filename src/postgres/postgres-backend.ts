@@ -14,7 +14,7 @@ import { LockerClosedError, LockLostError } from "../errors.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { inspectKey } from "./inspect.js";
-import { channelOf, lockId, markerOf } from "./keys.js";
+import { channelOf, lockIdText } from "./keys.js";
 import { MarkerWatcher } from "./marker-watcher.js";
 import type { ResolvedPostgresLockerOptions } from "./options.js";
 import { FencingSequence, openSession, type Session, type SessionEnd, unavailable } from "./session.js";
@@ -112,61 +112,97 @@ class PostgresBackend implements StoreBackend {
     return inspectKey(settings, resource);
   }
 
-  async acquire({ resource, duration, intent, fencing, weight }: AttemptRequest): Promise<AttemptOutcome> {
-    const session = await this.#connect(resource);
-    if (fencing) await this.#sequence.ensure(session, resource);
-    const id = lockId(resource).toString();
-    const shared = this.#limit !== undefined && weight < this.#limit;
+  async acquire(request: AttemptRequest): Promise<AttemptOutcome> {
+    const current = this.#session;
+    const session = current !== undefined && !current.ended ? current : await this.#connect(request.resource);
+    if (request.fencing) await this.#sequence.ensure(session, request.resource);
+    return this.#limit === undefined ? this.#tryLock(session, request) : this.#tryReadWrite(session, request);
+  }
+
+  /**
+   * A lock: the plain `pg_try_advisory_lock` (the uncontended path: one prepared statement, one
+   * parameter), with a fencing token drawn in the same statement only when asked.
+   */
+  async #tryLock(session: Session, { resource, duration, fencing }: AttemptRequest): Promise<AttemptOutcome> {
+    // Held here already: session locks are re-entrant, so a try would succeed; it is a miss.
+    if (session.resources.has(resource)) return HELD;
+    const id = lockIdText(resource);
+    session.resources.set(resource, -1);
+    const sentAt = performance.now();
+    let row: Row | undefined;
+    try {
+      [row] = await session.query<Row>(
+        fencing ? TRY_FENCED : TRY,
+        fencing ? [id, this.#options.fencingSequence] : [id],
+      );
+    } catch (error) {
+      throw this.#sequence.failed(resource, error);
+    } finally {
+      if (row?.ok !== true) session.resources.delete(resource);
+    }
+    return row?.ok === true ? this.#acquired(session, row, resource, duration, sentAt, false) : HELD;
+  }
+
+  /** Read-write mode: READ or WRITE, which keep the waiters' markers (see statements.ts). */
+  async #tryReadWrite(
+    session: Session,
+    { resource, duration, intent, fencing, weight }: AttemptRequest,
+  ): Promise<AttemptOutcome> {
+    const id = lockIdText(resource);
+    const shared = weight < (this.#limit ?? 1);
     const queued = this.#queued.get(intent.waiterId);
     const marked = queued?.session === session;
-    const join = this.#limit !== undefined && intent.join;
+    const join = intent.join;
     // Held here already (in a mode it excludes): no try, only a counted waiter's marking.
     const taken = session.resources.get(resource) ?? 0;
     const blocked = shared ? taken < 0 : taken !== 0;
     if (blocked && !join) return this.#held(join, weight, performance.now());
-    let text: string;
-    let values: unknown[];
-    if (this.#limit === undefined) {
-      [text, values] = fencing ? [TRY_FENCED, [id, this.#options.fencingSequence]] : [TRY, [id]];
-    } else {
-      const { writers, readers } = rwMarkers(resource);
-      [text, values] = shared
-        ? [READ, [id, ...writers, ...readers, marked, join, this.#waitingHere(resource, true), blocked]]
-        : [
-            WRITE,
-            [
-              id,
-              ...writers,
-              ...readers,
-              join && !marked,
-              marked,
-              fencing,
-              fencing ? this.#options.fencingSequence : null,
-              this.#waitingHere(resource, false),
-              blocked,
-            ],
-          ];
-    }
+    const { writers, readers } = rwMarkers(resource);
+    const [statement, values] = shared
+      ? [READ, [id, ...writers, ...readers, marked, join, this.#waitingHere(resource, true), blocked]]
+      : [
+          WRITE,
+          [
+            id,
+            ...writers,
+            ...readers,
+            join && !marked,
+            marked,
+            fencing,
+            fencing ? this.#options.fencingSequence : null,
+            this.#waitingHere(resource, false),
+            blocked,
+          ],
+        ];
     if (!blocked) session.resources.set(resource, shared ? taken + 1 : -1);
     const sentAt = performance.now();
     let row: Row | undefined;
     try {
-      [row] = await this.#sequence.run<Row>(session, resource, text, values);
+      [row] = await this.#sequence.run<Row>(session, resource, statement, values);
     } finally {
       if (!blocked && row?.ok !== true) this.#untake(session, resource, shared);
     }
-    if (this.#limit !== undefined) {
-      if (row?.ok === true) this.#queued.delete(intent.waiterId);
-      else if (!marked && (shared ? row?.marked === true : join)) {
-        const { writers, readers } = rwMarkers(resource);
-        this.#queued.set(intent.waiterId, { session, resource, writer: !shared, marker: shared ? readers : writers });
-      }
+    if (row?.ok === true) this.#queued.delete(intent.waiterId);
+    else if (!marked && (shared ? row?.marked === true : join)) {
+      this.#queued.set(intent.waiterId, { session, resource, writer: !shared, marker: shared ? readers : writers });
     }
     if (row?.ok !== true) return this.#held(join, weight, sentAt);
+    return this.#acquired(session, row, resource, duration, sentAt, shared);
+  }
+
+  /** A lock taken at `sentAt`: its lease, valid for as long as the session is known alive. */
+  #acquired(
+    session: Session,
+    row: Row,
+    resource: string,
+    duration: number,
+    sentAt: number,
+    shared: boolean,
+  ): AttemptOutcome {
     const handle = new LockHandle(newToken(), resource, sentAt, sentAt + Math.min(duration, this.#options.expiry));
     if (session.ended) return { kind: "expired-on-arrival" };
     session.holds.set(handle.token, shared);
-    return row.token === null
+    return row.token === undefined || row.token === null
       ? { kind: "acquired", handle }
       : { kind: "acquired", handle, fencingToken: BigInt(row.token) };
   }
@@ -229,11 +265,9 @@ class PostgresBackend implements StoreBackend {
       return "expired";
     }
     try {
-      const id = lockId(handle.resource);
       const key = handle.resource.slice(this.#options.prefix.length);
       const [row] = await session.query<{ released: boolean }>(shared ? RELEASE_SHARED : RELEASE, [
-        id.toString(),
-        ...markerOf(id),
+        lockIdText(handle.resource),
         this.#channel,
         key,
       ]);

@@ -37,7 +37,9 @@ export function checkPool(pool: unknown): asserts pool is PostgresPool {
  * - **Fencing.** `acquire(…, { fencing: true })` draws `nextval` of a sequence in the same
  *   statement that took the lock, only when it was taken.
  * - **Close.** `close()` rejects waiters and, once no lease is held, cleans the connection up
- *   (`UNLISTEN *`, no session lock left) and gives it back to the pool. Leases still held keep it
+ *   (`UNLISTEN *`, no session lock left) and gives it back to the pool, keeping the locker's
+ *   prepared statements (named `globallock_…`; `pg` remembers them per connection, so the next
+ *   locker on it does not prepare them again). Leases still held keep it
  *   until they are released or, at the latest, `expiry` after `close()`, when it is destroyed.
  * - **Diagnostics** (kind `"postgres-lock"`; see `diagnostics.ts`): every call is traced on
  *   `globallock:acquire` (`attempts`: `pg_try_advisory_lock` statements sent); every release and

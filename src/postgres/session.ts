@@ -1,6 +1,7 @@
 import { performance } from "node:perf_hooks";
 import { StoreUnavailableError } from "../errors.js";
 import { DeadlineGroup } from "../internal/deadline-group.js";
+import type { Statement } from "./statements.js";
 import type { PostgresNotification, PostgresPool, PostgresPoolClient } from "./types.js";
 
 /** Why a session ended: its connection failed or ended, or it could not be confirmed in time. */
@@ -43,8 +44,15 @@ export class Session {
   /** Whether `idle_session_timeout` was set (PostgreSQL 14 and later), to reset it on retirement. */
   idleTimeoutSet = false;
   #ended = false;
-  /** The latest statement queued (settled or not). */
+  /** The latest statement queued (settled or not; its rejection is handled by its caller). */
   #tail: Promise<unknown> = Promise.resolve();
+  /** Statements queued or on the wire: with none, the next one is sent at once. */
+  #pending = 0;
+  /**
+   * False once the server lost a prepared statement that `pg` believes it has (a `DISCARD ALL` or
+   * `DEALLOCATE` on this connection by someone else): from then on, statements go unnamed.
+   */
+  #prepare = true;
   readonly #timeout: number;
   /** Bounds each statement's wait for its answer (not pg's `query_timeout`: see {@link DeadlineGroup}). */
   readonly #deadlines: DeadlineGroup;
@@ -101,33 +109,61 @@ export class Session {
   }
 
   /**
-   * Runs one statement with the session's timeout (counted from when it is sent). An ordinary SQL error is thrown as is; any other
-   * failure ends the session first.
+   * Runs one statement (a {@link Statement} is sent as a named prepared statement) with the
+   * session's timeout (counted from when it is sent). An ordinary SQL error is thrown as is; any
+   * other failure ends the session first.
    */
-  query<R>(text: string, values: unknown[] | undefined): Promise<R[]> {
+  query<R>(statement: string | Statement, values: unknown[] | undefined): Promise<R[]> {
     // One statement on the wire at a time, in call order (pg 9 drops its own queue of concurrent
-    // calls): a local waiter's attempt sent after a release still sees the key free.
-    const run = this.#tail.then(() => this.#send<R>(text, values));
-    this.#tail = run.catch(ignore);
+    // calls): a local waiter's attempt sent after a release still sees the key free. With nothing
+    // queued, it is sent now (no hop through the queue's tail).
+    let run: Promise<R[]>;
+    if (this.#pending++ === 0) run = this.#send<R>(statement, values);
+    else {
+      const send = (): Promise<R[]> => this.#send<R>(statement, values);
+      run = this.#tail.then(send, send);
+    }
+    this.#tail = run;
     return run;
   }
 
-  async #send<R>(text: string, values: unknown[] | undefined): Promise<R[]> {
-    if (this.#ended) throw new Error("the locker's PostgreSQL connection has ended");
+  /** Sends one statement of the queue (every one queued is sent, in turn, whatever came before). */
+  async #send<R>(statement: string | Statement, values: unknown[] | undefined): Promise<R[]> {
     const sentAt = performance.now();
     try {
-      // Our own timeout, not pg's `query_timeout`: pg's timer can fire while the answer already
-      // waits in the socket (a burst of calls stalled the event loop), and ends a healthy session.
-      const result = await this.#deadlines.run(
-        this.client.query(values === undefined ? { text } : { text, values }),
-        this.#timeoutError,
-      );
+      if (this.#ended) throw new Error("the locker's PostgreSQL connection has ended");
+      let result: { rows: unknown[] };
+      try {
+        result = await this.#ask(statement, values, this.#prepare);
+      } catch (error) {
+        // 26000: the prepared statement is gone from the server; unnamed, it needs none.
+        if (typeof statement === "string" || (error as { code?: unknown }).code !== "26000") throw error;
+        this.#prepare = false;
+        result = await this.#ask(statement, values, false);
+      }
       if (sentAt > this.confirmedAt) this.confirmedAt = sentAt;
       return result.rows as R[];
     } catch (error) {
       if (!isStatementError(error)) this.end("dropped", error);
       throw error;
+    } finally {
+      this.#pending--;
     }
+  }
+
+  /** Sends one statement (named when `prepare`) and bounds the wait for its answer. */
+  #ask(statement: string | Statement, values: unknown[] | undefined, prepare: boolean): Promise<{ rows: unknown[] }> {
+    const config =
+      typeof statement === "string"
+        ? values === undefined
+          ? { text: statement }
+          : { text: statement, values }
+        : prepare
+          ? { name: statement.name, text: statement.text, values }
+          : { text: statement.text, values };
+    // Our own timeout, not pg's `query_timeout`: pg's timer can fire while the answer already
+    // waits in the socket (a burst of calls stalled the event loop), and ends a healthy session.
+    return this.#deadlines.run(this.client.query(config), this.#timeoutError);
   }
 
   /**
@@ -273,14 +309,19 @@ export class FencingSequence {
   }
 
   /** Runs a statement of an acquisition; a failure is a StoreUnavailableError with its cause. */
-  async run<R>(session: Session, resource: string, text: string, values: unknown[]): Promise<R[]> {
+  async run<R>(session: Session, resource: string, statement: string | Statement, values: unknown[]): Promise<R[]> {
     try {
-      return await session.query<R>(text, values);
+      return await session.query<R>(statement, values);
     } catch (error) {
-      // The sequence was dropped (or never made it to disk): create it again next time.
-      if ((error as { code?: unknown }).code === "42P01") this.#ready = undefined;
-      throw unavailable(resource, error);
+      throw this.failed(resource, error);
     }
+  }
+
+  /** What a failed statement of an acquisition on `resource` throws: a StoreUnavailableError with its cause. */
+  failed(resource: string, error: unknown): StoreUnavailableError {
+    // The sequence was dropped (or never made it to disk): create it again next time.
+    if ((error as { code?: unknown }).code === "42P01") this.#ready = undefined;
+    return unavailable(resource, error);
   }
 }
 

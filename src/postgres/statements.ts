@@ -1,14 +1,34 @@
+import { createHash } from "node:crypto";
 import { lockId, markerOf } from "./keys.js";
 
 /**
  * The statements of the PostgreSQL backend. Each is one round trip; where a statement chains
  * several lock functions, its CTEs are materialized and chained, so they run in order, once each.
+ *
+ * Those of the lock path are named prepared statements ({@link Statement}): the server parses and
+ * plans each once per connection, and each call sends only its parameters.
  */
 
-/** A lock: one plain try (the uncontended path), or with a fencing token drawn only when taken. */
-export const TRY = "SELECT pg_try_advisory_lock($1::bigint) AS ok, NULL::text AS token";
-export const TRY_FENCED = `WITH t AS MATERIALIZED (SELECT pg_try_advisory_lock($1::bigint) AS ok)
-  SELECT t.ok, CASE WHEN t.ok THEN nextval($2::regclass)::text END AS token FROM t`;
+/**
+ * A named prepared statement. Its name is derived from its text, so that two versions of this
+ * package sharing one pool never give one name two texts (which `pg` refuses).
+ */
+export interface Statement {
+  /** `globallock_` and the first 16 hex digits of the text's SHA-256. */
+  readonly name: string;
+  /** The SQL. */
+  readonly text: string;
+}
+
+function prepared(text: string): Statement {
+  return { name: `globallock_${createHash("sha256").update(text, "utf8").digest("hex").slice(0, 16)}`, text };
+}
+
+/** A lock: one plain try (the uncontended path: the floor's own statement), answering `ok`. */
+export const TRY = prepared("SELECT pg_try_advisory_lock($1::bigint) AS ok");
+/** A lock with a fencing token (`$2` the sequence), drawn only when the lock was taken. */
+export const TRY_FENCED = prepared(`WITH t AS MATERIALIZED (SELECT pg_try_advisory_lock($1::bigint) AS ok)
+  SELECT t.ok, CASE WHEN t.ok THEN nextval($2::regclass)::text END AS token FROM t`);
 
 /**
  * A reader (read-write mode): takes the lock shared unless a writer waits in another session (the
@@ -16,7 +36,7 @@ export const TRY_FENCED = `WITH t AS MATERIALIZED (SELECT pg_try_advisory_lock($
  * marker). Failing while no writer waits, a queued reader takes the readers' marker; taking the
  * lock, it drops it. CTEs are materialized and chained: they run in this order, once each.
  */
-export const READ = `WITH w AS MATERIALIZED (
+export const READ = prepared(`WITH w AS MATERIALIZED (
     SELECT CASE WHEN $6::boolean THEN true WHEN $8::boolean THEN false
       ELSE pg_try_advisory_xact_lock($2::int, $3::int) END AS may
   ), t AS MATERIALIZED (
@@ -25,14 +45,14 @@ export const READ = `WITH w AS MATERIALIZED (
   SELECT t.ok, NULL::text AS token,
     CASE WHEN NOT t.ok AND t.may AND $7::boolean AND NOT $6::boolean THEN pg_try_advisory_lock_shared($4::int, $5::int)
          WHEN t.ok AND $6::boolean THEN NOT pg_advisory_unlock_shared($4::int, $5::int) END AS marked
-  FROM t`;
+  FROM t`);
 
 /**
  * A writer (read-write mode): a queued writer first takes the writers' marker (shared: many
  * writers may wait), then takes the lock exclusively unless a reader ahead of it waits in another
  * session; taking it, it drops its marker and draws a fencing token when asked.
  */
-export const WRITE = `WITH m AS MATERIALIZED (
+export const WRITE = prepared(`WITH m AS MATERIALIZED (
     SELECT CASE WHEN $6::boolean THEN pg_advisory_lock_shared($2::int, $3::int) IS NULL END AS marked
   ), r AS MATERIALIZED (
     SELECT CASE WHEN $10::boolean THEN false ELSE pg_try_advisory_xact_lock($4::int, $5::int) END AS free FROM m
@@ -41,19 +61,28 @@ export const WRITE = `WITH m AS MATERIALIZED (
   )
   SELECT t.ok, CASE WHEN t.ok AND ($6::boolean OR $7::boolean) THEN NOT pg_advisory_unlock_shared($2::int, $3::int) END AS marked,
     CASE WHEN t.ok AND $8::boolean THEN nextval($9::regclass)::text END AS token
-  FROM t`;
+  FROM t`);
 
-/** A release: unlocks, then NOTIFYs only when a waiter in another session holds the key's marker. */
-const NOTIFY = "CASE WHEN pg_try_advisory_xact_lock($2::int, $3::int) THEN NULL ELSE pg_notify($4, $5) END AS notified";
-export const RELEASE = `SELECT pg_advisory_unlock($1::bigint) AS released, ${NOTIFY}`;
-export const RELEASE_SHARED = `SELECT pg_advisory_unlock_shared($1::bigint) AS released, ${NOTIFY}`;
-export const MARK = "SELECT pg_advisory_lock_shared($1::int, $2::int) IS NULL AS marked";
-export const UNMARK = "SELECT pg_advisory_unlock_shared($1::int, $2::int)";
+/**
+ * A release (`$1` the lock id, `$2` the channel, `$3` the key): unlocks, then NOTIFYs only when a
+ * waiter in another session holds the key's marker — the same 64 bits as two `int4` (see
+ * `markerOf`), computed here from `$1`: its high half, and its low half (`bit(32)` keeps the low
+ * 32 bits). A session's own marker never conflicts with its own try, so waiters of this locker
+ * (which the lock core wakes) cost no NOTIFY. The check is a lock-table probe on the server in the
+ * same round trip: it is what lets a waiter in another process sleep until the release.
+ */
+const NOTIFY =
+  "CASE WHEN pg_try_advisory_xact_lock(($1::bigint >> 32)::int, $1::bigint::bit(32)::int) THEN NULL ELSE pg_notify($2, $3) END AS notified";
+export const RELEASE = prepared(`SELECT pg_advisory_unlock($1::bigint) AS released, ${NOTIFY}`);
+export const RELEASE_SHARED = prepared(`SELECT pg_advisory_unlock_shared($1::bigint) AS released, ${NOTIFY}`);
+export const MARK = prepared("SELECT pg_advisory_lock_shared($1::int, $2::int) IS NULL AS marked");
+export const UNMARK = prepared("SELECT pg_advisory_unlock_shared($1::int, $2::int)");
 
 /** What an attempt answers. */
 export interface Row {
   ok: boolean;
-  token: string | null;
+  /** The fencing token (TRY_FENCED, WRITE); absent from TRY and READ. */
+  token?: string | null;
   marked?: boolean | null;
 }
 

@@ -15,8 +15,11 @@ export interface PostgresNotification {
 
 /** One connection checked out of a pool (`pg.PoolClient`). */
 export interface PostgresPoolClient {
-  /** Runs one statement with its parameters (the locker bounds the wait for its answer itself). */
-  query(config: { text: string; values?: unknown[] }): Promise<{
+  /**
+   * Runs one statement with its parameters (the locker bounds the wait for its answer itself);
+   * with a `name`, as a prepared statement parsed once per connection.
+   */
+  query(config: { name?: string; text: string; values?: unknown[] | undefined }): Promise<{
     /** The rows the statement returned. */
     rows: unknown[];
   }>;
