@@ -62,18 +62,28 @@ export function leaseFeaturesContract(
     it("stops extending at the cap: the lease runs out, lost says max-hold, and another caller gets the key", async () => {
       const l = await fresh();
       const other = await harness().peer(l);
-      const key = uniqueKey("max-hold");
-      const started = performance.now();
-      const lease = await l.acquire(undefined, key, CAPPED);
-      const reason = await whenAborted(lease.lost);
-      // The cap is an upper bound of the lease; the lease is kept at least until its last half-expiry.
-      expect(performance.now() - started).toBeGreaterThanOrEqual(CAPPED.maxHold - CAPPED.expiry);
-      expect(reason).toBeInstanceOf(LockLostError);
-      expect((reason as LockLostError).reason).toBe("max-hold");
-      expect(() => lease.assertHeld()).toThrow(LockLostError);
-      const release = await other.lock(AbortSignal.timeout(10_000), key);
-      await release();
-      expect(await lease.releaseWithOutcome()).not.toBe("released");
+      // A 400 ms lease can be lost to a late extension on a starved machine ("expired", before its
+      // cap): that is not what this row checks, so such a run is tried once more, on a fresh key.
+      for (let run = 1; ; run++) {
+        const key = uniqueKey("max-hold");
+        const started = performance.now();
+        const lease = await l.acquire(undefined, key, CAPPED);
+        const reason = await whenAborted(lease.lost);
+        expect(reason).toBeInstanceOf(LockLostError);
+        const elapsed = performance.now() - started;
+        if ((reason as LockLostError).reason === "expired" && run === 1) {
+          await lease.release();
+          continue;
+        }
+        expect((reason as LockLostError).reason).toBe("max-hold");
+        // The cap is an upper bound of the lease; the lease is kept at least until its last half-expiry.
+        expect(elapsed).toBeGreaterThanOrEqual(CAPPED.maxHold - CAPPED.expiry);
+        expect(() => lease.assertHeld()).toThrow(LockLostError);
+        const release = await other.lock(AbortSignal.timeout(10_000), key);
+        await release();
+        expect(await lease.releaseWithOutcome()).not.toBe("released");
+        return;
+      }
     });
 
     it("refuses a cap that is not a positive integer, shorter than the lease, or without autoExtend", async () => {

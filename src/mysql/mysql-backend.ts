@@ -12,7 +12,8 @@ import type {
 } from "../core/backend.js";
 import { LockHandle } from "../core/backend.js";
 import { withDefaults } from "../core/backend-defaults.js";
-import { LockerClosedError, LockLostError } from "../errors.js";
+import { confirmSession, type Heartbeat } from "../core/session-heartbeat.js";
+import { LockerClosedError } from "../errors.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { FencingTable } from "./fencing-table.js";
@@ -63,12 +64,21 @@ class MySqlBackend implements StoreBackend {
   #idle: NodeJS.Timeout | undefined;
   /** Why each ended session's leases were lost. */
   readonly #reasons = new WeakMap<Session, "taken" | "expired">();
+  /** How {@link extendMany} confirms the session (see `confirmSession`). */
+  readonly #heartbeat: Heartbeat<Session>;
 
   constructor(pool: MySqlPool, options: ResolvedMySqlLockerOptions, context: BackendContext) {
     this.#pool = pool;
     this.#options = options;
     this.#events = context.events;
     this.#owner = context.owner;
+    this.#heartbeat = {
+      ping: (session) => session.query("DO 1"),
+      unavailable,
+      reasonOf: (session) => this.#reasons.get(session),
+      expiry: options.expiry,
+      prefixLength: options.prefix.length,
+    };
     this.#fencing = new FencingTable(options.fencingTable);
     this.watcher = new ProbeWatcher({
       pool,
@@ -121,23 +131,7 @@ class MySqlBackend implements StoreBackend {
 
   /** One `DO 1` confirms the connection, and so every lease of the batch on it. */
   async extendMany(handles: readonly LockHandleType[], duration: number): Promise<ExtendOutcome[]> {
-    const session = this.#session;
-    if (session === undefined || session.ended) return handles.map(() => "taken");
-    const sentAt = performance.now();
-    try {
-      await session.query("DO 1");
-    } catch (error) {
-      if (!session.ended) return handles.map(() => unavailable(handles[0]?.resource ?? "", error));
-      const reason = this.#reasons.get(session) ?? "taken";
-      const prefix = this.#options.prefix.length;
-      return handles.map((handle) => new LockLostError(handle.resource.slice(prefix), reason, { cause: error }));
-    }
-    const validUntil = sentAt + Math.min(duration, this.#options.expiry);
-    return handles.map((handle) => {
-      if (!session.holds.has(handle.token)) return "taken";
-      handle.renew(sentAt, validUntil);
-      return "extended";
-    });
+    return confirmSession(this.#session, handles, duration, this.#heartbeat);
   }
 
   async release(handle: LockHandleType): Promise<ReleaseOutcome> {

@@ -10,7 +10,8 @@ import type {
 } from "../core/backend.js";
 import { LockHandle } from "../core/backend.js";
 import { withDefaults } from "../core/backend-defaults.js";
-import { LockerClosedError, LockLostError } from "../errors.js";
+import { confirmSession, type Heartbeat } from "../core/session-heartbeat.js";
+import { LockerClosedError } from "../errors.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { inspectKey } from "./inspect.js";
@@ -81,6 +82,8 @@ class PostgresBackend implements StoreBackend {
   #idle: NodeJS.Timeout | undefined;
   /** Why each ended session's leases were lost. */
   readonly #reasons = new WeakMap<Session, "taken" | "expired">();
+  /** How {@link extendMany} confirms the session (see `confirmSession`). */
+  readonly #heartbeat: Heartbeat<Session>;
   /** Read-write mode: queued waiters holding a marker, by their id in the core. */
   readonly #queued = new Map<string, QueuedWaiter>();
 
@@ -95,6 +98,13 @@ class PostgresBackend implements StoreBackend {
     this.#options = options;
     this.#events = events;
     this.#owner = owner;
+    this.#heartbeat = {
+      ping: (session) => session.query("SELECT 1", undefined),
+      unavailable,
+      reasonOf: (session) => this.#reasons.get(session),
+      expiry: options.expiry,
+      prefixLength: options.prefix.length,
+    };
     this.#channel = channelOf(options.prefix);
     this.#sequence = new FencingSequence(options.fencingSequence);
     this.#limit = limit;
@@ -233,23 +243,7 @@ class PostgresBackend implements StoreBackend {
 
   /** One `SELECT 1` confirms the session, and so every lease of the batch on it. */
   async extendMany(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
-    const session = this.#session;
-    if (session === undefined || session.ended) return handles.map(() => "taken");
-    const sentAt = performance.now();
-    try {
-      await session.query("SELECT 1", undefined);
-    } catch (error) {
-      if (!session.ended) return handles.map(() => unavailable(handles[0]?.resource ?? "", error));
-      const reason = this.#reasons.get(session) ?? "taken";
-      const prefix = this.#options.prefix.length;
-      return handles.map((handle) => new LockLostError(handle.resource.slice(prefix), reason, { cause: error }));
-    }
-    const validUntil = sentAt + Math.min(duration, this.#options.expiry);
-    return handles.map((handle) => {
-      if (!session.holds.has(handle.token)) return "taken";
-      handle.renew(sentAt, validUntil);
-      return "extended";
-    });
+    return confirmSession(this.#session, handles, duration, this.#heartbeat);
   }
 
   async release(handle: LockHandle): Promise<ReleaseOutcome> {
