@@ -18,44 +18,11 @@ import { EtcdCluster } from "../../support/etcd-server.mjs";
 import { onCleanup } from "../lib/cleanup.mjs";
 import { QUICK } from "../lib/config.mjs";
 import { median, percentile } from "../lib/stats.mjs";
-import { now, sleep } from "../lib/timing.mjs";
+import { handoff, sequential } from "../lib/store-loops.mjs";
 
 const CONFIG = QUICK
   ? { rounds: 2, opsPerRound: 100, handoffReps: 20 }
   : { rounds: 5, opsPerRound: 400, handoffReps: 100 };
-
-/** Sequential lock + release `ops` times; per-op latencies (ms) and ops/s. */
-async function sequential(lockOnce, ops) {
-  const samples = [];
-  const start = now();
-  for (let i = 0; i < ops; i++) {
-    const t = now();
-    await lockOnce();
-    samples.push(now() - t);
-  }
-  return { samples, opsPerSec: (ops * 1000) / (now() - start) };
-}
-
-/** B's wait after A's release, `reps` times (ms). */
-async function handoff(a, b, reps) {
-  const samples = [];
-  for (let i = 0; i < reps; i++) {
-    const key = `handoff-${i}`;
-    const releaseA = await a.lock(undefined, key);
-    let t1 = 0;
-    const blocked = b.lock(undefined, key).then((release) => {
-      t1 = now();
-      return release;
-    });
-    await sleep(3 + Math.random() * 9);
-    const t0 = now();
-    await releaseA();
-    const releaseB = await blocked;
-    samples.push(t1 - t0);
-    await releaseB();
-  }
-  return samples;
-}
 
 /** Runs the scenario; `context.port` is the benchmark's Redis. */
 export async function runEtcd(context) {
