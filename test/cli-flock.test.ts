@@ -5,8 +5,18 @@
  * line fitted to a narrow terminal.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import {
+  chmodSync,
+  chownSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
+import { dirname, join, relative } from "node:path";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FileReadWriteLocker, RedisReadWriteLocker } from "../src/index.js";
@@ -138,9 +148,15 @@ const asRoot = process.getuid?.() === 0 && existsSync("/usr/bin/setpriv");
 describe.skipIf(!asRoot)("a lock directory shared by two users (root and nobody)", () => {
   let shared: string;
   let base: string;
+  /** The CLI as nobody runs it: a copy of the build that nobody can read, wherever the checkout is. */
+  let nobodysCli: string;
   beforeAll(() => {
     base = tempLockDirectory("cli-shared");
     chmodSync(base, 0o755); // mkdtemp's 0700 would keep nobody out
+    // The checkout may sit in a directory nobody cannot enter (a clone in a mkdtemp directory).
+    const built = dirname(dirname(dirname(CLI))); // dist/
+    cpSync(built, join(base, "dist"), { recursive: true });
+    nobodysCli = join(base, "dist", relative(built, CLI));
     shared = join(base, "locks");
     mkdirSync(shared);
     chownSync(shared, 0, NOBODY);
@@ -151,7 +167,7 @@ describe.skipIf(!asRoot)("a lock directory shared by two users (root and nobody)
   /** `globallock run` as nobody (uid and gid 65534, no other groups). */
   const dropPrivileges = [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, "--clear-groups"];
   const asNobody = (args: string[]) =>
-    spawnSync("setpriv", [...dropPrivileges, process.execPath, CLI, "run", "--dir", shared, ...args], {
+    spawnSync("setpriv", [...dropPrivileges, process.execPath, nobodysCli, "run", "--dir", shared, ...args], {
       encoding: "utf8",
       timeout: 30_000,
     });
@@ -179,7 +195,7 @@ describe.skipIf(!asRoot)("a lock directory shared by two users (root and nobody)
     // Nobody holds; root is refused; nobody's crashed run is taken over by root.
     const nobody = spawn(
       "setpriv",
-      [...dropPrivileges, process.execPath, CLI, "run", "--dir", shared, "--key", "k", "--", "sleep", "30"],
+      [...dropPrivileges, process.execPath, nobodysCli, "run", "--dir", shared, "--key", "k", "--", "sleep", "30"],
       {
         stdio: "ignore",
       },
