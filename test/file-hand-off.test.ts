@@ -168,6 +168,7 @@ describe("FileReadWriteLocker hand-off and inspect across processes", () => {
     closers.push(() => rw.close());
     const handed = await reader.acquire(undefined, "doc");
     const writing = writer.acquire(AbortSignal.timeout(30_000), "doc");
+    writing.catch(() => undefined); // awaited below; a failure before that must not be unhandled
     // The writer waits in its process: its ticket is in the directory.
     await expect.poll(async () => (await rw.read.inspect(undefined, "doc")).waiting, { timeout: 10_000 }).toBe(1);
     const handle = await handed.handOff();

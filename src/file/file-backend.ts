@@ -8,7 +8,7 @@ import type {
 } from "../core/backend.js";
 import { type AttemptOutcome, type AttemptRequest, type ExtendOutcome, LockHandle } from "../core/backend.js";
 import { withDefaults } from "../core/backend-defaults.js";
-import { withTimeout } from "../internal/sleep.js";
+import { pause, withTimeout } from "../internal/sleep.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { hashKey, type LockDirectory } from "./directory.js";
@@ -21,6 +21,9 @@ import { FileReleaseWatcher } from "./watcher.js";
 
 /** How long a release may take before it reports `"unknown"` (the lock then expires on its own). */
 const RELEASE_TIMEOUT_MS = 5000;
+/** Looks `inspect` takes for a settled view of a read-write key, and the pause between them. */
+const INSPECT_LOOKS = 20;
+const INSPECT_PAUSE_MS = 5;
 
 /** A lease held in the directory: its current entry, and where it lives. */
 interface Held {
@@ -109,14 +112,27 @@ class FileBackend implements StoreBackend {
     const hash = this.#hashOf(resource);
     const { store } = this.#directory;
     const permits = this.#permits;
-    const [writers, readers, tickets] = await Promise.all([
-      store.entries(store.lockPath(hash)),
-      permits === undefined ? [] : store.entries(permits.readersPath(hash)),
-      permits === undefined ? [] : store.entries(permits.queuePath(hash), ticketEntry),
+    let writers: Entry[] = [];
+    let readers: Entry[] = [];
+    let tickets: Entry[] = [];
+    for (let look = 0; look < INSPECT_LOOKS; look++) {
+      if (look > 0) await pause(INSPECT_PAUSE_MS);
+      [writers, readers, tickets] = await Promise.all([
+        store.entries(store.lockPath(hash)),
+        permits === undefined ? [] : store.entries(permits.readersPath(hash)),
+        permits === undefined ? [] : store.entries(permits.queuePath(hash), ticketEntry),
+      ]);
+      writers = writers.filter((entry) => !takeable(entry));
+      readers = readers.filter((entry) => !takeable(entry));
+      // A writer and readers seen together: one side is only trying (both write first and look
+      // second, and the one that sees the other steps back within a few file operations). Look
+      // again for a settled view; one that never settles is shown as it is.
+      if (writers.length === 0 || readers.length === 0) break;
+    }
+    const holders = await Promise.all([
+      ...writers.map((entry) => this.#describe(entry, this.#limit ?? 1)),
+      ...readers.map((entry) => this.#describe(entry, 1)),
     ]);
-    const live = (entries: Entry[], weight: number): Array<Promise<StoredHolder>> =>
-      entries.filter((entry) => !takeable(entry)).map((entry) => this.#describe(entry, weight));
-    const holders = await Promise.all([...live(writers, this.#limit ?? 1), ...live(readers, 1)]);
     return { holders, waiting: tickets.filter((ticket) => !takeable(ticket)).length };
   }
 

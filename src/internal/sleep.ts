@@ -18,3 +18,8 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, onTimeout: () =>
     );
   });
 }
+
+/** Resolves after `ms` milliseconds, on an unref'ed timer (it never keeps the process alive). */
+export function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
