@@ -10,12 +10,12 @@
  * directories removed) by stop(), and killed when this process exits however that happens short of
  * a signal that kills Node itself.
  */
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Etcd3 } from "etcd3";
-import { freePort, HOST } from "./postgres-server.mjs";
+import { ExitBackstop, findBinary, freePort, HOST, sleep } from "./server-process.mjs";
 
 export { HOST };
 
@@ -23,32 +23,17 @@ const INSTALL_HINT =
   "The etcd tests start their own servers; install etcd " +
   "(Debian/Ubuntu: `apt-get update && apt-get install -y etcd-server`, macOS: `brew install etcd`).";
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /** Clusters started and not stopped, killed by the exit backstop. */
-const live = new Set();
-let backstopInstalled = false;
+const live = new ExitBackstop();
 
 /** Kills every etcd of this process still running and removes its directories (synchronous). */
 export function killAllEtcdServers() {
-  for (const cluster of live) cluster.killSync();
-}
-
-function installBackstop() {
-  if (backstopInstalled) return;
-  backstopInstalled = true;
-  process.once("exit", killAllEtcdServers);
+  live.killAll();
 }
 
 /** The `etcd` binary on PATH; throws a clear message when etcd is not installed. */
 export function etcdBinary() {
-  try {
-    const path = execFileSync("sh", ["-c", "command -v etcd"], { encoding: "utf8" }).trim();
-    if (path !== "") return path;
-  } catch {
-    // not on PATH
-  }
-  throw new Error(`etcd was not found on PATH. ${INSTALL_HINT}`);
+  return findBinary("etcd", [], INSTALL_HINT);
 }
 
 /** One member of an {@link EtcdCluster}: its name, ports and process. */
@@ -87,7 +72,6 @@ export class EtcdCluster {
     this.dir = dir;
     this.#token = `globallock-${process.pid}-${Date.now()}`;
     live.add(this);
-    installBackstop();
   }
 
   /** Starts `size` members (default 1) and resolves once the cluster has a leader. */
@@ -97,7 +81,9 @@ export class EtcdCluster {
     const dir = mkdtempSync(join(tmpdir(), "globallock-etcd-"));
     const members = [];
     for (let index = 0; index < size; index++) {
-      members.push(new EtcdMember(`m${index}`, await freePort(), await freePort(), join(dir, `m${index}`)));
+      members.push(
+        new EtcdMember(`m${index}`, await freePort(2379, 2380), await freePort(2379, 2380), join(dir, `m${index}`)),
+      );
     }
     const cluster = new EtcdCluster(members, dir);
     try {

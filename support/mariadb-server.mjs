@@ -9,12 +9,19 @@
  * removed) by stop(), and killed when this process exits however that happens short of a signal
  * that kills Node itself. Run as root, it runs the server as root (`--user=root`).
  */
-import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import mysql from "mysql2/promise";
-import { freePort as freeTcpPort, HOST } from "./postgres-server.mjs";
+import {
+  ExitBackstop,
+  findBinary,
+  freePort as freeTcpPort,
+  HOST,
+  ServerProcess,
+  startWithRetries,
+} from "./server-process.mjs";
 
 export { HOST };
 
@@ -22,34 +29,16 @@ const INSTALL_HINT =
   "The MySQL tests start their own MariaDB servers; install MariaDB " +
   "(Debian/Ubuntu: `apt-get update && apt-get install -y mariadb-server`, macOS: `brew install mariadb`).";
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /** Servers started and not stopped, killed by the exit backstop. */
-const live = new Set();
-let backstopInstalled = false;
+const live = new ExitBackstop();
 
 /** Kills every server of this process still running and removes its directory (synchronous). */
 export function killAllMariaDbServers() {
-  for (const server of live) server.killSync();
-}
-
-function installBackstop() {
-  if (backstopInstalled) return;
-  backstopInstalled = true;
-  process.once("exit", killAllMariaDbServers);
+  live.killAll();
 }
 
 /** The path of `name` on PATH, else in /usr/sbin or /usr/bin; a clear message when it is missing. */
-function binary(name) {
-  try {
-    const found = execFileSync("sh", ["-c", `command -v ${name}`], { encoding: "utf8" }).trim();
-    if (found !== "") return found;
-  } catch {
-    // not on PATH
-  }
-  for (const dir of ["/usr/sbin", "/usr/bin"]) if (existsSync(join(dir, name))) return join(dir, name);
-  throw new Error(`${name} was not found on PATH or in /usr/sbin or /usr/bin. ${INSTALL_HINT}`);
-}
+const binary = (name) => findBinary(name, ["/usr/sbin", "/usr/bin"], INSTALL_HINT);
 
 /** The installed server version (e.g. "10.11.19"). */
 export function mariaDbVersion() {
@@ -58,21 +47,15 @@ export function mariaDbVersion() {
 }
 
 /** A free TCP port on 127.0.0.1, never 3306. */
-export async function freePort() {
-  for (;;) {
-    const port = await freeTcpPort();
-    if (port !== 3306) return port;
-  }
+export function freePort() {
+  return freeTcpPort(3306);
 }
 
 const asRoot = typeof process.getuid === "function" && process.getuid() === 0;
 
 /** One MariaDB server (a fresh data directory) on a free 127.0.0.1 port, in its own directory. */
 export class MariaDbServer {
-  /** @type {import("node:child_process").ChildProcess | undefined} */
-  #child = undefined;
-  #log = "";
-  #stopped = false;
+  #server = new ServerProcess("mariadbd");
   #options;
 
   constructor(port, options) {
@@ -82,23 +65,18 @@ export class MariaDbServer {
     this.dataDir = join(this.dir, "data");
     this.socket = join(this.dir, "mariadb.sock");
     live.add(this);
-    installBackstop();
   }
 
   /** Installs a data directory and starts a server on a free port; resolves once it answers. */
   static async start(options = {}) {
     binary("mariadbd");
-    for (let attempt = 0; ; attempt++) {
-      const server = new MariaDbServer(await freePort(), options);
-      try {
+    return startWithRetries(
+      async () => new MariaDbServer(await freePort(), options),
+      async (server) => {
         await server.#install();
         await server.#spawn();
-        return server;
-      } catch (error) {
-        await server.stop();
-        if (attempt >= 3) throw error;
-      }
-    }
+      },
+    );
   }
 
   /** "127.0.0.1". */
@@ -108,13 +86,12 @@ export class MariaDbServer {
 
   /** Process id of the server (undefined while stopped). */
   get pid() {
-    return this.#child?.pid;
+    return this.#server.pid;
   }
 
   /** True while the server runs. */
   get running() {
-    const child = this.#child;
-    return child !== undefined && child.exitCode === null && child.signalCode === null;
+    return this.#server.running;
   }
 
   /** Connection settings for `mysql2` (user `root`, database `globallock`, made at the start). */
@@ -124,7 +101,7 @@ export class MariaDbServer {
 
   /** The last few KB of the server's output. */
   log() {
-    return this.#log;
+    return this.#server.log();
   }
 
   /** A new `mysql2/promise` pool for this server. The caller ends it. */
@@ -145,35 +122,19 @@ export class MariaDbServer {
   }
 
   /** Kills the server (SIGKILL: a crash) and waits for it to exit. */
-  async kill() {
-    const child = this.#child;
-    if (child === undefined) return;
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.kill("SIGKILL");
-      await exited;
-    }
-    if (this.#child === child) this.#child = undefined;
+  kill() {
+    return this.#server.kill();
   }
 
   /** A crash (SIGKILL: every connection is cut) and a start on the same port and data directory. */
   async restart() {
     await this.kill();
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.#spawn();
-        return;
-      } catch (error) {
-        await this.kill();
-        if (this.#stopped || attempt >= 20) throw error;
-        await sleep(100);
-      }
-    }
+    await this.#server.respawn(() => this.#spawn());
   }
 
   /** Stops the server for good (SIGKILL) and removes its directory. Never rejects. */
   async stop() {
-    this.#stopped = true;
+    this.#server.stopped = true;
     await this.kill();
     rmSync(this.dir, { recursive: true, force: true });
     live.delete(this);
@@ -181,12 +142,7 @@ export class MariaDbServer {
 
   /** Synchronous kill and directory removal, for exit handlers. Prefer stop(). */
   killSync() {
-    this.#stopped = true;
-    try {
-      this.#child?.kill("SIGKILL");
-    } catch {
-      // already gone
-    }
+    this.#server.killSync();
     try {
       rmSync(this.dir, { recursive: true, force: true });
     } catch {
@@ -195,24 +151,8 @@ export class MariaDbServer {
     live.delete(this);
   }
 
-  #keepLog(text) {
-    this.#log = (this.#log + text).slice(-8000);
-  }
-
-  #run(command, args) {
-    return new Promise((resolve, reject) => {
-      const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"] });
-      child.stdout.on("data", (chunk) => this.#keepLog(chunk.toString()));
-      child.stderr.on("data", (chunk) => this.#keepLog(chunk.toString()));
-      child.once("error", reject);
-      child.once("exit", (code) =>
-        code === 0 ? resolve() : reject(new Error(`${command} failed (exit ${code}): ${this.#log}`)),
-      );
-    });
-  }
-
   #install() {
-    return this.#run(binary("mariadb-install-db"), [
+    return this.#server.runTool(binary("mariadb-install-db"), [
       "--no-defaults",
       `--datadir=${this.dataDir}`,
       "--auth-root-authentication-method=normal",
@@ -221,8 +161,7 @@ export class MariaDbServer {
     ]);
   }
 
-  async #spawn() {
-    if (this.#stopped) throw new Error(`mariadbd on port ${this.port} was stopped`);
+  #spawn() {
     const args = [
       "--no-defaults",
       `--datadir=${this.dataDir}`,
@@ -240,24 +179,16 @@ export class MariaDbServer {
       ...(asRoot ? ["--user=root"] : []),
       ...(this.#options.args ?? []),
     ];
-    const child = spawn(binary("mariadbd"), args, { stdio: ["ignore", "pipe", "pipe"] });
-    this.#child = child;
-    let spawnError;
-    child.on("error", (error) => {
-      spawnError = error;
-    });
-    child.stdout.on("data", (chunk) => this.#keepLog(chunk.toString()));
-    child.stderr.on("data", (chunk) => this.#keepLog(chunk.toString()));
-    const deadline = Date.now() + (this.#options.startTimeoutMs ?? 30_000);
-    while (Date.now() < deadline) {
-      if (spawnError !== undefined) throw new Error(`mariadbd could not be started: ${spawnError.message}`);
-      if (child.exitCode !== null || child.signalCode !== null) {
-        throw new Error(`mariadbd on ${HOST}:${this.port} exited during start: ${this.#log}`);
-      }
-      if (await this.#ready()) return;
-      await sleep(50);
-    }
-    throw new Error(`mariadbd on ${HOST}:${this.port} did not accept queries in time: ${this.#log}`);
+    return this.#server.start(
+      binary("mariadbd"),
+      args,
+      {},
+      {
+        where: `${HOST}:${this.port}`,
+        timeoutMs: this.#options.startTimeoutMs ?? 30_000,
+        ready: () => this.#ready(),
+      },
+    );
   }
 
   async #ready() {

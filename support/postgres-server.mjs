@@ -10,34 +10,25 @@
  * of a signal that kills Node itself. Run as root, `initdb` and `postgres` refuse to start: they
  * are then run as the `postgres` user, or a `globallock-pg` user created for the purpose.
  */
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
+import { ExitBackstop, freePort as freeTcpPort, HOST, ServerProcess, startWithRetries } from "./server-process.mjs";
 
-/** The only address anything here listens on or connects to. */
-export const HOST = "127.0.0.1";
+export { HOST };
 
 const INSTALL_HINT =
   "The PostgreSQL tests start their own servers; install PostgreSQL " +
   "(Debian/Ubuntu: `apt-get update && apt-get install -y postgresql`, macOS: `brew install postgresql`).";
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
 /** Servers started and not stopped, killed by the exit backstop. */
-const live = new Set();
-let backstopInstalled = false;
+const live = new ExitBackstop();
 
 /** Kills every server of this process still running and removes its directory (synchronous). */
 export function killAllPostgresServers() {
-  for (const server of live) server.killSync();
-}
-
-function installBackstop() {
-  if (backstopInstalled) return;
-  backstopInstalled = true;
-  process.once("exit", killAllPostgresServers);
+  live.killAll();
 }
 
 let binDirCache;
@@ -108,38 +99,14 @@ function runAs() {
 }
 
 /** Asks the kernel for a free TCP port on 127.0.0.1 (never 5432). */
-export async function freePort() {
-  const { createServer } = await import("node:net");
-  for (;;) {
-    const port = await new Promise((resolve, reject) => {
-      const server = createServer();
-      server.unref();
-      server.once("error", reject);
-      server.listen(0, HOST, () => {
-        const address = server.address();
-        server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject()));
-      });
-    });
-    if (port !== 5432) return port;
-  }
-}
-
-/** SIGKILLs the process group of `child` (the postmaster and its backends), ignoring a group that is gone. */
-function killGroup(child, signal = "SIGKILL") {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, signal);
-  } catch {
-    // already gone
-  }
+export function freePort() {
+  return freeTcpPort(5432);
 }
 
 /** One PostgreSQL server (a fresh cluster) on a free 127.0.0.1 port, in its own directory. */
 export class PostgresServer {
-  /** @type {import("node:child_process").ChildProcess | undefined} */
-  #child = undefined;
-  #log = "";
-  #stopped = false;
+  // Its own process group, so that a kill reaches the backends too.
+  #server = new ServerProcess("postgres", true);
   #options;
 
   constructor(port, options) {
@@ -148,7 +115,6 @@ export class PostgresServer {
     this.dir = mkdtempSync(join(tmpdir(), "globallock-pg-"));
     this.dataDir = join(this.dir, "data");
     live.add(this);
-    installBackstop();
   }
 
   /**
@@ -157,17 +123,13 @@ export class PostgresServer {
    */
   static async start(options = {}) {
     postgresBinDir();
-    for (let attempt = 0; ; attempt++) {
-      const server = new PostgresServer(await freePort(), options);
-      try {
+    return startWithRetries(
+      async () => new PostgresServer(await freePort(), options),
+      async (server) => {
         await server.#init();
         await server.#spawn();
-        return server;
-      } catch (error) {
-        await server.stop();
-        if (attempt >= 3) throw error;
-      }
-    }
+      },
+    );
   }
 
   /** "127.0.0.1". */
@@ -177,13 +139,12 @@ export class PostgresServer {
 
   /** Process id of the postmaster (undefined while stopped). */
   get pid() {
-    return this.#child?.pid;
+    return this.#server.pid;
   }
 
   /** True while the postmaster runs. */
   get running() {
-    const child = this.#child;
-    return child !== undefined && child.exitCode === null && child.signalCode === null;
+    return this.#server.running;
   }
 
   /** Connection settings for `pg.Client` and `pg.Pool` (user `postgres`, database `postgres`). */
@@ -198,7 +159,7 @@ export class PostgresServer {
 
   /** The last few KB of the server's output. */
   log() {
-    return this.#log;
+    return this.#server.log();
   }
 
   /** A new `pg.Pool` for this server (errors of idle clients swallowed). The caller ends it. */
@@ -221,17 +182,8 @@ export class PostgresServer {
   }
 
   /** Kills the postmaster and every backend (SIGKILL: a crash) and waits for the postmaster to exit. */
-  async kill() {
-    const child = this.#child;
-    if (child === undefined) return;
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      killGroup(child);
-      await exited;
-    } else {
-      killGroup(child);
-    }
-    if (this.#child === child) this.#child = undefined;
+  kill() {
+    return this.#server.kill();
   }
 
   /**
@@ -239,31 +191,22 @@ export class PostgresServer {
    * session is cut), then a start (crash recovery keeps committed data, sequences included).
    */
   async restart() {
-    const child = this.#child;
+    const child = this.#server.child;
     if (child !== undefined && this.running) {
       const exited = new Promise((resolve) => child.once("exit", resolve));
       child.kill("SIGQUIT");
-      const timer = setTimeout(() => killGroup(child), 5000);
+      const timer = setTimeout(() => this.#server.signal("SIGKILL"), 5000);
       await exited;
       clearTimeout(timer);
-      killGroup(child);
+      this.#server.signal("SIGKILL");
     }
-    this.#child = undefined;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.#spawn();
-        return;
-      } catch (error) {
-        await this.kill();
-        if (this.#stopped || attempt >= 20) throw error;
-        await sleep(100);
-      }
-    }
+    this.#server.child = undefined;
+    await this.#server.respawn(() => this.#spawn());
   }
 
   /** Stops the server for good (SIGKILL of its process group) and removes its directory. Never rejects. */
   async stop() {
-    this.#stopped = true;
+    this.#server.stopped = true;
     await this.kill();
     rmSync(this.dir, { recursive: true, force: true });
     live.delete(this);
@@ -271,8 +214,7 @@ export class PostgresServer {
 
   /** Synchronous kill and directory removal, for exit handlers. Prefer stop(). */
   killSync() {
-    this.#stopped = true;
-    if (this.#child !== undefined) killGroup(this.#child);
+    this.#server.killSync();
     try {
       rmSync(this.dir, { recursive: true, force: true });
     } catch {
@@ -281,11 +223,7 @@ export class PostgresServer {
     live.delete(this);
   }
 
-  #keepLog(text) {
-    this.#log = (this.#log + text).slice(-8000);
-  }
-
-  /** Options for spawn/execFile: run as the unprivileged user when root. */
+  /** Options for spawn: run as the unprivileged user when root. */
   #processOptions() {
     const user = runAs();
     return user === undefined ? {} : { uid: user.uid, gid: user.gid };
@@ -294,23 +232,14 @@ export class PostgresServer {
   async #init() {
     const user = runAs();
     if (user !== undefined) chownSync(this.dir, user.uid, user.gid);
-    await new Promise((resolve, reject) => {
-      const child = spawn(
-        join(postgresBinDir(), "initdb"),
-        ["-D", this.dataDir, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"],
-        { stdio: ["ignore", "pipe", "pipe"], ...this.#processOptions() },
-      );
-      child.stdout.on("data", (chunk) => this.#keepLog(chunk.toString()));
-      child.stderr.on("data", (chunk) => this.#keepLog(chunk.toString()));
-      child.once("error", reject);
-      child.once("exit", (code) =>
-        code === 0 ? resolve() : reject(new Error(`initdb failed (exit ${code}): ${this.#log}`)),
-      );
-    });
+    await this.#server.runTool(
+      join(postgresBinDir(), "initdb"),
+      ["-D", this.dataDir, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"],
+      this.#processOptions(),
+    );
   }
 
-  async #spawn() {
-    if (this.#stopped) throw new Error(`postgres on port ${this.port} was stopped`);
+  #spawn() {
     const args = [
       "-D",
       this.dataDir,
@@ -332,29 +261,11 @@ export class PostgresServer {
       "log_min_messages=fatal",
       ...(this.#options.args ?? []),
     ];
-    // Its own process group, so that a kill reaches the backends too.
-    const child = spawn(join(postgresBinDir(), "postgres"), args, {
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true,
-      ...this.#processOptions(),
+    return this.#server.start(join(postgresBinDir(), "postgres"), args, this.#processOptions(), {
+      where: `${HOST}:${this.port}`,
+      timeoutMs: this.#options.startTimeoutMs ?? 20_000,
+      ready: () => this.#ready(),
     });
-    this.#child = child;
-    let spawnError;
-    child.on("error", (error) => {
-      spawnError = error;
-    });
-    child.stdout.on("data", (chunk) => this.#keepLog(chunk.toString()));
-    child.stderr.on("data", (chunk) => this.#keepLog(chunk.toString()));
-    const deadline = Date.now() + (this.#options.startTimeoutMs ?? 20_000);
-    while (Date.now() < deadline) {
-      if (spawnError !== undefined) throw new Error(`postgres could not be started: ${spawnError.message}`);
-      if (child.exitCode !== null || child.signalCode !== null) {
-        throw new Error(`postgres on ${HOST}:${this.port} exited during start: ${this.#log}`);
-      }
-      if (await this.#ready()) return;
-      await sleep(50);
-    }
-    throw new Error(`postgres on ${HOST}:${this.port} did not accept queries in time: ${this.#log}`);
   }
 
   async #ready() {
