@@ -14,13 +14,13 @@
  */
 import { execFile, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createConnection, createServer } from "node:net";
+import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
+import { ExitBackstop, freePort as freeTcpPort, HOST, sleep } from "./server-process.mjs";
 
-/** The only address anything here listens on or connects to. */
-export const HOST = "127.0.0.1";
+export { HOST };
 
 /**
  * ioredis settings for clients that must survive kills and restarts: a command fails after one
@@ -32,15 +32,12 @@ const INSTALL_HINT =
   "The tests, the benchmark and the torture suite start their own Redis processes; install it " +
   "(Debian/Ubuntu: `apt-get update && apt-get install -y redis-server`, macOS: `brew install redis`).";
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
 // ---------------------------------------------------------------------------------------------
 // Process-wide backstop
 // ---------------------------------------------------------------------------------------------
 
 /** Servers whose directory still exists (started and not stopped). */
-const live = new Set();
-let backstopInstalled = false;
+const live = new ExitBackstop();
 
 /** Sends SIGCONT (so that a frozen process dies at once) and SIGKILL, ignoring a process that is gone. */
 function killHard(child) {
@@ -55,13 +52,7 @@ function killHard(child) {
 
 /** Kills every server of this process still running and removes its directory (synchronous). */
 export function killAllServers() {
-  for (const server of live) server.killSync();
-}
-
-function installBackstop() {
-  if (backstopInstalled) return;
-  backstopInstalled = true;
-  process.once("exit", killAllServers);
+  live.killAll();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -85,22 +76,8 @@ export function redisServerVersion() {
 }
 
 /** Asks the kernel for a free TCP port on 127.0.0.1 (listen on port 0, read it, close); never 6379. */
-export async function freePort() {
-  for (;;) {
-    const port = await new Promise((resolve, reject) => {
-      const server = createServer();
-      server.unref();
-      server.once("error", reject);
-      server.listen(0, HOST, () => {
-        const address = server.address();
-        server.close(() => {
-          if (address !== null && typeof address === "object") resolve(address.port);
-          else reject(new Error("the kernel returned no port"));
-        });
-      });
-    });
-    if (port !== 6379) return port;
-  }
+export function freePort() {
+  return freeTcpPort(6379);
 }
 
 /** Resolves true once something on `port` answers PING with +PONG, false otherwise (raw socket, no client). */
@@ -156,7 +133,6 @@ export class RedisServer {
     this.sentinel = options.sentinel === true;
     this.configFile = undefined;
     live.add(this);
-    installBackstop();
     if (options.config !== undefined || this.sentinel) {
       // Written once: a restart keeps what the server rewrote there (Sentinel records its state).
       this.configFile = join(this.dir, this.sentinel ? "sentinel.conf" : "redis.conf");
