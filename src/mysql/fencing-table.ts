@@ -1,4 +1,5 @@
 import { StoreUnavailableError } from "../errors.js";
+import { CreateOnce } from "../internal/create-once.js";
 import { messageOf, type Session, unavailable } from "./session.js";
 
 /**
@@ -8,7 +9,7 @@ import { messageOf, type Session, unavailable } from "./session.js";
  */
 export class FencingTable {
   readonly #name: string;
-  #ready: Promise<void> | undefined;
+  readonly #created = new CreateOnce();
 
   constructor(name: string) {
     this.#name = name;
@@ -16,20 +17,13 @@ export class FencingTable {
 
   /** Makes sure the table exists; a failure is a StoreUnavailableError. */
   async ensure(session: Session, resource: string): Promise<void> {
-    this.#ready ??= session
-      .query(
-        `CREATE TABLE IF NOT EXISTS ${this.#name} (name CHAR(43) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY,
-          token BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB`,
-      )
-      .then(
-        () => undefined,
-        (error: unknown) => {
-          this.#ready = undefined;
-          throw error;
-        },
-      );
     try {
-      await this.#ready;
+      await this.#created.ensure(() =>
+        session.query(
+          `CREATE TABLE IF NOT EXISTS ${this.#name} (name CHAR(43) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY,
+          token BIGINT UNSIGNED NOT NULL) ENGINE=InnoDB`,
+        ),
+      );
     } catch (error) {
       throw new StoreUnavailableError(
         resource,
@@ -50,7 +44,7 @@ export class FencingTable {
       return BigInt(header.insertId);
     } catch (error) {
       // The table was dropped: create it again next time.
-      if ((error as { errno?: unknown }).errno === 1146) this.#ready = undefined;
+      if ((error as { errno?: unknown }).errno === 1146) this.#created.forget();
       throw unavailable(resource, error);
     }
   }

@@ -1,6 +1,7 @@
 import { performance } from "node:perf_hooks";
 import { StoreUnavailableError } from "../errors.js";
 import { DeadlineGroup } from "../internal/deadline-group.js";
+import { checkOutWithin } from "../internal/pool-checkout.js";
 import type { MySqlPool, MySqlPoolConnection } from "./types.js";
 
 /** Why a session ended: its connection failed or ended, or it could not be confirmed in time. */
@@ -132,29 +133,10 @@ export class Session {
  * later goes straight back. Failures are a StoreUnavailableError naming `resource`.
  */
 export async function checkOut(pool: MySqlPool, timeout: number, resource: string): Promise<MySqlPoolConnection> {
-  const connecting = pool.getConnection();
-  let timer: NodeJS.Timeout | undefined;
   try {
-    return await new Promise<MySqlPoolConnection>((resolve, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            new Error(
-              `no connection from the pool within ${timeout} ms (is the pool exhausted, or MySQL unreachable?)`,
-            ),
-          ),
-        timeout,
-      );
-      connecting.then(resolve, reject);
-    });
+    return await checkOutWithin(pool.getConnection(), timeout, "MySQL");
   } catch (error) {
-    connecting.then(
-      (late) => late.release(),
-      () => undefined,
-    );
     throw new StoreUnavailableError(resource, `MySQL is unavailable: ${messageOf(error)}`, { cause: error });
-  } finally {
-    clearTimeout(timer);
   }
 }
 

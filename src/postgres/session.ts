@@ -1,6 +1,8 @@
 import { performance } from "node:perf_hooks";
 import { StoreUnavailableError } from "../errors.js";
+import { CreateOnce } from "../internal/create-once.js";
 import { DeadlineGroup } from "../internal/deadline-group.js";
+import { checkOutWithin } from "../internal/pool-checkout.js";
 import type { Statement } from "./statements.js";
 import type { PostgresNotification, PostgresPool, PostgresPoolClient } from "./types.js";
 
@@ -226,31 +228,11 @@ export async function openSession(
   resource: string,
 ): Promise<Session> {
   const { connectTimeout, operationTimeout, expiry, channel, owner } = settings;
-  const connecting = pool.connect();
-  let timer: NodeJS.Timeout | undefined;
   let client: PostgresPoolClient;
   try {
-    client = await new Promise<PostgresPoolClient>((resolve, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            new Error(
-              `no connection from the pool within ${connectTimeout} ms (is the pool exhausted, or PostgreSQL unreachable?)`,
-            ),
-          ),
-        connectTimeout,
-      );
-      connecting.then(resolve, reject);
-    });
+    client = await checkOutWithin(pool.connect(), connectTimeout, "PostgreSQL");
   } catch (error) {
-    // A connection that arrives after the timeout goes straight back.
-    connecting.then(
-      (late) => late.release(),
-      () => undefined,
-    );
     throw unavailableServer(resource, error);
-  } finally {
-    clearTimeout(timer);
   }
   const session = new Session(client, operationTimeout, channel, events);
   try {
@@ -279,7 +261,7 @@ export function unavailable(resource: string, error: unknown): StoreUnavailableE
  */
 export class FencingSequence {
   readonly #name: string;
-  #ready: Promise<void> | undefined;
+  readonly #created = new CreateOnce();
 
   constructor(name: string) {
     this.#name = name;
@@ -287,18 +269,14 @@ export class FencingSequence {
 
   /** Makes sure the sequence exists; a failure is a StoreUnavailableError. */
   async ensure(session: Session, resource: string): Promise<void> {
-    this.#ready ??= session.query(`CREATE SEQUENCE IF NOT EXISTS ${this.#name}`, undefined).then(
-      () => undefined,
-      (error: unknown) => {
-        const code = (error as { code?: unknown }).code;
-        // Two sessions creating it at once: one wins, the other sees a duplicate.
-        if (code === "23505" || code === "42P07") return;
-        this.#ready = undefined;
-        throw error;
-      },
-    );
     try {
-      await this.#ready;
+      await this.#created.ensure(() =>
+        session.query(`CREATE SEQUENCE IF NOT EXISTS ${this.#name}`, undefined).catch((error: unknown) => {
+          const code = (error as { code?: unknown }).code;
+          // Two sessions creating it at once: one wins, the other sees a duplicate.
+          if (code !== "23505" && code !== "42P07") throw error;
+        }),
+      );
     } catch (error) {
       throw new StoreUnavailableError(
         resource,
@@ -320,7 +298,7 @@ export class FencingSequence {
   /** What a failed statement of an acquisition on `resource` throws: a StoreUnavailableError with its cause. */
   failed(resource: string, error: unknown): StoreUnavailableError {
     // The sequence was dropped (or never made it to disk): create it again next time.
-    if ((error as { code?: unknown }).code === "42P01") this.#ready = undefined;
+    if ((error as { code?: unknown }).code === "42P01") this.#created.forget();
     return unavailable(resource, error);
   }
 }
