@@ -300,6 +300,8 @@ export interface Backend {
   readonly supportsFencing: boolean;
   /** A fencing token for `handle`, or `undefined` when the key no longer holds its token. */
   issueFencingToken(handle: LockHandle): Promise<bigint | undefined>;
+  /** Like {@link issueFencingToken}, answered synchronously (a store in this process). */
+  issueFencingTokenNow?(handle: LockHandle): bigint | undefined;
   /**
    * Throws an UnsupportedError when `resource` cannot be fenced (before anything is sent).
    * Default: every resource can (when {@link supportsFencing}).

@@ -249,6 +249,11 @@ class MemoryBackend implements StoreBackend {
   }
 
   async issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
+    return this.issueFencingTokenNow(handle);
+  }
+
+  /** {@inheritDoc Backend.issueFencingTokenNow} */
+  issueFencingTokenNow(handle: LockHandle): bigint | undefined {
     const holder = this.#slots.get(handle.resource)?.holders.get(handle.token);
     return holder !== undefined && holder.deadline > performance.now() ? ++this.#fence : undefined;
   }
