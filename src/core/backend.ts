@@ -300,7 +300,10 @@ export interface Backend {
   readonly supportsFencing: boolean;
   /** A fencing token for `handle`, or `undefined` when the key no longer holds its token. */
   issueFencingToken(handle: LockHandle): Promise<bigint | undefined>;
-  /** Like {@link issueFencingToken}, answered synchronously (a store in this process). */
+  /**
+   * Like {@link issueFencingToken}, answered synchronously: a store with {@link acquireNow} that
+   * supports fencing has it (its grants are fenced as they are handed over).
+   */
   issueFencingTokenNow?(handle: LockHandle): bigint | undefined;
   /**
    * Throws an UnsupportedError when `resource` cannot be fenced (before anything is sent).

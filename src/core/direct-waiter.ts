@@ -1,6 +1,6 @@
 import { performance } from "node:perf_hooks";
 import { type AbortSubscription, subscribeAbort } from "../internal/abortable.js";
-import { type KeyState, Waiter } from "../internal/waiter.js";
+import { type KeyState, type KeyStates, Waiter } from "../internal/waiter.js";
 import { Acquisition } from "./acquisition.js";
 import type { LockHandle, Registration } from "./backend.js";
 import type { AcquireCall, CoreParts } from "./core-parts.js";
@@ -22,7 +22,7 @@ export interface WaitCount {
  * grant is registered and the caller's promise resolved with its acquisition — no wake-up, retry,
  * timer or poll (the store answers at once and reports every grant; it needs no safety net). The
  * key freed without a grant to it (an expiry, a loss, the head ahead leaving) makes it try at once.
- * An abort or close rejects it and leaves nothing behind: the next waiter here is woken, and the
+ * An abort or close (see {@link closeAll}) rejects it and leaves nothing behind: the next waiter here is woken, and the
  * locker's place in the store's queue is left once nobody here waits.
  */
 export class DirectWaiter extends Waiter<LockHandle> {
@@ -39,7 +39,6 @@ export class DirectWaiter extends Waiter<LockHandle> {
   #resolve: ((acquisition: Acquisition) => void) | undefined;
   #reject: ((reason: unknown) => void) | undefined;
   #onSignal: AbortSubscription | undefined;
-  #onClose: AbortSubscription | undefined;
   /** True during its own attempt; a notification meanwhile makes it try once more. */
   #trying = false;
   #again = false;
@@ -75,7 +74,15 @@ export class DirectWaiter extends Waiter<LockHandle> {
     return waiter.#wait();
   }
 
-  /** Counts it as waiting and listens for an abort or close until it settles. */
+  /**
+   * The locker is closing: rejects every waiter of `keys` with `reason` (the locker's standing
+   * subscription to its close calls this, so that waiters need no subscription of their own).
+   */
+  static closeAll(keys: KeyStates<LockHandle, Registration>, reason: unknown): void {
+    for (const waiter of keys.waiters()) if (waiter instanceof DirectWaiter) waiter.#fail(reason);
+  }
+
+  /** Counts it as waiting and listens for an abort of its signal until it settles. */
   #wait(): Promise<Acquisition> {
     this.#count.waiting += 1;
     const promise = new Promise<Acquisition>((resolve, reject) => {
@@ -84,13 +91,15 @@ export class DirectWaiter extends Waiter<LockHandle> {
     });
     const { signal } = this.#call;
     if (signal !== undefined) this.#onSignal = subscribeAbort(signal, (reason) => this.#fail(reason));
-    this.#onClose = subscribeAbort(this.#parts.closing, (reason) => this.#fail(reason));
     return promise;
   }
 
-  /** The head ahead left, or the key was freed without a grant: try now (first in line only). */
+  /**
+   * The head ahead left, or the key was freed without a grant: try now (first in line only; not
+   * once the locker is closing, which rejects every waiter).
+   */
   override notify(): void {
-    if (this.#settled || this.#state.waiters.head !== this) return;
+    if (this.#settled || this.#state.waiters.head !== this || this.#parts.closing.aborted) return;
     if (this.#trying) this.#again = true;
     else this.#try();
   }
@@ -101,10 +110,6 @@ export class DirectWaiter extends Waiter<LockHandle> {
   /** The store's queue granted the key to this locker's place, which this head holds: take it. */
   override grant(handle: LockHandle): void {
     const { store, registerGrant } = this.#parts;
-    if (this.#settled) {
-      this.#desk.giveBack(handle.token, handle.resource);
-      return;
-    }
     // A lease held until released (most) cannot have run out: no clock to read.
     if (handle.validUntil !== Number.POSITIVE_INFINITY && performance.now() >= handle.validUntil) {
       void this.#parts.track(store.release(handle, true));
@@ -187,7 +192,6 @@ export class DirectWaiter extends Waiter<LockHandle> {
     const { key } = this.#call;
     if (this.#resolve !== undefined) this.#count.waiting -= 1;
     this.#onSignal?.cancel();
-    this.#onClose?.cancel();
     parts.keys.leave(key, state, this, true);
     if (!acquired && state.waiters.size === 0) {
       void parts.track(

@@ -33,6 +33,7 @@ import type {
   StoredView,
 } from "./backend.js";
 import type { AcquireCall, CoreParts, CoreSettings, Miss } from "./core-parts.js";
+import { DirectWaiter } from "./direct-waiter.js";
 import { encodeHandOff, type HandOffContent } from "./hand-off-handle.js";
 import { InFlight } from "./in-flight.js";
 import { LeaseKeeper, type LeaseKeeperStats } from "./lease-keeper.js";
@@ -89,7 +90,8 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     setMaxListeners(0, this.#closing.signal);
     // Keeps the close signal's abort hub (and its one listener) for the core's life: otherwise a
     // lone waiter would add and remove an event listener at every wait (a hand-off's hot path).
-    subscribeAbort(this.#closing.signal, ignoreAbort);
+    // It rejects the waiters of a store in this process, which do not subscribe one by one.
+    subscribeAbort(this.#closing.signal, (reason) => DirectWaiter.closeAll(this.#keys, reason));
     this.#options = options;
     this.#counted = limit !== undefined;
     this.#intents = {
@@ -521,8 +523,11 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     this.#keys.unhold(acquisition.key);
   }
 
-  /** Releases `acquisition` and publishes what the release found (while anyone listens). */
-  async #release(acquisition: Acquisition): Promise<ReleaseOutcome> {
+  /**
+   * Releases `acquisition` and publishes what the release found (while anyone listens): at once on
+   * a store in this process, which answers releases synchronously.
+   */
+  #release(acquisition: Acquisition): Promise<ReleaseOutcome> | ReleaseOutcome {
     // Handed to another process: not ours to delete any more.
     if (acquisition.state === "handed-off") return "taken";
     const { handle } = acquisition;
@@ -534,8 +539,13 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     else if (this.#keeper.remove(acquisition)) this.#forget(acquisition);
     acquisition.state = "released";
     const store = this.#store;
-    const outcome =
-      store.releaseNow !== undefined ? store.releaseNow(handle) : await this.#track(store.release(handle));
+    if (store.releaseNow !== undefined) return this.#released(acquisition, wasPastDeadline, store.releaseNow(handle));
+    return this.#track(store.release(handle)).then((outcome) => this.#released(acquisition, wasPastDeadline, outcome));
+  }
+
+  /** The rest of {@link #release} once the store answered `outcome`: wakes whoever is next here. */
+  #released(acquisition: Acquisition, wasPastDeadline: boolean, outcome: ReleaseOutcome): ReleaseOutcome {
+    const { handle } = acquisition;
     // Without a cross-process queue, wake this process's next waiter without waiting for our own
     // message; with one, the release message says whose turn it is — and a release that found
     // nobody queued publishes nothing, so this process's own waiters (not yet in the queue) are
@@ -554,9 +564,6 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     return this.#inFlight.track(promise);
   }
 }
-
-/** The engine's standing subscription to its own close (see the constructor): nothing to do. */
-function ignoreAbort(): void {}
 
 /** The owner of a locker that names none: this host and process. */
 function defaultOwner(): string {

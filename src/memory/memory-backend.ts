@@ -81,6 +81,9 @@ interface Holder {
   readonly deadline: number;
 }
 
+/** The holder of one permit until released (most holders): shared, as holders never change. */
+const ONE_UNTIL_RELEASED: Holder = Object.freeze({ weight: 1, deadline: INFINITY });
+
 /** A queued waiter's place (one per waiter id): its latest registration. */
 class Place implements Linked<Place> {
   prev: Place | undefined;
@@ -268,7 +271,7 @@ class MemoryBackend implements StoreBackend {
     // `now` is 0 where the caller did not read the clock (no deadline was involved then). Whole
     // ms, rounded down, as the lease records it: the keeper and the store expire it together.
     const deadline = duration === INFINITY ? INFINITY : Math.floor((now === 0 ? performance.now() : now) + duration);
-    slot.holders.set(token, { weight, deadline });
+    slot.holders.set(token, weight === 1 && deadline === INFINITY ? ONE_UNTIL_RELEASED : { weight, deadline });
     slot.used += weight;
     if (deadline < slot.nextDeadline) slot.nextDeadline = deadline;
     return token;
@@ -307,18 +310,23 @@ class MemoryBackend implements StoreBackend {
    * Drops the slot once nothing is held or queued. Returns the first waiter granted, if any.
    */
   #admit(slot: Slot, now: number): string | undefined {
-    let grants: Grant[] | undefined;
+    // The first grant apart: a lock's release grants one (no array to make).
+    let first: Grant | undefined;
+    let more: Grant[] | undefined;
     for (let head = slot.head; head !== undefined; head = slot.head) {
       if (slot.used + head.weight > this.#limit) break;
       this.#unqueue(slot, head.waiterId);
       this.#hold(slot, head.weight, head.duration, now, head.token);
-      grants ??= [];
-      grants.push({ waiterId: head.waiterId, token: head.token, serverMs: now });
+      const grant = { waiterId: head.waiterId, token: head.token, serverMs: now };
+      if (first === undefined) first = grant;
+      else if (more === undefined) more = [grant];
+      else more.push(grant);
     }
     this.#tidy(slot);
-    if (grants === undefined) return undefined;
-    for (const grant of grants) this.#events.granted(slot.key, grant);
-    return grants[0]?.waiterId;
+    if (first === undefined) return undefined;
+    this.#events.granted(slot.key, first);
+    if (more !== undefined) for (const grant of more) this.#events.granted(slot.key, grant);
+    return first.waiterId;
   }
 
   /** Drops `slot` when nothing is held or queued, unless few slots are kept (then it stays, idle). */
