@@ -2,8 +2,14 @@
  * Instructions per warm lock+release pair, counted by callgrind (valgrind), which load does not
  * change: `node bench/instructions.mjs [mode] [pairs]`, mode one of redis, redis-semaphore (limit 4,
  * weight 1), peer-semaphore (redis-semaphore's Semaphore, limit 4), peer-mutex (redis-semaphore's
- * Mutex), memory, file, postgres, postgres-raw, postgres-raw-prepared. Every mode runs sequential
- * pairs on one key.
+ * Mutex), memory, async-mutex (one async-mutex Mutex: the in-process peer of memory), file, postgres,
+ * postgres-raw, postgres-raw-prepared. Every mode runs sequential pairs on one key.
+ *
+ * `memory-handoff` counts hand-offs instead, for MemoryLocker and async-mutex in the same run: the
+ * holder of the key lets one waiter queue (`lock` called, then one event-loop turn: the waiter is
+ * waiting), releases, and the waiter's `lock` resolves; the waiter is the next holder. A third
+ * program runs the same loop with no lock (the turn and the awaits only): its count is subtracted,
+ * so `perHandOff` is what one queued `lock` call plus the release that hands it the key cost.
  *
  * It runs the same program twice under `valgrind --tool=callgrind` (main thread only, no
  * instrumentation of children): once with `pairs` measured pairs and once with twice as many, both
@@ -29,6 +35,8 @@ const WARM_UP = 3_000;
 const here = fileURLToPath(new URL(".", import.meta.url));
 const [store = "redis", pairsArgument = "4000"] = process.argv.slice(2);
 const pairs = Number(pairsArgument);
+/** What `memory-handoff` counts, in one run: ours, the peer, and the loop with no lock (the floor). */
+const HANDOFF_KINDS = ["memory-handoff", "async-mutex-handoff", "no-lock-handoff"];
 const REDIS_MODES = new Set(["redis", "redis-semaphore", "peer-semaphore", "peer-mutex"]);
 const SEMAPHORE_LIMIT = 4;
 /** Statements sent by the child (PostgreSQL cases only). */
@@ -60,6 +68,10 @@ async function parent() {
     port = String(server.port);
   }
   try {
+    if (store === "memory-handoff") {
+      console.log(JSON.stringify(await countHandOffs()));
+      return;
+    }
     const counts = [];
     const commands = [];
     let statementsPerPair;
@@ -90,7 +102,32 @@ async function parent() {
   }
 }
 
-async function countInstructions(n, port) {
+/**
+ * `memory-handoff`: instructions per hand-off of MemoryLocker and of async-mutex, each less the
+ * floor (the same loop with no lock), all counted in this run; and their ratio.
+ */
+async function countHandOffs() {
+  const raw = {};
+  for (const kind of HANDOFF_KINDS) {
+    const [small, large] = [
+      (await countInstructions(pairs, "", kind)).instructions,
+      (await countInstructions(2 * pairs, "", kind)).instructions,
+    ];
+    raw[kind] = (large - small) / pairs;
+  }
+  const floor = raw["no-lock-handoff"] ?? 0;
+  const ours = Math.round((raw["memory-handoff"] ?? 0) - floor);
+  const peer = Math.round((raw["async-mutex-handoff"] ?? 0) - floor);
+  return {
+    store,
+    handOffs: pairs,
+    perHandOff: { MemoryLocker: ours, "async-mutex": peer },
+    ratio: Math.round((100 * ours) / peer) / 100,
+    floorPerHandOff: Math.round(floor),
+  };
+}
+
+async function countInstructions(n, port, kind = store) {
   const dir = mkdtempSync(join(tmpdir(), "globallock-callgrind-"));
   try {
     const out = join(dir, "callgrind.out");
@@ -103,7 +140,7 @@ async function countInstructions(n, port) {
         process.execPath,
         "--single-threaded",
         fileURLToPath(import.meta.url),
-        store,
+        kind,
         String(pairs),
         "--child",
         String(n),
@@ -124,6 +161,10 @@ async function countInstructions(n, port) {
 
 async function child(kind, n, port) {
   const lib = await import(join(here, "..", "dist", "esm", "index.js"));
+  if (HANDOFF_KINDS.includes(kind)) {
+    await handOffChild(kind, n, lib);
+    return;
+  }
   let locker;
   let cleanUp = async () => {};
   if (kind === "redis") {
@@ -156,6 +197,10 @@ async function child(kind, n, port) {
     cleanUp = async () => client.disconnect();
   } else if (kind === "memory") {
     locker = new lib.MemoryLocker();
+  } else if (kind === "async-mutex") {
+    const { Mutex } = await import("async-mutex");
+    const mutex = new Mutex();
+    locker = { lock: () => mutex.acquire(), close: async () => {} };
   } else if (kind === "file") {
     const directory = mkdtempSync(join(tmpdir(), "globallock-callgrind-files-"));
     locker = new lib.FileLocker({ directory });
@@ -181,7 +226,7 @@ async function child(kind, n, port) {
     }
   } else {
     throw new Error(
-      `unknown mode ${kind}: redis, redis-semaphore, peer-semaphore, peer-mutex, memory, file, postgres, postgres-raw or postgres-raw-prepared`,
+      `unknown mode ${kind}: redis, redis-semaphore, peer-semaphore, peer-mutex, memory, memory-handoff, async-mutex, file, postgres, postgres-raw or postgres-raw-prepared`,
     );
   }
   let counted = 0;
@@ -193,6 +238,35 @@ async function child(kind, n, port) {
   if (kind.startsWith("postgres")) console.log(`statements per pair: ${(statements - counted) / n}`);
   await locker.close();
   await cleanUp();
+}
+
+/**
+ * The hand-off loop of `memory-handoff` (see the top of this file) for one of HANDOFF_KINDS: the
+ * holder lets the next caller queue, waits one event-loop turn, releases, and the caller's lock
+ * resolves. `no-lock-handoff` runs the same awaits with nothing locked.
+ */
+async function handOffChild(kind, n, lib) {
+  let lock;
+  if (kind === "memory-handoff") {
+    const locker = new lib.MemoryLocker();
+    lock = () => locker.lock(undefined, "instructions");
+  } else if (kind === "async-mutex-handoff") {
+    const { Mutex } = await import("async-mutex");
+    const mutex = new Mutex();
+    lock = () => mutex.acquire();
+  } else {
+    const none = () => undefined;
+    lock = () => Promise.resolve(none);
+  }
+  const turn = () => new Promise((resolve) => setImmediate(resolve));
+  let release = await lock();
+  for (let i = 0; i < WARM_UP + n; i++) {
+    const next = lock();
+    await turn();
+    await release();
+    release = await next;
+  }
+  await release();
 }
 
 /**

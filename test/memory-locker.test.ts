@@ -1,6 +1,6 @@
 import { getEventListeners } from "node:events";
 import { describe, expect, it } from "vitest";
-import { InvalidArgumentError, MemoryLocker } from "../src/index.js";
+import { InvalidArgumentError, LockerClosedError, MemoryLocker } from "../src/index.js";
 import { lockerContract, uniqueKey } from "./contract.js";
 import { memoryLockerHarness } from "./helpers/memory-harness.js";
 
@@ -83,6 +83,40 @@ describe("MemoryLocker specifics", () => {
     expect(laterTurn).toBe(false); // in the same turn
     expect(await next.releaseWithOutcome()).toBe("released");
     await locker.close();
+  });
+
+  it("a release hands the waiter its lease directly: FIFO, fenced, counted, and close rejects the rest", async () => {
+    const locker = new MemoryLocker();
+    const key = uniqueKey();
+    const first = await locker.acquire(undefined, key, { fencing: true });
+    const order: string[] = [];
+    const fenced = locker.acquire(undefined, key, { fencing: true }).then((lease) => {
+      order.push("fenced");
+      return lease;
+    });
+    const plain = locker.lock(undefined, key).then((release) => {
+      order.push("plain");
+      return release;
+    });
+    const last = locker.lock(undefined, key);
+    expect(locker.waitingCount).toBe(3);
+    await first.release();
+    const second = await fenced;
+    expect(second.fencingToken).toBeGreaterThan(first.fencingToken as bigint);
+    expect([locker.heldCount, locker.waitingCount]).toEqual([1, 2]);
+    await second.release();
+    await (await plain)();
+    expect(order).toEqual(["fenced", "plain"]);
+    // `last` holds the key now; one more waits behind it when the locker closes.
+    const releaseLast = await last;
+    const behind = locker.lock(undefined, key);
+    expect(locker.waitingCount).toBe(1);
+    const closing = locker.close();
+    await expect(behind).rejects.toBeInstanceOf(LockerClosedError);
+    expect(locker.waitingCount).toBe(0);
+    await releaseLast();
+    await closing;
+    expect(locker.heldCount).toBe(0);
   });
 
   it("rejects options that are not an object", () => {

@@ -39,7 +39,8 @@ let grantTimes: WeakMap<Acquisition, number> | undefined;
  * per locker: a read-write locker's two views share an engine, not an owner).
  */
 export interface AcquisitionOwner extends DiagnosticSource {
-  releaseAcquisition(acquisition: Acquisition): Promise<ReleaseOutcome>;
+  /** Releases `acquisition`: at once (a store in this process), or a promise of what the store found. */
+  releaseAcquisition(acquisition: Acquisition): Promise<ReleaseOutcome> | ReleaseOutcome;
 }
 
 /**
@@ -175,7 +176,7 @@ export class Acquisition extends Releasable implements Linked<Acquisition>, Lock
     return this;
   }
 
-  releaseRoutine(): Promise<ReleaseOutcome> {
+  releaseRoutine(): Promise<ReleaseOutcome> | ReleaseOutcome {
     return this.owner.releaseAcquisition(this);
   }
 

@@ -301,6 +301,11 @@ export interface Backend {
   /** A fencing token for `handle`, or `undefined` when the key no longer holds its token. */
   issueFencingToken(handle: LockHandle): Promise<bigint | undefined>;
   /**
+   * Like {@link issueFencingToken}, answered synchronously: a store with {@link acquireNow} that
+   * supports fencing has it (its grants are fenced as they are handed over).
+   */
+  issueFencingTokenNow?(handle: LockHandle): bigint | undefined;
+  /**
    * Throws an UnsupportedError when `resource` cannot be fenced (before anything is sent).
    * Default: every resource can (when {@link supportsFencing}).
    */

@@ -75,6 +75,8 @@ export interface CoreParts {
   isAbandonment(error: unknown, signal: AbortSignal | undefined): boolean;
   /** One abortable acquisition attempt of `call` (see LockCore). */
   attempt(call: AcquireCall, intent: QueueIntent): Promise<Acquisition | Miss> | Acquisition | Miss;
+  /** {@link attempt} on a store in this process (one with `acquireNow`), answered at once. */
+  attemptNow(call: AcquireCall, intent: QueueIntent): Acquisition | Miss;
   /** Starts keeping a key handed over to `call` by the store's queue (see LockCore). */
   registerGrant(call: AcquireCall, handle: LockHandle): Acquisition;
 }

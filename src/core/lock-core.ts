@@ -24,6 +24,7 @@ import type { AcquireOptions, AdoptOptions, Lease, Locker, ReleaseOutcome } from
 import { Acquisition, type AcquisitionOwner } from "./acquisition.js";
 import type {
   AttemptOutcome,
+  AttemptRequest,
   Backend,
   BackendFactory,
   LockHandle,
@@ -32,13 +33,11 @@ import type {
   StoredView,
 } from "./backend.js";
 import type { AcquireCall, CoreParts, CoreSettings, Miss } from "./core-parts.js";
+import { DirectWaiter } from "./direct-waiter.js";
 import { encodeHandOff, type HandOffContent } from "./hand-off-handle.js";
 import { InFlight } from "./in-flight.js";
 import { LeaseKeeper, type LeaseKeeperStats } from "./lease-keeper.js";
 import { WaitLoop } from "./wait-loop.js";
-
-/** A key's `waitedAt` while nobody has ever waited for it here. */
-const NEVER = Number.NEGATIVE_INFINITY;
 
 /** How often a `tryLock` asks again after its win was read only once the lease had run out. */
 const LATE_ANSWER_RETRIES = 3;
@@ -91,7 +90,8 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     setMaxListeners(0, this.#closing.signal);
     // Keeps the close signal's abort hub (and its one listener) for the core's life: otherwise a
     // lone waiter would add and remove an event listener at every wait (a hand-off's hot path).
-    subscribeAbort(this.#closing.signal, ignoreAbort);
+    // It rejects the waiters of a store in this process, which do not subscribe one by one.
+    subscribeAbort(this.#closing.signal, (reason) => DirectWaiter.closeAll(this.#keys, reason));
     this.#options = options;
     this.#counted = limit !== undefined;
     this.#intents = {
@@ -150,6 +150,8 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
       resourceOf: (key) => this.#resourceOf(key),
       isAbandonment: (error, signal) => this.#isAbandonment(error, signal),
       attempt: (call, intent) => this.#attempt(call.signal, call.key, call.request, intent, call.owner, call.probe),
+      attemptNow: (call, intent) =>
+        this.#attemptNow(call.signal, call.key, call.request, intent, call.owner, call.probe),
       registerGrant: (call, handle) => this.#register(call.key, handle, undefined, call.request, true, call.owner),
     };
     this.#loop = new WaitLoop(this.#parts);
@@ -210,27 +212,26 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
   }
 
   /**
-   * Waits for `key` (see {@link WaitLoop}) on behalf of `owner`; call {@link checkCall} first.
-   * `probe`, while the call is traced, counts its attempts.
+   * Waits for `key` on behalf of `owner`; call {@link checkCall} first. `probe`, while the call is
+   * traced, counts its attempts. A lock on a store in this process waits without the wait loop
+   * (see `DirectWaiter`: a release hands it the key); everything else waits in the loop
+   * ({@link WaitLoop}).
    */
   obtain(call: AcquireCall): Promise<Acquisition> | Acquisition {
     if (this.#counted) this.#store.checkResource(this.#resourceOf(call.key));
-    else if (this.#store.acquireNow !== undefined) {
-      const acquired = this.#takeIdleKey(call);
-      if (acquired !== undefined) return acquired;
-    }
+    else if (this.#store.acquireNow !== undefined) return this.#takeIdleKey(call) ?? this.#loop.obtainNow(call);
     return this.#loop.obtain(call);
   }
 
   /**
    * The uncontended path of a lock on a store in this process: a key nobody here holds or waits
-   * for (lately) is taken at once, with no waiter made and nothing queued. Anything else — or a
-   * miss — goes through the wait loop, which tries again first.
+   * for is taken at once, with no waiter made and nothing queued. Anything else — or a miss —
+   * waits (its first try joins the store's queue).
    */
   #takeIdleKey(call: AcquireCall): Acquisition | undefined {
     const state = this.#keys.get(call.key);
-    if (state !== undefined && (state.held > 0 || state.waiters.size > 0 || state.waitedAt !== NEVER)) return undefined;
-    const outcome = this.#attempt(call.signal, call.key, call.request, this.#intents.keep, call.owner, call.probe);
+    if (state !== undefined && (state.held > 0 || state.waiters.size > 0)) return undefined;
+    const outcome = this.#attemptNow(call.signal, call.key, call.request, this.#intents.keep, call.owner, call.probe);
     return outcome instanceof Acquisition ? outcome : undefined;
   }
 
@@ -382,21 +383,41 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     owner: AcquisitionOwner,
     probe: AcquireProbe | undefined,
   ): Promise<Acquisition | Miss> | Acquisition | Miss {
+    const store = this.#store;
+    if (store.acquireNow !== undefined) return this.#attemptNow(signal, key, request, intent, owner, probe);
     if (probe !== undefined) probe.attempts += 1;
-    const attemptRequest = {
+    const sent = store.acquire(this.#attemptRequest(key, request, intent));
+    return this.#attemptInFlight(signal, key, request, intent, owner, sent);
+  }
+
+  /**
+   * {@link #attempt} on a store in this process, which answers at once: nothing in flight to
+   * track, race or clean up.
+   */
+  #attemptNow(
+    signal: AbortSignal | undefined,
+    key: string,
+    request: ResolvedAcquireOptions,
+    intent: QueueIntent,
+    owner: AcquisitionOwner,
+    probe: AcquireProbe | undefined,
+  ): Acquisition | Miss {
+    const store = this.#store;
+    if (store.acquireNow === undefined) throw new TypeError("The store answers attempts asynchronously");
+    if (probe !== undefined) probe.attempts += 1;
+    this.#gate.check(signal);
+    return this.#settle(store.acquireNow(this.#attemptRequest(key, request, intent)), key, request, owner);
+  }
+
+  /** What the store is asked for by one attempt of `request` on `key`. */
+  #attemptRequest(key: string, request: ResolvedAcquireOptions, intent: QueueIntent): AttemptRequest {
+    return {
       resource: this.#resourceOf(key),
       duration: request.expiry ?? this.#options.expiry,
       intent,
       fencing: request.fencing,
       weight: request.weight,
     };
-    const store = this.#store;
-    if (store.acquireNow !== undefined) {
-      // A store in this process answers at once: nothing in flight to track, race or clean up.
-      this.#gate.check(signal);
-      return this.#settle(store.acquireNow(attemptRequest), key, request, owner);
-    }
-    return this.#attemptInFlight(signal, key, request, intent, owner, store.acquire(attemptRequest));
   }
 
   /** The rest of {@link #attempt} for a store that answers asynchronously. */
@@ -502,8 +523,11 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     this.#keys.unhold(acquisition.key);
   }
 
-  /** Releases `acquisition` and publishes what the release found (while anyone listens). */
-  async #release(acquisition: Acquisition): Promise<ReleaseOutcome> {
+  /**
+   * Releases `acquisition` and publishes what the release found (while anyone listens): at once on
+   * a store in this process, which answers releases synchronously.
+   */
+  #release(acquisition: Acquisition): Promise<ReleaseOutcome> | ReleaseOutcome {
     // Handed to another process: not ours to delete any more.
     if (acquisition.state === "handed-off") return "taken";
     const { handle } = acquisition;
@@ -515,8 +539,13 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     else if (this.#keeper.remove(acquisition)) this.#forget(acquisition);
     acquisition.state = "released";
     const store = this.#store;
-    const outcome =
-      store.releaseNow !== undefined ? store.releaseNow(handle) : await this.#track(store.release(handle));
+    if (store.releaseNow !== undefined) return this.#released(acquisition, wasPastDeadline, store.releaseNow(handle));
+    return this.#track(store.release(handle)).then((outcome) => this.#released(acquisition, wasPastDeadline, outcome));
+  }
+
+  /** The rest of {@link #release} once the store answered `outcome`: wakes whoever is next here. */
+  #released(acquisition: Acquisition, wasPastDeadline: boolean, outcome: ReleaseOutcome): ReleaseOutcome {
+    const { handle } = acquisition;
     // Without a cross-process queue, wake this process's next waiter without waiting for our own
     // message; with one, the release message says whose turn it is — and a release that found
     // nobody queued publishes nothing, so this process's own waiters (not yet in the queue) are
@@ -535,9 +564,6 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     return this.#inFlight.track(promise);
   }
 }
-
-/** The engine's standing subscription to its own close (see the constructor): nothing to do. */
-function ignoreAbort(): void {}
 
 /** The owner of a locker that names none: this host and process. */
 function defaultOwner(): string {

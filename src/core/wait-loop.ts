@@ -3,6 +3,7 @@ import { abortable } from "../internal/abortable.js";
 import { Backoff } from "../internal/backoff.js";
 import { Acquisition } from "./acquisition.js";
 import type { AcquireCall, CoreParts, Miss } from "./core-parts.js";
+import { DirectWaiter, type WaitCount } from "./direct-waiter.js";
 import { GrantDesk } from "./grant-desk.js";
 import { type CoreWaiter, CountedWaiter, LockWaiter } from "./waiters.js";
 
@@ -27,7 +28,7 @@ export class WaitLoop {
   /** The grants a backend's hand-off queue makes to this core's waiters. */
   readonly grants: GrantDesk;
   /** Callers whose first attempt failed (or who queued behind others), still waiting. */
-  #waiting = 0;
+  readonly #count: WaitCount = { waiting: 0 };
   #waiterSeq = 0;
 
   constructor(parts: CoreParts) {
@@ -37,7 +38,16 @@ export class WaitLoop {
 
   /** Number of calls waiting: queued behind others, or after a failed attempt. */
   get waiting(): number {
-    return this.#waiting;
+    return this.#count.waiting;
+  }
+
+  /**
+   * Waits for a lock's key of a store in this process, without the loop (see {@link DirectWaiter}):
+   * the release that grants the key hands the acquisition over. Returns it at once when the first
+   * try takes the key.
+   */
+  obtainNow(call: AcquireCall): Promise<Acquisition> | Acquisition {
+    return DirectWaiter.obtain(this.#parts, this.grants, call, this.#count);
   }
 
   /**
@@ -135,7 +145,7 @@ export class WaitLoop {
         signals ??= [signal, parts.closing];
         if (!waiting) {
           waiting = true;
-          this.#waiting += 1;
+          this.#count.waiting += 1;
           state.waitedAt = performance.now();
         }
         if (!subscribed) {
@@ -168,7 +178,7 @@ export class WaitLoop {
         if (outcome === "postponed") lastRetryAfter = undefined;
       }
     } finally {
-      if (waiting) this.#waiting -= 1;
+      if (waiting) this.#count.waiting -= 1;
       waiter.leave(parts, key, state, acquired, queued);
       if (subscribed) parts.store.watcher.unwatch(resource);
       if (!acquired && !abandoned && waiter.leavesPlace(state, queued)) {

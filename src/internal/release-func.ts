@@ -71,13 +71,23 @@ function toUndefined(): undefined {
   return undefined;
 }
 
-async function runSafely(releasable: Releasable): Promise<ReleaseOutcome> {
+/** Runs `releasable`'s routine; a routine that throws or rejects reports `"unknown"`. */
+function runSafely(releasable: Releasable): Promise<ReleaseOutcome> {
+  let outcome: Promise<ReleaseOutcome> | ReleaseOutcome;
   try {
-    return await releasable.releaseRoutine();
+    outcome = releasable.releaseRoutine();
   } catch {
-    // A release never rejects: a lock that could not be deleted expires on its own.
-    return "unknown";
+    return Promise.resolve(UNKNOWN);
   }
+  // A routine that answered at once (a store in this process) costs no extra promise.
+  return typeof outcome === "string" ? Promise.resolve(outcome) : outcome.then(undefined, toUnknown);
+}
+
+const UNKNOWN: ReleaseOutcome = "unknown";
+
+/** A release never rejects: a lock that could not be deleted expires on its own. */
+function toUnknown(): ReleaseOutcome {
+  return UNKNOWN;
 }
 
 /** The release returned by a `tryLock` that did not acquire: does nothing. */

@@ -248,6 +248,16 @@ export class KeyStates<G = unknown, H = unknown> {
     for (let waiter = this.get(key)?.waiters.head; waiter !== undefined; waiter = waiter.next) waiter.notify();
   }
 
+  /** Every waiter of every key (a snapshot: they may leave while the caller goes through it). */
+  waiters(): Waiter<G>[] {
+    const all: Waiter<G>[] = [];
+    for (const entry of this.#states.values()) {
+      if (typeof entry === "number") continue;
+      for (let waiter = entry.waiters.head; waiter !== undefined; waiter = waiter.next) all.push(waiter);
+    }
+    return all;
+  }
+
   /** Wakes the head of every queue (after notifications may have been lost). */
   notifyAllHeads(): void {
     for (const entry of this.#states.values()) {

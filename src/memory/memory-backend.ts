@@ -20,6 +20,7 @@ import { InvalidArgumentError } from "../errors.js";
 import { IntrusiveList, type Linked } from "../internal/intrusive-list.js";
 import { type ResolvedAcquireOptions, validateTimerDelay } from "../internal/validate.js";
 import type { ReleaseOutcome } from "../locker.js";
+import { type Holder, Holders } from "./holders.js";
 
 /**
  * The core's settings for every in-memory locker (they have no options). A lease is held until
@@ -74,12 +75,8 @@ const INFINITY = Number.POSITIVE_INFINITY;
 /** Idle slots (nothing held or queued) kept for reuse: a key locked again costs no allocation. */
 const IDLE_KEPT = 1024;
 
-/** One holder of a key's permits. */
-interface Holder {
-  readonly weight: number;
-  /** `performance.now()` at which it expires; `Infinity`: held until released. */
-  readonly deadline: number;
-}
+/** The holder of one permit until released (most holders): shared, as holders never change. */
+const ONE_UNTIL_RELEASED: Holder = Object.freeze({ weight: 1, deadline: INFINITY });
 
 /** A queued waiter's place (one per waiter id): its latest registration. */
 class Place implements Linked<Place> {
@@ -96,8 +93,11 @@ class Place implements Linked<Place> {
 /** A key in use: its holders, the permits they take, and its queue (the slot is its own list). */
 class Slot extends IntrusiveList<Place> {
   used = 0;
-  readonly holders = new Map<string, Holder>();
-  /** Places by waiter id; made when someone first queues. */
+  readonly holders = new Holders();
+  /**
+   * Places by waiter id; made when someone first queues. A place leaving the queue stays while it
+   * is the only one (a lock's: its locker's, queued and granted again and again), for reuse.
+   */
   places: Map<string, Place> | undefined;
   /** The earliest finite deadline of a holder (`Infinity`: none expires). */
   nextDeadline = Number.POSITIVE_INFINITY;
@@ -153,7 +153,7 @@ class MemoryBackend implements StoreBackend {
     if (slot === undefined) return { holders: [], waiting: 0 };
     const now = performance.now();
     const holders: StoredHolder[] = [];
-    for (const { weight, deadline } of slot.holders.values()) {
+    for (const [, { weight, deadline }] of slot.holders.entries()) {
       if (deadline > now) holders.push({ owner: this.#owner, weight, expiresInMs: Math.max(0, deadline - now) });
     }
     return { holders, waiting: slot.size };
@@ -195,8 +195,8 @@ class MemoryBackend implements StoreBackend {
     if (place === undefined) {
       place = new Place(intent.waiterId);
       slot.places.set(intent.waiterId, place);
-      slot.push(place);
     }
+    if (place.list === undefined) slot.push(place);
     place.token = this.#newToken();
     place.weight = weight;
     place.duration = duration;
@@ -249,6 +249,11 @@ class MemoryBackend implements StoreBackend {
   }
 
   async issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
+    return this.issueFencingTokenNow(handle);
+  }
+
+  /** {@inheritDoc Backend.issueFencingTokenNow} */
+  issueFencingTokenNow(handle: LockHandle): bigint | undefined {
     const holder = this.#slots.get(handle.resource)?.holders.get(handle.token);
     return holder !== undefined && holder.deadline > performance.now() ? ++this.#fence : undefined;
   }
@@ -263,7 +268,7 @@ class MemoryBackend implements StoreBackend {
     // `now` is 0 where the caller did not read the clock (no deadline was involved then). Whole
     // ms, rounded down, as the lease records it: the keeper and the store expire it together.
     const deadline = duration === INFINITY ? INFINITY : Math.floor((now === 0 ? performance.now() : now) + duration);
-    slot.holders.set(token, { weight, deadline });
+    slot.holders.add(token, weight === 1 && deadline === INFINITY ? ONE_UNTIL_RELEASED : { weight, deadline });
     slot.used += weight;
     if (deadline < slot.nextDeadline) slot.nextDeadline = deadline;
     return token;
@@ -271,9 +276,8 @@ class MemoryBackend implements StoreBackend {
 
   /** Removes holder `token` if there is one; returns whether there was. */
   #drop(slot: Slot, token: string): boolean {
-    const holder = slot.holders.get(token);
+    const holder = slot.holders.delete(token);
     if (holder === undefined) return false;
-    slot.holders.delete(token);
     slot.used -= holder.weight;
     return true;
   }
@@ -281,7 +285,7 @@ class MemoryBackend implements StoreBackend {
   /** Drops the holders whose deadline passed and lets queued waiters into what they held. */
   #expire(slot: Slot, now: number): void {
     let next = Number.POSITIVE_INFINITY;
-    for (const [token, { deadline }] of slot.holders) {
+    for (const [token, { deadline }] of slot.holders.entries()) {
       if (deadline <= now) this.#drop(slot, token);
       else if (deadline < next) next = deadline;
     }
@@ -290,10 +294,11 @@ class MemoryBackend implements StoreBackend {
   }
 
   #unqueue(slot: Slot, waiterId: string): void {
-    const place = slot.places?.get(waiterId);
-    if (place === undefined) return;
+    const places = slot.places;
+    const place = places?.get(waiterId);
+    if (places === undefined || place === undefined) return;
     slot.remove(place);
-    slot.places?.delete(waiterId);
+    if (places.size > 1) places.delete(waiterId);
   }
 
   /**
@@ -302,18 +307,23 @@ class MemoryBackend implements StoreBackend {
    * Drops the slot once nothing is held or queued. Returns the first waiter granted, if any.
    */
   #admit(slot: Slot, now: number): string | undefined {
-    let grants: Grant[] | undefined;
+    // The first grant apart: a lock's release grants one (no array to make).
+    let first: Grant | undefined;
+    let more: Grant[] | undefined;
     for (let head = slot.head; head !== undefined; head = slot.head) {
       if (slot.used + head.weight > this.#limit) break;
       this.#unqueue(slot, head.waiterId);
       this.#hold(slot, head.weight, head.duration, now, head.token);
-      grants ??= [];
-      grants.push({ waiterId: head.waiterId, token: head.token, serverMs: now });
+      const grant = { waiterId: head.waiterId, token: head.token, serverMs: now };
+      if (first === undefined) first = grant;
+      else if (more === undefined) more = [grant];
+      else more.push(grant);
     }
     this.#tidy(slot);
-    if (grants === undefined) return undefined;
-    for (const grant of grants) this.#events.granted(slot.key, grant);
-    return grants[0]?.waiterId;
+    if (first === undefined) return undefined;
+    this.#events.granted(slot.key, first);
+    if (more !== undefined) for (const grant of more) this.#events.granted(slot.key, grant);
+    return first.waiterId;
   }
 
   /** Drops `slot` when nothing is held or queued, unless few slots are kept (then it stays, idle). */

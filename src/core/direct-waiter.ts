@@ -1,0 +1,206 @@
+import { performance } from "node:perf_hooks";
+import { type AbortSubscription, subscribeAbort } from "../internal/abortable.js";
+import { type KeyState, type KeyStates, Waiter } from "../internal/waiter.js";
+import { Acquisition } from "./acquisition.js";
+import type { LockHandle, Registration } from "./backend.js";
+import type { AcquireCall, CoreParts } from "./core-parts.js";
+import type { GrantDesk } from "./grant-desk.js";
+
+/** What one locker knows of one key (see `KeyStates`). */
+type Key = KeyState<LockHandle, Registration>;
+
+/** How many callers wait, shared with the wait loop (one `waitingCount`). */
+export interface WaitCount {
+  waiting: number;
+}
+
+/**
+ * A lock's caller waiting for a key of a store in this process (memory), without the wait loop.
+ *
+ * It waits in the key's local FIFO like the loop's waiters. As its head it holds the locker's place
+ * in the store's queue, and the release that grants the key hands it over in the same step: the
+ * grant is registered and the caller's promise resolved with its acquisition — no wake-up, retry,
+ * timer or poll (the store answers at once and reports every grant; it needs no safety net). The
+ * key freed without a grant to it (an expiry, a loss, the head ahead leaving) makes it try at once.
+ * An abort or close (see {@link closeAll}) rejects it and leaves nothing behind: the next waiter here is woken, and the
+ * locker's place in the store's queue is left once nobody here waits.
+ */
+export class DirectWaiter extends Waiter<LockHandle> {
+  readonly #parts: CoreParts;
+  readonly #desk: GrantDesk;
+  readonly #call: AcquireCall;
+  readonly #state: Key;
+  readonly #count: WaitCount;
+  /** Set once it has its acquisition (or its error): it left the FIFO then. */
+  #settled = false;
+  /** Its outcome while nobody waits on its promise yet (the first try settled it). */
+  #outcome: Acquisition | undefined;
+  #error: unknown;
+  #resolve: ((acquisition: Acquisition) => void) | undefined;
+  #reject: ((reason: unknown) => void) | undefined;
+  #onSignal: AbortSubscription | undefined;
+  /** True during its own attempt; a notification meanwhile makes it try once more. */
+  #trying = false;
+  #again = false;
+
+  private constructor(parts: CoreParts, desk: GrantDesk, call: AcquireCall, state: Key, count: WaitCount) {
+    super();
+    this.#parts = parts;
+    this.#desk = desk;
+    this.#call = call;
+    this.#state = state;
+    this.#count = count;
+  }
+
+  /**
+   * Waits for `call`'s key: joins its FIFO, tries at once when first, and returns the acquisition
+   * when that try took the key, else a promise of it (counted in `count` while it waits).
+   */
+  static obtain(
+    parts: CoreParts,
+    desk: GrantDesk,
+    call: AcquireCall,
+    count: WaitCount,
+  ): Promise<Acquisition> | Acquisition {
+    const state = parts.keys.open(call.key);
+    state.resource ??= parts.store.resourceOf(call.key);
+    const waiter = new DirectWaiter(parts, desk, call, state, count);
+    state.waiters.push(waiter);
+    if (state.waiters.head === waiter) waiter.#try();
+    if (waiter.#settled) {
+      if (waiter.#outcome !== undefined) return waiter.#outcome;
+      throw waiter.#error;
+    }
+    return waiter.#wait();
+  }
+
+  /**
+   * The locker is closing: rejects every waiter of `keys` with `reason` (the locker's standing
+   * subscription to its close calls this, so that waiters need no subscription of their own).
+   */
+  static closeAll(keys: KeyStates<LockHandle, Registration>, reason: unknown): void {
+    for (const waiter of keys.waiters()) if (waiter instanceof DirectWaiter) waiter.#fail(reason);
+  }
+
+  /** Counts it as waiting and listens for an abort of its signal until it settles. */
+  #wait(): Promise<Acquisition> {
+    this.#count.waiting += 1;
+    const promise = new Promise<Acquisition>((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+    const { signal } = this.#call;
+    if (signal !== undefined) this.#onSignal = subscribeAbort(signal, (reason) => this.#fail(reason));
+    return promise;
+  }
+
+  /**
+   * The head ahead left, or the key was freed without a grant: try now (first in line only; not
+   * once the locker is closing, which rejects every waiter).
+   */
+  override notify(): void {
+    if (this.#settled || this.#state.waiters.head !== this || this.#parts.closing.aborted) return;
+    if (this.#trying) this.#again = true;
+    else this.#try();
+  }
+
+  /** Another locker was granted the key: nothing to do (it waits for its own grant). */
+  override postpone(): void {}
+
+  /** The store's queue granted the key to this locker's place, which this head holds: take it. */
+  override grant(handle: LockHandle): void {
+    const { store, registerGrant } = this.#parts;
+    // A lease held until released (most) cannot have run out: no clock to read.
+    if (handle.validUntil !== Number.POSITIVE_INFINITY && performance.now() >= handle.validUntil) {
+      void this.#parts.track(store.release(handle, true));
+      this.notify();
+      return;
+    }
+    const acquisition = registerGrant(this.#call, handle);
+    if (this.#call.request.fencing) {
+      const fencingToken = store.issueFencingTokenNow?.(handle);
+      // No token: the key vanished meanwhile, so this was no grant after all; try again.
+      if (fencingToken === undefined) {
+        void acquisition.releaser.run();
+        this.notify();
+        return;
+      }
+      acquisition.fencingToken = fencingToken;
+    }
+    this.#succeed(acquisition);
+  }
+
+  /** One attempt, answered at once; it joins the store's queue (under the locker's place) on a miss. */
+  #try(): void {
+    const parts = this.#parts;
+    const state = this.#state;
+    do {
+      this.#again = false;
+      const claimToken = state.handOff?.token;
+      const intent = claimToken === undefined ? parts.intents.leave : { ...parts.intents.leave, claimToken };
+      let outcome: ReturnType<CoreParts["attemptNow"]> | undefined;
+      let failure: { error: unknown } | undefined;
+      this.#trying = true;
+      state.attempting = true;
+      try {
+        outcome = parts.attemptNow(this.#call, intent);
+      } catch (error) {
+        failure = { error };
+      }
+      state.attempting = false;
+      this.#trying = false;
+      if (outcome === undefined) {
+        this.#fail(failure?.error);
+        return;
+      }
+      if (outcome instanceof Acquisition) {
+        // Whether or not it took a grant to the registration, that registration is spent (and a
+        // grant reported meanwhile was for it).
+        state.handOff = undefined;
+        state.earlyGrant = undefined;
+        this.#succeed(outcome);
+        return;
+      }
+      if (outcome.kind === "held" && outcome.registration !== undefined) state.handOff = outcome.registration;
+      // A grant reported during the attempt: for this registration (taken now) or an older one.
+      this.#desk.settleEarlyGrant(this.#call.key, state);
+    } while (this.#again && !this.#settled);
+  }
+
+  #succeed(acquisition: Acquisition): void {
+    this.#settle(true);
+    if (this.#resolve === undefined) this.#outcome = acquisition;
+    else this.#resolve(acquisition);
+  }
+
+  /** Aborted, closed, or its attempt failed: leaves with nothing. */
+  #fail(reason: unknown): void {
+    if (this.#settled) return;
+    this.#settle(false);
+    if (this.#reject === undefined) this.#error = reason;
+    else this.#reject(reason);
+  }
+
+  /**
+   * Leaves the FIFO (waking the next waiter here, which then holds the locker's place) and stops
+   * listening; the last waiter here to leave without the key leaves the store's queue too.
+   */
+  #settle(acquired: boolean): void {
+    this.#settled = true;
+    const parts = this.#parts;
+    const state = this.#state;
+    const { key } = this.#call;
+    if (this.#resolve !== undefined) this.#count.waiting -= 1;
+    this.#onSignal?.cancel();
+    parts.keys.leave(key, state, this, true);
+    if (!acquired && state.waiters.size === 0) {
+      void parts.track(
+        parts.store.leaveQueue(state.resource ?? parts.store.resourceOf(key), parts.waiterId, state.handOff?.token),
+      );
+      state.handOff = undefined;
+    }
+    // A grant reported during an attempt that then failed: the next waiter here takes it (with
+    // nobody left, it goes back).
+    this.#desk.settleEarlyGrant(key, state);
+  }
+}
