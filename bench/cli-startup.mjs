@@ -17,7 +17,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { median, percentile } from "./lib/stats.mjs";
@@ -110,10 +110,12 @@ try {
     });
   }
   const base = median(samples[0]);
+  const loadAverage = loadavg()[0];
+  const cpus = availableParallelism();
   const cpuBase = (cpu[0] ?? Number.NaN) / ROUNDS;
   const modules = countModules();
   const lines = [
-    `CLI start-up, ${ROUNDS} rounds interleaved (Node ${process.version}, load average at end ${(await import("node:os")).loadavg()[0].toFixed(2)})`,
+    `CLI start-up, ${ROUNDS} rounds interleaved (Node ${process.version}, load average at end ${loadAverage.toFixed(2)})`,
     "",
     "| command | median | p90 | × `node -e 0` | CPU, mean | × `node -e 0` |",
     "| --- | ---: | ---: | ---: | ---: | ---: |",
@@ -125,6 +127,11 @@ try {
     "",
     `Modules loaded by the run: ${modules.own} of globallock (${modules.redis} of them Redis's), ${modules.packages} from other packages, ${modules.builtins} built-ins.`,
     `Target: at most ${TARGET}× \`node -e 0\`: ${median(samples[1]) / base <= TARGET ? "met" : "NOT met"}.`,
+    ...(loadAverage > cpus
+      ? [
+          `Load average ${loadAverage.toFixed(2)} above the ${cpus} CPUs: the wall times measure the run queue more than the commands; compare the CPU column, or rerun on a quiet machine.`,
+        ]
+      : []),
   ];
   process.stdout.write(`${lines.join("\n")}\n`);
 } finally {

@@ -1,6 +1,6 @@
 /**
  * The reaper of `globallock run` (src/cli/tether.ts): a /bin/sh script that, when the wrapper's
- * pipe closes without "done", SIGKILLs every process whose environment carries the run's marker,
+ * pipes close (it exited) without "done" on the second, SIGKILLs every process whose environment carries the run's marker,
  * and leaves everything alone after "done". Real processes: `sleep`s started with and without the
  * marker, one of them a grandchild in a shell that left nothing but its environment behind.
  */
@@ -8,6 +8,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import { readFileSync } from "node:fs";
+import type { Writable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { RUN_ID_ENV, startReaper } from "../src/cli/tether.js";
 import { eventually } from "./helpers/wait.js";
@@ -56,14 +57,16 @@ describe.skipIf(process.platform !== "linux")("the reaper (a shell script, not a
     const reaper = startReaper(runId) as ChildProcess;
     expect(reaper).toBeDefined();
     const exited = once(reaper, "exit");
-    reaper.stdin?.destroy(); // what the wrapper's death does
+    // What the wrapper's death does.
+    reaper.stdin?.destroy();
+    (reaper.stdio[3] as Writable).destroy();
     expect(await exited).toEqual([0, null]);
     await eventually(() => !running(marked.pid) && !running(marked.shell.pid as number), 20_000);
     expect(running(other.pid)).toBe(true);
     expect(running(unmarked.pid)).toBe(true);
   });
 
-  it('"done" first: it leaves without killing anything, and ignores SIGTERM while it waits', async () => {
+  it('"done" first: it leaves once the wrapper is gone, without killing anything, and ignores SIGTERM', async () => {
     const runId = randomBytes(12).toString("hex");
     const marked = await sleeper(runId);
     const reaper = startReaper(runId) as ChildProcess;
@@ -71,7 +74,11 @@ describe.skipIf(process.platform !== "linux")("the reaper (a shell script, not a
     // The shell's `trap` is set before it reads: a first SIGTERM could come before it runs.
     await eventually(() => (ignoredSignals(reaper.pid as number) & TRAPPED) === TRAPPED);
     reaper.kill("SIGTERM");
-    reaper.stdin?.end("done\n");
+    (reaper.stdio[3] as Writable).end("done\n");
+    // It does not wake up for "done": it leaves when the wrapper's pipes close (here: the test's).
+    await new Promise((resolve) => setTimeout(resolve, 50).unref());
+    expect(reaper.exitCode).toBeNull();
+    reaper.stdin?.end();
     expect(await exited).toEqual([0, null]);
     expect(running(marked.pid)).toBe(true);
   });
