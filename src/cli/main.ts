@@ -1,13 +1,12 @@
 #!/usr/bin/env node
-/** The `globallock` executable (package.json `bin`): runs `main` (cli.ts) and exits with its status. */
+/**
+ * The `globallock` executable (package.json `bin`): runs `main` (cli.ts) and exits with its status.
+ * `npm run build` bundles it, with everything it imports, into one file (scripts/build.mjs).
+ */
+import { main } from "./cli.js";
 import { EXIT } from "./exit-codes.js";
-import { REAPER_COMMAND, reap } from "./tether.js";
 
-const argv = process.argv.slice(2);
-// The reaper of a `run` (see tether.ts) loads nothing else: it idles beside every command.
-const done =
-  argv[0] === REAPER_COMMAND ? reap(argv[1] ?? "").then(() => 0) : import("./cli.js").then(({ main }) => main(argv));
-done.then(
+main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {
     process.stderr.write(
