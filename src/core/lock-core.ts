@@ -21,7 +21,7 @@ import {
 } from "../internal/validate.js";
 import { KeyStates } from "../internal/waiter.js";
 import type { AcquireOptions, AdoptOptions, Lease, Locker, ReleaseOutcome } from "../locker.js";
-import { Acquisition, type AcquisitionOwner } from "./acquisition.js";
+import { Acquisition, type AcquisitionOwner, AcquisitionTerms } from "./acquisition.js";
 import type {
   AttemptOutcome,
   Backend,
@@ -176,7 +176,25 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
    * releases them through this engine, and names `locker` and its kind in diagnostics messages.
    */
   ownerFor(locker: Locker, kind: LockerKind): AcquisitionOwner {
-    return { locker, kind, releaseAcquisition: (acquisition) => this.#release(acquisition) };
+    const store = this.#store;
+    // Most lockers use one lease length; a caller passing many is bounded (the cache starts afresh).
+    const terms = new Map<number, AcquisitionTerms>();
+    const owner: AcquisitionOwner = {
+      locker,
+      kind,
+      releaseAcquisition: (acquisition) => this.#release(acquisition),
+      resourceOf: (key) => store.resourceOf(key),
+      termsOf: (duration) => {
+        let found = terms.get(duration);
+        if (found === undefined) {
+          if (terms.size >= TERMS_KEPT) terms.clear();
+          found = new AcquisitionTerms(owner, duration);
+          terms.set(duration, found);
+        }
+        return found;
+      },
+    };
+    return owner;
   }
 
   /**
@@ -487,7 +505,8 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     handedOver: boolean,
     owner: AcquisitionOwner,
   ): Acquisition {
-    const acquisition = new Acquisition(owner, key, handle, request.expiry ?? this.#options.expiry, fencingToken);
+    const terms = owner.termsOf(request.expiry ?? this.#options.expiry);
+    const acquisition = new Acquisition(terms, key, handle, fencingToken);
     if (!request.autoExtend) acquisition.keepAlive = handedOver ? "once" : "never";
     if (request.maxHold !== undefined) capHold(acquisition, request.maxHold);
     const grantedAt = grantTime();
@@ -535,6 +554,9 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     return this.#inFlight.track(promise);
   }
 }
+
+/** Lease lengths whose {@link AcquisitionTerms} an owner keeps (see {@link LockCore.ownerFor}). */
+const TERMS_KEPT = 64;
 
 /** The engine's standing subscription to its own close (see the constructor): nothing to do. */
 function ignoreAbort(): void {}

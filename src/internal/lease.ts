@@ -1,12 +1,12 @@
 import { performance } from "node:perf_hooks";
 import { LockLostError } from "../errors.js";
 import type { Lease, ReleaseFunc, ReleaseOutcome } from "../locker.js";
-import type { Releasable } from "./release-func.js";
+import type { ReleaseRunner } from "./release-func.js";
 
 /** What a locker tells a {@link LeaseImpl} about the acquisition behind it. */
 export interface LeaseSource {
   readonly key: string;
-  readonly releaser: Releasable;
+  readonly releaser: ReleaseRunner;
   /** Aborted (with a LockLostError) when the locker finds the lock lost. */
   readonly lost: AbortSignal;
   /** `performance.now()` past which the lock may have expired (Infinity: never expires). */
