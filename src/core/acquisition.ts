@@ -45,6 +45,10 @@ export interface AcquisitionOwner extends DiagnosticSource {
   releaseAcquisition(acquisition: Acquisition): Promise<ReleaseOutcome>;
   /** The store's name for `key` (see `Backend.resourceOf`). */
   resourceOf(key: string): string;
+  /** Declares `acquisition` lost to its expiry (its deadline passed before the keeper noticed). */
+  expireAcquisition(acquisition: Acquisition): void;
+  /** Hands `acquisition`, `weight` permits as the store counts them, off (see `Lease.handOff`). */
+  handOffAcquisition(acquisition: Acquisition, weight: number): Promise<string>;
   /** The terms of its acquisitions of lease length `duration` (see {@link AcquisitionTerms}). */
   termsOf(duration: number): AcquisitionTerms;
 }
@@ -284,6 +288,21 @@ export class Acquisition extends ReleaseRunner implements Chained<Acquisition>, 
 
   releaseRoutine(): Promise<ReleaseOutcome> {
     return this.owner.releaseAcquisition(this);
+  }
+
+  /** Its deadline passed before the keeper noticed: declares it lost (see `LeaseSource`). */
+  deadlinePassed(): void {
+    this.owner.expireAcquisition(this);
+  }
+
+  /** Hands it off, `weight` permits as the store counts them (see `Lease.handOff`). */
+  handOff(weight: number): Promise<string> {
+    return this.owner.handOffAcquisition(this, weight);
+  }
+
+  /** True once it was handed off. */
+  get handedOff(): boolean {
+    return this.state === "handed-off";
   }
 
   /** Aborts with a LockLostError when the lock is found lost (see {@link markLost}). */

@@ -183,6 +183,8 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
       locker,
       kind,
       releaseAcquisition: (acquisition) => this.#release(acquisition),
+      expireAcquisition: (acquisition) => this.#keeper.markLost(acquisition, "expired"),
+      handOffAcquisition: (acquisition, weight) => this.#handOff(acquisition, kind, weight),
       resourceOf: (key) => store.resourceOf(key),
       termsOf: (duration) => {
         let found = terms.get(duration);
@@ -273,20 +275,12 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
   }
 
   /**
-   * The {@link Lease} of `acquisition`, granted `weight` permits as the store counts them; `scope`
-   * names its locker's kind in hand-off handles.
+   * The {@link Lease} of `acquisition`, granted `weight` permits as the store counts them (its
+   * owner's kind names its locker in hand-off handles). The lease keeps the acquisition itself:
+   * no closures, and its `lost` signal is made only if read.
    */
-  leaseOf(acquisition: Acquisition, scope: string, weight: number): Lease {
-    return new LeaseImpl({
-      key: acquisition.key,
-      releaser: acquisition.releaser,
-      lost: acquisition.lostSignal,
-      validUntil: () => acquisition.validUntil,
-      onDeadlinePassed: () => this.#keeper.markLost(acquisition, "expired"),
-      fencingToken: acquisition.fencingToken,
-      handOff: () => this.#handOff(acquisition, scope, weight),
-      handedOff: () => acquisition.state === "handed-off",
-    });
+  leaseOf(acquisition: Acquisition, weight: number): Lease {
+    return new LeaseImpl(acquisition, weight);
   }
 
   /**
@@ -330,7 +324,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     );
     if (typeof adopted === "string") throw new LockLostError(key, adopted);
     const request = { fencing: fencingToken !== undefined, weight, autoExtend, expiry: duration, maxHold: undefined };
-    return this.leaseOf(this.#register(key, adopted, fencingToken, request, false, owner), scope, weight);
+    return this.leaseOf(this.#register(key, adopted, fencingToken, request, false, owner), weight);
   }
 
   /**
