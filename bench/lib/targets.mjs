@@ -76,11 +76,11 @@ function heldTargets(s) {
     {
       scenario: "held",
       what: `one extension round of ${sweep.locks.toLocaleString("en-US")} held locks: wall time`,
-      goal: "≤ 250 ms",
+      goal: "≤ 200 ms",
       measured: observed
         ? `${num(sweep.wallMs)} ms (worst of ${sweep.observed}: ${num(sweep.worstWallMs)} ms)`
         : "not observed",
-      pass: observed && atMost(sweep.wallMs, 250),
+      pass: observed && atMost(sweep.wallMs, 200),
     },
     {
       scenario: "held",
@@ -96,9 +96,9 @@ function heldTargets(s) {
   targets.push({
     scenario: "held",
     what: `V8 heap per held lock (${largest.held.toLocaleString("en-US")} held)`,
-    goal: "≤ 400 B",
+    goal: "≤ 300 B",
     measured: `${num(largest.heapBytesPerLock)} B (+ ${num(largest.externalBytesPerLock)} B outside the heap)`,
-    pass: atMost(largest.heapBytesPerLock, 400),
+    pass: atMost(largest.heapBytesPerLock, 300),
   });
   return targets;
 }

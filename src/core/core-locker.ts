@@ -160,7 +160,7 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
     const [signal, key, , probe] = call;
     const request = this.#prepare(call);
     const acquisition = await this.#engine.obtain({ signal, key, request, owner: this.#owner, probe });
-    return this.#engine.leaseOf(acquisition, this.diagnostics.kind, request.weight);
+    return this.#engine.leaseOf(acquisition, request.weight);
   }
 
   /** @internal */
@@ -169,9 +169,7 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
     const [signal, key, , probe] = call;
     const request = this.#prepare(call);
     const acquisition = await this.#engine.tryObtain({ signal, key, request, owner: this.#owner, probe });
-    return acquisition === undefined
-      ? undefined
-      : this.#engine.leaseOf(acquisition, this.diagnostics.kind, request.weight);
+    return acquisition === undefined ? undefined : this.#engine.leaseOf(acquisition, request.weight);
   }
 
   /**

@@ -43,9 +43,9 @@ export interface LeaseKeeperStats {
 /**
  * Keeps a locker's held locks alive and notices when one is lost.
  *
- * Every lease is scheduled from its own validity, never from a global tick: its next extension is
- * due at half its lease after the command that last set its TTL was sent, and no later than its
- * deadline minus the command timeout (plus 10 % for the timeout's own lateness) minus a margin for
+ * Every lease is scheduled from its own deadline, never from a global tick: its next extension is
+ * due half its lease before its deadline (about half its lease after the command that last set its
+ * TTL was sent), and no later than its deadline minus the command timeout (plus 10 % for the timeout's own lateness) minus a margin for
  * this process's timer lateness, which the keeper measures as it runs. So a fresh lease on a slow
  * link is extended in time, and an extension that answers within the timeout always lands before
  * the deadline. A transient failure is retried while there is time left; a lease whose deadline
@@ -54,8 +54,10 @@ export interface LeaseKeeperStats {
  * One timer serves the whole keeper: it fires at the earliest due time or deadline and takes
  * every lease due within a short window, so leases acquired close together are extended together,
  * in batches of up to {@link MAX_EXTEND_BATCH} per command, earliest deadline first, with at most
- * `sweepConcurrency` commands in flight. Leases sit in intrusive lists sorted by due time, so
- * adding and releasing one costs O(1) and no allocation however many are held.
+ * `sweepConcurrency` commands in flight. Leases sit in intrusive lists sorted by deadline (a lease
+ * waiting for its extension is due a fixed time before it, the same for its whole lane; one waiting
+ * to retry, by its retry time), so adding and releasing one costs O(1) and no allocation however
+ * many are held, and a held lease keeps no due time of its own.
  */
 export class LeaseKeeper {
   readonly #settings: LeaseKeeperSettings;
@@ -109,15 +111,14 @@ export class LeaseKeeper {
       this.#arm(acquisition.validUntil);
       return;
     }
-    acquisition.due = this.#dueTime(acquisition);
     lane.scheduleExtension(acquisition);
-    this.#arm(acquisition.due);
+    this.#arm(this.#dueTime(acquisition));
   }
 
   /** Stops keeping `acquisition` (being released); returns true if it was held. */
   remove(acquisition: Acquisition): boolean {
     if (acquisition.state !== "held") return false;
-    acquisition.list?.remove(acquisition);
+    this.#lanes.unlist(acquisition);
     this.#size -= 1;
     // The timer may be armed for this lease's far deadline: with nothing else scheduled, it goes
     // too. (A lease kept alive leaves it armed: the next grant often reuses it.)
@@ -167,17 +168,25 @@ export class LeaseKeeper {
   }
 
   /**
-   * When `acquisition`'s next extension is due: half its lease after the command that set its
-   * TTL was sent, but early enough that an answer within the command timeout (which may itself
-   * fire up to 10 % late) arrives before the deadline, with room for this process's measured
-   * timer lateness. The margin is capped at an eighth of the lease, so extensions never run back
-   * to back. Whole ms, rounded down (see {@link Acquisition}).
+   * When `acquisition`'s next extension is due, from its deadline alone: half its lease before it
+   * (about half its lease after the command that set its TTL was sent: that much less the drift
+   * allowance, so a little early), and early enough that an answer within the command timeout
+   * (which may itself fire up to 10 % late) arrives before the deadline, with room for this
+   * process's measured timer lateness. The margin is capped at an eighth of the lease, so
+   * extensions never run back to back. Whole ms, rounded down (see {@link Acquisition}).
    */
   #dueTime(acquisition: Acquisition): number {
-    const { validFrom, validUntil, duration } = acquisition;
-    const margin = Math.min(duration / 8, 5 + 2 * this.#lateness);
-    return Math.floor(Math.min(validFrom + duration / 2, validUntil - this.#lead(acquisition) - margin));
+    return Math.floor(acquisition.validUntil - this.#ahead(acquisition.duration));
   }
+
+  /** How long before its deadline a lease of `duration` is due (see {@link #dueTime}). */
+  #ahead(duration: number): number {
+    const margin = Math.min(duration / 8, 5 + 2 * this.#lateness);
+    return Math.max(duration / 2, this.#lead(duration) + margin);
+  }
+
+  /** {@link #dueTime} as a function (made once). */
+  readonly #dueOf = (acquisition: Acquisition): number => this.#dueTime(acquisition);
 
   /**
    * How long before its deadline an extension must be sent to land in time: the command timeout
@@ -186,8 +195,8 @@ export class LeaseKeeper {
    * life, never back to back; an extension slower than that half lands too late and the lease is
    * reported lost.
    */
-  #lead(acquisition: Acquisition): number {
-    return Math.min(this.#settings.operationTimeout * 1.1, acquisition.duration / 2);
+  #lead(duration: number): number {
+    return Math.min(this.#settings.operationTimeout * 1.1, duration / 2);
   }
 
   /** Makes sure the timer fires no later than `at`. */
@@ -205,7 +214,7 @@ export class LeaseKeeper {
 
   /** Arms the timer for the earliest event of any lane, or leaves it off when nothing is held. */
   #rearm(): void {
-    const next = this.#lanes.next();
+    const next = this.#lanes.next(this.#dueOf);
     if (next !== Number.POSITIVE_INFINITY) this.#arm(next);
   }
 
@@ -257,9 +266,16 @@ export class LeaseKeeper {
    */
   #collectDue(lane: Lane, now: number, plannedAt: number): void {
     const horizon = now + lane.duration / 16;
+    // An idle lease is due this long before its deadline (its list is sorted by deadline).
+    const ahead = Math.ceil(this.#ahead(lane.duration));
     let batch: Acquisition[] = [];
     for (const list of [lane.retry, lane.idle]) {
-      for (let head = list.head; head !== undefined && head.due <= horizon; head = list.head) {
+      const retrying = list === lane.retry;
+      for (
+        let head = list.head;
+        head !== undefined && (retrying ? head.retryAt : head.validUntil - ahead) <= horizon;
+        head = list.head
+      ) {
         list.remove(head);
         if (head.validUntil <= now) {
           this.markLost(head, "expired");
@@ -354,13 +370,12 @@ export class LeaseKeeper {
   /** Files a lease whose extension was confirmed: next due, or (not to be extended) its deadline. */
   #extended(acquisition: Acquisition, lane: Lane): void {
     this.#stats.extensions += 1;
-    acquisition.list?.remove(acquisition);
+    lane.unlist(acquisition);
     if (acquisition.keepAlive === "once") acquisition.keepAlive = "never";
     if (this.#stopped || acquisition.keepAlive === "never") {
       lane.watchDeadline(acquisition);
       return;
     }
-    acquisition.due = this.#dueTime(acquisition);
     lane.scheduleExtension(acquisition);
   }
 
@@ -373,9 +388,9 @@ export class LeaseKeeper {
     if (this.#stopped) return; // stays in pending: its deadline is watched
     const lane = this.#lanes.of(acquisition.duration);
     const timeLeft = acquisition.validUntil - now;
-    const lastChance = timeLeft - this.#lead(acquisition);
-    acquisition.list?.remove(acquisition);
-    acquisition.due = Math.floor(now + Math.max(1, Math.min(acquisition.duration / 8, lastChance)));
+    const lastChance = timeLeft - this.#lead(acquisition.duration);
+    lane.unlist(acquisition);
+    acquisition.retryAt = Math.floor(now + Math.max(1, Math.min(acquisition.duration / 8, lastChance)));
     lane.scheduleRetry(acquisition);
   }
 }

@@ -21,7 +21,7 @@ import {
 } from "../internal/validate.js";
 import { KeyStates } from "../internal/waiter.js";
 import type { AcquireOptions, AdoptOptions, Lease, Locker, ReleaseOutcome } from "../locker.js";
-import { Acquisition, type AcquisitionOwner } from "./acquisition.js";
+import { Acquisition, type AcquisitionOwner, AcquisitionTerms } from "./acquisition.js";
 import type {
   AttemptOutcome,
   AttemptRequest,
@@ -178,7 +178,27 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
    * releases them through this engine, and names `locker` and its kind in diagnostics messages.
    */
   ownerFor(locker: Locker, kind: LockerKind): AcquisitionOwner {
-    return { locker, kind, releaseAcquisition: (acquisition) => this.#release(acquisition) };
+    const store = this.#store;
+    // Most lockers use one lease length; a caller passing many is bounded (the cache starts afresh).
+    const terms = new Map<number, AcquisitionTerms>();
+    const owner: AcquisitionOwner = {
+      locker,
+      kind,
+      releaseAcquisition: (acquisition) => this.#release(acquisition),
+      expireAcquisition: (acquisition) => this.#keeper.markLost(acquisition, "expired"),
+      handOffAcquisition: (acquisition, weight) => this.#handOff(acquisition, kind, weight),
+      resourceOf: (key) => store.resourceOf(key),
+      termsOf: (duration) => {
+        let found = terms.get(duration);
+        if (found === undefined) {
+          if (terms.size >= TERMS_KEPT) terms.clear();
+          found = new AcquisitionTerms(owner, duration);
+          terms.set(duration, found);
+        }
+        return found;
+      },
+    };
+    return owner;
   }
 
   /**
@@ -256,20 +276,12 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
   }
 
   /**
-   * The {@link Lease} of `acquisition`, granted `weight` permits as the store counts them; `scope`
-   * names its locker's kind in hand-off handles.
+   * The {@link Lease} of `acquisition`, granted `weight` permits as the store counts them (its
+   * owner's kind names its locker in hand-off handles). The lease keeps the acquisition itself:
+   * no closures, and its `lost` signal is made only if read.
    */
-  leaseOf(acquisition: Acquisition, scope: string, weight: number): Lease {
-    return new LeaseImpl({
-      key: acquisition.key,
-      releaser: acquisition.releaser,
-      lost: acquisition.lostSignal,
-      validUntil: () => acquisition.validUntil,
-      onDeadlinePassed: () => this.#keeper.markLost(acquisition, "expired"),
-      fencingToken: acquisition.fencingToken,
-      handOff: () => this.#handOff(acquisition, scope, weight),
-      handedOff: () => acquisition.state === "handed-off",
-    });
+  leaseOf(acquisition: Acquisition, weight: number): Lease {
+    return new LeaseImpl(acquisition, weight);
   }
 
   /**
@@ -313,7 +325,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     );
     if (typeof adopted === "string") throw new LockLostError(key, adopted);
     const request = { fencing: fencingToken !== undefined, weight, autoExtend, expiry: duration, maxHold: undefined };
-    return this.leaseOf(this.#register(key, adopted, fencingToken, request, false, owner), scope, weight);
+    return this.leaseOf(this.#register(key, adopted, fencingToken, request, false, owner), weight);
   }
 
   /**
@@ -508,7 +520,8 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     handedOver: boolean,
     owner: AcquisitionOwner,
   ): Acquisition {
-    const acquisition = new Acquisition(owner, key, handle, request.expiry ?? this.#options.expiry, fencingToken);
+    const terms = owner.termsOf(request.expiry ?? this.#options.expiry);
+    const acquisition = new Acquisition(terms, key, handle, fencingToken);
     if (!request.autoExtend) acquisition.keepAlive = handedOver ? "once" : "never";
     if (request.maxHold !== undefined) capHold(acquisition, request.maxHold);
     const grantedAt = grantTime();
@@ -564,6 +577,9 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     return this.#inFlight.track(promise);
   }
 }
+
+/** Lease lengths whose {@link AcquisitionTerms} an owner keeps (see {@link LockCore.ownerFor}). */
+const TERMS_KEPT = 64;
 
 /** The owner of a locker that names none: this host and process. */
 function defaultOwner(): string {

@@ -1,7 +1,11 @@
-/** The links an item carries to sit in one {@link IntrusiveList} at a time. */
-export interface Linked<T extends Linked<T>> {
+/** The links an item carries to sit in one {@link ChainList} at a time. */
+export interface Chained<T extends Chained<T>> {
   prev: T | undefined;
   next: T | undefined;
+}
+
+/** The links an item carries to sit in one {@link IntrusiveList} at a time. */
+export interface Linked<T extends Linked<T>> extends Chained<T> {
   /** The list the item is in, if any. */
   list: IntrusiveList<T> | undefined;
 }
@@ -14,14 +18,20 @@ export interface Linked<T extends Linked<T>> {
  * Lists are kept sorted by a caller-given number (a due time) with {@link insertSorted}, which
  * walks back from the tail: items arrive almost in order, so that is O(1) in practice.
  */
-export class IntrusiveList<T extends Linked<T>> {
+export abstract class ChainList<T extends Chained<T>> {
   head: T | undefined;
   tail: T | undefined;
   size = 0;
 
+  /** True when `item` is in this list (how a list knows is its own: see {@link IntrusiveList}). */
+  protected abstract holds(item: T): boolean;
+
+  /** Records that `item` entered (`true`) or left this list. */
+  protected abstract mark(item: T, entered: boolean): void;
+
   /** Appends `item` (which must not be in a list). */
   push(item: T): void {
-    item.list = this;
+    this.mark(item, true);
     item.prev = this.tail;
     item.next = undefined;
     if (this.tail === undefined) this.head = item;
@@ -42,7 +52,7 @@ export class IntrusiveList<T extends Linked<T>> {
       this.push(item);
       return;
     }
-    item.list = this;
+    this.mark(item, true);
     item.prev = after;
     item.next = after === undefined ? this.head : after.next;
     if (item.next !== undefined) item.next.prev = item;
@@ -53,14 +63,14 @@ export class IntrusiveList<T extends Linked<T>> {
 
   /** Removes `item` if it is in this list; returns whether it was. */
   remove(item: T): boolean {
-    if (item.list !== this) return false;
+    if (!this.holds(item)) return false;
     if (item.prev === undefined) this.head = item.next;
     else item.prev.next = item.next;
     if (item.next === undefined) this.tail = item.prev;
     else item.next.prev = item.prev;
     item.prev = undefined;
     item.next = undefined;
-    item.list = undefined;
+    this.mark(item, false);
     this.size -= 1;
     return true;
   }
@@ -70,5 +80,16 @@ export class IntrusiveList<T extends Linked<T>> {
     const first = this.head;
     if (first !== undefined) this.remove(first);
     return first;
+  }
+}
+
+/** A {@link ChainList} whose items say which list they are in (their `list`). */
+export class IntrusiveList<T extends Linked<T>> extends ChainList<T> {
+  protected holds(item: T): boolean {
+    return item.list === this;
+  }
+
+  protected mark(item: T, entered: boolean): void {
+    item.list = entered ? this : undefined;
   }
 }

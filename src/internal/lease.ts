@@ -1,53 +1,65 @@
 import { performance } from "node:perf_hooks";
 import { LockLostError } from "../errors.js";
 import type { Lease, ReleaseFunc, ReleaseOutcome } from "../locker.js";
-import type { Releasable } from "./release-func.js";
+import type { ReleaseRunner } from "./release-func.js";
 
-/** What a locker tells a {@link LeaseImpl} about the acquisition behind it. */
+/**
+ * The acquisition behind a {@link LeaseImpl}, as the lease sees it (the locker's `Acquisition`:
+ * the lease keeps it, not a copy of its parts or closures over it).
+ */
 export interface LeaseSource {
   readonly key: string;
-  readonly releaser: Releasable;
-  /** Aborted (with a LockLostError) when the locker finds the lock lost. */
-  readonly lost: AbortSignal;
+  readonly releaser: ReleaseRunner;
+  /** Aborted (with a LockLostError) when the locker finds the lock lost; made when first read. */
+  readonly lostSignal: AbortSignal;
   /** `performance.now()` past which the lock may have expired (Infinity: never expires). */
-  validUntil(): number;
-  /** Called when `assertHeld` finds the deadline passed before the locker's timer noticed. */
-  onDeadlinePassed(): void;
+  readonly validUntil: number;
   readonly fencingToken: bigint | undefined;
-  /** Hands the lease off (see `Lease.handOff`). */
-  handOff(): Promise<string>;
+  /** Called when `assertHeld` finds the deadline passed before the locker's timer noticed. */
+  deadlinePassed(): void;
+  /** Hands the lease, `weight` permits as the store counts them, off (see `Lease.handOff`). */
+  handOff(weight: number): Promise<string>;
   /** True once the lease was handed off. */
-  handedOff(): boolean;
+  readonly handedOff: boolean;
 }
 
-/** The {@link Lease} every locker returns from `acquire`. */
+/**
+ * The {@link Lease} every locker returns from `acquire`. Its `lost` signal is made when first read
+ * (most leases are released without anyone listening for a loss).
+ */
 export class LeaseImpl implements Lease {
   readonly #source: LeaseSource;
+  /** Permits it holds as the store counts them (1 for a lock): what a hand-off hands on. */
+  readonly #weight: number;
   readonly key: string;
   readonly release: ReleaseFunc;
-  readonly lost: AbortSignal;
   readonly fencingToken?: bigint;
 
-  constructor(source: LeaseSource) {
+  constructor(source: LeaseSource, weight: number) {
     this.#source = source;
+    this.#weight = weight;
     this.key = source.key;
     this.release = source.releaser.release;
-    this.lost = source.lost;
     if (source.fencingToken !== undefined) this.fencingToken = source.fencingToken;
   }
 
+  get lost(): AbortSignal {
+    return this.#source.lostSignal;
+  }
+
   assertHeld(): void {
-    if (this.lost.aborted) throw this.lost.reason;
-    if (this.#source.handedOff()) throw new LockLostError(this.key, "handed-off");
+    const lost = this.lost;
+    if (lost.aborted) throw lost.reason;
+    if (this.#source.handedOff) throw new LockLostError(this.key, "handed-off");
     if (this.#source.releaser.started) throw new LockLostError(this.key, "released");
-    if (performance.now() >= this.#source.validUntil()) {
-      this.#source.onDeadlinePassed();
-      throw this.lost.aborted ? this.lost.reason : new LockLostError(this.key, "expired");
+    if (performance.now() >= this.#source.validUntil) {
+      this.#source.deadlinePassed();
+      throw lost.aborted ? lost.reason : new LockLostError(this.key, "expired");
     }
   }
 
   handOff(): Promise<string> {
-    return this.#source.handOff();
+    return this.#source.handOff(this.#weight);
   }
 
   releaseWithOutcome(): Promise<ReleaseOutcome> {

@@ -18,21 +18,15 @@ const RELEASE_FUNC_PROTOTYPE: object = Object.create(Function.prototype, {
  * Runs a release routine at most once (started synchronously on the first call) and remembers
  * what it found. Never rejects: a routine that throws reports `"unknown"`.
  *
- * A subclass supplies the routine as a method, so a held lock that is its own `Releasable` costs
- * one object and one bound function (the {@link ReleaseFunc}), not a wrapper and two closures.
+ * A subclass supplies the routine as a method, so a held lock that is its own `ReleaseRunner`
+ * costs one object and one bound function (the {@link ReleaseFunc}), not a wrapper and two
+ * closures; and it says how it keeps its function (see {@link Releasable}).
  */
-export abstract class Releasable {
+export abstract class ReleaseRunner {
   #outcome: Promise<ReleaseOutcome> | undefined;
-  /** The {@link ReleaseFunc} handed to callers. */
-  readonly release: ReleaseFunc;
 
-  constructor() {
-    const release = releaseAndForget.bind(this);
-    // `[Symbol.asyncDispose]` comes from the prototype (see RELEASE_FUNC_PROTOTYPE): an own
-    // property would cost every held lock a property array besides its bound function.
-    Object.setPrototypeOf(release, RELEASE_FUNC_PROTOTYPE);
-    this.release = release as unknown as ReleaseFunc;
-  }
+  /** The {@link ReleaseFunc} handed to callers. */
+  abstract readonly release: ReleaseFunc;
 
   /** The release itself; called once, by {@link run}. */
   abstract releaseRoutine(): Promise<ReleaseOutcome> | ReleaseOutcome;
@@ -47,6 +41,20 @@ export abstract class Releasable {
     this.#outcome ??= runSafely(this);
     return this.#outcome;
   }
+
+  /** A new {@link ReleaseFunc} that runs this release (every one made runs the same, once). */
+  protected newReleaseFunc(): ReleaseFunc {
+    const release = releaseAndForget.bind(this);
+    // `[Symbol.asyncDispose]` comes from the prototype (see RELEASE_FUNC_PROTOTYPE): an own
+    // property would cost every held lock a property array besides its bound function.
+    Object.setPrototypeOf(release, RELEASE_FUNC_PROTOTYPE);
+    return release as unknown as ReleaseFunc;
+  }
+}
+
+/** A {@link ReleaseRunner} that makes its {@link ReleaseFunc} once, up front, and keeps it. */
+export abstract class Releasable extends ReleaseRunner {
+  readonly release: ReleaseFunc = this.newReleaseFunc();
 }
 
 /** A {@link Releasable} whose routine is a function. */
@@ -63,7 +71,7 @@ export class ReleaseOnce extends Releasable {
   }
 }
 
-function releaseAndForget(this: Releasable): Promise<void> {
+function releaseAndForget(this: ReleaseRunner): Promise<void> {
   return this.run().then(toUndefined);
 }
 
@@ -72,7 +80,7 @@ function toUndefined(): undefined {
 }
 
 /** Runs `releasable`'s routine; a routine that throws or rejects reports `"unknown"`. */
-function runSafely(releasable: Releasable): Promise<ReleaseOutcome> {
+function runSafely(releasable: ReleaseRunner): Promise<ReleaseOutcome> {
   let outcome: Promise<ReleaseOutcome> | ReleaseOutcome;
   try {
     outcome = releasable.releaseRoutine();
