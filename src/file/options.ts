@@ -17,6 +17,18 @@ export interface FileLockerOptions extends LockerOptions {
    * exist is created (mode 0700).
    */
   directory?: string | undefined;
+  /**
+   * Whether the file-system calls that take, release and extend a lock (a `mkdir` and a `rename`
+   * or `rmdir` or two in the lock directory, a few microseconds each on a local file system) run
+   * on the event loop, synchronously (default `true`), or through libuv's thread pool (`false`).
+   * A trip through the thread pool (a worker thread woken, the event loop woken back) costs more
+   * than such a call: synchronous calls make an uncontended lock + release several times faster.
+   * They block the event loop while they run, which a local file system makes microseconds; on a
+   * slow one (a disk that stalls, a network file system, which the lock store does not support
+   * anyway) set `false`. Fencing counters, sweeps and the read-write locker's readers and queue
+   * always go through the thread pool.
+   */
+  syncCalls?: boolean | undefined;
 }
 
 /**
@@ -31,14 +43,21 @@ export interface ResolvedFileLockerOptions extends ResolvedLockerOptions {
   readonly directory: string;
   /** Whether `directory` is the default one (then its owner and mode are checked before use). */
   readonly defaultDirectory: boolean;
+  /** See {@link FileLockerOptions.syncCalls}. */
+  readonly syncCalls: boolean;
 }
 
 /** See {@link ResolvedFileLockerOptions}: the bound of one extension, in ms. */
 const FILE_OPERATION_TIMEOUT_MS = 1000;
 
-const OPTION_NAMES = ["directory", "expiry", "backoff", "onLockLost", "owner"] as const satisfies ReadonlyArray<
-  keyof FileLockerOptions
->;
+const OPTION_NAMES = [
+  "directory",
+  "expiry",
+  "backoff",
+  "onLockLost",
+  "owner",
+  "syncCalls",
+] as const satisfies ReadonlyArray<keyof FileLockerOptions>;
 
 /**
  * The default lock directory: `globallock-<uid>` (on Windows `globallock-<user name>`) in
@@ -74,9 +93,12 @@ export function resolveFileOptions(options: FileLockerOptions | undefined): Reso
   const [backoffMin, backoffMax] = resolveBackoff(given.backoff, expiry);
   const onLockLost = resolveOnLockLost(given.onLockLost);
   const owner = resolveOwner(given.owner);
+  const syncCalls = given.syncCalls ?? true;
+  if (typeof syncCalls !== "boolean") throw new InvalidArgumentError("options.syncCalls", "a boolean", syncCalls);
   return {
     directory: directory === undefined ? defaultLockDirectory() : absolute(directory),
     defaultDirectory: directory === undefined,
+    syncCalls,
     expiry,
     backoffMin,
     backoffMax,
