@@ -7,7 +7,6 @@ import { constants } from "node:fs";
 import { access, chmod, lstat, mkdir, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { StoreUnavailableError } from "../errors.js";
-import { SYNC_CALLS, THREAD_POOL_CALLS } from "./calls.js";
 import type { ResolvedFileLockerOptions } from "./options.js";
 import { ownerField, writeOwnerFile } from "./owner.js";
 import { codeOf, FileStore } from "./store.js";
@@ -29,11 +28,7 @@ export class LockDirectory {
 
   constructor(options: ResolvedFileLockerOptions) {
     this.#options = options;
-    this.store = new FileStore(
-      options.directory,
-      ownerField(options.owner),
-      options.syncCalls ? SYNC_CALLS : THREAD_POOL_CALLS,
-    );
+    this.store = new FileStore(options.directory, ownerField(options.owner), options.syncCalls);
   }
 
   /** Whether the directory is ready (no need to wait for {@link prepare}). */

@@ -1,5 +1,5 @@
 import { tmpdir, userInfo } from "node:os";
-import { isAbsolute, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import type { LockerOptions, ResolvedLockerOptions } from "../core/locker-options.js";
 import { resolveBackoff, resolveExpiry, resolveOnLockLost, resolveOwner } from "../core/locker-options.js";
 import { InvalidArgumentError } from "../errors.js";
@@ -109,6 +109,7 @@ export function resolveFileOptions(options: FileLockerOptions | undefined): Reso
   };
 }
 
+/** `path` absolute and normalized (no `..`, `.`, doubled or trailing separator), as `path.join` would leave it. */
 function absolute(path: string): string {
-  return isAbsolute(path) ? path : resolve(path);
+  return resolve(path);
 }

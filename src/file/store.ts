@@ -70,10 +70,10 @@
  * `FileLockerOptions.syncCalls`): a trip through libuv's thread pool costs more than such a call.
  */
 import { chmod, mkdir, readdir, rename, rmdir, stat, unlink, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { join, sep } from "node:path";
 import { StoreUnavailableError } from "../errors.js";
 import { newToken } from "../internal/token.js";
-import { type FileCalls, THREAD_POOL_CALLS } from "./calls.js";
+import { type FileCalls, SYNC_CALLS, THREAD_POOL_CALLS } from "./calls.js";
 import { type Entry, entryOf, parseEntry, remainingMs, takeable } from "./entry.js";
 import { OperationQueue } from "./operation-queue.js";
 import type { OwnerField } from "./owner.js";
@@ -111,6 +111,15 @@ const SPARES = OPERATIONS_IN_FLIGHT;
 /** Lock directories a store leaves empty at most before it removes the oldest of them. */
 const EMPTY_LOCKS_KEPT = 64;
 
+/**
+ * The path of `name` (one path component: an entry's or a lock's name) in the directory `dir`
+ * (an absolute, normalized path not ending in a separator): what `path.join` answers, without its
+ * normalization pass (the paths of a take and a release are built on every call).
+ */
+function under(dir: string, name: string): string {
+  return `${dir}${sep}${name}`;
+}
+
 /** The error code of a Node.js system error, if any. */
 export function codeOf(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code;
@@ -142,8 +151,8 @@ export class FileStore {
   readonly #emptyLocks = new Set<string>();
   /** Closed: nothing more is kept (see {@link close}). */
   #closed = false;
-  /** The calls of takes, releases and extensions: on the event loop or through the thread pool. */
-  readonly #fs: FileCalls;
+  /** Whether takes, releases and extensions may call the file system synchronously (see {@link #fs}). */
+  readonly #syncCalls: boolean;
   /**
    * In a lock directory shared by several users (writable by its group or by others; set when it is
    * prepared): the mode of the directories other users write into — a lock (its stale entry is
@@ -152,11 +161,25 @@ export class FileStore {
    */
   shareMode: number | undefined;
 
-  /** @param calls the calls of takes, releases and extensions (see `calls.ts`). */
-  constructor(directory: string, owner: OwnerField, calls: FileCalls = THREAD_POOL_CALLS) {
+  /**
+   * @param syncCalls whether takes, releases and extensions may call the file system synchronously
+   * (`FileLockerOptions.syncCalls`; see {@link #fs}).
+   */
+  constructor(directory: string, owner: OwnerField, syncCalls = false) {
     this.directory = directory;
     this.ownerField = owner;
-    this.#fs = calls;
+    this.#syncCalls = syncCalls;
+  }
+
+  /**
+   * The calls of takes, releases and extensions (`calls.ts`): synchronous when allowed and no
+   * operation of this store waits for a slot, else through the thread pool. Operations that waited
+   * start one another as each settles, so a burst of synchronous ones would run back to back in
+   * microtasks and keep the event loop — the lease keeper's timers among it — from turning until
+   * the whole burst is done; through the thread pool the loop turns between calls.
+   */
+  get #fs(): FileCalls {
+    return this.#syncCalls && this.#queue.queued === 0 ? SYNC_CALLS : THREAD_POOL_CALLS;
   }
 
   /**
@@ -173,9 +196,14 @@ export class FileStore {
     await chmod(path, this.shareMode);
   }
 
+  /** The path of `name` (one path component) in the lock directory. */
+  #inDirectory(name: string): string {
+    return this.directory.endsWith(sep) ? `${this.directory}${name}` : under(this.directory, name);
+  }
+
   /** The lock directory of a key hash. */
   lockPath(hash: string): string {
-    return join(this.directory, `${hash}.lock`);
+    return this.#inDirectory(`${hash}.lock`);
   }
 
   /**
@@ -212,8 +240,8 @@ export class FileStore {
         if (attempt === undefined || built === undefined) {
           attempt = await this.#build(token, entry);
         } else if (built.name !== entry.name) {
-          const from = join(attempt, built.name);
-          await this.call("refresh an attempt in", () => this.#fs.rename(from, join(attempt as string, entry.name)));
+          const from = under(attempt, built.name);
+          await this.call("refresh an attempt in", () => this.#fs.rename(from, under(attempt as string, entry.name)));
         }
         built = entry;
         const installed = await this.#install(attempt, lock);
@@ -240,7 +268,7 @@ export class FileStore {
       // The attempt directory is still here unless the rename moved it onto the lock: empty, it is kept.
       if (attempt !== undefined && built !== undefined) {
         const spare = attempt;
-        const emptied = await this.#fs.rmdir(join(spare, built.name)).then(
+        const emptied = await this.#fs.rmdir(under(spare, built.name)).then(
           () => true,
           () => false,
         );
@@ -257,16 +285,16 @@ export class FileStore {
     const spare = this.#spares.pop();
     if (spare !== undefined) {
       try {
-        await this.#fs.mkdir(join(spare, entry.name));
+        await this.#fs.mkdir(under(spare, entry.name));
         return spare;
       } catch (error) {
         if (!isGone(error)) throw this.unavailable("write an attempt in", error);
       }
     }
-    const attempt = join(this.directory, `.tmp-${token}`);
+    const attempt = this.#inDirectory(`.tmp-${token}`);
     await this.call("create an attempt directory in", () => this.makeDirectory(attempt));
     try {
-      await this.#fs.mkdir(join(attempt, entry.name));
+      await this.#fs.mkdir(under(attempt, entry.name));
     } catch (error) {
       await this.#fs.rmdir(attempt).catch(() => undefined);
       throw this.unavailable("write an attempt in", error);
@@ -311,7 +339,7 @@ export class FileStore {
   async removeStale(dir: string, stale: Entry): Promise<boolean> {
     const dead = remainingMs(stale) > 0;
     try {
-      await this.#fs.rmdir(join(dir, stale.name));
+      await this.#fs.rmdir(under(dir, stale.name));
       this.stats.staleTakeovers += 1;
       if (dead) this.stats.deadHolderTakeovers += 1;
       return true;
@@ -347,7 +375,7 @@ export class FileStore {
   ): Promise<Entry | undefined> {
     const next = entryOf(entry.token, expiry, entry.acquiredAt, entry.owner, fence, detached);
     try {
-      await this.#fs.rename(join(dir, entry.name), join(dir, next.name));
+      await this.#fs.rename(under(dir, entry.name), under(dir, next.name));
       return next;
     } catch (error) {
       if (isGone(error)) return undefined;
@@ -381,9 +409,9 @@ export class FileStore {
     if (this.#closed || this.shareMode !== undefined || this.#spares.length >= SPARES) {
       return this.removeEntry(lock, entry, "release a lock in");
     }
-    const spare = join(this.directory, `${hash}.tmp-${entry.token}`);
+    const spare = this.#inDirectory(`${hash}.tmp-${entry.token}`);
     try {
-      await this.#fs.rename(join(lock, entry.name), spare);
+      await this.#fs.rename(under(lock, entry.name), spare);
     } catch (error) {
       if (isGone(error)) return false;
       throw this.unavailable("release a lock in", error);
@@ -426,7 +454,7 @@ export class FileStore {
    */
   async removeEntry(dir: string, entry: Entry, operation: string): Promise<boolean> {
     try {
-      await this.#fs.rmdir(join(dir, entry.name));
+      await this.#fs.rmdir(under(dir, entry.name));
     } catch (error) {
       if (isGone(error)) return false;
       throw this.unavailable(operation, error);
