@@ -2,7 +2,7 @@
  * Instructions per warm lock+release pair, counted by callgrind (valgrind), which load does not
  * change: `node bench/instructions.mjs [mode] [pairs]`, mode one of redis, redis-semaphore (limit 4,
  * weight 1), peer-semaphore (redis-semaphore's Semaphore, limit 4), peer-mutex (redis-semaphore's
- * Mutex), memory, file, file-async, proper-lockfile, postgres, postgres-raw, postgres-raw-prepared. Every mode runs sequential
+ * Mutex), memory, file, file-sync, proper-lockfile, postgres, postgres-raw, postgres-raw-prepared. Every mode runs sequential
  * pairs on one key.
  *
  * It runs the same program twice under `valgrind --tool=callgrind` (main thread only, no
@@ -19,8 +19,8 @@
  * also reports the statements sent per measured pair (counted in the child by a wrapper around
  * `pg.Client.prototype.query`).
  *
- * The file modes — `file` (FileLocker), `file-async` (FileLocker with `syncCalls: false`: every
- * call through libuv's thread pool) and `proper-lockfile` (its `lock(path, { realpath: false,
+ * The file modes — `file` (FileLocker: every call through libuv's thread pool), `file-sync`
+ * (FileLocker with `syncCalls: true`: calls on the event loop) and `proper-lockfile` (its `lock(path, { realpath: false,
  * retries: 0 })` and the release it returns, the peer of scenario 10) — also report file-system
  * calls and all system calls per pair, counted by `strace -f -c` (every thread, libuv's pool
  * included) on two more runs without valgrind, as (S(2n) − S(n)) / n. File-system calls are those
@@ -38,7 +38,7 @@ const [store = "redis", pairsArgument = "4000"] = process.argv.slice(2);
 const pairs = Number(pairsArgument);
 const REDIS_MODES = new Set(["redis", "redis-semaphore", "peer-semaphore", "peer-mutex"]);
 const SEMAPHORE_LIMIT = 4;
-const FILE_MODES = new Set(["file", "file-async", "proper-lockfile"]);
+const FILE_MODES = new Set(["file", "file-sync", "proper-lockfile"]);
 /** The system calls counted as file-system operations (path calls; strace's names on Linux). */
 const FS_CALLS = new Set([
   "mkdir",
@@ -241,9 +241,9 @@ async function child(kind, n, port) {
     cleanUp = async () => client.disconnect();
   } else if (kind === "memory") {
     locker = new lib.MemoryLocker();
-  } else if (kind === "file" || kind === "file-async") {
+  } else if (kind === "file" || kind === "file-sync") {
     const directory = mkdtempSync(join(tmpdir(), "globallock-callgrind-files-"));
-    locker = new lib.FileLocker({ directory, syncCalls: kind === "file" });
+    locker = new lib.FileLocker({ directory, syncCalls: kind === "file-sync" });
     cleanUp = async () => rmSync(directory, { recursive: true, force: true });
   } else if (kind === "proper-lockfile") {
     const { default: lockfile } = await import("proper-lockfile");
@@ -275,7 +275,7 @@ async function child(kind, n, port) {
     }
   } else {
     throw new Error(
-      `unknown mode ${kind}: redis, redis-semaphore, peer-semaphore, peer-mutex, memory, file, file-async, proper-lockfile, postgres, postgres-raw or postgres-raw-prepared`,
+      `unknown mode ${kind}: redis, redis-semaphore, peer-semaphore, peer-mutex, memory, file, file-sync, proper-lockfile, postgres, postgres-raw or postgres-raw-prepared`,
     );
   }
   let counted = 0;

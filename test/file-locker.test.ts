@@ -258,7 +258,30 @@ describe("FileLocker specifics", () => {
     expect(() => new FileLocker({ backoff: { min: 0 } })).toThrow(/options\.backoff\.min/);
     expect(() => new FileLocker({ onLockLost: 1 as never })).toThrow(/options\.onLockLost/);
     expect(() => new FileLocker({ prefix: "x" } as never)).toThrow(/options\.prefix/);
+    expect(() => new FileLocker({ syncCalls: "yes" as never })).toThrow(/options\.syncCalls/);
   });
+
+  for (const syncCalls of [false, true]) {
+    it(`syncCalls: ${syncCalls}: a spare taken away between pairs (a sweep) is rebuilt; locks exclude; close leaves nothing`, async () => {
+      const directory = dir();
+      const one = make({ directory, syncCalls });
+      const two = make({ directory, syncCalls });
+      for (let pair = 0; pair < 5; pair++) {
+        const release = await one.lock(undefined, "spare");
+        expect(await two.tryAcquire(undefined, "spare")).toBeUndefined();
+        await release();
+        // What a sweep of old attempt directories does: every spare moved away and removed.
+        for (const name of readdirSync(directory).filter((entry) => entry.includes(".tmp-"))) {
+          rmSync(join(directory, name), { recursive: true });
+        }
+      }
+      const lease = await two.acquire(undefined, "spare");
+      expect(await one.tryAcquire(undefined, "spare")).toBeUndefined();
+      await lease.release();
+      await Promise.all([one.close(), two.close()]);
+      expect(readdirSync(directory)).toEqual([]);
+    });
+  }
 });
 
 /** Moves the entry of a lock (a holder that stopped extending) to a deadline in the past. */

@@ -19,14 +19,17 @@ export interface FileLockerOptions extends LockerOptions {
   directory?: string | undefined;
   /**
    * Whether the file-system calls that take, release and extend a lock (a `mkdir` and a `rename`
-   * or `rmdir` or two in the lock directory, a few microseconds each on a local file system) run
-   * on the event loop, synchronously (default `true`), or through libuv's thread pool (`false`).
-   * A trip through the thread pool (a worker thread woken, the event loop woken back) costs more
-   * than such a call: synchronous calls make an uncontended lock + release several times faster.
-   * They block the event loop while they run, which a local file system makes microseconds; on a
-   * slow one (a disk that stalls, a network file system, which the lock store does not support
-   * anyway) set `false`. Fencing counters, sweeps and the read-write locker's readers and queue
-   * always go through the thread pool.
+   * or two in the lock directory) run on the event loop, synchronously (`true`), or through
+   * libuv's thread pool (default `false`). A trip through the thread pool (a worker thread woken,
+   * the event loop woken back) costs more CPU than such a call on an idle local file system, and
+   * synchronous calls make an uncontended lock + release make no other system call. But the event
+   * loop waits while a call runs — microseconds on tmpfs, up to milliseconds on a busy disk (a
+   * directory removal waits for the file system's journal) — and a process that never waits
+   * loses, on an overloaded CPU, the scheduler's preference for threads that wake from a wait. So
+   * `true` pays off for lock directories on tmpfs (`/dev/shm`, `/run/user/<uid>`) on hosts with
+   * CPU to spare. Even then a store calls synchronously only while none of its operations waits for
+   * a slot: a burst of attempts goes through the thread pool. Fencing counters, sweeps and the
+   * read-write locker's readers and queue always go through the thread pool.
    */
   syncCalls?: boolean | undefined;
 }
@@ -43,7 +46,7 @@ export interface ResolvedFileLockerOptions extends ResolvedLockerOptions {
   readonly directory: string;
   /** Whether `directory` is the default one (then its owner and mode are checked before use). */
   readonly defaultDirectory: boolean;
-  /** See {@link FileLockerOptions.syncCalls}. */
+  /** See {@link FileLockerOptions.syncCalls} (default `false`). */
   readonly syncCalls: boolean;
 }
 
@@ -93,7 +96,7 @@ export function resolveFileOptions(options: FileLockerOptions | undefined): Reso
   const [backoffMin, backoffMax] = resolveBackoff(given.backoff, expiry);
   const onLockLost = resolveOnLockLost(given.onLockLost);
   const owner = resolveOwner(given.owner);
-  const syncCalls = given.syncCalls ?? true;
+  const syncCalls = given.syncCalls ?? false;
   if (typeof syncCalls !== "boolean") throw new InvalidArgumentError("options.syncCalls", "a boolean", syncCalls);
   return {
     directory: directory === undefined ? defaultLockDirectory() : absolute(directory),

@@ -66,8 +66,8 @@
  *
  * Every operation waits for one of a few slots ({@link OperationQueue}): extensions, releases and
  * fencing go before attempts, so a burst of attempts cannot starve the leases that are held. The
- * calls of takes, releases and extensions run on the event loop by default (`calls.ts`,
- * `FileLockerOptions.syncCalls`): a trip through libuv's thread pool costs more than such a call.
+ * calls of takes, releases and extensions go through libuv's thread pool, or, with
+ * `FileLockerOptions.syncCalls`, run on the event loop while no operation waits (`calls.ts`).
  */
 import { chmod, mkdir, readdir, rename, rmdir, stat, unlink, writeFile } from "node:fs/promises";
 import { join, sep } from "node:path";
