@@ -2,8 +2,9 @@
  * Instructions per warm lock+release pair, counted by callgrind (valgrind), which load does not
  * change: `node bench/instructions.mjs [mode] [pairs]`, mode one of redis, redis-semaphore (limit 4,
  * weight 1), peer-semaphore (redis-semaphore's Semaphore, limit 4), peer-mutex (redis-semaphore's
- * Mutex), memory, async-mutex (one async-mutex Mutex: the in-process peer of memory), file, postgres,
- * postgres-raw, postgres-raw-prepared. Every mode runs sequential pairs on one key.
+ * Mutex), memory, async-mutex (one async-mutex Mutex: the in-process peer of memory), file,
+ * file-sync, proper-lockfile, postgres, postgres-raw, postgres-raw-prepared. Every mode runs
+ * sequential pairs on one key.
  *
  * `memory-handoff` counts hand-offs instead, for MemoryLocker and async-mutex in the same run: the
  * holder of the key lets one waiter queue (`lock` called, then one event-loop turn: the waiter is
@@ -24,6 +25,13 @@
  * `pg` client (`postgres-raw-prepared`: the same as named prepared statements). For PostgreSQL it
  * also reports the statements sent per measured pair (counted in the child by a wrapper around
  * `pg.Client.prototype.query`).
+ *
+ * The file modes — `file` (FileLocker: every call through libuv's thread pool), `file-sync`
+ * (FileLocker with `syncCalls: true`: calls on the event loop) and `proper-lockfile` (its `lock(path, { realpath: false,
+ * retries: 0 })` and the release it returns, the peer of scenario 10) — also report file-system
+ * calls and all system calls per pair, counted by `strace -f -c` (every thread, libuv's pool
+ * included) on two more runs without valgrind, as (S(2n) − S(n)) / n. File-system calls are those
+ * of {@link FS_CALLS}: each is one trip through libuv's thread pool for an asynchronous call.
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -39,6 +47,35 @@ const pairs = Number(pairsArgument);
 const HANDOFF_KINDS = ["memory-handoff", "async-mutex-handoff", "no-lock-handoff"];
 const REDIS_MODES = new Set(["redis", "redis-semaphore", "peer-semaphore", "peer-mutex"]);
 const SEMAPHORE_LIMIT = 4;
+const FILE_MODES = new Set(["file", "file-sync", "proper-lockfile"]);
+/** The system calls counted as file-system operations (path calls; strace's names on Linux). */
+const FS_CALLS = new Set([
+  "mkdir",
+  "mkdirat",
+  "rename",
+  "renameat",
+  "renameat2",
+  "rmdir",
+  "unlink",
+  "unlinkat",
+  "stat",
+  "lstat",
+  "newfstatat",
+  "statx",
+  "getdents64",
+  "open",
+  "openat",
+  "utimensat",
+  "access",
+  "faccessat",
+  "faccessat2",
+  "readlink",
+  "readlinkat",
+  "link",
+  "linkat",
+  "symlink",
+  "symlinkat",
+]);
 /** Statements sent by the child (PostgreSQL cases only). */
 let statements = 0;
 
@@ -94,6 +131,7 @@ async function parent() {
           ? {}
           : { commandsPerPair: Math.round((100 * ((commands[1] ?? 0) - (commands[0] ?? 0))) / pairs) / 100 }),
         ...(statementsPerPair === undefined ? {} : { statementsPerPair }),
+        ...(FILE_MODES.has(store) ? countSyscalls() : {}),
       }),
     );
   } finally {
@@ -159,6 +197,54 @@ async function countInstructions(n, port, kind = store) {
   }
 }
 
+/**
+ * File-system calls and all system calls per pair (file modes): the child run under
+ * `strace -f -c` with n and 2n pairs, (S(2n) − S(n)) / n; `{}` without strace.
+ */
+function countSyscalls() {
+  if (spawnSync("strace", ["-V"]).status !== 0) return {};
+  const totals = [pairs, 2 * pairs].map((n) => {
+    const dir = mkdtempSync(join(tmpdir(), "globallock-strace-"));
+    try {
+      const out = join(dir, "strace.txt");
+      const run = spawnSync(
+        "strace",
+        [
+          "-f",
+          "-c",
+          "-o",
+          out,
+          process.execPath,
+          fileURLToPath(import.meta.url),
+          store,
+          String(pairs),
+          "--child",
+          String(n),
+        ],
+        { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 },
+      );
+      if (run.status !== 0) throw new Error(`strace failed: ${run.stderr.slice(-2000)}`);
+      let fs = 0;
+      let all = 0;
+      // Rows: % time, seconds, usecs/call, calls, [errors,] syscall.
+      for (const line of readFileSync(out, "utf8").split("\n")) {
+        const fields = line.trim().split(/\s+/);
+        const name = fields.at(-1);
+        if (fields.length < 5 || !/^[a-z_0-9]+$/.test(name ?? "") || name === "total") continue;
+        const calls = Number(fields[3]);
+        if (!Number.isFinite(calls)) continue;
+        all += calls;
+        if (FS_CALLS.has(name)) fs += calls;
+      }
+      return { fs, all };
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+  const per = (field) => Math.round((100 * ((totals[1]?.[field] ?? 0) - (totals[0]?.[field] ?? 0))) / pairs) / 100;
+  return { fsCallsPerPair: per("fs"), syscallsPerPair: per("all") };
+}
+
 async function child(kind, n, port) {
   const lib = await import(join(here, "..", "dist", "esm", "index.js"));
   if (HANDOFF_KINDS.includes(kind)) {
@@ -201,9 +287,18 @@ async function child(kind, n, port) {
     const { Mutex } = await import("async-mutex");
     const mutex = new Mutex();
     locker = { lock: () => mutex.acquire(), close: async () => {} };
-  } else if (kind === "file") {
+  } else if (kind === "file" || kind === "file-sync") {
     const directory = mkdtempSync(join(tmpdir(), "globallock-callgrind-files-"));
-    locker = new lib.FileLocker({ directory });
+    locker = new lib.FileLocker({ directory, syncCalls: kind === "file-sync" });
+    cleanUp = async () => rmSync(directory, { recursive: true, force: true });
+  } else if (kind === "proper-lockfile") {
+    const { default: lockfile } = await import("proper-lockfile");
+    const directory = mkdtempSync(join(tmpdir(), "globallock-callgrind-files-"));
+    // As bench/lib/file-contenders.mjs opens it: one attempt, no realpath.
+    locker = {
+      lock: (_signal, key) => lockfile.lock(join(directory, key), { realpath: false, retries: 0 }),
+      close: async () => {},
+    };
     cleanUp = async () => rmSync(directory, { recursive: true, force: true });
   } else if (kind.startsWith("postgres")) {
     const { default: pg } = await import("pg");
@@ -226,7 +321,7 @@ async function child(kind, n, port) {
     }
   } else {
     throw new Error(
-      `unknown mode ${kind}: redis, redis-semaphore, peer-semaphore, peer-mutex, memory, memory-handoff, async-mutex, file, postgres, postgres-raw or postgres-raw-prepared`,
+      `unknown mode ${kind}: redis, redis-semaphore, peer-semaphore, peer-mutex, memory, memory-handoff, async-mutex, file, file-sync, proper-lockfile, postgres, postgres-raw or postgres-raw-prepared`,
     );
   }
   let counted = 0;

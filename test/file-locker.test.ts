@@ -67,9 +67,15 @@ describe("FileLocker specifics", () => {
     expect(info.holders).toMatchObject([{ owner: `${hostname()}:${process.pid}`, mode: "exclusive", weight: 1 }]);
     expect(info.holders[0]?.fencingToken).toBeTypeOf("bigint");
     for (const lease of leases) expect(await lease?.releaseWithOutcome()).toBe("released");
-    // Released: only the fencing counters stay.
-    expect(readdirSync(directory).filter((name) => !name.endsWith(".fence"))).toEqual([]);
+    // Released: each lock directory is left empty (free), beside at most 4 spare attempt directories.
+    const left = readdirSync(directory).filter((name) => !name.endsWith(".fence"));
+    for (const name of left.filter((entry) => entry.endsWith(".lock")))
+      expect(readdirSync(join(directory, name))).toEqual([]);
+    expect(left.filter((name) => !name.endsWith(".lock")).length).toBeLessThanOrEqual(4);
     expect(await locker.inspect(undefined, "a/b")).toEqual({ key: "a/b", holders: [], waiting: 0 });
+    await locker.close();
+    // Closed: only the fencing counters stay.
+    expect(readdirSync(directory).filter((name) => !name.endsWith(".fence"))).toEqual([]);
   });
 
   it("two contenders racing for a stale lock 200 times: exactly one wins each time", async () => {
@@ -252,7 +258,30 @@ describe("FileLocker specifics", () => {
     expect(() => new FileLocker({ backoff: { min: 0 } })).toThrow(/options\.backoff\.min/);
     expect(() => new FileLocker({ onLockLost: 1 as never })).toThrow(/options\.onLockLost/);
     expect(() => new FileLocker({ prefix: "x" } as never)).toThrow(/options\.prefix/);
+    expect(() => new FileLocker({ syncCalls: "yes" as never })).toThrow(/options\.syncCalls/);
   });
+
+  for (const syncCalls of [false, true]) {
+    it(`syncCalls: ${syncCalls}: a spare taken away between pairs (a sweep) is rebuilt; locks exclude; close leaves nothing`, async () => {
+      const directory = dir();
+      const one = make({ directory, syncCalls });
+      const two = make({ directory, syncCalls });
+      for (let pair = 0; pair < 5; pair++) {
+        const release = await one.lock(undefined, "spare");
+        expect(await two.tryAcquire(undefined, "spare")).toBeUndefined();
+        await release();
+        // What a sweep of old attempt directories does: every spare moved away and removed.
+        for (const name of readdirSync(directory).filter((entry) => entry.includes(".tmp-"))) {
+          rmSync(join(directory, name), { recursive: true });
+        }
+      }
+      const lease = await two.acquire(undefined, "spare");
+      expect(await one.tryAcquire(undefined, "spare")).toBeUndefined();
+      await lease.release();
+      await Promise.all([one.close(), two.close()]);
+      expect(readdirSync(directory)).toEqual([]);
+    });
+  }
 });
 
 /** Moves the entry of a lock (a holder that stopped extending) to a deadline in the past. */

@@ -28,7 +28,7 @@ export class LockDirectory {
 
   constructor(options: ResolvedFileLockerOptions) {
     this.#options = options;
-    this.store = new FileStore(options.directory, ownerField(options.owner));
+    this.store = new FileStore(options.directory, ownerField(options.owner), options.syncCalls);
   }
 
   /** Whether the directory is ready (no need to wait for {@link prepare}). */

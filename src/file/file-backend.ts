@@ -93,7 +93,12 @@ class FileBackend implements StoreBackend {
     this.#permits = limit === undefined ? undefined : new PermitFiles(directory.store);
     this.#ticketTtl = Math.max(options.expiry, 3 * options.backoffMax + 1000);
     this.handOff = { scope: `file:${options.directory}` };
-    this.watcher = new FileReleaseWatcher(options.directory, events, (key) => this.#hashOf(key));
+    this.watcher = new FileReleaseWatcher(
+      options.directory,
+      events,
+      (key) => this.#hashOf(key),
+      () => directory.store.close(),
+    );
   }
 
   /** The file name stem of `key`; a read-write key's differ from a lock's (they never meet). */

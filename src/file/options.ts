@@ -1,5 +1,5 @@
 import { tmpdir, userInfo } from "node:os";
-import { isAbsolute, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import type { LockerOptions, ResolvedLockerOptions } from "../core/locker-options.js";
 import { resolveBackoff, resolveExpiry, resolveOnLockLost, resolveOwner } from "../core/locker-options.js";
 import { InvalidArgumentError } from "../errors.js";
@@ -17,6 +17,21 @@ export interface FileLockerOptions extends LockerOptions {
    * exist is created (mode 0700).
    */
   directory?: string | undefined;
+  /**
+   * Whether the file-system calls that take, release and extend a lock (a `mkdir` and a `rename`
+   * or two in the lock directory) run on the event loop, synchronously (`true`), or through
+   * libuv's thread pool (default `false`). A trip through the thread pool (a worker thread woken,
+   * the event loop woken back) costs more CPU than such a call on an idle local file system, and
+   * synchronous calls make an uncontended lock + release make no other system call. But the event
+   * loop waits while a call runs — microseconds on tmpfs, up to milliseconds on a busy disk (a
+   * directory removal waits for the file system's journal) — and a process that never waits
+   * loses, on an overloaded CPU, the scheduler's preference for threads that wake from a wait. So
+   * `true` pays off for lock directories on tmpfs (`/dev/shm`, `/run/user/<uid>`) on hosts with
+   * CPU to spare. Even then a store calls synchronously only while none of its operations waits for
+   * a slot: a burst of attempts goes through the thread pool. Fencing counters, sweeps and the
+   * read-write locker's readers and queue always go through the thread pool.
+   */
+  syncCalls?: boolean | undefined;
 }
 
 /**
@@ -31,14 +46,21 @@ export interface ResolvedFileLockerOptions extends ResolvedLockerOptions {
   readonly directory: string;
   /** Whether `directory` is the default one (then its owner and mode are checked before use). */
   readonly defaultDirectory: boolean;
+  /** See {@link FileLockerOptions.syncCalls} (default `false`). */
+  readonly syncCalls: boolean;
 }
 
 /** See {@link ResolvedFileLockerOptions}: the bound of one extension, in ms. */
 const FILE_OPERATION_TIMEOUT_MS = 1000;
 
-const OPTION_NAMES = ["directory", "expiry", "backoff", "onLockLost", "owner"] as const satisfies ReadonlyArray<
-  keyof FileLockerOptions
->;
+const OPTION_NAMES = [
+  "directory",
+  "expiry",
+  "backoff",
+  "onLockLost",
+  "owner",
+  "syncCalls",
+] as const satisfies ReadonlyArray<keyof FileLockerOptions>;
 
 /**
  * The default lock directory: `globallock-<uid>` (on Windows `globallock-<user name>`) in
@@ -74,9 +96,12 @@ export function resolveFileOptions(options: FileLockerOptions | undefined): Reso
   const [backoffMin, backoffMax] = resolveBackoff(given.backoff, expiry);
   const onLockLost = resolveOnLockLost(given.onLockLost);
   const owner = resolveOwner(given.owner);
+  const syncCalls = given.syncCalls ?? false;
+  if (typeof syncCalls !== "boolean") throw new InvalidArgumentError("options.syncCalls", "a boolean", syncCalls);
   return {
     directory: directory === undefined ? defaultLockDirectory() : absolute(directory),
     defaultDirectory: directory === undefined,
+    syncCalls,
     expiry,
     backoffMin,
     backoffMax,
@@ -87,6 +112,7 @@ export function resolveFileOptions(options: FileLockerOptions | undefined): Reso
   };
 }
 
+/** `path` absolute and normalized (no `..`, `.`, doubled or trailing separator), as `path.join` would leave it. */
 function absolute(path: string): string {
-  return isAbsolute(path) ? path : resolve(path);
+  return resolve(path);
 }

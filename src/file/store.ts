@@ -12,7 +12,8 @@
  *                            holds it: pid P, process start time S, pid namespace N, boot id B,
  *                            host; the grant's fencing token F and the holder's owner O
  * H.fence/<n>                the key's fencing counter: one empty file named by the last token
- * .tmp-T/                    an attempt being built (renamed to H.lock, or removed)
+ * .tmp-T/, H.tmp-T/          an attempt directory: being built (renamed to a lock, or emptied),
+ *                            or a spare one a store keeps empty for its next attempt
  * .owner-X                   an owner too long for an entry's name (see `owner.ts`)
  * ```
  *
@@ -20,9 +21,9 @@
  * operation on a name, which the file system performs atomically and only if the name exists —
  * a compare-and-set without a lock:
  *
- * - **take**: build `.tmp-T/<entry>`, then `rename(.tmp-T, H.lock)`. A rename onto a non-empty
- *   directory fails, onto an absent or empty one succeeds, atomically: one winner, and the lock
- *   never exists without its entry.
+ * - **take**: make `<entry>` in an empty attempt directory, then `rename(attempt, H.lock)`. A
+ *   rename onto a non-empty directory fails, onto an absent or empty one succeeds (replacing it),
+ *   atomically: one winner, and the lock never holds an entry it was not moved in with.
  * - **extend**: `rename(H.lock/T.D…, H.lock/T.D2…)`: succeeds only while the entry exists, so only
  *   while nobody took the lock over; a holder whose extension succeeded held it throughout.
  * - **adopt** a handed-off lease: `rename(H.lock/T.D…, H.lock/T2.D2…)`, the same compare-and-set
@@ -31,22 +32,48 @@
  *   take as above. Of several contenders that found the same stale entry exactly one removal
  *   succeeds; an extension that came first renamed the entry, so every removal fails and the lock
  *   stays with its holder.
- * - **release**: `rmdir(H.lock/<our entry>)` (only ever our own), then `rmdir(H.lock)` (only if it
- *   is still empty) — the event that wakes waiters watching the directory.
+ * - **release**: `rename(H.lock/<our entry>, H.tmp-T)`: moves our entry (only ever our own: the
+ *   rename fails once it is gone) out of the lock, which is left empty, that is free. The entry,
+ *   an empty directory, is the store's next attempt directory, so a take + release in steady state
+ *   is three calls: `mkdir(H.tmp-T/<entry>)`, `rename(H.tmp-T, H.lock)`, `rename(H.lock/<entry>,
+ *   H.tmp-T2)`. The new name starts with the key's hash: the event that wakes waiters watching the
+ *   directory. A store keeps a few spares and leaves at most {@link EMPTY_LOCKS_KEPT} locks empty
+ *   (past that, and when it closes, it removes them; a lock directory may be removed whenever it is
+ *   empty). Without room for another spare, after `close()`, and in a directory shared by several
+ *   users (a spare has this user's mode), a release removes the entry and then the lock directory
+ *   (`rmdir`, which fails unless it is still empty).
  * - **fencing**: `rename(H.fence/n, H.fence/n+1)`: succeeds only for the caller that read `n`
  *   while it was current, so the counter only rises, even when a holder that lost its lock meanwhile
  *   writes late.
+ *
+ * Why two takers never both hold, with empty lock directories around: a lock is held exactly when
+ * its directory holds an entry, and an entry gets into `H.lock` only inside the directory a take
+ * renames onto it, which the file system refuses while `H.lock` holds anything (`ENOTEMPTY`; the
+ * check and the replacement are one atomic step, under the directory's lock). Nothing ever makes a
+ * name inside an existing `H.lock`: extensions and adoptions rename the one entry in place, a
+ * release or a takeover moves or removes it, a removal of `H.lock` itself succeeds only while it is
+ * empty. An attempt directory holds exactly the one entry its store made in it: a spare is a
+ * released entry (an empty directory nobody writes into) or an attempt emptied after a miss, and
+ * the store hands it to one attempt at a time. The one other writer, the sweep of attempt
+ * directories older than a minute (left by a killed process, or a spare kept that long), first
+ * renames one aside and only then empties it: a take racing it either moved the directory onto the
+ * lock first (the sweep then finds nothing) or finds it gone and builds another — never moves a
+ * half-emptied one. So an empty `H.lock` is exactly as free as a missing one.
  *
  * An entry is a directory rather than a file holding the same fields because it costs one system
  * call to make (`mkdir`) instead of three (`open`, `write`, `close`), and a reader needs no second
  * call to learn who holds the lock.
  *
  * Every operation waits for one of a few slots ({@link OperationQueue}): extensions, releases and
- * fencing go before attempts, so a burst of attempts cannot starve the leases that are held.
+ * fencing go before attempts, so a burst of attempts cannot starve the leases that are held. The
+ * calls of takes, releases and extensions go through libuv's thread pool, or, with
+ * `FileLockerOptions.syncCalls`, run on the event loop while no operation waits (`calls.ts`).
  */
 import { chmod, mkdir, readdir, rename, rmdir, stat, unlink, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { join, sep } from "node:path";
 import { StoreUnavailableError } from "../errors.js";
+import { newToken } from "../internal/token.js";
+import { type FileCalls, SYNC_CALLS, THREAD_POOL_CALLS } from "./calls.js";
 import { type Entry, entryOf, parseEntry, remainingMs, takeable } from "./entry.js";
 import { OperationQueue } from "./operation-queue.js";
 import type { OwnerField } from "./owner.js";
@@ -73,10 +100,25 @@ export interface FileStoreStats {
  * directory (Windows, where an empty one is then removed and the rename tried again).
  */
 const HELD_CODES = new Set(["ENOTEMPTY", "EEXIST", "EPERM"]);
+/** The name of an attempt directory (`.tmp-T`, or a spare `H.tmp-T`) or of an owner file being written. */
+const ATTEMPT = /^(?:[0-9a-f]{64})?\.tmp-/;
 /** Attempts of one take that found the lock changing under it before it counts as held. */
 const TAKE_ROUNDS = 4;
 /** Store operations of one locker in flight at most (libuv's thread pool has 4 threads by default). */
 const OPERATIONS_IN_FLIGHT = 4;
+/** Spare attempt directories a store keeps at most (one per operation in flight). */
+const SPARES = OPERATIONS_IN_FLIGHT;
+/** Lock directories a store leaves empty at most before it removes the oldest of them. */
+const EMPTY_LOCKS_KEPT = 64;
+
+/**
+ * The path of `name` (one path component: an entry's or a lock's name) in the directory `dir`
+ * (an absolute, normalized path not ending in a separator): what `path.join` answers, without its
+ * normalization pass (the paths of a take and a release are built on every call).
+ */
+function under(dir: string, name: string): string {
+  return `${dir}${sep}${name}`;
+}
 
 /** The error code of a Node.js system error, if any. */
 export function codeOf(error: unknown): string | undefined {
@@ -103,6 +145,14 @@ export class FileStore {
   readonly ownerField: OwnerField;
   readonly #queue = new OperationQueue(OPERATIONS_IN_FLIGHT);
   readonly stats: FileStoreStats = { staleTakeovers: 0, deadHolderTakeovers: 0, lostTakeoverRaces: 0 };
+  /** Empty directories of this store, named `.tmp-T` or `H.tmp-T`, for the next attempts (see the module comment). */
+  readonly #spares: string[] = [];
+  /** Lock directories this store's releases left empty, the oldest first (see {@link #leftEmpty}). */
+  readonly #emptyLocks = new Set<string>();
+  /** Closed: nothing more is kept (see {@link close}). */
+  #closed = false;
+  /** Whether takes, releases and extensions may call the file system synchronously (see {@link #fs}). */
+  readonly #syncCalls: boolean;
   /**
    * In a lock directory shared by several users (writable by its group or by others; set when it is
    * prepared): the mode of the directories other users write into — a lock (its stale entry is
@@ -111,9 +161,25 @@ export class FileStore {
    */
   shareMode: number | undefined;
 
-  constructor(directory: string, owner: OwnerField) {
+  /**
+   * @param syncCalls whether takes, releases and extensions may call the file system synchronously
+   * (`FileLockerOptions.syncCalls`; see {@link #fs}).
+   */
+  constructor(directory: string, owner: OwnerField, syncCalls = false) {
     this.directory = directory;
     this.ownerField = owner;
+    this.#syncCalls = syncCalls;
+  }
+
+  /**
+   * The calls of takes, releases and extensions (`calls.ts`): synchronous when allowed and no
+   * operation of this store waits for a slot, else through the thread pool. Operations that waited
+   * start one another as each settles, so a burst of synchronous ones would run back to back in
+   * microtasks and keep the event loop — the lease keeper's timers among it — from turning until
+   * the whole burst is done; through the thread pool the loop turns between calls.
+   */
+  get #fs(): FileCalls {
+    return this.#syncCalls && this.#queue.queued === 0 ? SYNC_CALLS : THREAD_POOL_CALLS;
   }
 
   /**
@@ -123,16 +189,21 @@ export class FileStore {
    */
   async makeDirectory(path: string, privateMode?: number): Promise<void> {
     if (this.shareMode === undefined) {
-      await mkdir(path, privateMode === undefined ? undefined : { mode: privateMode });
+      await (privateMode === undefined ? this.#fs.mkdir(path) : mkdir(path, { mode: privateMode }));
       return;
     }
     await mkdir(path, { mode: this.shareMode });
     await chmod(path, this.shareMode);
   }
 
+  /** The path of `name` (one path component) in the lock directory. */
+  #inDirectory(name: string): string {
+    return this.directory.endsWith(sep) ? `${this.directory}${name}` : under(this.directory, name);
+  }
+
   /** The lock directory of a key hash. */
   lockPath(hash: string): string {
-    return join(this.directory, `${hash}.lock`);
+    return this.#inDirectory(`${hash}.lock`);
   }
 
   /**
@@ -159,28 +230,34 @@ export class FileStore {
       const holder = await this.readOwner(lock);
       if (holder !== undefined && !takeable(holder)) return { taken: false, holder };
     }
-    const tmp = join(this.directory, `.tmp-${token}`);
-    await this.call("create an attempt directory in", () => this.makeDirectory(tmp));
+    // The attempt directory (a spare, or a new `.tmp-T`) holding `built`, our entry.
+    let attempt: string | undefined;
     let built: Entry | undefined;
-    let installed = false;
     try {
       for (let round = 0; round < TAKE_ROUNDS; round++) {
         const startedAt = performance.now();
         const entry = entryOf(token, expiry, Date.now(), this.ownerField.field);
-        if (built === undefined) {
-          await this.call("write an attempt in", () => mkdir(join(tmp, entry.name)));
+        if (attempt === undefined || built === undefined) {
+          attempt = await this.#build(token, entry);
         } else if (built.name !== entry.name) {
-          await this.call("refresh an attempt in", () => rename(join(tmp, built!.name), join(tmp, entry.name)));
+          const from = under(attempt, built.name);
+          await this.call("refresh an attempt in", () => this.#fs.rename(from, under(attempt as string, entry.name)));
         }
         built = entry;
-        if (await this.#install(tmp, lock)) {
-          installed = true;
+        const installed = await this.#install(attempt, lock);
+        if (installed === "taken") {
+          attempt = undefined;
           return { taken: true, entry, startedAt };
+        }
+        if (installed === "gone") {
+          // A sweep took our attempt directory away (a spare it found old): build a new one.
+          attempt = undefined;
+          continue;
         }
         const holder = await this.readOwner(lock);
         if (holder === undefined) {
-          // Freed meanwhile, or an empty directory left behind (a crash between the two removals of a release).
-          await rmdir(lock).catch(() => undefined);
+          // Freed meanwhile (or, on Windows, an empty lock directory, which a rename never replaces there).
+          await this.#fs.rmdir(lock).catch(() => undefined);
           continue;
         }
         if (!takeable(holder)) return { taken: false, holder };
@@ -188,21 +265,68 @@ export class FileStore {
       }
       return { taken: false, holder: await this.readOwner(lock) };
     } finally {
-      // The attempt directory is still here unless the rename moved it onto the lock.
-      if (!installed) {
-        if (built !== undefined) await rmdir(join(tmp, built.name)).catch(() => undefined);
-        await rmdir(tmp).catch(() => undefined);
+      // The attempt directory is still here unless the rename moved it onto the lock: empty, it is kept.
+      if (attempt !== undefined && built !== undefined) {
+        const spare = attempt;
+        const emptied = await this.#fs.rmdir(under(spare, built.name)).then(
+          () => true,
+          () => false,
+        );
+        if (emptied) this.#keepSpare(spare);
       }
     }
   }
 
-  /** Renames the attempt onto the lock; false when the lock is held (the directory is not empty). */
-  async #install(tmp: string, lock: string): Promise<boolean> {
+  /**
+   * An attempt directory with `entry` in it (no other): a spare with the entry made in it, or
+   * (none kept, or the kept one swept away meanwhile) a new `.tmp-<token>` directory.
+   */
+  async #build(token: string, entry: Entry): Promise<string> {
+    const spare = this.#spares.pop();
+    if (spare !== undefined) {
+      try {
+        await this.#fs.mkdir(under(spare, entry.name));
+        return spare;
+      } catch (error) {
+        if (!isGone(error)) throw this.unavailable("write an attempt in", error);
+      }
+    }
+    const attempt = this.#inDirectory(`.tmp-${token}`);
+    await this.call("create an attempt directory in", () => this.makeDirectory(attempt));
     try {
-      await rename(tmp, lock);
-      return true;
+      await this.#fs.mkdir(under(attempt, entry.name));
     } catch (error) {
-      if (HELD_CODES.has(codeOf(error) ?? "")) return false;
+      await this.#fs.rmdir(attempt).catch(() => undefined);
+      throw this.unavailable("write an attempt in", error);
+    }
+    return attempt;
+  }
+
+  /**
+   * Keeps the empty directory `path` for the next attempt (see the module comment), unless enough
+   * are kept, the store is closed or the directory is shared (a spare has this user's mode, not the
+   * directory's shared one): then it is removed.
+   */
+  #keepSpare(path: string): void {
+    if (this.#closed || this.shareMode !== undefined || this.#spares.length >= SPARES) {
+      void this.#fs.rmdir(path).catch(() => undefined);
+      return;
+    }
+    this.#spares.push(path);
+  }
+
+  /**
+   * Renames the attempt onto the lock: `"taken"`; `"held"` when the lock is held (the directory is
+   * not empty); `"gone"` when the attempt directory is gone.
+   */
+  async #install(attempt: string, lock: string): Promise<"taken" | "held" | "gone"> {
+    try {
+      await this.#fs.rename(attempt, lock);
+      return "taken";
+    } catch (error) {
+      const code = codeOf(error) ?? "";
+      if (HELD_CODES.has(code)) return "held";
+      if (code === "ENOENT") return "gone";
       throw this.unavailable("take a lock in", error);
     }
   }
@@ -215,7 +339,7 @@ export class FileStore {
   async removeStale(dir: string, stale: Entry): Promise<boolean> {
     const dead = remainingMs(stale) > 0;
     try {
-      await rmdir(join(dir, stale.name));
+      await this.#fs.rmdir(under(dir, stale.name));
       this.stats.staleTakeovers += 1;
       if (dead) this.stats.deadHolderTakeovers += 1;
       return true;
@@ -251,7 +375,7 @@ export class FileStore {
   ): Promise<Entry | undefined> {
     const next = entryOf(entry.token, expiry, entry.acquiredAt, entry.owner, fence, detached);
     try {
-      await rename(join(dir, entry.name), join(dir, next.name));
+      await this.#fs.rename(under(dir, entry.name), under(dir, next.name));
       return next;
     } catch (error) {
       if (isGone(error)) return undefined;
@@ -269,9 +393,59 @@ export class FileStore {
 
   async #release(hash: string, entry: Entry): Promise<"released" | "taken" | "expired"> {
     const lock = this.lockPath(hash);
-    if (await this.removeEntry(lock, entry, "release a lock in")) return "released";
+    if (await this.#vacate(lock, hash, entry)) return "released";
     const holder = await this.readOwner(lock);
     return holder !== undefined && holder.token !== entry.token ? "taken" : "expired";
+  }
+
+  /**
+   * Moves our entry out of `lock` (false when it was gone already), leaving the lock directory
+   * empty, which is free: the entry, an empty directory, becomes a spare for the next attempt,
+   * named after the key (`H.tmp-T`) so that the rename is an event about the key for the waiters'
+   * watchers. Without room for another spare (or closed, or in a shared directory): removes the
+   * entry and the lock directory as {@link removeEntry} does.
+   */
+  async #vacate(lock: string, hash: string, entry: Entry): Promise<boolean> {
+    if (this.#closed || this.shareMode !== undefined || this.#spares.length >= SPARES) {
+      return this.removeEntry(lock, entry, "release a lock in");
+    }
+    const spare = this.#inDirectory(`${hash}.tmp-${entry.token}`);
+    try {
+      await this.#fs.rename(under(lock, entry.name), spare);
+    } catch (error) {
+      if (isGone(error)) return false;
+      throw this.unavailable("release a lock in", error);
+    }
+    this.#keepSpare(spare);
+    this.#leftEmpty(lock);
+    return true;
+  }
+
+  /**
+   * Notes that `lock` was left empty; past {@link EMPTY_LOCKS_KEPT} of them, the one left longest
+   * ago is removed (only if still empty: a lock taken meanwhile stays), so that a process using
+   * many keys leaves few empty directories behind.
+   */
+  #leftEmpty(lock: string): void {
+    this.#emptyLocks.delete(lock);
+    this.#emptyLocks.add(lock);
+    if (this.#emptyLocks.size <= EMPTY_LOCKS_KEPT) return;
+    const oldest = this.#emptyLocks.values().next().value as string;
+    this.#emptyLocks.delete(oldest);
+    void this.#queue.run(false, () => rmdir(oldest).catch(() => undefined));
+  }
+
+  /**
+   * Removes the spares and the empty lock directories this store left (a lock taken meanwhile by
+   * another stays); later releases remove their lock directory. Best effort.
+   */
+  close(): Promise<void> {
+    this.#closed = true;
+    const left = [...this.#spares.splice(0), ...this.#emptyLocks];
+    this.#emptyLocks.clear();
+    return this.#queue.run(true, async () => {
+      for (const path of left) await rmdir(path).catch(() => undefined);
+    });
   }
 
   /**
@@ -280,12 +454,12 @@ export class FileStore {
    */
   async removeEntry(dir: string, entry: Entry, operation: string): Promise<boolean> {
     try {
-      await rmdir(join(dir, entry.name));
+      await this.#fs.rmdir(under(dir, entry.name));
     } catch (error) {
       if (isGone(error)) return false;
       throw this.unavailable(operation, error);
     }
-    await rmdir(dir).catch(() => undefined);
+    await this.#fs.rmdir(dir).catch(() => undefined);
     return true;
   }
 
@@ -298,7 +472,7 @@ export class FileStore {
   async readOwner(lock: string): Promise<Entry | undefined> {
     let names: string[];
     try {
-      names = await readdir(lock);
+      names = await this.#fs.readdir(lock);
     } catch (error) {
       if (isGone(error)) return undefined;
       throw this.unavailable("read a lock in", error);
@@ -410,7 +584,7 @@ export class FileStore {
     const names = await readdir(this.directory).catch(() => [] as string[]);
     const cutoff = Date.now() - olderThanMs;
     for (const name of names) {
-      if (!name.startsWith(".tmp-")) continue;
+      if (!ATTEMPT.test(name)) continue;
       const path = join(this.directory, name);
       try {
         const info = await stat(path);
@@ -420,8 +594,12 @@ export class FileStore {
           await unlink(path);
           continue;
         }
-        for (const inner of await readdir(path)) await rmdir(join(path, inner));
-        await rmdir(path);
+        // Moved aside before it is emptied: a live locker about to take with it (an old spare)
+        // then finds it gone and builds another, rather than moving it onto a lock half emptied.
+        const swept = join(this.directory, `.tmp-${newToken()}`);
+        await rename(path, swept);
+        for (const inner of await readdir(swept)) await rmdir(join(swept, inner));
+        await rmdir(swept);
       } catch {
         // Gone meanwhile, or not ours to remove.
       }

@@ -100,12 +100,23 @@ export class FileReleaseWatcher implements ReleaseWatcher {
   readonly #events: BackendEvents;
   readonly #hashOf: (key: string) => string;
   readonly #watched = new Map<string, { count: number; stop: () => void }>();
+  readonly #onClose: () => Promise<void>;
   #keepAlive: NodeJS.Timeout | undefined;
 
-  constructor(directory: string, events: BackendEvents, hashOf: (key: string) => string) {
+  /**
+   * @param onClose called by {@link close} (the backend's close): removes what the backend keeps
+   * in the directory (the store's spare and emptied directories).
+   */
+  constructor(
+    directory: string,
+    events: BackendEvents,
+    hashOf: (key: string) => string,
+    onClose: () => Promise<void> = () => Promise.resolve(),
+  ) {
     this.#directory = new DirectoryWatcher(directory);
     this.#events = events;
     this.#hashOf = hashOf;
+    this.#onClose = onClose;
   }
 
   watch(resource: string): Promise<void> {
@@ -135,7 +146,7 @@ export class FileReleaseWatcher implements ReleaseWatcher {
   close(): Promise<void> {
     this.#directory.close();
     this.#stopKeepAlive();
-    return Promise.resolve();
+    return this.#onClose();
   }
 
   #stopKeepAlive(): void {
