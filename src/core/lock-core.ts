@@ -408,12 +408,14 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     owner: AcquisitionOwner,
     sent: Promise<AttemptOutcome>,
   ): Promise<Acquisition | Miss> {
-    const attempt = this.#track(sent);
+    // Counted in flight until the attempt settles: the race's own reaction says when (no reaction
+    // of #track's besides it).
+    this.#inFlight.enter();
     let outcome: AttemptOutcome;
     try {
-      outcome = await this.#gate.race(attempt, signal);
+      outcome = await this.#gate.race(sent, signal, this.#inFlight.leave);
     } catch (error) {
-      if (this.#isAbandonment(error, signal)) void this.#track(this.#cleanUpAbandoned(attempt, key, intent));
+      if (this.#isAbandonment(error, signal)) void this.#track(this.#cleanUpAbandoned(sent, key, intent));
       throw error;
     }
     return this.#settle(outcome, key, request, owner);
@@ -515,8 +517,17 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     else if (this.#keeper.remove(acquisition)) this.#forget(acquisition);
     acquisition.state = "released";
     const store = this.#store;
-    const outcome =
-      store.releaseNow !== undefined ? store.releaseNow(handle) : await this.#track(store.release(handle));
+    let outcome: ReleaseOutcome;
+    if (store.releaseNow !== undefined) outcome = store.releaseNow(handle);
+    else {
+      // Counted in flight while awaited (a release never rejects): no reaction of #track's.
+      this.#inFlight.enter();
+      try {
+        outcome = await store.release(handle);
+      } finally {
+        this.#inFlight.leave();
+      }
+    }
     // Without a cross-process queue, wake this process's next waiter without waiting for our own
     // message; with one, the release message says whose turn it is — and a release that found
     // nobody queued publishes nothing, so this process's own waiters (not yet in the queue) are
