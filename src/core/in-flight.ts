@@ -19,17 +19,6 @@ export class InFlight {
     return operation;
   }
 
-  /**
-   * Counts an operation until {@link leave}: for a caller that learns when it settles anyway (an
-   * `await`, a reaction it attaches), so tracking adds no promise reaction of its own.
-   */
-  enter(): void {
-    this.#count += 1;
-  }
-
-  /** Ends an operation counted by {@link enter} (one function for all of them). */
-  readonly leave = (): void => this.#settled();
-
   /** Resolves once no operation is in flight (call it while {@link count} is above zero). */
   drained(): Promise<void> {
     return new Promise<void>((resolve) => {

@@ -408,14 +408,12 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     owner: AcquisitionOwner,
     sent: Promise<AttemptOutcome>,
   ): Promise<Acquisition | Miss> {
-    // Counted in flight until the attempt settles: the race's own reaction says when (no reaction
-    // of #track's besides it).
-    this.#inFlight.enter();
+    const attempt = this.#track(sent);
     let outcome: AttemptOutcome;
     try {
-      outcome = await this.#gate.race(sent, signal, this.#inFlight.leave);
+      outcome = await this.#gate.race(attempt, signal);
     } catch (error) {
-      if (this.#isAbandonment(error, signal)) void this.#track(this.#cleanUpAbandoned(sent, key, intent));
+      if (this.#isAbandonment(error, signal)) void this.#track(this.#cleanUpAbandoned(attempt, key, intent));
       throw error;
     }
     return this.#settle(outcome, key, request, owner);
@@ -517,17 +515,8 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     else if (this.#keeper.remove(acquisition)) this.#forget(acquisition);
     acquisition.state = "released";
     const store = this.#store;
-    let outcome: ReleaseOutcome;
-    if (store.releaseNow !== undefined) outcome = store.releaseNow(handle);
-    else {
-      // Counted in flight while awaited (a release never rejects): no reaction of #track's.
-      this.#inFlight.enter();
-      try {
-        outcome = await store.release(handle);
-      } finally {
-        this.#inFlight.leave();
-      }
-    }
+    const outcome =
+      store.releaseNow !== undefined ? store.releaseNow(handle) : await this.#track(store.release(handle));
     // Without a cross-process queue, wake this process's next waiter without waiting for our own
     // message; with one, the release message says whose turn it is — and a release that found
     // nobody queued publishes nothing, so this process's own waiters (not yet in the queue) are

@@ -188,32 +188,20 @@ export class CloseGate {
     if (signal?.aborted) throw signal.reason;
   }
 
-  /**
-   * Settles like `promise`, unless `signal` aborts or the gate closes first. `settled`, when
-   * given, is called once `promise` itself settles, however the race ended (how a caller counts
-   * the operation in flight without a reaction of its own).
-   */
-  race<T>(promise: Promise<T>, signal: AbortSignal | undefined, settled?: () => void): Promise<T> {
-    if (this.#closed || signal?.aborted) {
-      if (settled !== undefined) promise.then(settled, settled);
-      return Promise.reject(this.#closed ? this.#reason : signal?.reason);
-    }
+  /** Settles like `promise`, unless `signal` aborts or the gate closes first. */
+  race<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+    if (this.#closed) return Promise.reject(this.#reason);
+    if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise<T>((resolve, reject) => {
       let subscription: AbortSubscription | undefined;
       const race = new PendingRace(reject);
       const finish = <V>(settle: (value: V) => void, value: V): void => {
-        settled?.();
         this.#pending.remove(race);
         subscription?.cancel();
         settle(value);
       };
       this.#pending.push(race);
-      if (signal !== undefined) {
-        subscription = subscribeAbort(signal, (reason) => {
-          this.#pending.remove(race);
-          reject(reason);
-        });
-      }
+      if (signal !== undefined) subscription = subscribeAbort(signal, (reason) => finish(reject, reason));
       promise.then(
         (value) => finish(resolve, value),
         (error: unknown) => finish(reject, error),

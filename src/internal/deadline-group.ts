@@ -81,16 +81,9 @@ export class DeadlineGroup {
 
   /**
    * Settles like `promise`, or rejects with `onTimeout()` once the timeout of listening time has
-   * passed (give or take a tenth) without it settling. `recover`, when given, sees a rejection
-   * first: the promise it returns (a follow-up operation, with its own deadline) is settled with
-   * instead; `undefined` lets the rejection through. (One wrapper promise for an operation and its
-   * rare follow-up, rather than an async function around the operation.)
+   * passed (give or take a tenth) without it settling.
    */
-  run<T>(
-    promise: Promise<T>,
-    onTimeout: () => Error,
-    recover?: (error: unknown) => Promise<T> | undefined,
-  ): Promise<T> {
+  run<T>(promise: Promise<T>, onTimeout: () => Error): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const operation = new PendingOperation(this.#start() + this.#timeoutMs, () => reject(onTimeout()));
       this.#pending.insertSorted(operation, byDeadline);
@@ -100,11 +93,8 @@ export class DeadlineGroup {
           resolve(value);
         },
         (error: unknown) => {
-          const timedOut = operation.list === undefined;
           this.#answered(operation);
-          const followUp = timedOut ? undefined : recover?.(error);
-          if (followUp === undefined) reject(error);
-          else resolve(followUp);
+          reject(error);
         },
       );
     });

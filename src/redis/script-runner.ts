@@ -78,19 +78,21 @@ export class ScriptRunner {
    * passes `ordered`: it is sent as EVAL with the script's body, runs exactly where it was sent,
    * and cannot fail on a flushed script cache (after a restart, failover or SCRIPT FLUSH).
    */
-  run(script: Script, keys: readonly string[], args: readonly ScriptArgument[], ordered = false): Promise<unknown> {
-    if (ordered) return this.eval(script.source, keys, args);
+  async run(
+    script: Script,
+    keys: readonly string[],
+    args: readonly ScriptArgument[],
+    ordered = false,
+  ): Promise<unknown> {
+    if (ordered) return await this.eval(script.source, keys, args);
     if (!this.#loaded) this.#loadScripts();
-    // The fallback rides on the call's own deadline wrapper (see DeadlineGroup.run's `recover`).
-    return this.#send(
-      this.#failFast,
-      () => this.#connection.evalsha(script.sha, keys, args),
-      (error) => {
-        if (!isNoScriptError(error)) return undefined;
-        if (!this.#connection.isCluster) this.#loaded = false;
-        return this.eval(script.source, keys, args);
-      },
-    );
+    try {
+      return await this.evalsha(script.sha, keys, args);
+    } catch (error) {
+      if (!isNoScriptError(error)) throw error;
+      if (!this.#connection.isCluster) this.#loaded = false;
+      return await this.eval(script.source, keys, args);
+    }
   }
 
   /** Sends SCRIPT LOAD for every script, without waiting (a failure just means a later miss). */
@@ -144,11 +146,7 @@ export class ScriptRunner {
    * Sends one command, bounded by the timeout. `refuse` (a `failFast` runner's calls, except
    * {@link evalWhenConnected}): rejects at once instead while the connection is down.
    */
-  #send(
-    refuse: boolean,
-    send: () => Promise<unknown>,
-    recover?: (error: unknown) => Promise<unknown> | undefined,
-  ): Promise<unknown> {
+  #send(refuse: boolean, send: () => Promise<unknown>): Promise<unknown> {
     if (refuse) {
       const reason = this.#connection.unavailableReason();
       if (reason !== undefined) return Promise.reject(new Error(`Redis ${this.#label} is not connected (${reason})`));
@@ -160,6 +158,6 @@ export class ScriptRunner {
       // A client may throw instead of rejecting (a closed node-redis cluster, say).
       return Promise.reject(error);
     }
-    return this.#deadlines.run(reply, this.#timeoutError, recover);
+    return this.#deadlines.run(reply, this.#timeoutError);
   }
 }
