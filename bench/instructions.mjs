@@ -1,10 +1,12 @@
 /**
  * Instructions per warm lock+release pair, counted by callgrind (valgrind), which load does not
- * change: `node bench/instructions.mjs [mode] [pairs]`, mode one of redis, redis-semaphore (limit 4,
+ * change: `node bench/instructions.mjs [mode] [pairs] [keys]`, mode one of redis, redis-semaphore (limit 4,
  * weight 1), peer-semaphore (redis-semaphore's Semaphore, limit 4), peer-mutex (redis-semaphore's
  * Mutex), memory, async-mutex (one async-mutex Mutex: the in-process peer of memory), file,
  * file-sync, proper-lockfile, postgres, postgres-raw, postgres-raw-prepared. Every mode runs
- * sequential pairs on one key.
+ * sequential pairs on one key; with `keys` > 1 (say 8), each round locks that many keys at once
+ * (one `Promise.all`), then releases them at once, and `pairs` counts rounds (as does the warm-up,
+ * of 3,000 pairs): the counts are reported per lock+release pair (per round divided by `keys`).
  *
  * `memory-handoff` counts hand-offs instead, for MemoryLocker and async-mutex in the same run: the
  * holder of the key lets one waiter queue (`lock` called, then one event-loop turn: the waiter is
@@ -41,10 +43,13 @@ import { fileURLToPath } from "node:url";
 
 const WARM_UP = 3_000;
 const here = fileURLToPath(new URL(".", import.meta.url));
-const [store = "redis", pairsArgument = "4000"] = process.argv.slice(2);
+const [store = "redis", pairsArgument = "4000", keysArgument = "1"] = process.argv.slice(2);
 const pairs = Number(pairsArgument);
 /** What `memory-handoff` counts, in one run: ours, the peer, and the loop with no lock (the floor). */
 const HANDOFF_KINDS = ["memory-handoff", "async-mutex-handoff", "no-lock-handoff"];
+/** Keys locked at once per round (1: sequential pairs on one key). */
+const keys = Number(keysArgument);
+if (!Number.isInteger(keys) || keys < 1) throw new Error(`keys must be a positive integer; received ${keysArgument}`);
 const REDIS_MODES = new Set(["redis", "redis-semaphore", "peer-semaphore", "peer-mutex"]);
 const SEMAPHORE_LIMIT = 4;
 const FILE_MODES = new Set(["file", "file-sync", "proper-lockfile"]);
@@ -79,8 +84,8 @@ const FS_CALLS = new Set([
 /** Statements sent by the child (PostgreSQL cases only). */
 let statements = 0;
 
-if (process.argv[4] === "--child") {
-  await child(store, Number(process.argv[5]), process.argv[6]);
+if (process.argv[5] === "--child") {
+  await child(store, Number(process.argv[6]), process.argv[7]);
 } else {
   await parent();
 }
@@ -120,16 +125,19 @@ async function parent() {
       commands.push((await commandsOf()) - before);
     }
     const [small, large] = counts;
-    const perPair = (large - small) / pairs;
+    const perPair = (large - small) / (pairs * keys);
     console.log(
       JSON.stringify({
         store,
         pairs,
+        ...(keys === 1 ? {} : { keysAtOnce: keys }),
         instructions: { [pairs]: small, [2 * pairs]: large },
         perPair: Math.round(perPair),
         ...(admin === undefined
           ? {}
-          : { commandsPerPair: Math.round((100 * ((commands[1] ?? 0) - (commands[0] ?? 0))) / pairs) / 100 }),
+          : {
+              commandsPerPair: Math.round((100 * ((commands[1] ?? 0) - (commands[0] ?? 0))) / (pairs * keys)) / 100,
+            }),
         ...(statementsPerPair === undefined ? {} : { statementsPerPair }),
         ...(FILE_MODES.has(store) ? countSyscalls() : {}),
       }),
@@ -180,6 +188,7 @@ async function countInstructions(n, port, kind = store) {
         fileURLToPath(import.meta.url),
         kind,
         String(pairs),
+        String(keys),
         "--child",
         String(n),
         port,
@@ -268,13 +277,11 @@ async function child(kind, n, port) {
     const { Semaphore, Mutex } = await import("redis-semaphore");
     const client = new Redis({ host: "127.0.0.1", port: Number(port) });
     // One instance per acquisition, as redis-semaphore's README does (and bench/lib/redis-contenders.mjs).
-    const make = () =>
-      kind === "peer-mutex"
-        ? new Mutex(client, "instructions")
-        : new Semaphore(client, "instructions", SEMAPHORE_LIMIT);
+    const make = (key) =>
+      kind === "peer-mutex" ? new Mutex(client, key) : new Semaphore(client, key, SEMAPHORE_LIMIT);
     locker = {
-      lock: async () => {
-        const held = make();
+      lock: async (_signal, key) => {
+        const held = make(key);
         await held.acquire();
         return () => held.release();
       },
@@ -316,6 +323,7 @@ async function child(kind, n, port) {
     } else {
       const client = new pg.Client(connection);
       await client.connect();
+      if (keys !== 1) throw new Error("the raw PostgreSQL floor locks one key: no keys argument");
       locker = rawFloor(client, kind === "postgres-raw-prepared");
       cleanUp = async () => client.end();
     }
@@ -325,12 +333,20 @@ async function child(kind, n, port) {
     );
   }
   let counted = 0;
-  for (let i = 0; i < WARM_UP + n; i++) {
-    if (i === WARM_UP) counted = statements;
-    const release = await locker.lock(undefined, "instructions");
-    await release();
+  const names = keys === 1 ? ["instructions"] : Array.from({ length: keys }, (_, index) => `instructions-${index}`);
+  // The same number of warm-up pairs, whatever the keys per round.
+  const warmUp = Math.ceil(WARM_UP / keys);
+  for (let i = 0; i < warmUp + n; i++) {
+    if (i === warmUp) counted = statements;
+    if (keys === 1) {
+      const release = await locker.lock(undefined, "instructions");
+      await release();
+    } else {
+      const releases = await Promise.all(names.map((name) => locker.lock(undefined, name)));
+      await Promise.all(releases.map((release) => release()));
+    }
   }
-  if (kind.startsWith("postgres")) console.log(`statements per pair: ${(statements - counted) / n}`);
+  if (kind.startsWith("postgres")) console.log(`statements per pair: ${(statements - counted) / (n * keys)}`);
   await locker.close();
   await cleanUp();
 }

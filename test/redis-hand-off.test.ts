@@ -230,3 +230,74 @@ describe("hand-off queue across lockers (separate connections, as separate proce
     await doomedWait;
   });
 });
+
+describe("the waiters' mark: a release looks at the queue only when someone joined it", () => {
+  /** No poll and no extension while a test looks: a waiter gets the key only by a grant. */
+  const quiet = { expiry: 60_000, backoff: { min: 30_000, max: 30_000 } };
+  const stored = (key: string): Promise<string | null> => admin.get(`globallock:${key}`);
+
+  it("is set by a waiter that joins; the release still hands the key over directly, marked while others wait", async () => {
+    const key = uniqueKey();
+    const holder = fixture.locker(quiet);
+    const first = fixture.locker(quiet);
+    const second = fixture.locker(quiet);
+    const release = await holder.lock(undefined, key);
+    const token = await stored(key);
+    expect(token).toMatch(/^[^+]+$/);
+    const firstWait = first.lock(AbortSignal.timeout(20_000), key);
+    await untilQueued(key, 1);
+    expect(await stored(key)).toBe(`${token}+`); // APPENDed once, TTL kept
+    expect(await admin.pttl(`globallock:${key}`)).toBeGreaterThan(50_000);
+    const secondWait = second.lock(AbortSignal.timeout(20_000), key);
+    await untilQueued(key, 2);
+    expect(await stored(key)).toBe(`${token}+`); // still one mark
+    await release();
+    // No poll for 30 s: only the release's grant can have given it the key.
+    const releaseFirst = await firstWait;
+    expect(await stored(key)).toMatch(/^[^+]+\+$/); // granted marked: the second still waits
+    await releaseFirst();
+    const releaseSecond = await secondWait;
+    const last = await stored(key);
+    expect(last).toMatch(/^[^+]+$/); // granted unmarked: nobody else queued
+    const scansBefore = await calls(["zrange"]);
+    await releaseSecond();
+    expect(await calls(["zrange"])).toBe(scansBefore); // the last release did not look
+    expect(await stored(key)).toBeNull();
+  });
+
+  it("is kept by an extension and an adoption: the adopter's release hands the key to the waiter", async () => {
+    const key = uniqueKey();
+    const holder = fixture.locker(quiet);
+    const adopter = fixture.locker(quiet);
+    const waiter = fixture.locker(quiet);
+    const lease = await holder.acquire(undefined, key);
+    const waiting = waiter.lock(AbortSignal.timeout(20_000), key);
+    await untilQueued(key, 1);
+    const handle = await lease.handOff(); // extends once: the marked token is still the holder's
+    const adopted = await adopter.adopt(undefined, handle);
+    expect(await stored(key)).toMatch(/^[^+]+\+$/);
+    expect(await adopted.releaseWithOutcome()).toBe("released");
+    const releaseWaiter = await waiting;
+    await releaseWaiter();
+    expect(await stored(key)).toBeNull();
+  });
+
+  it("left stale by a waiter that gave up costs one look at the queue: the release finds nobody and deletes the key", async () => {
+    const key = uniqueKey();
+    const holder = fixture.locker(quiet);
+    const waiter = fixture.locker(quiet);
+    const release = await holder.lock(undefined, key);
+    const giveUp = new AbortController();
+    const waiting = waiter.lock(giveUp.signal, key).catch((error: unknown) => error);
+    await untilQueued(key, 1);
+    giveUp.abort();
+    await waiting;
+    await eventually(async () => (await admin.hlen(`{globallock:${key}}:waiters`)) === 0, 20_000);
+    expect(await stored(key)).toMatch(/\+$/); // the mark stays
+    const scansBefore = await calls(["zrange"]);
+    await release();
+    expect((await calls(["zrange"])) - scansBefore).toBe(1);
+    expect(await stored(key)).toBeNull();
+    expect((await waiter.tryLock(undefined, key))[0]).toBe(true);
+  });
+});

@@ -180,7 +180,7 @@ describe("inspect reads only", () => {
 });
 
 describe("the owner on the uncontended path", () => {
-  it("adds no command: one SET NX PX (5 arguments and the value, which carries the owner), then the release", async () => {
+  it("adds no command: one SET NX PX (5 arguments and the value, which carries the owner), then the release, whose script runs GET and DEL only", async () => {
     const shapes: string[][] = [];
     for (const owner of ["a", "web-7d9f8b6c5-x2k4q: a much longer owner / é"]) {
       const locker = fixture.locker({ owner });
@@ -189,14 +189,23 @@ describe("the owner on the uncontended path", () => {
       const key = uniqueKey();
       const monitor = await fixture.admin().monitor();
       const seen: string[][] = [];
-      // Commands the locker sent (not those its scripts ran: MONITOR shows them as from "lua").
+      /** Commands scripts ran on the key or its companions (the queue's names contain it). */
+      const scripted: string[] = [];
+      // Commands the locker sent, and those its scripts ran (MONITOR shows them as from "lua").
       monitor.on("monitor", (_time: string, args: string[], source: string) => {
-        if (source !== "lua" && args.some((arg) => arg.includes(key))) seen.push(args);
+        if (!args.some((arg) => arg.includes(key))) return;
+        if (source === "lua") scripted.push(args[0]?.toLowerCase() ?? "");
+        else seen.push(args);
       });
       const release = await locker.lock(undefined, key);
       await release();
-      await eventually(() => seen.length >= 2);
+      // A command after the release: once MONITOR shows it, it has shown all the release ran.
+      await admin.exists(`${key}:end`);
+      await eventually(() => seen.length >= 3);
+      seen.pop();
       monitor.disconnect();
+      // The release's script: no look at the hand-off queue, nothing published (nobody waits).
+      expect(scripted).toEqual(["get", "del"]);
       const [set, releaseCall] = seen as [string[], string[]];
       expect(set.length).toBe(6);
       expect([set[0]?.toLowerCase(), set[1], set[3], set[4], set[5]]).toEqual([

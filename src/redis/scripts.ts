@@ -18,7 +18,38 @@ import { defineScript } from "./script-runner.js";
  * extension lengthens the TTL). A waiter that died while counted alive blocks the key for at most
  * the grace; one whose message was lost finds its own token in the key at its next attempt and
  * takes it.
+ *
+ * The waiters' mark. A release looks at the queue only when the lock's value says someone joined
+ * it: a waiter that joins (ACQUIRE's join path) appends WAITERS_MARK to the holder's token (APPEND
+ * keeps the TTL; tokens never contain the mark, see owner-token.ts), and a grant sets the
+ * grantee's token marked while others are still queued. Every script that compares a holder's
+ * token accepts it marked or not and keeps the mark when it puts another token there (a claim, an
+ * adoption). So an uncontended release is GET and DEL, and the queue is read only when the mark
+ * says so. Correctness never depends on the mark being absent: a stale mark (its waiters left or
+ * died) costs one ZRANGE at the release, which finds the queue empty and deletes the key. A mark
+ * missing while someone is queued can only follow a key that expired with waiters queued (a
+ * newcomer's SET NX, or a queued waiter's, wrote an unmarked token: ACQUIRE marks it again when
+ * that waiter saw others still queued); that release then deletes the key without a grant, and
+ * the waiters take it at their next attempt — within their poll (backoffMax), the same safety net
+ * as for a lost grant message — and each attempt that fails marks the value again.
  */
+
+/** What a waiter that joins a key's hand-off queue appends to the holder's token (see above). */
+export const WAITERS_MARK = "+";
+
+/** Lua: the waiters' mark, and how to compare and carry it (see above). */
+const MARKS = `
+local MARK = "${WAITERS_MARK}"
+-- Whether a lock's value (false when absent) holds token, marked or not.
+local function holds(value, token)
+  return value == token or value == token .. MARK
+end
+-- The mark a value carries ("" or MARK): kept when another token replaces its own.
+local function mark_of(value)
+  if value and string.sub(value, -1) == MARK then return MARK end
+  return ""
+end
+`;
 
 const NOW = `
 local function now_us()
@@ -84,18 +115,26 @@ end
  * Returns 0 when acquired (the fencing token as a decimal string when asked for), else { the
  * lock's remaining TTL in ms (>= 1), server time in ms when it registered (0 when it did not join) }.
  */
-export const ACQUIRE = defineScript(`${NOW}${NEXT_FENCE}
+export const ACQUIRE = defineScript(`${MARKS}${NOW}${NEXT_FENCE}
 local lock, queue, alive = KEYS[1], KEYS[2], KEYS[3]
 local token, ttl, id, join, onSuccess, window = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6])
 local acquired = redis.call("set", lock, token, "NX", "PX", ttl)
-if not acquired and ARGV[7] ~= "" and redis.call("get", lock) == ARGV[7] then
-  redis.call("set", lock, token, "PX", ttl)
-  acquired = true
+local current = false
+if not acquired and ARGV[7] ~= "" then
+  current = redis.call("get", lock)
+  if holds(current, ARGV[7]) then
+    -- The claim keeps the grant's mark: others may still be queued.
+    redis.call("set", lock, token .. mark_of(current), "PX", ttl)
+    acquired = true
+  end
 end
 if acquired then
   if id ~= "" and onSuccess == "leave" then
     redis.call("zrem", queue, id)
     redis.call("hdel", alive, id)
+    -- A waiter that took a free key (it expired with waiters queued) while others still wait:
+    -- mark its token, so that its release hands the key on.
+    if mark_of(current) == "" and redis.call("exists", queue) == 1 then redis.call("append", lock, MARK) end
   end
   if KEYS[4] then return next_fence(KEYS[4], ARGV[8]) end
   return 0
@@ -108,6 +147,9 @@ if id ~= "" and join == "join" then
   redis.call("hset", alive, id, (registered + window) .. ":" .. token .. ":" .. ARGV[#ARGV])
   redis.call("pexpire", queue, window)
   redis.call("pexpire", alive, window)
+  -- Mark the holder's token (the key exists: SET NX failed): its release looks at the queue.
+  if not current then current = redis.call("get", lock) end
+  if current and mark_of(current) == "" then redis.call("append", lock, MARK) end
 end
 local left = redis.call("pttl", lock)
 if left < 1 then left = 1 end
@@ -120,7 +162,7 @@ return { left, registered }
  * per key, separated by spaces (tokens never contain one). Returns one character per key: "1"
  * extended, "0" gone, "-" held by another token.
  */
-export const EXTEND_MANY = defineScript(`
+export const EXTEND_MANY = defineScript(`${MARKS}
 local ttl, tokens = ARGV[1], ARGV[2]
 local call, find, sub = redis.call, string.find, string.sub
 local out = {}
@@ -128,7 +170,7 @@ local from = 1
 for i, key in ipairs(KEYS) do
   local stop = find(tokens, " ", from, true) or 0
   local current = call("get", key)
-  if current == sub(tokens, from, stop - 1) then
+  if holds(current, sub(tokens, from, stop - 1)) then
     call("pexpire", key, ttl)
     out[i] = "1"
   elseif current then
@@ -155,14 +197,16 @@ return restored
 `);
 
 /**
- * Lua (needs PARSE_REGISTRATION, PUBLISH_GRANT): hands a key that its holder gives up to the first
- * live waiter of its queue — sets it to that waiter's registered token for `grace` ms, takes the
- * waiter out of the queue and tells it (publish_grant) — or deletes it. Waiters whose liveness deadline passed are dropped
- * on the way. With a queue every waiter of another process is in it, so nothing is published when
- * nobody is queued. Without a queue (a quorum node) it deletes the key and publishes an empty
- * message: anyone may take it. Returns the id of the waiter it was granted to, or "".
+ * Lua (needs MARKS, PARSE_REGISTRATION, PUBLISH_GRANT): hands a key that its holder gives up to the
+ * first live waiter of its queue — sets it to that waiter's registered token for `grace` ms
+ * (marked while others are still queued, so that the grantee's release looks at the queue too),
+ * takes the waiter out of the queue and tells it (publish_grant) — or deletes it. Waiters whose
+ * liveness deadline passed are dropped on the way. With a queue every waiter of another process is
+ * in it, so nothing is published when nobody is queued. Without a queue (a quorum node) it deletes
+ * the key and publishes an empty message: anyone may take it. Returns the id of the waiter it was
+ * granted to, or "".
  */
-const HAND_OVER = `${PARSE_REGISTRATION}${PUBLISH_GRANT}
+const HAND_OVER = `${MARKS}${PARSE_REGISTRATION}${PUBLISH_GRANT}
 local function hand_over(lock, queue, alive, grace)
   if queue then
     local head = redis.call("zrange", queue, 0, 0)[1]
@@ -174,7 +218,9 @@ local function hand_over(lock, queue, alive, grace)
         redis.call("zrem", queue, head)
         redis.call("hdel", alive, head)
         if deadline and deadline > now_ms then
-          redis.call("set", lock, granted, "PX", grace)
+          local mark = ""
+          if redis.call("exists", queue) == 1 then mark = MARK end
+          redis.call("set", lock, granted .. mark, "PX", grace)
           publish_grant(lock, head, granted, channel, now_ms)
           return head
         end
@@ -191,15 +237,21 @@ end
 `;
 
 /**
- * Releases a lock and hands it over (see HAND_OVER): an uncontended release touches the queue once
- * (ZRANGE) and publishes nothing. KEYS: lock, queue, liveness (the last two absent: no queue).
- * ARGV: token, grace (ms). Returns 1 released (to nobody) | 0 already gone | -1 another token
- * holds it, or { 1, the id of the waiter it was granted to } (a plain number when uncontended:
- * the cheapest reply to read).
+ * Releases a lock and hands it over (see HAND_OVER). An uncontended release runs GET and DEL only:
+ * a token without the waiters' mark (see MARKS) means nobody joined the queue since it was set,
+ * so there is nobody to hand the key to and nothing to publish. A marked token (someone joined;
+ * perhaps left since) scans the queue. KEYS: lock, queue, liveness (the last two absent: no
+ * queue). ARGV: token, grace (ms). Returns 1 released (to nobody) | 0 already gone | -1 another
+ * token holds it, or { 1, the id of the waiter it was granted to } (a plain number when
+ * uncontended: the cheapest reply to read).
  */
 export const RELEASE = defineScript(`${HAND_OVER}
 local current = redis.call("get", KEYS[1])
-if current ~= ARGV[1] then
+if current == ARGV[1] and KEYS[2] then
+  redis.call("del", KEYS[1])
+  return 1
+end
+if not holds(current, ARGV[1]) then
   if current then return -1 end
   return 0
 end
@@ -217,7 +269,7 @@ return { 1, granted }
 export const LEAVE_QUEUE = defineScript(`${HAND_OVER}
 redis.call("zrem", KEYS[2], ARGV[1])
 redis.call("hdel", KEYS[3], ARGV[1])
-if ARGV[2] ~= "" and redis.call("get", KEYS[1]) == ARGV[2] then
+if ARGV[2] ~= "" and holds(redis.call("get", KEYS[1]), ARGV[2]) then
   hand_over(KEYS[1], KEYS[2], KEYS[3], ARGV[3])
 end
 return 1
@@ -228,12 +280,13 @@ return 1
  * runs it only to undo a failed attempt's minority grants: that frees nothing anyone waits for
  * (the holder still has its majority), so it does not publish — a publication here woke every
  * waiter at once after each failed attempt and kept contending processes in lock-step. Returns
- * the number of keys deleted, as redlock expects.
+ * the number of keys deleted, as redlock expects. (Quorum keys have no queue, so never the
+ * waiters' mark; it accepts a marked token all the same, as every script does.)
  */
-export const REDLOCK_RELEASE_SCRIPT = `
+export const REDLOCK_RELEASE_SCRIPT = `${MARKS}
 local count = 0
 for _, key in ipairs(KEYS) do
-  if redis.call("get", key) == ARGV[1] then
+  if holds(redis.call("get", key), ARGV[1]) then
     redis.call("del", key)
     count = count + 1
   end
@@ -258,11 +311,13 @@ end
 
 /**
  * Reads a lock for `inspect`, changing nothing. KEYS: lock, and its queue and liveness keys when
- * it has them. Returns { the token ("" when free), its PTTL in ms (-1: no TTL), live queued waiters }.
+ * it has them. Returns { the token ("" when free; without the waiters' mark, see MARKS), its PTTL
+ * in ms (-1: no TTL), live queued waiters }.
  */
-export const INSPECT = defineScript(`${COUNT_LIVE}
+export const INSPECT = defineScript(`${MARKS}${COUNT_LIVE}
 local value = redis.call("get", KEYS[1])
 if not value then value = "" end
+if mark_of(value) ~= "" then value = string.sub(value, 1, -2) end
 local left = -2
 if value ~= "" then left = redis.call("pttl", KEYS[1]) end
 local waiting = 0
@@ -275,14 +330,14 @@ return { value, left, waiting }
 
 /**
  * Takes over a handed-off lock: where the key still holds ARGV[1], sets it to ARGV[2] with a TTL
- * of ARGV[3] ms (the queue and the fencing counter are left as they are: a later release hands
- * the key on as usual). Also undoes an adoption (the tokens swapped). KEYS: lock. Returns 1
- * swapped | 0 the key is gone | -1 another token holds it.
+ * of ARGV[3] ms (the queue, the waiters' mark and the fencing counter are left as they are: a
+ * later release hands the key on as usual). Also undoes an adoption (the tokens swapped). KEYS:
+ * lock. Returns 1 swapped | 0 the key is gone | -1 another token holds it.
  */
-export const ADOPT = defineScript(`
+export const ADOPT = defineScript(`${MARKS}
 local current = redis.call("get", KEYS[1])
-if current == ARGV[1] then
-  redis.call("set", KEYS[1], ARGV[2], "PX", ARGV[3])
+if holds(current, ARGV[1]) then
+  redis.call("set", KEYS[1], ARGV[2] .. mark_of(current), "PX", ARGV[3])
   return 1
 end
 if current then return -1 end
@@ -295,7 +350,7 @@ return 0
  * counter makes them strictly rising within a microsecond. Returns the token as a decimal string,
  * or nil when the lock is not held by ARGV[1]. KEYS: lock, counter. ARGV: token, counter TTL (ms).
  */
-export const ISSUE_FENCING_TOKEN = defineScript(`${NOW}${NEXT_FENCE}
-if redis.call("get", KEYS[1]) ~= ARGV[1] then return false end
+export const ISSUE_FENCING_TOKEN = defineScript(`${MARKS}${NOW}${NEXT_FENCE}
+if not holds(redis.call("get", KEYS[1]), ARGV[1]) then return false end
 return next_fence(KEYS[2], ARGV[2])
 `);
