@@ -376,13 +376,19 @@ export class SingleNodeStore implements Backend {
     }
   }
 
-  async release(handle: LockHandle, ordered = false): Promise<ReleaseOutcome> {
+  release(handle: LockHandle, ordered = false): Promise<ReleaseOutcome> {
     const keySet = this.#keysOf(handle.resource);
     // The lean release of permits still valid here (so not past their deadline in Redis: see
-    // #drift): one ZREM, no script, no clock (see the marks in permit-scripts.ts).
+    // #drift): one ZREM, no script, no clock (see the marks in permit-scripts.ts). Its promise is
+    // returned as it is: no async frame around it.
     if (this.#counted && keySet.queued !== undefined && performance.now() < handle.validUntil) {
-      return await this.#releasePermits(handle, keySet.queued, ordered);
+      return this.#releasePermits(handle, keySet.queued, ordered);
     }
+    return this.#releaseByScript(handle, keySet, ordered);
+  }
+
+  /** The release script: a lock's, or permits that may have run out (see RELEASE_PERMITS). */
+  async #releaseByScript(handle: LockHandle, keySet: KeySet, ordered: boolean): Promise<ReleaseOutcome> {
     try {
       const reply = await this.#runner.run(
         this.#scripts.release,
