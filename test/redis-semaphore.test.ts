@@ -95,6 +95,28 @@ describe("RedisSemaphore on one node", () => {
     await lease.release();
   });
 
+  it("registers a waiter's grant channel whole from the settings each attempt sends (a prefix with spaces and colons)", async () => {
+    const prefix = "my app: semaphores ";
+    const key = uniqueKey("sem-settings");
+    const [a, b] = [semaphore({ limit: 2, prefix }), semaphore({ limit: 2, prefix })];
+    const admin = client();
+    const held = await a.acquire(undefined, key, { weight: 2 });
+    const waiting = b.acquire(undefined, key);
+    let registrations: string[] = [];
+    await eventually(async () => {
+      registrations = Object.values(await admin.hgetall(`{${prefix}${key}}:waiters`));
+      return registrations.length === 1;
+    });
+    // "<liveness deadline>:<token>:<grant channel>": the channel is the prefix's, spaces and all.
+    const [deadline, token, ...channel] = (registrations[0] ?? "").split(":");
+    expect(Number(deadline)).toBeGreaterThan(0);
+    expect(token).toMatch(/\/[0-9a-f]{32}$/);
+    expect(channel.join(":")).toMatch(/^my app: semaphores grant:[0-9a-f]{16}$/);
+    await held.release();
+    await (await waiting).release();
+    expect(await keysOf(admin, prefix, key)).toEqual([]);
+  });
+
   it("serves weights in arrival order across processes: a heavy waiter is not overtaken by light ones", async () => {
     const key = uniqueKey("sem-fifo");
     const [a, b, c] = [semaphore({ limit: 3 }), semaphore({ limit: 3 }), semaphore({ limit: 3 })];

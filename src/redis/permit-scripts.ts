@@ -1,10 +1,13 @@
+import type { QueueIntent } from "../core/backend.js";
+import type { ScriptArgument } from "./client/redis-connection.js";
 import { defineScript } from "./script-runner.js";
 import { COUNT_LIVE, nextFence, PARSE_REGISTRATION, PUBLISH_GRANT } from "./scripts.js";
 
 /*
  * Lua scripts of counted locks: semaphores and read-write locks (a reader takes one permit of a
  * huge limit, a writer takes all of them). They mirror the lock scripts of scripts.ts — same KEYS
- * and ARGV, plus the limit — so one store and one locker engine run both.
+ * and ARGV, plus the limit (the attempt packs its ARGV tighter: see ACQUIRE_PERMITS) — so one
+ * store and one locker engine run both.
  *
  * A key's holders are a sorted set: member = the holder's token, with ".<weight>" appended when it
  * takes more than one permit; score = its deadline in server ms. Entries expire on their own: a
@@ -170,10 +173,13 @@ export const HOLDER_MARK = ":w:";
 
 /**
  * One attempt to take permits. KEYS: holders, queue, liveness, and the fencing counter when a
- * token is wanted. ARGV: token (with its weight), ttl (ms), waiter id ("" = not queued), "join",
- * on success "leave" | "keep", liveness window (ms), claim token ("" = none: a registration of this
- * locker that may have been granted permits), fencing counter TTL, limit, hand-off grace (ms), the
- * locker's grant channel.
+ * token is wanted. ARGV (built by {@link acquirePermitsArguments}: few arguments, so that a call
+ * costs the client little to build and send): token (with its weight), ttl (ms), waiter id ("" =
+ * not queued), mode (see {@link acquireMode}: bit 1 "join" the queue on failure, bit 2 "leave" it
+ * on success), the store's settings (see {@link permitSettings}: liveness window (ms), limit,
+ * hand-off grace (ms), fencing counter TTL (ms) and the locker's grant channel, in one string),
+ * then the claim token when there is one (a registration of this locker that may have been
+ * granted permits; absent = none).
  * Returns 0 when acquired (the fencing token as a string when asked for), else { ms until the
  * earliest holder's deadline (>= 1), server ms when it registered (0 when it did not join) }.
  * Nobody queued and nothing expired: TIME, one ZRANGE, one ZADD (and a PEXPIRE when the set's
@@ -182,8 +188,11 @@ export const HOLDER_MARK = ":w:";
 export const ACQUIRE_PERMITS = defineScript(`${PERMITS}${NEXT_FENCE}
 clock()
 local holders, queue, alive = KEYS[1], KEYS[2], KEYS[3]
-local token, ttl, id, join, onSuccess = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
-local window, claim, limit, grace = tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[9]), tonumber(ARGV[10])
+local token, ttl, id, mode = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+local window, limit, grace, fence_ttl, channel = string.match(ARGV[5], "^(%S+) (%S+) (%S+) (%S+) (.*)$")
+window, limit, grace = tonumber(window), tonumber(limit), tonumber(grace)
+local claim = ARGV[6] or ""
+local join, leave = mode % 2 == 1, mode >= 2
 local used, latest, earliest, queued = scan(holders)
 local claimed = false
 local ahead = false
@@ -208,22 +217,22 @@ elseif queued then
 end
 local weight = weight_of(token)
 if not ahead and used + weight <= limit then
-  if queued and id ~= "" and onSuccess == "leave" then
+  if queued and id ~= "" and leave then
     redis.call("zrem", queue, id)
     redis.call("hdel", alive, id)
   end
   latest = add_holder(holders, token, ttl, latest, queued)
   -- Permits freed by expired holders (nobody's release granted them): the queue may fit in too.
   if queued then admit(holders, queue, alive, limit, grace, used + weight, latest) end
-  if KEYS[4] then return next_fence(KEYS[4], ARGV[8]) end
+  if KEYS[4] then return next_fence(KEYS[4], fence_ttl) end
   return 0
 end
 if claimed then admit(holders, queue, alive, limit, grace, used, latest) end
 local registered = 0
-if id ~= "" and join == "join" then
+if id ~= "" and join then
   registered = now
   redis.call("zadd", queue, "NX", now_us, id)
-  redis.call("hset", alive, id, (now + window) .. ":" .. token .. ":" .. ARGV[#ARGV])
+  redis.call("hset", alive, id, (now + window) .. ":" .. token .. ":" .. channel)
   redis.call("pexpire", queue, window)
   redis.call("pexpire", alive, window)
   mark_queue(holders, now + window)
@@ -232,6 +241,49 @@ local retry = 1
 if earliest and earliest - now > retry then retry = earliest - now end
 return { retry, registered }
 `);
+
+/** The modes of {@link ACQUIRE_PERMITS} (see {@link acquireMode}), as sent. */
+const ACQUIRE_MODES: readonly string[] = ["0", "1", "2", "3"];
+
+/**
+ * The mode argument of {@link ACQUIRE_PERMITS} for `intent`: 1 when it joins the queue on failure,
+ * plus 2 when it leaves the queue on success ("0" to "3").
+ */
+export function acquireMode(intent: QueueIntent): string {
+  return ACQUIRE_MODES[(intent.join ? 1 : 0) + (intent.onSuccess === "leave" ? 2 : 0)] as string;
+}
+
+/**
+ * The settings argument of {@link ACQUIRE_PERMITS}: what a store sends with every attempt, built
+ * once per store. The channel goes last: it may hold spaces (it starts with the caller's prefix).
+ */
+export function permitSettings(
+  livenessWindow: number,
+  limit: number,
+  handOffGrace: number,
+  fencingCounterTtl: number,
+  grantChannel: string,
+): string {
+  return `${livenessWindow} ${limit} ${handOffGrace} ${fencingCounterTtl} ${grantChannel}`;
+}
+
+/**
+ * ARGV of one {@link ACQUIRE_PERMITS} call: `waiterId` "" when the attempt is not queued,
+ * `settings` from {@link permitSettings}.
+ */
+export function acquirePermitsArguments(
+  token: string,
+  ttl: number,
+  waiterId: string,
+  intent: QueueIntent,
+  settings: string,
+): ScriptArgument[] {
+  const mode = acquireMode(intent);
+  const claim = intent.claimToken;
+  return claim === undefined || claim === ""
+    ? [token, ttl, waiterId, mode, settings]
+    : [token, ttl, waiterId, mode, settings, claim];
+}
 
 /**
  * Extends many holders (one node, one Cluster slot) while each is still in its set and not past

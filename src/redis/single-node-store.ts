@@ -20,12 +20,14 @@ import { ownedToken, ownerOfToken, ownerTokenPrefix, weightOfToken } from "./own
 import {
   ACQUIRE_PERMITS,
   ADOPT_PERMITS,
+  acquirePermitsArguments,
   EXTEND_PERMITS,
   GRANT_PERMITS,
   HOLDER_MARK,
   INSPECT_PERMITS,
   ISSUE_PERMIT_FENCING_TOKEN,
   LEAVE_PERMIT_QUEUE,
+  permitSettings,
   RELEASE_PERMITS,
 } from "./permit-scripts.js";
 import { type Script, ScriptRunner } from "./script-runner.js";
@@ -123,8 +125,8 @@ export class SingleNodeStore implements Backend {
   readonly #scripts: ScriptSet;
   /** Counted locks (a `limit`): every attempt runs the permit script. */
   readonly #counted: boolean;
-  /** ARGV appended to acquire calls of counted locks: limit, grace (none for locks). */
-  readonly #permitArgs: readonly number[];
+  /** The settings argument of counted locks' attempts (see permitSettings; "" for locks). */
+  readonly #permitSettings: string;
   /** ARGV appended to release and leave-queue calls of counted locks: limit (none for locks). */
   readonly #limitArgs: readonly number[];
   /** What every token of this store starts with: its locker's owner (see owner-token.ts). */
@@ -141,7 +143,16 @@ export class SingleNodeStore implements Backend {
     this.watcher = settings.watcher;
     this.#counted = settings.limit !== undefined;
     this.#scripts = this.#counted ? PERMIT_SCRIPTS : LOCK_SCRIPTS;
-    this.#permitArgs = settings.limit === undefined ? [] : [settings.limit, settings.handOffGrace];
+    this.#permitSettings =
+      settings.limit === undefined
+        ? ""
+        : permitSettings(
+            settings.livenessWindow,
+            settings.limit,
+            settings.handOffGrace,
+            FENCING_COUNTER_TTL_MS,
+            settings.grantChannel,
+          );
     this.#limitArgs = settings.limit === undefined ? [] : [settings.limit];
     this.#tokenPrefix = ownerTokenPrefix(settings.owner);
     // A handle names the topology: a lock of one node is not a lock of a Cluster or a quorum.
@@ -244,18 +255,23 @@ export class SingleNodeStore implements Backend {
     try {
       reply = lean
         ? await this.#runner.setIfAbsent(resource, token, duration)
-        : await this.#runner.run(this.#scripts.acquire, keys, [
-            token,
-            duration,
-            queued ? intent.waiterId : "",
-            intent.join ? "join" : "",
-            intent.onSuccess,
-            this.#settings.livenessWindow,
-            intent.claimToken ?? "",
-            FENCING_COUNTER_TTL_MS,
-            ...this.#permitArgs,
-            this.#settings.grantChannel,
-          ]);
+        : await this.#runner.run(
+            this.#scripts.acquire,
+            keys,
+            this.#counted
+              ? acquirePermitsArguments(token, duration, queued ? intent.waiterId : "", intent, this.#permitSettings)
+              : [
+                  token,
+                  duration,
+                  queued ? intent.waiterId : "",
+                  intent.join ? "join" : "",
+                  intent.onSuccess,
+                  this.#settings.livenessWindow,
+                  intent.claimToken ?? "",
+                  FENCING_COUNTER_TTL_MS,
+                  this.#settings.grantChannel,
+                ],
+          );
     } catch (error) {
       // The attempt may still run when the node answers again (it timed out here, not there):
       // queue a compare-and-delete with its token right behind it, so it cannot leave a lock that
@@ -360,13 +376,19 @@ export class SingleNodeStore implements Backend {
     }
   }
 
-  async release(handle: LockHandle, ordered = false): Promise<ReleaseOutcome> {
+  release(handle: LockHandle, ordered = false): Promise<ReleaseOutcome> {
     const keySet = this.#keysOf(handle.resource);
     // The lean release of permits still valid here (so not past their deadline in Redis: see
-    // #drift): one ZREM, no script, no clock (see the marks in permit-scripts.ts).
+    // #drift): one ZREM, no script, no clock (see the marks in permit-scripts.ts). Its promise is
+    // returned as it is: no async frame around it.
     if (this.#counted && keySet.queued !== undefined && performance.now() < handle.validUntil) {
-      return await this.#releasePermits(handle, keySet.queued, ordered);
+      return this.#releasePermits(handle, keySet.queued, ordered);
     }
+    return this.#releaseByScript(handle, keySet, ordered);
+  }
+
+  /** The release script: a lock's, or permits that may have run out (see RELEASE_PERMITS). */
+  async #releaseByScript(handle: LockHandle, keySet: KeySet, ordered: boolean): Promise<ReleaseOutcome> {
     try {
       const reply = await this.#runner.run(
         this.#scripts.release,
