@@ -93,8 +93,19 @@ const ROWS: readonly Row[] = [
       const counted = locker as Locker & { waitingCount?: number };
       const lease = await locker.tryAcquire(undefined, key, { weight: undefined });
       const controller = new AbortController();
-      const waiting = locker.lock(controller.signal, key).catch(() => undefined);
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      let settled = false;
+      const waiting = locker.lock(controller.signal, key).then(
+        (release) => {
+          settled = true;
+          return release();
+        },
+        () => undefined,
+      );
+      // Until the caller waits (its first attempt may take a while on a loaded machine) or got in.
+      const until = performance.now() + 5000;
+      while (!settled && counted.waitingCount === 0 && performance.now() < until) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
       const count = counted.waitingCount;
       controller.abort(new Error("done"));
       await waiting;
