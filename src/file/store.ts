@@ -151,6 +151,8 @@ export class FileStore {
   readonly #emptyLocks = new Set<string>();
   /** Closed: nothing more is kept (see {@link close}). */
   #closed = false;
+  /** Removals of spares and empty locks sent without waiting for them: `close()` waits for them. */
+  readonly #tidying = new Set<Promise<void>>();
   /** Whether takes, releases and extensions may call the file system synchronously (see {@link #fs}). */
   readonly #syncCalls: boolean;
   /**
@@ -309,7 +311,7 @@ export class FileStore {
    */
   #keepSpare(path: string): void {
     if (this.#closed || this.shareMode !== undefined || this.#spares.length >= SPARES) {
-      void this.#fs.rmdir(path).catch(() => undefined);
+      this.#tidy(this.#fs.rmdir(path));
       return;
     }
     this.#spares.push(path);
@@ -432,7 +434,17 @@ export class FileStore {
     if (this.#emptyLocks.size <= EMPTY_LOCKS_KEPT) return;
     const oldest = this.#emptyLocks.values().next().value as string;
     this.#emptyLocks.delete(oldest);
-    void this.#queue.run(false, () => rmdir(oldest).catch(() => undefined));
+    this.#tidy(this.#queue.run(false, () => rmdir(oldest)));
+  }
+
+  /** Tracks a removal nobody waits for (best effort: a failure is ignored), for `close()`. */
+  #tidy(removal: Promise<unknown>): void {
+    const tracked: Promise<void> = removal
+      .catch(() => undefined)
+      .then(() => {
+        this.#tidying.delete(tracked);
+      });
+    this.#tidying.add(tracked);
   }
 
   /**
@@ -443,9 +455,11 @@ export class FileStore {
     this.#closed = true;
     const left = [...this.#spares.splice(0), ...this.#emptyLocks];
     this.#emptyLocks.clear();
-    return this.#queue.run(true, async () => {
+    const removing = this.#queue.run(true, async () => {
       for (const path of left) await rmdir(path).catch(() => undefined);
     });
+    // A process that exits once `close()` resolved leaves nothing behind.
+    return Promise.all([removing, ...this.#tidying]).then(() => undefined);
   }
 
   /**

@@ -23,6 +23,15 @@ import { startServers } from "./redis-server.mjs";
 import { RefereeReader } from "./referee.mjs";
 import { WorkerPool } from "./worker-pool.mjs";
 
+/**
+ * The holder's token in a Redis lock key's value: the value without the waiters' mark, the "+" a
+ * locker that joins the key's queue appends (see src/redis/scripts.ts): it changes the value, not
+ * the holder. `null` stays `null`.
+ */
+export function holderToken(value) {
+  return typeof value === "string" && value.endsWith("+") ? value.slice(0, -1) : value;
+}
+
 export class RunContext {
   /** @type {import("../../support/redis-server.mjs").RedisServer | undefined} */
   refereeServer;
@@ -246,9 +255,13 @@ export class RunContext {
     return keys.map((k) => `node ${k.node} ${k.key}=${k.value} (TTL ${k.pttl} ms)`).join(", ");
   }
 
-  /** The current value of `key`'s lock on lock server `node` (null when absent). */
-  lockValue(key, node = 0) {
-    return this.lockAdmins[node].get(`${this.prefix}${key}`);
+  /**
+   * The token holding `key`'s lock on lock server `node` (null when absent), without the waiters'
+   * mark: a locker that joins the key's queue appends "+" to the holder's token (see
+   * src/redis/scripts.ts), which changes the value but not the holder.
+   */
+  async lockValue(key, node = 0) {
+    return holderToken(await this.lockAdmins[node].get(`${this.prefix}${key}`));
   }
 
   /**
@@ -260,7 +273,7 @@ export class RunContext {
     if (this.etcd !== undefined) return this.etcd.holdersValue(key);
     const admin = this.lockAdmins[node];
     const lockKey = `${this.prefix}${key}`;
-    if ((await admin.type(lockKey)) !== "zset") return admin.get(lockKey);
+    if ((await admin.type(lockKey)) !== "zset") return holderToken(await admin.get(lockKey));
     // Members starting with ":" are the queue's marks (src/redis/permit-scripts.ts), not holders.
     const members = (await admin.zrange(lockKey, 0, -1)).filter((member) => !member.startsWith(":"));
     return members.length === 0 ? null : members.sort().join(",");

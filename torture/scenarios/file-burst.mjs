@@ -52,6 +52,8 @@ export default {
           }),
       );
       const lost = peers.flatMap((peer) => peer.events.filter((m) => m.type === "lost"));
+      // Closed and gone before the directory is checked: a live locker keeps spare attempt directories.
+      await Promise.all(peers.map((peer) => peer.stop()));
       const history = await ctx.finish(checks, [key]);
       checks.equal("exactly one winner", winners, 1);
       checks.equal("no lease lost (extensions got through the burst)", lost.length, 0);

@@ -5,6 +5,7 @@
  */
 import { checkNoLostUpdates, checkNoOverlap } from "../lib/checks.mjs";
 import { now, sleep } from "../lib/clock.mjs";
+import { holderToken } from "../lib/run-context.mjs";
 import { range, sum } from "../report.mjs";
 
 export default {
@@ -41,7 +42,7 @@ export default {
         .get(`${ctx.prefix}k0`)
         .pttl(`${ctx.prefix}k0`)
         .exec();
-      samples.push({ t: now(), value, pttl });
+      samples.push({ t: now(), value: holderToken(value), pttl });
       await sleep(p.sampleMs);
     }
     const special = await done;
