@@ -14,13 +14,11 @@
  * holds it, 0 overlaps and 0 lost updates; the key comes back on every restarted node, with the
  * holder's token, within `restoreBoundMs` of the restart. Reported: how long that took.
  */
-import { checkNoLostUpdates, checkNoOverlap } from "../lib/checks.mjs";
+import { checkNoLostUpdates, checkNoOverlap, checkTypedAcquireErrors } from "../lib/checks.mjs";
 import { now, sleep } from "../lib/clock.mjs";
 import { deriveSeed, Prng } from "../lib/prng.mjs";
 import { leaseStatsOf } from "../lib/run-context.mjs";
 import { range, sum } from "../report.mjs";
-
-const STORE_UNAVAILABLE = "ERR_GLOBALLOCK_STORE_UNAVAILABLE";
 
 export default {
   id: "quorum-restore",
@@ -120,14 +118,7 @@ export default {
     checks.equal("no contender granted during the section", grantsDuring.length, 0);
     const lost = ctx.pool.events.filter((e) => e.type === "lost");
     checks.equal("no lease lost", lost.length, 0);
-    const errors = ctx.pool.events.filter((e) => e.type === "acquireError");
-    const other = errors.filter((e) => e.code !== STORE_UNAVAILABLE);
-    checks.add(
-      "acquire failures are typed StoreUnavailableError",
-      other.length === 0,
-      `all ${STORE_UNAVAILABLE}`,
-      other.length === 0 ? `${errors.length} typed` : `${other[0].code}: ${other[0].message}`,
-    );
+    const acquireErrors = checkTypedAcquireErrors(checks, ctx.pool.events);
     checkNoOverlap(checks, history);
     checkNoLostUpdates(checks, history);
     return {
@@ -140,8 +131,8 @@ export default {
       longestForeignMs: Math.max(0, ...[firstRound, secondRound].map((r) => r.blockedBy?.ms ?? 0)),
       lostLeases: lost.length,
       grantsDuring: grantsDuring.length,
-      failedAttempts: errors.length - other.length,
-      otherErrors: other.length,
+      failedAttempts: acquireErrors.typed,
+      otherErrors: acquireErrors.other,
       extensions: stats.extensions,
       retries: stats.retries,
       overlaps: history.overlaps.length,

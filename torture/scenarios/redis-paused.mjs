@@ -10,11 +10,9 @@
  * - after SIGCONT, whatever the old holder had queued (extensions, its release) runs on the server
  *   and must not touch the next holder's key: it still holds the same token a while later.
  */
-import { checkNoLostUpdates, checkNoOverlap } from "../lib/checks.mjs";
+import { checkNoLostUpdates, checkNoOverlap, checkTypedAcquireErrors } from "../lib/checks.mjs";
 import { now, sleep } from "../lib/clock.mjs";
 import { range, sum } from "../report.mjs";
-
-const STORE_UNAVAILABLE = "ERR_GLOBALLOCK_STORE_UNAVAILABLE";
 
 export default {
   id: "redis-paused",
@@ -83,14 +81,7 @@ export default {
       (e) => e.type === "acquired" && e.t > pausedAt + p.clockSlackMs && e.t < resumedAt,
     );
     checks.equal("no grant while Redis is frozen", frozenGrants.length, 0);
-    const errors = ctx.pool.events.filter((e) => e.type === "acquireError");
-    const otherErrors = errors.filter((e) => e.code !== STORE_UNAVAILABLE);
-    checks.add(
-      "acquire failures are typed StoreUnavailableError",
-      otherErrors.length === 0,
-      `all ${STORE_UNAVAILABLE}`,
-      otherErrors.length === 0 ? `${errors.length} typed` : `${otherErrors[0].code}: ${otherErrors[0].message}`,
-    );
+    const acquireErrors = checkTypedAcquireErrors(checks, ctx.pool.events);
     checks.add(
       'stale release does not claim "released"',
       special.releaseOutcome !== "released",
@@ -110,8 +101,8 @@ export default {
       lostAfterPauseMs: lostAfterPause,
       lostAfterGrantMs: special.lostAt - special.acquiredAt,
       grantsWhileFrozen: frozenGrants.length,
-      typedErrors: errors.length - otherErrors.length,
-      otherErrors: otherErrors.length,
+      typedErrors: acquireErrors.typed,
+      otherErrors: acquireErrors.other,
       releaseOutcome: special.releaseOutcome,
       nextHolderAfterResumeMs: successor.t - resumedAt,
       successorKept: tokenAfter === successorToken && successorInside ? 1 : 0,

@@ -11,13 +11,11 @@
  * - acquisitions during the outage fail with the typed StoreUnavailableError, nothing is an
  *   unhandled rejection, and clients reconnect: sections complete after the restart.
  */
-import { checkNoStaleAccepted, overlapsOnlyWith } from "../lib/checks.mjs";
+import { checkNoStaleAccepted, checkTypedAcquireErrors, overlapsOnlyWith } from "../lib/checks.mjs";
 import { now, sleep } from "../lib/clock.mjs";
 import { LockSetRecorder, RESERVATION } from "../lib/lock-monitor.mjs";
 import { compareTokens } from "../lib/referee.mjs";
 import { range, sum } from "../report.mjs";
-
-const STORE_UNAVAILABLE = "ERR_GLOBALLOCK_STORE_UNAVAILABLE";
 
 export default {
   id: "redis-restart",
@@ -103,14 +101,7 @@ export default {
       `${history.overlaps.length} overlaps`,
     );
     checkNoStaleAccepted(checks, history);
-    const errors = ctx.pool.events.filter((e) => e.type === "acquireError");
-    const otherErrors = errors.filter((e) => e.code !== STORE_UNAVAILABLE);
-    checks.add(
-      "acquire failures are typed StoreUnavailableError",
-      otherErrors.length === 0,
-      `all ${STORE_UNAVAILABLE}`,
-      otherErrors.length === 0 ? `${errors.length} typed` : `${otherErrors[0].code}: ${otherErrors[0].message}`,
-    );
+    const acquireErrors = checkTypedAcquireErrors(checks, ctx.pool.events);
     const sectionsAfter = ctx.pool.events.filter((e) => e.type === "released" && e.t > restartedAt).length;
     checks.atLeast("sections complete after the restart", sectionsAfter, p.sectionsAfterRestart);
     return {
@@ -120,8 +111,8 @@ export default {
       lostReason: special.lostReason,
       recreated: recreated.length,
       postRestartObservations: postSets.length + sampledTokens.length,
-      typedErrors: errors.length - otherErrors.length,
-      otherErrors: otherErrors.length,
+      typedErrors: acquireErrors.typed,
+      otherErrors: acquireErrors.other,
       sectionsAfter,
       overlaps: history.overlaps.length,
       staleRejected: history.fenced.staleRejected,

@@ -23,13 +23,11 @@
  * write is accepted (the victim's commit is refused); overlaps only involve the victim; only typed
  * errors, no unhandled rejection. Reported: failover time, what happened to each held lock.
  */
-import { overlapsOnlyWith } from "../lib/checks.mjs";
+import { checkTypedAcquireErrors, overlapsOnlyWith } from "../lib/checks.mjs";
 import { now, sleep } from "../lib/clock.mjs";
 import { startSentinelGroup } from "../lib/redis-server.mjs";
 import { compareTokens } from "../lib/referee.mjs";
 import { range, sum } from "../report.mjs";
-
-const STORE_UNAVAILABLE = "ERR_GLOBALLOCK_STORE_UNAVAILABLE";
 
 export default {
   id: "sentinel-failover",
@@ -179,14 +177,7 @@ export default {
       `all involve ${victimIn.holderId}`,
       `${history.overlaps.length} overlaps`,
     );
-    const errors = ctx.pool.events.filter((e) => e.type === "acquireError");
-    const other = errors.filter((e) => e.code !== STORE_UNAVAILABLE);
-    checks.add(
-      "acquire failures are typed StoreUnavailableError",
-      other.length === 0,
-      `all ${STORE_UNAVAILABLE}`,
-      other.length === 0 ? `${errors.length} typed` : `${other[0].code}: ${other[0].message}`,
-    );
+    const acquireErrors = checkTypedAcquireErrors(checks, ctx.pool.events);
     const fateOf = (end, keyAfter, token) =>
       end.lostAt === undefined
         ? `kept (key ${keyAfter === token ? "on the new master" : "not found there"}), release ${end.releaseOutcome}`
@@ -204,8 +195,8 @@ export default {
       staleAccepted: history.fenced.staleAccepted,
       overlaps: history.overlaps.length,
       lostUpdates: history.lostUpdates,
-      typedErrors: errors.length - other.length,
-      otherErrors: other.length,
+      typedErrors: acquireErrors.typed,
+      otherErrors: acquireErrors.other,
       keeperEntered: keeperIn.t,
     };
   },
