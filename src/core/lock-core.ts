@@ -64,6 +64,12 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
   readonly #keeper: LeaseKeeper;
   /** Per key: how many acquisitions are held here, and who waits here (FIFO). */
   readonly #keys = new KeyStates<LockHandle, Registration>();
+  /**
+   * Per key, the clean-up of attempts abandoned in flight (see {@link #cleanUpAbandoned}): until it
+   * ran, such an attempt may have left a queue entry in the store, which a `tryObtain` of the key
+   * lets finish first (an aborted waiter never makes the next `tryLock` miss).
+   */
+  readonly #abandoned = new Map<string, Promise<void>>();
   /** Store operations in flight (close() waits for them). */
   readonly #inFlight = new InFlight();
   readonly #closing = new AbortController();
@@ -265,6 +271,8 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
       if ((state?.waiters.size ?? 0) > 0) return undefined;
       this.#store.checkResource(this.#resourceOf(key));
     } else if (this.#keys.heldCount(key) > 0) return undefined;
+    const abandoned = this.#abandoned.size === 0 ? undefined : this.#abandoned.get(key);
+    if (abandoned !== undefined) await this.#gate.race(abandoned, signal);
     for (let late = 0; ; late++) {
       const outcome = await this.#attempt(signal, key, request, this.#intents.keep, owner, probe);
       if (outcome instanceof Acquisition) return outcome;
@@ -446,7 +454,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     try {
       outcome = await this.#gate.race(attempt, signal);
     } catch (error) {
-      if (this.#isAbandonment(error, signal)) void this.#track(this.#cleanUpAbandoned(attempt, key, intent));
+      if (this.#isAbandonment(error, signal)) this.#noteAbandoned(key, this.#cleanUpAbandoned(attempt, key, intent));
       throw error;
     }
     return this.#settle(outcome, key, request, owner);
@@ -497,6 +505,18 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     if (leaving === undefined && registered !== undefined && state !== undefined) state.handOff = registered;
     const releasing = late?.kind === "acquired" ? this.#store.release(late.handle, true) : undefined;
     await Promise.all([leaving, releasing]);
+  }
+
+  /** Tracks the clean-up of an abandoned attempt on `key` (see {@link #abandoned}) until it settles. */
+  #noteAbandoned(key: string, cleanUp: Promise<void>): void {
+    const all = Promise.all([this.#abandoned.get(key), this.#track(cleanUp)]).then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#abandoned.set(key, all);
+    void all.then(() => {
+      if (this.#abandoned.get(key) === all) this.#abandoned.delete(key);
+    });
   }
 
   /** True when `error` is this call's abort or the locker's close, not a failed attempt. */

@@ -85,13 +85,6 @@ class FileBackend implements StoreBackend {
   readonly #leaving = new Map<string, Promise<void>>();
   /** Attempts in flight per key: a concurrent one looks at the lock before building its own. */
   readonly #attempting = new Map<string, number>();
-  /**
-   * Read-write attempts in flight that may take a queue ticket, per key hash. An attempt that
-   * takes none (a `tryLock`) lets them settle first, then one more turn of the event loop, in which
-   * the core leaves the queue for a waiter that gave up during its attempt (`leaveQueue`): so a
-   * ticket of an aborted waiter never makes the next `tryLock` miss.
-   */
-  readonly #joining = new Map<string, Set<Promise<AttemptOutcome>>>();
 
   constructor(directory: LockDirectory, options: ResolvedFileLockerOptions, events: BackendEvents, limit?: number) {
     this.#directory = directory;
@@ -206,7 +199,7 @@ class FileBackend implements StoreBackend {
     const concurrent = this.#attempting.get(resource) ?? 0;
     this.#attempting.set(resource, concurrent + 1);
     try {
-      if (this.#permits !== undefined) return await this.#acquireQueued(this.#permits, hash, request);
+      if (this.#permits !== undefined) return await this.#acquireCounted(this.#permits, hash, request);
       // Look first when another attempt here is under way (a burst) or this is a retry of a waiter
       // (one read instead of three calls and a clean-up: the key is probably held).
       const probe = concurrent > 0 || request.intent.join;
@@ -216,28 +209,6 @@ class FileBackend implements StoreBackend {
       const left = (this.#attempting.get(resource) ?? 1) - 1;
       if (left === 0) this.#attempting.delete(resource);
       else this.#attempting.set(resource, left);
-    }
-  }
-
-  /** {@link #acquireCounted} after the joining attempts in flight on `hash` (see {@link #joining}). */
-  async #acquireQueued(permits: PermitFiles, hash: string, request: AttemptRequest): Promise<AttemptOutcome> {
-    const joining = this.#joining.get(hash);
-    if (!request.intent.join) {
-      if (joining !== undefined) {
-        await Promise.allSettled([...joining]);
-        await new Promise<void>((resolve) => setImmediate(resolve));
-      }
-      return this.#acquireCounted(permits, hash, request);
-    }
-    const attempt = this.#acquireCounted(permits, hash, request);
-    const set = joining ?? new Set();
-    if (joining === undefined) this.#joining.set(hash, set);
-    set.add(attempt);
-    try {
-      return await attempt;
-    } finally {
-      set.delete(attempt);
-      if (set.size === 0 && this.#joining.get(hash) === set) this.#joining.delete(hash);
     }
   }
 
