@@ -11,7 +11,7 @@
  *
  *   node bench/cli-startup.mjs           # 30 rounds
  *   CLI_ROUNDS=100 node bench/cli-startup.mjs
- *   CLI_COMPARE=/path/to/other/dist/esm/cli/main.js node bench/cli-startup.mjs   # another build beside it
+ *   CLI_COMPARE=/path/to/other/dist/cli/globallock.cjs node bench/cli-startup.mjs   # another build beside it
  *
  * Target: the command's median at most 1.5× `node -e 0`'s.
  */
@@ -19,10 +19,10 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import { median, percentile } from "./lib/stats.mjs";
 
-const CLI = fileURLToPath(new URL("../dist/esm/cli/main.js", import.meta.url));
+const CLI = fileURLToPath(new URL("../dist/cli/globallock.cjs", import.meta.url));
 const ROUNDS = Number(process.env.CLI_ROUNDS ?? 30);
 const TARGET = 1.5;
 
@@ -72,29 +72,35 @@ function time(argv) {
   return ms;
 }
 
-/** The modules one `globallock run` loads: the package's own, other packages', Node's built-ins. */
+/**
+ * The modules one `globallock run` loads: JavaScript files of the package (the loader and the
+ * bundle it reads) and of other packages, and Node's built-in modules beyond those `node -e 0`
+ * loads. Counted by a preload (`--require`) that notes the JavaScript files read through
+ * `fs.readFileSync` (how both the CommonJS loader and the command's loader read them) and, at exit,
+ * `process.moduleLoadList`.
+ */
 function countModules() {
-  const log = join(work, "modules.log");
-  const hook = join(work, "hook.mjs");
+  const log = join(work, "modules.json");
+  const preload = join(work, "preload.cjs");
   writeFileSync(
-    hook,
-    `import { appendFileSync } from "node:fs";\n` +
-      `export async function load(url, context, next) { appendFileSync(${JSON.stringify(log)}, url + "\\n"); return next(url, context); }\n`,
+    preload,
+    `const fs = require("node:fs");\nconst read = fs.readFileSync;\nconst files = new Set();\n` +
+      `fs.readFileSync = function (path, ...rest) { if (typeof path === "string" && /\\.[cm]?js$/.test(path)) files.add(path); return read.call(this, path, ...rest); };\n` +
+      `process.on("exit", () => fs.writeFileSync(${JSON.stringify(log)}, JSON.stringify({ files: [...files], builtins: process.moduleLoadList.filter((name) => name.startsWith("NativeModule ")) })));\n`,
   );
-  const register = join(work, "register.mjs");
-  writeFileSync(
-    register,
-    `import { register } from "node:module";\nregister(${JSON.stringify(pathToFileURL(hook).href)});\n`,
-  );
-  writeFileSync(log, "");
-  time([process.execPath, "--import", register, CLI, "run", "--dir", lockDir, "--key", "k", "--", "true"]);
-  const urls = readFileSync(log, "utf8").split("\n").filter(Boolean);
-  const own = urls.filter((url) => url.includes("/dist/esm/"));
+  const loaded = (argv) => {
+    time([process.execPath, "--require", preload, ...argv]);
+    return JSON.parse(readFileSync(log, "utf8"));
+  };
+  const bare = new Set(loaded(["-e", "0"]).builtins);
+  const run = loaded([CLI, "run", "--dir", lockDir, "--key", "k", "--", "true"]);
+  const packageRoot = fileURLToPath(new URL("..", import.meta.url));
+  const own = run.files.filter((file) => file.startsWith(packageRoot) && !file.includes("/node_modules/"));
   return {
     own: own.length,
-    packages: urls.filter((url) => url.includes("/node_modules/")).length,
-    builtins: urls.filter((url) => url.startsWith("node:")).length,
-    redis: own.filter((url) => url.includes("/redis/")).length,
+    packages: run.files.filter((file) => file.includes("/node_modules/")).length,
+    builtins: run.builtins.filter((name) => !bare.has(name)).length,
+    redis: own.filter((file) => file.includes("/redis/")).length,
   };
 }
 
@@ -125,7 +131,7 @@ try {
       return `| ${label} | ${median(list).toFixed(0)} ms | ${percentile(list, 90).toFixed(0)} ms | ${(median(list) / base).toFixed(2)}× | ${cpuMs.toFixed(0)} ms | ${(cpuMs / cpuBase).toFixed(2)}× |`;
     }),
     "",
-    `Modules loaded by the run: ${modules.own} of globallock (${modules.redis} of them Redis's), ${modules.packages} from other packages, ${modules.builtins} built-ins.`,
+    `Modules loaded by the run: ${modules.own} files of globallock (${modules.redis} of them Redis's), ${modules.packages} from other packages, ${modules.builtins} built-in modules beyond those of \`node -e 0\`.`,
     loadAverage > cpus
       ? `Target (at most ${TARGET}× \`node -e 0\`) not judged: load average ${loadAverage.toFixed(2)} above the ${cpus} CPUs, so the wall times measure the run queue more than the commands; compare the CPU column, or rerun on a quiet machine (or under \`chrt -f 10\`).`
       : `Target: at most ${TARGET}× \`node -e 0\`: ${median(samples[1]) / base <= TARGET ? "met" : "NOT met"}.`,

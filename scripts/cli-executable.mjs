@@ -1,5 +1,5 @@
 // After the build: makes the `globallock` command (package.json "bin") executable and checks that
-// it starts with its shebang, so that `npm run build` output runs as `./dist/esm/cli/main.js`.
+// it starts with its shebang, so that `npm run build` output runs as `./dist/cli/globallock.cjs`.
 import { chmodSync, readFileSync } from "node:fs";
 
 const pkg = JSON.parse(readFileSync("package.json", "utf8"));

@@ -432,8 +432,8 @@ describe("globallock run, file store", () => {
 
   it("is the package's bin: the built file, executable, with a node shebang", () => {
     const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
-    expect(pkg.bin).toEqual({ globallock: "./dist/esm/cli/main.js" });
-    expect(CLI_PATH()).toMatch(/dist\/esm\/cli\/main\.js$/);
+    expect(pkg.bin).toEqual({ globallock: "./dist/cli/globallock.cjs" });
+    expect(CLI_PATH()).toMatch(/dist\/cli\/globallock\.cjs$/);
     expect(readFileSync(CLI_PATH(), "utf8").startsWith("#!/usr/bin/env node\n")).toBe(true);
     expect(statSync(CLI_PATH()).mode & 0o111).toBe(0o111);
   });
@@ -480,7 +480,7 @@ function running(pid: number): boolean {
 }
 
 function CLI_PATH(): string {
-  return new URL("../dist/esm/cli/main.js", import.meta.url).pathname;
+  return new URL("../dist/cli/globallock.cjs", import.meta.url).pathname;
 }
 
 describe("globallock run, Redis", () => {

@@ -3,7 +3,7 @@
  * the lease is extended, forward signals, react to a lost lock, release after the command exited,
  * and exit with the command's status (or one of {@link EXIT}'s).
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { constants } from "node:os";
 import { InvalidArgumentError, type LockLostError, StoreUnavailableError, UnsupportedError } from "../errors.js";
 import type { AcquireOptions, Lease, LockInfo } from "../locker.js";
@@ -12,7 +12,7 @@ import { EXIT } from "./exit-codes.js";
 import { describeHolders, lockInfoJson } from "./holders.js";
 import { formatMs, type Reporter } from "./reporter.js";
 import { type OpenStore, openStore } from "./store.js";
-import { probeSetpriv, tether } from "./tether.js";
+import { spawnTethered } from "./tether.js";
 
 /** The signals forwarded to the command (and that interrupt a wait). */
 const FORWARDED = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
@@ -32,8 +32,6 @@ const HOLDER_EVERY_MS = 1000;
 
 /** Runs `cmd`; resolves to the exit status. Never rejects for expected failures. */
 export async function runCommand(cmd: RunCommand, reporter: Reporter): Promise<number> {
-  // Runs beside the store's start-up and the wait; the command's spawn needs its answer.
-  void probeSetpriv(process.env.PATH);
   const interrupt = new AbortController();
   let child: ChildProcess | undefined;
   const onSignal = (signal: Forwarded): void => {
@@ -178,14 +176,13 @@ async function runHolding(
   const env = { ...process.env };
   if (cmd.fencingEnv !== undefined) env[cmd.fencingEnv] = String(lease.fencingToken);
   const program = cmd.argv[0];
-  const tethered = await tether(cmd.argv, env);
   if (interrupt.aborted) {
     // A signal came while the command was being prepared: it is not started.
-    tethered.disarm();
     await lease.releaseWithOutcome();
     throw interrupt.reason;
   }
-  const child = spawn(tethered.program, tethered.args, { stdio: "inherit", env: tethered.env });
+  const tethered = spawnTethered(cmd.argv, env);
+  const { child } = tethered;
   started(child);
   let stoppedForLoss = false;
   let killTimer: NodeJS.Timeout | undefined;

@@ -408,8 +408,12 @@ export const REDLOCK_PACKAGE = "redlock@5.0.0-beta.2";
  * installed, every attempt of the quorum rejects with a {@link StoreUnavailableError} naming the
  * package, with the import's error as its cause.
  */
-function loadRedlock(): Promise<RedlockModule> {
-  return import("redlock");
+async function loadRedlock(): Promise<RedlockModule> {
+  const loaded = await import("redlock");
+  // Imported as CommonJS (the `globallock` command is a CommonJS bundle), the module's `default` is
+  // redlock's `exports` object, as Node.js gives an ES module that imports a CommonJS one: its own
+  // `default` is then the class.
+  return typeof loaded.default === "function" ? loaded : (loaded.default as unknown as RedlockModule);
 }
 
 /**

@@ -1,5 +1,5 @@
 /**
- * Runs the BUILT `globallock` command (dist/esm/cli/main.js, made by `npm run build`) as a user
+ * Runs the BUILT `globallock` command (dist/cli/globallock.cjs, made by `npm run build`) as a user
  * would: a child process with its own stdio, exit status and signals.
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -8,7 +8,7 @@ import { constants } from "node:os";
 import { resolve } from "node:path";
 
 /** The built executable. */
-export const CLI = resolve(import.meta.dirname, "../../dist/esm/cli/main.js");
+export const CLI = resolve(import.meta.dirname, "../../dist/cli/globallock.cjs");
 
 /** Throws a clear message when the package has not been built. */
 export function assertBuilt(): void {
