@@ -339,6 +339,12 @@ function held(s) {
         ],
       ],
     ),
+    ...(sw.floor === undefined
+      ? []
+      : [
+          "",
+          `Its floor, after each round: the same ${int(sw.locks)} keys' worth extended from a bare ioredis client (bench/lib/raw-extension-round.mjs: per key GET, compare, PEXPIRE, in one Lua script per 256 keys, at most 256 in flight — the keeper's batches without its bookkeeping): wall ${num(sw.floor.wallMs)} ms, Node CPU ${num(sw.floor.nodeCpuMs)} ms, redis-server CPU ${num(sw.floor.redisCpuMs)} ms (medians of ${sw.floor.rounds}). Redis's part is what no client can save: the round's wall time is bounded below by it.`,
+        ]),
   ].join("\n");
 }
 

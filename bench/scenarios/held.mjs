@@ -16,7 +16,9 @@
  *   locker's client (lib/sweep-observer.mjs) once the rate loops are done, the process then being
  *   idle apart from the keeper. Wall time = the bursts' spans (first extension command sent → last
  *   reply) plus the keeper's synchronous work before each burst's first command (from the last
- *   tick of a 2 ms heartbeat); CPU = process.cpuUsage over the same.
+ *   tick of a 2 ms heartbeat); CPU = process.cpuUsage over the same. Then its floor: as many keys
+ *   extended from a bare client in the same batches (lib/raw-extension-round.mjs), with the Redis
+ *   CPU it took.
  *
  * Within a state, the two contenders alternate in sub-rounds (globallock, raw, globallock, raw…).
  */
@@ -24,6 +26,7 @@ import { RedisLocker } from "globallock";
 import { measureCosts } from "../lib/command-stats.mjs";
 import { CONFIG } from "../lib/config.mjs";
 import { heapAfterGc } from "../lib/heap.mjs";
+import { rawExtensionRounds } from "../lib/raw-extension-round.mjs";
 import { connectClient } from "../lib/redis-client.mjs";
 import { raw } from "../lib/redis-contenders.mjs";
 import { median } from "../lib/stats.mjs";
@@ -134,6 +137,8 @@ export async function runHeld({ port, monitor, log }) {
       sweep.retries = statsAfter.retries - statsBefore.retries;
       sweep.locks = held;
       log(`held: cycle ${cycle + 1}/${cycles}, extension round of ${held} seen (${sweep.bursts.length} bursts)`);
+      // The floor of that round: as many keys extended from a bare client, same batches.
+      [sweep.floor] = await rawExtensionRounds(port, monitor, { count: held, ttlMs: expiryMs, rounds: 1 });
       const releaseStart = now();
       await forRange(0, held, fillConcurrency, async (i) => {
         const release = releases[i];
@@ -206,6 +211,12 @@ export async function runHeld({ port, monitor, log }) {
     errors: complete.reduce((sum, s) => sum + s.errors, 0),
     worstWallMs: complete.length > 0 ? Math.max(...complete.map((s) => s.wallMs)) : Number.NaN,
     worstCpuMs: complete.length > 0 ? Math.max(...complete.map((s) => s.cpuMs)) : Number.NaN,
+    floor: {
+      rounds: sweeps.length,
+      wallMs: median(sweeps.map((s) => s.floor.wallMs)),
+      nodeCpuMs: median(sweeps.map((s) => s.floor.nodeCpuMs)),
+      redisCpuMs: median(sweeps.map((s) => s.floor.redisCpuMs)),
+    },
   };
   return {
     config: { ...CONFIG.held },

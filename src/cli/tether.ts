@@ -157,9 +157,9 @@ function canReap(): boolean {
  * `setpriv` when it is on PATH and knows --pdeathsig (util-linux 2.33 and later), else undefined.
  * Decided without running it: the file, followed through links, must be named `setpriv` (not a
  * multi-call binary such as BusyBox's, whose setpriv has no --pdeathsig) and must hold the option's
- * name as getopt's table of long options stores it, `pdeathsig` between two NUL bytes. A spawn of
- * `setpriv --pdeathsig KILL -- true` would answer the same question for a fork of this process
- * (measured: a fifth of the command's start-up over `node -e 0`, see bench/cli-startup.mjs).
+ * name as getopt's table of long options stores it, `pdeathsig` between two NUL bytes. Running
+ * `setpriv --pdeathsig KILL -- true` would answer the same question at the cost of a spawn, which
+ * blocks the event loop until the child has exec'ed (see bench/cli-startup.mjs).
  */
 export function findSetpriv(pathEnv: string | undefined): string | undefined {
   if (process.platform !== "linux") return undefined;
