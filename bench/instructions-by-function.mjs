@@ -18,37 +18,25 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { runChildUnderCallgrind } from "./lib/callgrind.mjs";
 
 const [mode = "redis", other = "peer-mutex", pairsArgument = "10000"] = process.argv.slice(2);
 const pairs = Number(pairsArgument);
 const WARM_UP = Number(process.env.INSTRUCTIONS_WARM_UP ?? 10_000);
-const instructions = fileURLToPath(new URL("./instructions.mjs", import.meta.url));
 const REDIS_MODES = new Set(["redis", "redis-semaphore", "peer-semaphore", "peer-mutex"]);
 
 /** One child run under callgrind: cost per function name (JIT code named through the perf map). */
 function profile(kind, port, dir) {
   const out = join(dir, `${kind}.callgrind`);
-  const run = spawnSync(
-    "valgrind",
-    [
-      "--tool=callgrind",
-      `--callgrind-out-file=${out}`,
-      "--dump-instr=no",
-      process.execPath,
-      "--single-threaded",
-      "--perf-basic-prof",
-      instructions,
-      kind,
-      String(pairs),
-      "1",
-      "--child",
-      String(pairs),
-      port,
-    ],
-    { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 },
-  );
-  if (run.status !== 0) throw new Error(`valgrind failed: ${run.stderr.slice(-2000)}`);
+  const run = runChildUnderCallgrind({
+    out,
+    mode: kind,
+    pairs,
+    keys: 1,
+    n: pairs,
+    port,
+    nodeFlags: ["--perf-basic-prof"],
+  });
   // valgrind runs the program in its own process: the child's pid is valgrind's.
   const map = `/tmp/perf-${run.pid}.map`;
   const ranges = existsSync(map) ? readPerfMap(map) : [];

@@ -40,6 +40,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { runChildUnderCallgrind } from "./lib/callgrind.mjs";
 
 /**
  * Pairs run before the counted ones (`INSTRUCTIONS_WARM_UP`, default 10,000): V8 compiles with
@@ -183,25 +184,7 @@ async function countInstructions(n, port, kind = store) {
   const dir = mkdtempSync(join(tmpdir(), "globallock-callgrind-"));
   try {
     const out = join(dir, "callgrind.out");
-    const run = spawnSync(
-      "valgrind",
-      [
-        "--tool=callgrind",
-        `--callgrind-out-file=${out}`,
-        "--dump-instr=no",
-        process.execPath,
-        "--single-threaded",
-        fileURLToPath(import.meta.url),
-        kind,
-        String(pairs),
-        String(keys),
-        "--child",
-        String(n),
-        port,
-      ],
-      { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 },
-    );
-    if (run.status !== 0) throw new Error(`valgrind failed: ${run.stderr.slice(-2000)}`);
+    const run = runChildUnderCallgrind({ out, mode: kind, pairs, keys, n, port });
     const summary =
       readFileSync(out, "utf8").match(/^summary: (\d+)/m) ?? readFileSync(out, "utf8").match(/^totals: (\d+)/m);
     if (summary === null) throw new Error("no summary in callgrind output");
