@@ -4,7 +4,8 @@
  *
  * - Uncontended: sequential lock + release on one key, a timed loop per contender per round
  *   (rounds interleave the contenders): ops/s (median over rounds), p50/p99 of one lock + release
- *   (pooled), and FileLocker's ops/s ÷ proper-lockfile's (median of per-round ratios).
+ *   (pooled), and FileLocker's ops/s ÷ proper-lockfile's (median of per-round ratios), by default
+ *   and with `syncCalls: true`.
  * - Hand-off: A holds the key, B is blocked in lock(), A releases 3–12 ms later at t0 (just before
  *   calling release), B's lock resolves at t1; latency t1 − t0 (scenario 4's `localRep` and
  *   `remoteRep`), with B in this process (another locker) and in another process
@@ -32,7 +33,11 @@ const CONFIG = QUICK
   ? { rounds: 2, durationMs: 300, maxOps: 20_000, handoffReps: 20, handoffSlowReps: 10 }
   : { rounds: 5, durationMs: 1000, maxOps: 200_000, handoffReps: 100, handoffSlowReps: 40 };
 
-const UNCONTENDED = [FILE_CONTENDERS.globallock, FILE_CONTENDERS["proper-lockfile"]];
+const UNCONTENDED = [
+  FILE_CONTENDERS.globallock,
+  FILE_CONTENDERS["globallock-sync"],
+  FILE_CONTENDERS["proper-lockfile"],
+];
 const HANDOFF = [
   { contender: FILE_CONTENDERS.globallock },
   { contender: FILE_CONTENDERS["proper-lockfile-1ms"] },
@@ -73,6 +78,7 @@ export async function runFile({ log }) {
     // Uncontended, interleaved rounds.
     const uncontended = new Map(UNCONTENDED.map((c) => [c.id, { session: open(c), rates: [], samples: [] }]));
     const ratios = [];
+    const syncRatios = [];
     for (let round = 0; round < CONFIG.rounds; round++) {
       const rates = {};
       for (const contender of UNCONTENDED) {
@@ -88,6 +94,7 @@ export async function runFile({ log }) {
         rates[contender.id] = result.opsPerSec;
       }
       ratios.push(rates.globallock / rates["proper-lockfile"]);
+      syncRatios.push(rates["globallock-sync"] / rates["proper-lockfile"]);
       log(`file: uncontended round ${round + 1}/${CONFIG.rounds} done`);
     }
     // Hand-off, interleaved rounds; B here or in the worker process.
@@ -133,6 +140,7 @@ export async function runFile({ log }) {
         };
       }),
       globallockOverProperLockfile: median(ratios),
+      syncOverProperLockfile: median(syncRatios),
       handoff: HANDOFF.map((variant) => {
         const samples = state.get(variant.id).samples;
         return {
@@ -160,7 +168,7 @@ export function renderFile(s) {
   return [
     "## 10. Lock files on one host: FileLocker vs proper-lockfile",
     "",
-    `One lock directory under the OS temporary directory, no server. Uncontended: sequential lock + release on one key, ${s.config.rounds} interleaved rounds of ${s.config.durationMs} ms per contender; ops/s is the median over rounds, p50/p99 of one lock + release are pooled; "÷ proper-lockfile" is the median of the per-round ratios (${num(s.globallockOverProperLockfile, 3)}×).`,
+    `One lock directory under the OS temporary directory, no server. Uncontended: sequential lock + release on one key, ${s.config.rounds} interleaved rounds of ${s.config.durationMs} ms per contender; ops/s is the median over rounds, p50/p99 of one lock + release are pooled; "÷ proper-lockfile" is the median of the per-round ratios (${num(s.globallockOverProperLockfile, 3)}× by default, ${num(s.syncOverProperLockfile, 3)}× with \`syncCalls: true\`).`,
     "",
     table(
       ["locker", "ops/s", "lock + release p50 (µs)", "p99 (µs)"],
