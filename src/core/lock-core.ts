@@ -566,14 +566,25 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     const { handle } = acquisition;
     // A lease valid until Infinity (memory) never passes its deadline: no need to read the clock.
     const wasPastDeadline = handle.validUntil !== Number.POSITIVE_INFINITY && performance.now() >= handle.validUntil;
+    const store = this.#store;
+    if (store.releaseNow !== undefined) {
+      this.#settleReleased(acquisition, wasPastDeadline);
+      return this.#released(acquisition, wasPastDeadline, store.releaseNow(handle));
+    }
+    // Sent first: the bookkeeping below runs while the command travels, and a waiter in another
+    // process hears of the release that much sooner (no store reads what it changes).
+    const sent = store.release(handle);
+    this.#settleReleased(acquisition, wasPastDeadline);
+    return this.#track(sent).then((outcome) => this.#released(acquisition, wasPastDeadline, outcome));
+  }
+
+  /** What a release changes here: the lease is no longer kept (or is lost, if it ran out), nor held. */
+  #settleReleased(acquisition: Acquisition, wasPastDeadline: boolean): void {
     // A lease left to expire whose deadline passed before its timer fired (a blocked event loop)
     // expired all the same: its `lost` says so, as if the timer had fired first.
     if (wasPastDeadline && acquisition.keepAlive === "never") this.#keeper.markLost(acquisition, "expired");
     else if (this.#keeper.remove(acquisition)) this.#forget(acquisition);
     acquisition.state = "released";
-    const store = this.#store;
-    if (store.releaseNow !== undefined) return this.#released(acquisition, wasPastDeadline, store.releaseNow(handle));
-    return this.#track(store.release(handle)).then((outcome) => this.#released(acquisition, wasPastDeadline, outcome));
   }
 
   /** The rest of {@link #release} once the store answered `outcome`: wakes whoever is next here. */
