@@ -399,7 +399,8 @@ describe("subscribers", () => {
     try {
       const admin = client();
       const memory = keep(new MemoryLocker());
-      const redis = keep(new RedisLocker(client(), { expiry: 400 }));
+      // Leases long enough that a loaded machine's stalls do not make one run out unextended.
+      const redis = keep(new RedisLocker(client(), { expiry: 1200 }));
       for (const locker of [memory, redis]) {
         const key = uniqueKey();
         const release = await locker.lock(undefined, key);
@@ -414,8 +415,8 @@ describe("subscribers", () => {
       const lost = await redis.acquire(undefined, uniqueKey());
       const kept = await redis.acquire(undefined, uniqueKey());
       await admin.del(`globallock:${lost.key}`);
-      await eventually(() => lost.lost.aborted, 3000);
-      await sleep(300);
+      await eventually(() => lost.lost.aborted, 10_000);
+      await eventually(() => redis.leaseStats.extensions > 0, 10_000);
       kept.assertHeld();
       await kept.release();
       await sleep(10);
