@@ -18,11 +18,10 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runChildUnderCallgrind } from "./lib/callgrind.mjs";
+import { runChildUnderCallgrind, WARM_UP } from "./lib/callgrind.mjs";
 
 const [mode = "redis", other = "peer-mutex", pairsArgument = "10000"] = process.argv.slice(2);
 const pairs = Number(pairsArgument);
-const WARM_UP = Number(process.env.INSTRUCTIONS_WARM_UP ?? 10_000);
 const REDIS_MODES = new Set(["redis", "redis-semaphore", "peer-semaphore", "peer-mutex"]);
 
 /** One child run under callgrind: cost per function name (JIT code named through the perf map). */

@@ -40,15 +40,8 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { runChildUnderCallgrind } from "./lib/callgrind.mjs";
+import { runChildUnderCallgrind, WARM_UP } from "./lib/callgrind.mjs";
 
-/**
- * Pairs run before the counted ones (`INSTRUCTIONS_WARM_UP`, default 10,000): V8 compiles with
- * `--single-threaded` on the main thread, so a late tier-up that lands in one run's counted pairs
- * and not the other's adds its compile work to the difference (seen: 3,000 pairs of warm-up left
- * 19k instructions per pair of TurboFan in one RedisLocker run and none in the next).
- */
-const WARM_UP = Number(process.env.INSTRUCTIONS_WARM_UP ?? 10_000);
 const here = fileURLToPath(new URL(".", import.meta.url));
 const [store = "redis", pairsArgument = "20000", keysArgument = "1"] = process.argv.slice(2);
 const pairs = Number(pairsArgument);

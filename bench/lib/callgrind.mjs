@@ -8,6 +8,14 @@ import { fileURLToPath } from "node:url";
 const INSTRUCTIONS = fileURLToPath(new URL("../instructions.mjs", import.meta.url));
 
 /**
+ * Pairs run before the counted ones (`INSTRUCTIONS_WARM_UP`, default 10,000): V8 compiles with
+ * `--single-threaded` on the main thread, so a late tier-up that lands in one run's counted pairs
+ * and not the other's adds its compile work to the difference (seen: 3,000 pairs of warm-up left
+ * 19k instructions per pair of TurboFan in one RedisLocker run and none in the next).
+ */
+export const WARM_UP = Number(process.env.INSTRUCTIONS_WARM_UP ?? 10_000);
+
+/**
  * The child of `mode` counting `n` pairs (after the warm-up), its callgrind output written to `out`;
  * `nodeFlags` go to Node before the script. Returns the spawn's result; throws if valgrind failed.
  * @param {{ out: string, mode: string, pairs: number, keys: number, n: number, port: string, nodeFlags?: string[] }} run
