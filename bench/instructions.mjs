@@ -3,7 +3,7 @@
  * change: `node bench/instructions.mjs [mode] [pairs] [keys]`, mode one of redis, redis-semaphore (limit 4,
  * weight 1), peer-semaphore (redis-semaphore's Semaphore, limit 4), peer-mutex (redis-semaphore's
  * Mutex), memory, async-mutex (one async-mutex Mutex: the in-process peer of memory), file,
- * file-sync, proper-lockfile, postgres, postgres-raw, postgres-raw-prepared. Every mode runs
+ * file-pool, proper-lockfile, postgres, postgres-raw, postgres-raw-prepared. Every mode runs
  * sequential pairs on one key; with `keys` > 1 (say 8), each round locks that many keys at once
  * (one `Promise.all`), then releases them at once, and `pairs` counts rounds (as does the warm-up,
  * of 10,000 pairs; `INSTRUCTIONS_WARM_UP` sets it): the counts are reported per lock+release pair (per round divided by `keys`).
@@ -28,8 +28,9 @@
  * also reports the statements sent per measured pair (counted in the child by a wrapper around
  * `pg.Client.prototype.query`).
  *
- * The file modes — `file` (FileLocker: every call through libuv's thread pool), `file-sync`
- * (FileLocker with `syncCalls: true`: calls on the event loop) and `proper-lockfile` (its `lock(path, { realpath: false,
+ * The file modes — `file` (FileLocker with its default `syncCalls: "auto"`: on a local file
+ * system, calls on the event loop), `file-pool` (`syncCalls: false`: every call through libuv's
+ * thread pool) and `proper-lockfile` (its `lock(path, { realpath: false,
  * retries: 0 })` and the release it returns, the peer of scenario 10) — also report file-system
  * calls and all system calls per pair, counted by `strace -f -c` (every thread, libuv's pool
  * included) on two more runs without valgrind, as (S(2n) − S(n)) / n. File-system calls are those
@@ -52,7 +53,7 @@ const keys = Number(keysArgument);
 if (!Number.isInteger(keys) || keys < 1) throw new Error(`keys must be a positive integer; received ${keysArgument}`);
 const REDIS_MODES = new Set(["redis", "redis-semaphore", "peer-semaphore", "peer-mutex"]);
 const SEMAPHORE_LIMIT = 4;
-const FILE_MODES = new Set(["file", "file-sync", "proper-lockfile"]);
+const FILE_MODES = new Set(["file", "file-pool", "proper-lockfile"]);
 /** The system calls counted as file-system operations (path calls; strace's names on Linux). */
 const FS_CALLS = new Set([
   "mkdir",
@@ -276,9 +277,9 @@ async function child(kind, n, port) {
     const { Mutex } = await import("async-mutex");
     const mutex = new Mutex();
     locker = { lock: () => mutex.acquire(), close: async () => {} };
-  } else if (kind === "file" || kind === "file-sync") {
+  } else if (kind === "file" || kind === "file-pool") {
     const directory = mkdtempSync(join(tmpdir(), "globallock-callgrind-files-"));
-    locker = new lib.FileLocker({ directory, syncCalls: kind === "file-sync" });
+    locker = new lib.FileLocker(kind === "file" ? { directory } : { directory, syncCalls: false });
     cleanUp = async () => rmSync(directory, { recursive: true, force: true });
   } else if (kind === "proper-lockfile") {
     const { default: lockfile } = await import("proper-lockfile");
@@ -311,7 +312,7 @@ async function child(kind, n, port) {
     }
   } else {
     throw new Error(
-      `unknown mode ${kind}: redis, redis-semaphore, peer-semaphore, peer-mutex, memory, memory-handoff, async-mutex, file, file-sync, proper-lockfile, postgres, postgres-raw or postgres-raw-prepared`,
+      `unknown mode ${kind}: redis, redis-semaphore, peer-semaphore, peer-mutex, memory, memory-handoff, async-mutex, file, file-pool, proper-lockfile, postgres, postgres-raw or postgres-raw-prepared`,
     );
   }
   let counted = 0;

@@ -2,8 +2,9 @@
  * The lockers of scenario 10 (bench/scenarios/file.mjs), each opened on a lock directory as a
  * session with `lock(key) → release` and `close()`:
  *
- * - globallock's FileLocker (default options: expiry 30 s; waiters wake on release via fs.watch),
- *   and with `syncCalls: true` (its calls on the event loop instead of libuv's thread pool);
+ * - globallock's FileLocker (default options: expiry 30 s; waiters wake on release via fs.watch;
+ *   `syncCalls: "auto"`, so on a local file system its calls run on the event loop), and with
+ *   `syncCalls: false` (every call through libuv's thread pool, the default before `"auto"`);
  * - proper-lockfile 4.1.2: `lock(<dir>/<key>, { realpath: false })` (it mkdirs `<key>.lock` and
  *   refreshes its mtime every `update` ms); it has no way to wait for a release, so a blocked
  *   caller polls through its `retries` option: every 1 ms (the fastest it can hand over, at the
@@ -38,11 +39,11 @@ export const FILE_CONTENDERS = {
       return { lock: (key) => locker.lock(undefined, key), close: () => locker.close() };
     },
   },
-  "globallock-sync": {
-    id: "globallock-sync",
-    label: "globallock FileLocker, `syncCalls: true`",
+  "globallock-pool": {
+    id: "globallock-pool",
+    label: "globallock FileLocker, `syncCalls: false`",
     open(directory) {
-      const locker = new FileLocker({ directory, syncCalls: true });
+      const locker = new FileLocker({ directory, syncCalls: false });
       return { lock: (key) => locker.lock(undefined, key), close: () => locker.close() };
     },
   },

@@ -5,7 +5,7 @@
  * - Uncontended: sequential lock + release on one key, a timed loop per contender per round
  *   (rounds interleave the contenders): ops/s (median over rounds), p50/p99 of one lock + release
  *   (pooled), and FileLocker's ops/s ÷ proper-lockfile's (median of per-round ratios), by default
- *   and with `syncCalls: true`.
+ *   and with `syncCalls: false`; in the OS temporary directory and again in /dev/shm (tmpfs).
  * - Hand-off: A holds the key, B is blocked in lock(), A releases 3–12 ms later at t0 (just before
  *   calling release), B's lock resolves at t1; latency t1 − t0 (scenario 4's `localRep` and
  *   `remoteRep`), with B in this process (another locker) and in another process
@@ -15,7 +15,8 @@
  *
  * Run it alone: `BENCH_ONLY=file BENCH_QUICK=1 node bench/run.mjs` (after npm run build).
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { statfs } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -27,6 +28,17 @@ import { median, percentile } from "../lib/stats.mjs";
 import { now } from "../lib/timing.mjs";
 import { clockOffset, localRep, remoteRep } from "./handoff.mjs";
 
+/** A tmpfs every Linux host has: the uncontended loop runs there too. */
+const SHM = "/dev/shm";
+/** Names of a few Linux statfs magic numbers (statfs(2)). */
+const FILE_SYSTEM_NAMES = new Map([
+  [0xef53, "ext4"],
+  [0x01021994, "tmpfs"],
+  [0x58465342, "XFS"],
+  [0x9123683e, "Btrfs"],
+  [0x794c7630, "overlayfs"],
+]);
+
 const WORKER_MODULE = fileURLToPath(new URL("../file-worker.mjs", import.meta.url));
 
 const CONFIG = QUICK
@@ -35,7 +47,7 @@ const CONFIG = QUICK
 
 const UNCONTENDED = [
   FILE_CONTENDERS.globallock,
-  FILE_CONTENDERS["globallock-sync"],
+  FILE_CONTENDERS["globallock-pool"],
   FILE_CONTENDERS["proper-lockfile"],
 ];
 const HANDOFF = [
@@ -74,28 +86,60 @@ export async function runFile({ log }) {
     sessions.push(session);
     return session;
   };
+  const places = [
+    { id: "tmpdir", directory, label: `the OS temporary directory (${await fileSystemName(directory)})` },
+  ];
+  if (existsSync(SHM)) {
+    const shm = mkdtempSync(join(SHM, "globallock-bench-file-"));
+    places.push({ id: "shm", directory: shm, label: `${SHM} (${await fileSystemName(shm)})` });
+  }
   try {
-    // Uncontended, interleaved rounds.
-    const uncontended = new Map(UNCONTENDED.map((c) => [c.id, { session: open(c), rates: [], samples: [] }]));
-    const ratios = [];
-    const syncRatios = [];
-    for (let round = 0; round < CONFIG.rounds; round++) {
-      const rates = {};
-      for (const contender of UNCONTENDED) {
-        const s = uncontended.get(contender.id);
-        const result = await uncontendedLoop(
-          s.session,
-          `uncontended-${contender.id}`,
-          CONFIG.durationMs,
-          CONFIG.maxOps,
-        );
-        s.rates.push(result.opsPerSec);
-        s.samples.push(...result.samples);
-        rates[contender.id] = result.opsPerSec;
+    // Uncontended, interleaved rounds, in each place.
+    const uncontended = [];
+    for (const place of places) {
+      const opened = new Map(
+        UNCONTENDED.map((c) => {
+          const session = c.open(place.directory);
+          sessions.push(session);
+          return [c.id, { session, rates: [], samples: [] }];
+        }),
+      );
+      const ratios = [];
+      const poolRatios = [];
+      for (let round = 0; round < CONFIG.rounds; round++) {
+        const rates = {};
+        for (const contender of UNCONTENDED) {
+          const s = opened.get(contender.id);
+          const result = await uncontendedLoop(
+            s.session,
+            `uncontended-${contender.id}`,
+            CONFIG.durationMs,
+            CONFIG.maxOps,
+          );
+          s.rates.push(result.opsPerSec);
+          s.samples.push(...result.samples);
+          rates[contender.id] = result.opsPerSec;
+        }
+        ratios.push(rates.globallock / rates["proper-lockfile"]);
+        poolRatios.push(rates["globallock-pool"] / rates["proper-lockfile"]);
+        log(`file: uncontended in ${place.id}, round ${round + 1}/${CONFIG.rounds} done`);
       }
-      ratios.push(rates.globallock / rates["proper-lockfile"]);
-      syncRatios.push(rates["globallock-sync"] / rates["proper-lockfile"]);
-      log(`file: uncontended round ${round + 1}/${CONFIG.rounds} done`);
+      uncontended.push({
+        place: place.label,
+        rows: UNCONTENDED.map((c) => {
+          const s = opened.get(c.id);
+          return {
+            id: c.id,
+            label: c.label,
+            opsPerSec: median(s.rates),
+            p50Ms: median(s.samples),
+            p99Ms: percentile(s.samples, 99),
+            rates: s.rates,
+          };
+        }),
+        globallockOverProperLockfile: median(ratios),
+        poolOverProperLockfile: median(poolRatios),
+      });
     }
     // Hand-off, interleaved rounds; B here or in the worker process.
     const state = new Map();
@@ -128,19 +172,7 @@ export async function runFile({ log }) {
       config: CONFIG,
       directory,
       clockOffsetMs: clock.offset,
-      uncontended: UNCONTENDED.map((c) => {
-        const s = uncontended.get(c.id);
-        return {
-          id: c.id,
-          label: c.label,
-          opsPerSec: median(s.rates),
-          p50Ms: median(s.samples),
-          p99Ms: percentile(s.samples, 99),
-          rates: s.rates,
-        };
-      }),
-      globallockOverProperLockfile: median(ratios),
-      syncOverProperLockfile: median(syncRatios),
+      uncontended,
       handoff: HANDOFF.map((variant) => {
         const samples = state.get(variant.id).samples;
         return {
@@ -159,8 +191,14 @@ export async function runFile({ log }) {
     for (const session of sessions) await session.close();
     await worker.call("closeAll").catch(() => undefined);
     await worker.close();
-    rmSync(directory, { recursive: true, force: true });
+    for (const place of places) rmSync(place.directory, { recursive: true, force: true });
   }
+}
+
+/** The file system a directory is on, as `statfs` names it (Linux magic numbers; else its number). */
+async function fileSystemName(directory) {
+  const { type } = await statfs(directory);
+  return FILE_SYSTEM_NAMES.get(type) ?? `file system 0x${type.toString(16)}`;
 }
 
 /** The report section of scenario 10. */
@@ -168,11 +206,24 @@ export function renderFile(s) {
   return [
     "## 10. Lock files on one host: FileLocker vs proper-lockfile",
     "",
-    `One lock directory under the OS temporary directory, no server. Uncontended: sequential lock + release on one key, ${s.config.rounds} interleaved rounds of ${s.config.durationMs} ms per contender; ops/s is the median over rounds, p50/p99 of one lock + release are pooled; "÷ proper-lockfile" is the median of the per-round ratios (${num(s.globallockOverProperLockfile, 3)}× by default, ${num(s.syncOverProperLockfile, 3)}× with \`syncCalls: true\`).`,
+    `A lock directory under the OS temporary directory (and one in ${SHM}, tmpfs, for the uncontended loop), no server. Uncontended: sequential lock + release on one key, ${s.config.rounds} interleaved rounds of ${s.config.durationMs} ms per contender; ops/s is the median over rounds, p50/p99 of one lock + release are pooled; "÷ proper-lockfile" is the median of the per-round ratios. FileLocker's default, \`syncCalls: "auto"\`, calls the file system on the event loop on tmpfs and through libuv's thread pool on a disk; \`syncCalls: false\` always through the thread pool.`,
     "",
     table(
-      ["locker", "ops/s", "lock + release p50 (µs)", "p99 (µs)"],
-      s.uncontended.map((r) => [r.label, int(r.opsPerSec), num(r.p50Ms * 1000), num(r.p99Ms * 1000)]),
+      ["where", "locker", "ops/s", "÷ proper-lockfile", "lock + release p50 (µs)", "p99 (µs)"],
+      s.uncontended.flatMap((place) =>
+        place.rows.map((r) => [
+          place.place,
+          r.label,
+          int(r.opsPerSec),
+          r.id === "globallock"
+            ? `${num(place.globallockOverProperLockfile, 3)}×`
+            : r.id === "globallock-pool"
+              ? `${num(place.poolOverProperLockfile, 3)}×`
+              : "",
+          num(r.p50Ms * 1000),
+          num(r.p99Ms * 1000),
+        ]),
+      ),
     ),
     "",
     `Hand-off: A holds the key, B is blocked in lock(), A releases 3–12 ms later; latency = B's lock resolving − A calling release (A's release included). FileLocker's B wakes on the release through fs.watch (a jittered backoff is only its safety net); proper-lockfile has no wait, so its B polls through its \`retries\` option. Cross-process clock offset ${num(s.clockOffsetMs * 1000)} µs.`,

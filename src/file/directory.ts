@@ -7,6 +7,7 @@ import { constants } from "node:fs";
 import { access, chmod, lstat, mkdir, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { StoreUnavailableError } from "../errors.js";
+import { CallPolicy, inMemoryFileSystem } from "./call-policy.js";
 import type { ResolvedFileLockerOptions } from "./options.js";
 import { ownerField, writeOwnerFile } from "./owner.js";
 import { codeOf, FileStore } from "./store.js";
@@ -28,7 +29,7 @@ export class LockDirectory {
 
   constructor(options: ResolvedFileLockerOptions) {
     this.#options = options;
-    this.store = new FileStore(options.directory, ownerField(options.owner), options.syncCalls);
+    this.store = new FileStore(options.directory, ownerField(options.owner), new CallPolicy(options.syncCalls));
   }
 
   /** Whether the directory is ready (no need to wait for {@link prepare}). */
@@ -42,19 +43,21 @@ export class LockDirectory {
    */
   prepare(): Promise<void> {
     if (this.#prepared) return Promise.resolve();
-    this.#ready ??= prepareDirectory(this.#options, () =>
-      writeOwnerFile(this.#options.directory, this.#options.owner, this.store.ownerField),
-    ).then(
-      (shareMode) => {
-        this.store.shareMode = shareMode;
-        this.#prepared = true;
-        void this.store.sweepAttempts(STALE_ATTEMPT_MS);
-      },
-      (error: unknown) => {
-        this.#ready = undefined; // a later call tries again
-        throw error;
-      },
-    );
+    const { directory, owner, syncCalls } = this.#options;
+    this.#ready ??= prepareDirectory(this.#options, () => writeOwnerFile(directory, owner, this.store.ownerField))
+      .then(async (shareMode) => [shareMode, syncCalls === "auto" && (await inMemoryFileSystem(directory))] as const)
+      .then(
+        ([shareMode, inMemory]) => {
+          this.store.shareMode = shareMode;
+          this.store.calls.inMemory = inMemory;
+          this.#prepared = true;
+          void this.store.sweepAttempts(STALE_ATTEMPT_MS);
+        },
+        (error: unknown) => {
+          this.#ready = undefined; // a later call tries again
+          throw error;
+        },
+      );
     return this.#ready;
   }
 

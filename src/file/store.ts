@@ -73,7 +73,8 @@ import { chmod, mkdir, readdir, rename, rmdir, stat, unlink, writeFile } from "n
 import { join, sep } from "node:path";
 import { StoreUnavailableError } from "../errors.js";
 import { newToken } from "../internal/token.js";
-import { type FileCalls, SYNC_CALLS, THREAD_POOL_CALLS } from "./calls.js";
+import { CallPolicy } from "./call-policy.js";
+import type { FileCalls } from "./calls.js";
 import { type Entry, entryOf, parseEntry, remainingMs, takeable } from "./entry.js";
 import { OperationQueue } from "./operation-queue.js";
 import type { OwnerField } from "./owner.js";
@@ -153,8 +154,8 @@ export class FileStore {
   #closed = false;
   /** Removals of spares and empty locks sent without waiting for them: `close()` waits for them. */
   readonly #tidying = new Set<Promise<void>>();
-  /** Whether takes, releases and extensions may call the file system synchronously (see {@link #fs}). */
-  readonly #syncCalls: boolean;
+  /** Where takes, releases and extensions make their calls (see {@link #fs}). */
+  readonly calls: CallPolicy;
   /**
    * In a lock directory shared by several users (writable by its group or by others; set when it is
    * prepared): the mode of the directories other users write into — a lock (its stale entry is
@@ -164,24 +165,22 @@ export class FileStore {
   shareMode: number | undefined;
 
   /**
-   * @param syncCalls whether takes, releases and extensions may call the file system synchronously
-   * (`FileLockerOptions.syncCalls`; see {@link #fs}).
+   * @param calls where takes, releases and extensions make their calls (`FileLockerOptions.syncCalls`;
+   * see {@link #fs}).
    */
-  constructor(directory: string, owner: OwnerField, syncCalls = false) {
+  constructor(directory: string, owner: OwnerField, calls = new CallPolicy(false)) {
     this.directory = directory;
     this.ownerField = owner;
-    this.#syncCalls = syncCalls;
+    this.calls = calls;
   }
 
   /**
-   * The calls of takes, releases and extensions (`calls.ts`): synchronous when allowed and no
-   * operation of this store waits for a slot, else through the thread pool. Operations that waited
-   * start one another as each settles, so a burst of synchronous ones would run back to back in
-   * microtasks and keep the event loop — the lease keeper's timers among it — from turning until
-   * the whole burst is done; through the thread pool the loop turns between calls.
+   * The calls of takes, releases and extensions (`calls.ts`): synchronous when the policy says so
+   * and no operation of this store waits for a slot, else through the thread pool (see
+   * {@link CallPolicy.calls}).
    */
   get #fs(): FileCalls {
-    return this.#syncCalls && this.#queue.queued === 0 ? SYNC_CALLS : THREAD_POOL_CALLS;
+    return this.calls.calls(this.#queue.queued !== 0);
   }
 
   /**

@@ -30,7 +30,9 @@ export function fileReadWriteHarness(base: FileLockerOptions = {}): () => Promis
 
 /**
  * A harness whose lockers (made by `construct`) all share one new temporary directory, removed by
- * `cleanup` after every locker is closed; `wakeOnly` makes the safety-net backoff 20 s.
+ * `cleanup` after every locker is closed; `wakeOnly` makes the safety-net backoff 20 s. Lockers
+ * take the default `syncCalls` (`"auto"`: synchronous calls on the local file system tests use),
+ * peers `syncCalls: false` (calls through the thread pool), unless `base` says otherwise.
  */
 function sharedDirectory<L extends { close(): Promise<void> }>(
   label: string,
@@ -39,9 +41,11 @@ function sharedDirectory<L extends { close(): Promise<void> }>(
 ) {
   const directory = tempLockDirectory(label);
   const made: L[] = [];
-  const make = (options?: { wakeOnly?: boolean }): L => {
+  const make = (options?: { wakeOnly?: boolean }, peer = false): L => {
     const locker = construct({
       directory,
+      // A peer calls through the thread pool, so that both kinds of calls meet in every test.
+      ...(peer ? { syncCalls: false } : {}),
       ...base,
       ...(options?.wakeOnly ? { backoff: { min: 20_000, max: 20_000 } } : {}),
     });
@@ -50,7 +54,7 @@ function sharedDirectory<L extends { close(): Promise<void> }>(
   };
   return {
     create: async (options?: { wakeOnly?: boolean }) => make(options),
-    peer: async (_locker: unknown, options?: { wakeOnly?: boolean }) => make(options),
+    peer: async (_locker: unknown, options?: { wakeOnly?: boolean }) => make(options, true),
     fencing: true,
     handOff: true,
     cleanup: async () => {
