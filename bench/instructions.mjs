@@ -210,6 +210,7 @@ function countSyscalls() {
           fileURLToPath(import.meta.url),
           store,
           String(pairs),
+          String(keys),
           "--child",
           String(n),
         ],

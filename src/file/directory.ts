@@ -65,17 +65,16 @@ export class LockDirectory {
    * Runs `operation` once the directory is ready; if it fails because the directory was removed
    * after it was prepared (a temporary-files cleaner, say), prepares it again and runs it once more.
    */
-  async use<T>(operation: () => Promise<T>): Promise<T> {
-    await this.prepare();
-    try {
-      return await operation();
-    } catch (error) {
+  use<T>(operation: () => Promise<T>): Promise<T> {
+    // Prepared (nearly always): no wait for `prepare` first.
+    const attempt = this.#prepared ? operation() : this.prepare().then(operation);
+    return attempt.catch(async (error: unknown) => {
       if (!(error instanceof StoreUnavailableError) || codeOf(error.cause) !== "ENOENT") throw error;
       this.#ready = undefined;
       this.#prepared = false;
       await this.prepare();
       return operation();
-    }
+    });
   }
 }
 
