@@ -136,7 +136,7 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
   // The calls themselves (see TracedLocker); `probe` is the diagnostics message while traced.
 
   /** @internal */
-  protected override async lockCall(...[signal, key, probe]: LockCall): Promise<ReleaseFunc> {
+  protected override async lockCall(signal: LockCall[0], key: LockCall[1], probe: LockCall[2]): Promise<ReleaseFunc> {
     if (this.unready) await this.ready([signal, key, undefined, probe]);
     this.#engine.checkCall(signal, key);
     const call = { signal, key, request: this.defaultRequest, owner: this.#owner, probe };
@@ -145,7 +145,9 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
 
   /** @internal */
   protected override async tryLockCall(
-    ...[signal, key, probe]: LockCall
+    signal: LockCall[0],
+    key: LockCall[1],
+    probe: LockCall[2],
   ): Promise<[acquired: boolean, release: ReleaseFunc]> {
     if (this.unready) await this.ready([signal, key, undefined, probe]);
     this.#engine.checkCall(signal, key);

@@ -9,8 +9,14 @@ class PendingOperation implements Linked<PendingOperation> {
 
   constructor(
     readonly deadline: number,
-    readonly expire: () => void,
+    readonly reject: (reason: unknown) => void,
+    readonly onTimeout: () => Error,
   ) {}
+
+  /** Rejects the operation's promise with its timeout error. */
+  expire(): void {
+    this.reject(this.onTimeout());
+  }
 }
 
 const byDeadline = (operation: PendingOperation): number => operation.deadline;
@@ -85,7 +91,7 @@ export class DeadlineGroup {
    */
   run<T>(promise: Promise<T>, onTimeout: () => Error): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const operation = new PendingOperation(this.#start() + this.#timeoutMs, () => reject(onTimeout()));
+      const operation = new PendingOperation(this.#start() + this.#timeoutMs, reject, onTimeout);
       this.#pending.insertSorted(operation, byDeadline);
       promise.then(
         (value) => {

@@ -82,7 +82,7 @@ export abstract class TracedLocker implements Locker {
    * options, keeping only its release; a locker with a cheaper path overrides it.
    * @internal
    */
-  protected async lockCall(...[signal, key, probe]: LockCall): Promise<ReleaseFunc> {
+  protected async lockCall(signal: LockCall[0], key: LockCall[1], probe: LockCall[2]): Promise<ReleaseFunc> {
     return (await this.acquireCall(signal, key, undefined, probe)).release;
   }
 
@@ -90,7 +90,11 @@ export abstract class TracedLocker implements Locker {
    * `tryLock` itself. By default a `tryAcquire` with default options (see {@link lockCall}).
    * @internal
    */
-  protected async tryLockCall(...[signal, key, probe]: LockCall): Promise<[acquired: boolean, release: ReleaseFunc]> {
+  protected async tryLockCall(
+    signal: LockCall[0],
+    key: LockCall[1],
+    probe: LockCall[2],
+  ): Promise<[acquired: boolean, release: ReleaseFunc]> {
     const lease = await this.tryAcquireCall(signal, key, undefined, probe);
     return lease === undefined ? [false, noopRelease()] : [true, lease.release];
   }

@@ -122,6 +122,12 @@ export class SingleNodeStore implements Backend {
   readonly #cluster: boolean;
   readonly #settings: SingleNodeStoreSettings;
   readonly #keyCache = new Map<string, KeySet>();
+  /**
+   * Resources of keys lately asked for (see {@link resourceOf}), at most {@link KEY_CACHE_SIZE}:
+   * the same string object each time, whose hash is computed once, instead of a fresh concatenation
+   * to flatten, hash and compare character by character in every map it is looked up in.
+   */
+  readonly #resourceCache = new Map<string, string>();
   readonly #scripts: ScriptSet;
   /** Counted locks (a `limit`): every attempt runs the permit script. */
   readonly #counted: boolean;
@@ -160,7 +166,13 @@ export class SingleNodeStore implements Backend {
   }
 
   resourceOf(key: string): string {
-    return this.#settings.prefix + key;
+    let resource = this.#resourceCache.get(key);
+    if (resource === undefined) {
+      resource = this.#settings.prefix + key;
+      if (this.#resourceCache.size >= KEY_CACHE_SIZE) this.#resourceCache.clear();
+      this.#resourceCache.set(key, resource);
+    }
+    return resource;
   }
 
   hasQueue(resource: string): boolean {
@@ -393,7 +405,9 @@ export class SingleNodeStore implements Backend {
       const reply = await this.#runner.run(
         this.#scripts.release,
         keySet.queued ?? keySet.plain,
-        [handle.token, this.#settings.handOffGrace, ...this.#limitArgs],
+        this.#limitArgs.length === 0
+          ? [handle.token, this.#settings.handOffGrace]
+          : [handle.token, this.#settings.handOffGrace, ...this.#limitArgs],
         ordered,
       );
       // A lock's release answers a bare code when it granted the key to nobody (see RELEASE).
