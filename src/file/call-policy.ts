@@ -6,7 +6,7 @@
  * `"auto"` (the default) calls synchronously only on a file system in memory (Linux `statfs` says
  * tmpfs or ramfs), where a directory operation is a few microseconds of CPU and never waits for a
  * device. On a disk file system a `rename` that replaces or moves a directory now and then waits
- * for the journal: on an idle ext4 disk, locking back to back, about one call in 4,000 took 1–9 ms,
+ * for the journal: on an idle ext4 disk, locking back to back, about one call in 4,000 took 1–8 ms,
  * and the event loop would wait that long. There, and on every other platform, the calls go
  * through the thread pool.
  */

@@ -27,7 +27,7 @@ export interface FileLockerOptions extends LockerOptions {
    *
    * `"auto"` (the default) calls synchronously only on a file system in memory (Linux: tmpfs,
    * ramfs; `/dev/shm`, and `/tmp` where it is mounted so), where a call never waits for a device;
-   * on a disk (on an idle ext4 disk about one call in 4,000 waited 1–9 ms for the journal), on a
+   * on a disk (on an idle ext4 disk about one call in 4,000 waited 1–8 ms for the journal), on a
    * network file system and off Linux it uses the thread pool. `true` always calls synchronously,
    * `false` never. Whatever the mode, a locker calls synchronously only while none of its
    * operations waits for a slot (a burst of attempts goes through the thread pool), and fencing
