@@ -73,6 +73,15 @@ describe("FileLocker syncCalls: where the calls run", () => {
     if (process.platform !== "linux") expect(await inMemoryFileSystem(directory)).toBe(false);
   });
 
+  it('takes true, false or "auto", and names anything else in its error', () => {
+    const directory = tempLockDirectory("calls");
+    directories.push(directory);
+    lockers.push(new FileLocker({ directory, syncCalls: "auto" }));
+    expect(() => new FileLocker({ directory, syncCalls: "always" as never })).toThrow(
+      /options\.syncCalls.*true, false or "auto".*always/,
+    );
+  });
+
   it("true calls synchronously, false through the thread pool, and both through the pool while busy", () => {
     const always = new CallPolicy(true);
     expect(always.calls(false)).toBe(SYNC_CALLS);
