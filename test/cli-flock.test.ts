@@ -154,7 +154,7 @@ describe.skipIf(!asRoot)("a lock directory shared by two users (root and nobody)
     base = tempLockDirectory("cli-shared");
     chmodSync(base, 0o755); // mkdtemp's 0700 would keep nobody out
     // The checkout may sit in a directory nobody cannot enter (a clone in a mkdtemp directory).
-    const built = dirname(dirname(dirname(CLI))); // dist/
+    const built = dirname(dirname(CLI)); // dist/ (the CLI is dist/cli/globallock.cjs)
     cpSync(built, join(base, "dist"), { recursive: true });
     nobodysCli = join(base, "dist", relative(built, CLI));
     shared = join(base, "locks");
