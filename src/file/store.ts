@@ -73,7 +73,7 @@ import { chmod, mkdir, readdir, rename, rmdir, stat, unlink, writeFile } from "n
 import { join, sep } from "node:path";
 import { StoreUnavailableError } from "../errors.js";
 import { newToken } from "../internal/token.js";
-import { CallPolicy } from "./call-policy.js";
+import type { CallPolicy } from "./call-policy.js";
 import type { FileCalls } from "./calls.js";
 import { type Entry, entryOf, parseEntry, remainingMs, takeable } from "./entry.js";
 import { OperationQueue } from "./operation-queue.js";
@@ -168,7 +168,7 @@ export class FileStore {
    * @param calls where takes, releases and extensions make their calls (`FileLockerOptions.syncCalls`;
    * see {@link #fs}).
    */
-  constructor(directory: string, owner: OwnerField, calls = new CallPolicy(false)) {
+  constructor(directory: string, owner: OwnerField, calls: CallPolicy) {
     this.directory = directory;
     this.ownerField = owner;
     this.calls = calls;
