@@ -2,16 +2,18 @@
  * Where a mode's instructions go, function by function, beside another mode's:
  * `node bench/instructions-by-function.mjs [mode] [other mode] [pairs]` (defaults: redis,
  * peer-mutex, 10000), modes as in instructions.mjs. Each mode's child (the same program
- * instructions.mjs counts) runs once under `valgrind --tool=callgrind` with Node's
+ * instructions.mjs counts) runs twice under `valgrind --tool=callgrind`, with `pairs` and with
+ * 2 × `pairs` counted pairs after the same warm-up, with Node's
  * `--perf-basic-prof`, which writes the address range of every function V8 compiles to
  * /tmp/perf-PID.map: callgrind's costs at those addresses (JIT code, which it cannot name) are
- * summed per JavaScript function; V8's builtins and C++ functions keep their own names. Printed per
- * counted pair (warm-up included, so one run of 10,000 + `pairs` pairs), the two modes side by
+ * summed per JavaScript function; V8's builtins and C++ functions keep their own names. The short
+ * run's cost is subtracted from the long one's, function by function, so start-up, warm-up and
+ * early compiles cancel out as in instructions.mjs's counts. Printed per pair, the two modes side by
  * side, largest difference first, and the totals of four groups: globallock's own JavaScript, the
  * rest of the JavaScript (the client, Node's streams, a peer), V8's compiler, and everything else.
  *
- * A profile to read, not a figure to quote: the counts to quote are instructions.mjs's, which
- * subtract start-up and warm-up. Needs the build (`npm run build`), valgrind and
+ * A profile to read, not a figure to quote: the counts to quote are instructions.mjs's (one
+ * function's JIT code moved by a late recompile can land under "unknown"). Needs the build (`npm run build`), valgrind and
  * callgrind_annotate; the Redis modes start their own redis-server.
  */
 import { spawnSync } from "node:child_process";
@@ -24,15 +26,18 @@ const [mode = "redis", other = "peer-mutex", pairsArgument = "10000"] = process.
 const pairs = Number(pairsArgument);
 const REDIS_MODES = new Set(["redis", "redis-semaphore", "peer-semaphore", "peer-mutex"]);
 
-/** One child run under callgrind: cost per function name (JIT code named through the perf map). */
-function profile(kind, port, dir) {
-  const out = join(dir, `${kind}.callgrind`);
+/**
+ * One child run of `n` counted pairs under callgrind: cost per function name (JIT code named
+ * through the perf map).
+ */
+function profileRun(kind, n, port, dir) {
+  const out = join(dir, `${kind}-${n}.callgrind`);
   const run = runChildUnderCallgrind({
     out,
     mode: kind,
-    pairs,
+    pairs: n,
     keys: 1,
-    n: pairs,
+    n,
     port,
     nodeFlags: ["--perf-basic-prof"],
   });
@@ -53,6 +58,20 @@ function profile(kind, port, dir) {
     const address = /^0x([0-9a-f]+)$/.exec(symbol);
     const name = address === null ? symbol : `JS ${nameAt(ranges, Number.parseInt(address[1], 16))}`;
     costs.set(name, (costs.get(name) ?? 0) + cost);
+  }
+  return costs;
+}
+
+/**
+ * A mode's steady-state cost per function over `pairs` pairs: a run of 2 × `pairs` minus a run of
+ * `pairs` (as instructions.mjs counts), so start-up, warm-up and early compiles cancel out.
+ */
+function profile(kind, port, dir) {
+  const short = profileRun(kind, pairs, port, dir);
+  const long = profileRun(kind, 2 * pairs, port, dir);
+  const costs = new Map();
+  for (const name of new Set([...short.keys(), ...long.keys()])) {
+    costs.set(name, (long.get(name) ?? 0) - (short.get(name) ?? 0));
   }
   return costs;
 }
@@ -108,7 +127,7 @@ try {
     server = await startServer();
     port = String(server.port);
   }
-  const counted = pairs + WARM_UP;
+  const counted = pairs;
   const [ours, theirs] = [mode, other].map((kind) => profile(kind, port, dir));
   const per = (costs, name) => (costs.get(name) ?? 0) / counted;
   const groups = new Map();
@@ -122,7 +141,9 @@ try {
       groups.set(groupOf(name), totals);
     }
   }
-  const lines = [`instructions per pair (${counted} pairs, warm-up included): ${mode} | ${other} | difference`];
+  const lines = [
+    `instructions per pair (${counted} pairs: a run of ${2 * counted} minus a run of ${counted}, each after ${WARM_UP} of warm-up): ${mode} | ${other} | difference`,
+  ];
   for (const [group, [a, b]] of groups) lines.push(`${group.padEnd(30)} ${fmt(a)} ${fmt(b)} ${fmt(a - b)}`);
   lines.push("", "largest differences:");
   const names = [...new Set([...ours.keys(), ...theirs.keys()])];

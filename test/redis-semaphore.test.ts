@@ -175,6 +175,60 @@ describe("RedisSemaphore on one node", () => {
     expect(waited).toBeLessThan(5_000);
   });
 
+  it("a contended holder's release hands its permits on in one round trip; an uncontended one is a lone ZREM", async () => {
+    const key = uniqueKey("sem-contended");
+    const holders = `${SEMAPHORE_PREFIX}${key}`;
+    const queue = `{${holders}}:queue`;
+    const admin = client();
+    // Top-level commands only (MONITOR marks the ones a script runs as "lua"), of every client.
+    const monitor = await client().monitor();
+    const sent: string[][] = [];
+    monitor.on("monitor", (_time: string, args: string[], source: string) => {
+      if (source !== "lua") sent.push(args);
+    });
+    /** The top-level commands sent while `run` ran (a marker ECHO closes the window: MONITOR is in order). */
+    const commandsDuring = async (run: () => Promise<unknown>): Promise<string[][]> => {
+      const marker = `marker-${Math.random()}`;
+      sent.length = 0;
+      await run();
+      await admin.echo(marker);
+      await eventually(() => sent.some((args) => args[0]?.toLowerCase() === "echo" && args[1] === marker));
+      return sent.filter((args) => args[0]?.toLowerCase() !== "echo");
+    };
+    const zremsOfHolders = (commands: string[][]): number =>
+      commands.filter((args) => args[0]?.toLowerCase() === "zrem" && args[1] === holders).length;
+    const [a, b] = [semaphore({ limit: 1 }), semaphore({ limit: 1 })];
+
+    // Nobody waits: the lone ZREM.
+    const alone = await a.acquire(undefined, key);
+    expect(zremsOfHolders(await commandsDuring(() => alone.release()))).toBe(1);
+
+    // Granted from the queue: the release is one script call, and the next waiter gets in.
+    const first = await a.acquire(undefined, key);
+    const granted = b.acquire(undefined, key);
+    await eventually(async () => (await admin.zcard(queue)) === 1);
+    const behind = a.acquire(undefined, key); // a caller of the first holder's own locker
+    await eventually(async () => (await admin.zcard(queue)) === 2);
+    // Callers of its own locker wait for the key: contended, though it took the key alone.
+    let during = await commandsDuring(async () => {
+      await first.release();
+      await granted;
+    });
+    expect(zremsOfHolders(during)).toBe(0);
+    const second = await granted;
+    during = await commandsDuring(async () => {
+      await second.release();
+      await behind;
+    });
+    expect(zremsOfHolders(during)).toBe(0);
+    expect(during.filter((args) => args[0]?.toLowerCase() === "evalsha" && args[3] === holders).length).toBeGreaterThan(
+      0,
+    );
+    await (await behind).release();
+    monitor.disconnect();
+    expect(await keysOf(admin, SEMAPHORE_PREFIX, key)).toEqual([]);
+  });
+
   it("abort while queued leaves no queue entry in Redis and frees nobody's permits", async () => {
     const admin = client();
     const key = uniqueKey("sem-abort");

@@ -26,6 +26,8 @@ const CAP_REACHED = 1 << 5;
 /** The bits (shifted by 6) that say which list of its lane it is in (see {@link Acquisition.listTag}). */
 const LIST_SHIFT = 6;
 const LIST_BITS = 3 << LIST_SHIFT;
+/** Set when waiters may be queued behind it (see {@link Acquisition.contended}). */
+const CONTENDED = 1 << 8;
 
 /** When each acquisition granted with a `maxHold` must stop being extended (made on first use). */
 let holdLimits: WeakMap<Acquisition, number> | undefined;
@@ -42,7 +44,10 @@ let grantTimes: WeakMap<Acquisition, number> | undefined;
  * per locker: a read-write locker's two views share an engine, not an owner).
  */
 export interface AcquisitionOwner extends DiagnosticSource {
-  /** Releases `acquisition`: at once (a store in this process), or a promise of what the store found. */
+  /**
+   * Releases `acquisition`: at once (a store in this process), or a promise of what the store
+   * found. Never throws or rejects (a release that failed reports "unknown").
+   */
   releaseAcquisition(acquisition: Acquisition): Promise<ReleaseOutcome> | ReleaseOutcome;
   /** The store's name for `key` (see `Backend.resourceOf`). */
   resourceOf(key: string): string;
@@ -122,6 +127,7 @@ export class Acquisition extends ReleaseRunner implements Chained<Acquisition>, 
     this.token = handle.token;
     this.validUntil = Math.floor(handle.validUntil);
     if (fencingToken !== undefined) this.fencingToken = fencingToken;
+    if (handle.contended) this.contended = true;
   }
 
   /** Who releases it, on behalf of which locker (see {@link AcquisitionOwner}). */
@@ -250,6 +256,15 @@ export class Acquisition extends ReleaseRunner implements Chained<Acquisition>, 
     this.keepAlive = "never";
   }
 
+  /** Whether waiters may be queued behind it (see {@link LockHandle.contended}). */
+  get contended(): boolean {
+    return (this.#flags & CONTENDED) !== 0;
+  }
+
+  set contended(contended: boolean) {
+    this.#flags = contended ? this.#flags | CONTENDED : this.#flags & ~CONTENDED;
+  }
+
   /** `performance.now()` at the grant, recorded only while anyone listens for releases. */
   get grantedAt(): number | undefined {
     return grantTimes?.get(this);
@@ -289,6 +304,11 @@ export class Acquisition extends ReleaseRunner implements Chained<Acquisition>, 
 
   releaseRoutine(): Promise<ReleaseOutcome> | ReleaseOutcome {
     return this.owner.releaseAcquisition(this);
+  }
+
+  /** Its owner's release never throws or rejects (see {@link AcquisitionOwner.releaseAcquisition}). */
+  override get routineNeverFails(): boolean {
+    return true;
   }
 
   /** Its deadline passed before the keeper noticed: declares it lost (see `LeaseSource`). */

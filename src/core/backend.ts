@@ -18,6 +18,14 @@ export class LockHandle {
    * `""` when nobody was queued (nothing was published).
    */
   handedTo: string | undefined;
+  /**
+   * Waiters may be queued for the key behind this holder: it was granted from the queue, the
+   * attempt that took it saw the queue, or callers of its locker wait for the key. A store whose
+   * release has a cheaper path for a key nobody waits for (counted locks on Redis: one ZREM, and a
+   * second round trip only when it finds waiters) takes its full path at once instead. A hint:
+   * either value releases correctly.
+   */
+  contended = false;
 
   constructor(token: string, resource: string, validFrom: number, validUntil: number) {
     this.token = token;

@@ -63,8 +63,11 @@ export interface CoreParts {
   readonly gate: CloseGate;
   /** Counted locks (semaphores, read-write locks): every waiter has its own queue entry. */
   readonly counted: boolean;
-  /** Counted locks: waiters by their own id in the store's queue. */
-  readonly countedWaiters: Map<string, CountedWaiter>;
+  /**
+   * Counted locks: waiters by the sequence number of their id in the store's queue (a small
+   * integer: no string to hash when a waiter comes and goes).
+   */
+  readonly countedWaiters: Map<number, CountedWaiter>;
   /** The three ways an attempt relates to the hand-off queue (shared: attempts allocate none). */
   readonly intents: Readonly<Record<"first" | "leave" | "keep", QueueIntent>>;
   /** Registers a store operation that `close()` waits for. */

@@ -63,8 +63,9 @@ export class GrantDesk {
    */
   #onCountedGrant(resource: string, grant: Grant): void {
     const { waiterId, token, serverMs } = grant;
-    if (!waiterId.startsWith(`${this.#parts.waiterId}.`)) return;
-    const waiter = this.#parts.countedWaiters.get(waiterId);
+    const ours = this.#parts.waiterId;
+    if (waiterId.length <= ours.length + 1 || !waiterId.startsWith(ours) || waiterId[ours.length] !== ".") return;
+    const waiter = this.#parts.countedWaiters.get(Number(waiterId.slice(ours.length + 1)));
     if (waiter === undefined) {
       this.giveBack(token, resource);
       return;

@@ -19,6 +19,19 @@ export class InFlight {
     return operation;
   }
 
+  /**
+   * Counts one operation from now until {@link end}: for a caller that already reacts to the
+   * operation settling and calls `end` there, which saves the reaction {@link track} adds.
+   */
+  begin(): void {
+    this.#count += 1;
+  }
+
+  /** Counts an operation counted by {@link begin} as settled. */
+  end(): void {
+    this.#settled();
+  }
+
   /** Resolves once no operation is in flight (call it while {@link count} is above zero). */
   drained(): Promise<void> {
     return new Promise<void>((resolve) => {

@@ -297,7 +297,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
    * {@link checkCall} first. Abortable; store failures reject with StoreUnavailableError.
    */
   async inspect(signal: AbortSignal | undefined, key: string): Promise<StoredView> {
-    const view = await this.#gate.race(this.#track(this.#store.inspect(this.#resourceOf(key))), signal);
+    const view = await this.#gate.race(this.#store.inspect(this.#resourceOf(key)), signal, this.#inFlight);
     // A store may queue a locker once per key, however many of its callers wait: count those here.
     const here = this.#keys.get(key)?.waiters.size ?? 0;
     return here > view.waiting ? { holders: view.holders, waiting: here } : view;
@@ -328,8 +328,9 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     const { key, token, weight, duration, fencingToken } = content;
     const resource = this.#resourceOf(key);
     const adopted = await this.#gate.race(
-      this.#track(this.#store.adopt({ resource, token, weight, duration })),
+      this.#store.adopt({ resource, token, weight, duration }),
       signal,
+      this.#inFlight,
     );
     if (typeof adopted === "string") throw new LockLostError(key, adopted);
     const request = { fencing: fencingToken !== undefined, weight, autoExtend, expiry: duration, maxHold: undefined };
@@ -449,12 +450,11 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     owner: AcquisitionOwner,
     sent: Promise<AttemptOutcome>,
   ): Promise<Acquisition | Miss> {
-    const attempt = this.#track(sent);
     let outcome: AttemptOutcome;
     try {
-      outcome = await this.#gate.race(attempt, signal);
+      outcome = await this.#gate.race(sent, signal, this.#inFlight);
     } catch (error) {
-      if (this.#isAbandonment(error, signal)) this.#noteAbandoned(key, this.#cleanUpAbandoned(attempt, key, intent));
+      if (this.#isAbandonment(error, signal)) this.#noteAbandoned(key, this.#cleanUpAbandoned(sent, key, intent));
       throw error;
     }
     return this.#settle(outcome, key, request, owner);
@@ -542,6 +542,8 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
   ): Acquisition {
     const terms = owner.termsOf(request.expiry ?? this.#options.expiry);
     const acquisition = new Acquisition(terms, key, handle, fencingToken);
+    // Granted from the store's queue: others may be queued behind it.
+    if (handedOver) acquisition.contended = true;
     if (!request.autoExtend) acquisition.keepAlive = handedOver ? "once" : "never";
     if (request.maxHold !== undefined) capHold(acquisition, request.maxHold);
     const grantedAt = grantTime();
@@ -558,7 +560,8 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
 
   /**
    * Releases `acquisition` and publishes what the release found (while anyone listens): at once on
-   * a store in this process, which answers releases synchronously.
+   * a store in this process, which answers releases synchronously. Never throws or rejects (see
+   * `AcquisitionOwner.releaseAcquisition`).
    */
   #release(acquisition: Acquisition): Promise<ReleaseOutcome> | ReleaseOutcome {
     // Handed to another process: not ours to delete any more.
@@ -571,11 +574,27 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
       this.#settleReleased(acquisition, wasPastDeadline);
       return this.#released(acquisition, wasPastDeadline, store.releaseNow(handle));
     }
+    // Counted: callers here waiting for the key have queued in the store (or soon will).
+    if (this.#counted && !acquisition.contended && (this.#keys.get(acquisition.key)?.waiters.size ?? 0) > 0) {
+      acquisition.contended = true;
+    }
     // Sent first: the bookkeeping below runs while the command travels, and a waiter in another
     // process hears of the release that much sooner (no store reads what it changes).
     const sent = store.release(handle);
     this.#settleReleased(acquisition, wasPastDeadline);
-    return this.#track(sent).then((outcome) => this.#released(acquisition, wasPastDeadline, outcome));
+    // Counted in flight by the reaction that acts on the answer (one reaction, not two). A store's
+    // release never rejects; one that did anyway reports "unknown", so this promise never rejects.
+    this.#inFlight.begin();
+    return sent.then(
+      (outcome) => {
+        this.#inFlight.end();
+        return this.#released(acquisition, wasPastDeadline, outcome);
+      },
+      () => {
+        this.#inFlight.end();
+        return this.#released(acquisition, wasPastDeadline, "unknown");
+      },
+    );
   }
 
   /** What a release changes here: the lease is no longer kept (or is lost, if it ran out), nor held. */

@@ -194,8 +194,9 @@ export class WaitLoop {
   /** A fresh waiter of a counted lock, known to the grant desk by its own id. */
   #countedWaiter(): CountedWaiter {
     this.#waiterSeq += 1;
-    const waiter = new CountedWaiter(`${this.#parts.waiterId}.${this.#waiterSeq}`);
-    this.#parts.countedWaiters.set(waiter.id, waiter);
+    const seq = this.#waiterSeq;
+    const waiter = new CountedWaiter(`${this.#parts.waiterId}.${seq}`, seq);
+    this.#parts.countedWaiters.set(seq, waiter);
     return waiter;
   }
 

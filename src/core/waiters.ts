@@ -103,8 +103,10 @@ export class CountedWaiter extends CoreWaiter implements QueuePlace {
   readonly #intent: QueueIntent;
 
   constructor(
-    /** Its id in the store's queue: the locker's id, a dot, and a sequence number. */
+    /** Its id in the store's queue: the locker's id, a dot, and {@link seq}. */
     readonly id: string,
+    /** Its sequence number in its locker: its key in `CoreParts.countedWaiters`. */
+    readonly seq: number,
   ) {
     super();
     this.#intent = { waiterId: id, join: true, onSuccess: "leave" };
@@ -117,7 +119,7 @@ export class CountedWaiter extends CoreWaiter implements QueuePlace {
 
   /** Those behind it compete on their own: nobody to wake. */
   leave(parts: CoreParts, key: string, state: Key): void {
-    parts.countedWaiters.delete(this.id);
+    parts.countedWaiters.delete(this.seq);
     parts.keys.leave(key, state, this, false);
   }
 

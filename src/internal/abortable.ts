@@ -155,6 +155,15 @@ export function onAnyAbort(
   return unlisten;
 }
 
+/** Counts operations in flight (see `InFlight`): `begin` when one starts, `end` when it settles. */
+export interface OperationCount {
+  begin(): void;
+  end(): void;
+}
+
+/** What {@link CloseGate.race} finds when nothing ends a race before it starts. */
+const NOT_EARLY: unique symbol = Symbol("not early");
+
 /** One race of a {@link CloseGate} that has not settled yet. */
 class PendingRace implements Linked<PendingRace> {
   prev: PendingRace | undefined;
@@ -188,20 +197,42 @@ export class CloseGate {
     if (signal?.aborted) throw signal.reason;
   }
 
-  /** Settles like `promise`, unless `signal` aborts or the gate closes first. */
-  race<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-    if (this.#closed) return Promise.reject(this.#reason);
-    if (signal?.aborted) return Promise.reject(signal.reason);
+  /**
+   * Settles like `promise`, unless `signal` aborts or the gate closes first. With `inFlight`,
+   * `promise` is counted there until it settles (however the race ends), through the race's own
+   * reaction to it: one reaction for both.
+   */
+  race<T>(promise: Promise<T>, signal: AbortSignal | undefined, inFlight?: OperationCount): Promise<T> {
+    const early = this.#closed ? this.#reason : signal?.aborted ? signal.reason : NOT_EARLY;
+    if (early !== NOT_EARLY) {
+      if (inFlight !== undefined) {
+        inFlight.begin();
+        promise.then(
+          () => inFlight.end(),
+          () => inFlight.end(),
+        );
+      }
+      return Promise.reject(early);
+    }
+    inFlight?.begin();
     return new Promise<T>((resolve, reject) => {
       let subscription: AbortSubscription | undefined;
       const race = new PendingRace(reject);
       const finish = <V>(settle: (value: V) => void, value: V): void => {
+        inFlight?.end();
+        if (race.list === undefined) return; // lost to an abort or the close; counted only
         this.#pending.remove(race);
         subscription?.cancel();
         settle(value);
       };
       this.#pending.push(race);
-      if (signal !== undefined) subscription = subscribeAbort(signal, (reason) => finish(reject, reason));
+      if (signal !== undefined) {
+        subscription = subscribeAbort(signal, (reason) => {
+          this.#pending.remove(race);
+          subscription?.cancel();
+          reject(reason);
+        });
+      }
       promise.then(
         (value) => finish(resolve, value),
         (error: unknown) => finish(reject, error),

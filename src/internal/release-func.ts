@@ -31,6 +31,14 @@ export abstract class ReleaseRunner {
   /** The release itself; called once, by {@link run}. */
   abstract releaseRoutine(): Promise<ReleaseOutcome> | ReleaseOutcome;
 
+  /**
+   * True when {@link releaseRoutine} never throws or rejects: its promise is then handed on as it
+   * is, without a reaction that turns a failure into "unknown". False by default.
+   */
+  get routineNeverFails(): boolean {
+    return false;
+  }
+
   /** True once the release has been started. */
   get started(): boolean {
     return this.#outcome !== undefined;
@@ -87,8 +95,10 @@ function runSafely(releasable: ReleaseRunner): Promise<ReleaseOutcome> {
   } catch {
     return Promise.resolve(UNKNOWN);
   }
-  // A routine that answered at once (a store in this process) costs no extra promise.
-  return typeof outcome === "string" ? Promise.resolve(outcome) : outcome.then(undefined, toUnknown);
+  // A routine that answered at once (a store in this process) costs no extra promise, nor does
+  // one that never fails.
+  if (typeof outcome === "string") return Promise.resolve(outcome);
+  return releasable.routineNeverFails ? outcome : outcome.then(undefined, toUnknown);
 }
 
 const UNKNOWN: ReleaseOutcome = "unknown";

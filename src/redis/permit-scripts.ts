@@ -180,7 +180,8 @@ export const HOLDER_MARK = ":w:";
  * hand-off grace (ms), fencing counter TTL (ms) and the locker's grant channel, in one string),
  * then the claim token when there is one (a registration of this locker that may have been
  * granted permits; absent = none).
- * Returns 0 when acquired (the fencing token as a string when asked for), else { ms until the
+ * Returns 0 when acquired, 2 when acquired with waiters possibly queued (the holder was marked:
+ * its release is contended), the fencing token as a string when asked for; else { ms until the
  * earliest holder's deadline (>= 1), server ms when it registered (0 when it did not join) }.
  * Nobody queued and nothing expired: TIME, one ZRANGE, one ZADD (and a PEXPIRE when the set's
  * TTL is shorter than the new lease).
@@ -225,6 +226,7 @@ if not ahead and used + weight <= limit then
   -- Permits freed by expired holders (nobody's release granted them): the queue may fit in too.
   if queued then admit(holders, queue, alive, limit, grace, used + weight, latest) end
   if KEYS[4] then return next_fence(KEYS[4], fence_ttl) end
+  if queued then return 2 end
   return 0
 end
 if claimed then admit(holders, queue, alive, limit, grace, used, latest) end
@@ -342,6 +344,23 @@ clock()
 local holders, queue, alive = KEYS[1], KEYS[2], KEYS[3]
 local used, latest = scan(holders)
 return admit(holders, queue, alive, tonumber(ARGV[2]), tonumber(ARGV[1]), used, latest)
+`);
+
+/**
+ * The release of a valid holder that may have waiters queued behind it, in one round trip: the
+ * ZREM of the lean release (the holder and its mark) and, when it removed both, GRANT_PERMITS's
+ * grant, in one script. The store sends it instead of the lean release when the core says the
+ * lease is contended (see `LockHandle.contended`): a lean release would be two round trips before
+ * the next waiter hears of its grant. KEYS: holders, queue, liveness. ARGV: token, grace (ms),
+ * limit. Returns { members removed (0, 1 or 2), first waiter id granted or "" }.
+ */
+export const RELEASE_CONTENDED_PERMITS = defineScript(`${PERMITS}
+local holders, queue, alive = KEYS[1], KEYS[2], KEYS[3]
+local removed = redis.call("zrem", holders, ARGV[1], ":w:" .. ARGV[1])
+if removed ~= 2 then return { removed, "" } end
+clock()
+local used, latest = scan(holders)
+return { 2, admit(holders, queue, alive, tonumber(ARGV[3]), tonumber(ARGV[2]), used, latest) }
 `);
 
 /**

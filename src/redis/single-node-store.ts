@@ -28,6 +28,7 @@ import {
   ISSUE_PERMIT_FENCING_TOKEN,
   LEAVE_PERMIT_QUEUE,
   permitSettings,
+  RELEASE_CONTENDED_PERMITS,
   RELEASE_PERMITS,
 } from "./permit-scripts.js";
 import { type Script, ScriptRunner } from "./script-runner.js";
@@ -100,6 +101,9 @@ interface KeySet {
   /** `queued` plus the fencing counter, built on first use. */
   fenced: readonly string[] | undefined;
 }
+
+/** What ACQUIRE_PERMITS answers for permits taken while waiters may be queued (see LockHandle.contended). */
+const ACQUIRED_CONTENDED = 2;
 
 /** The character EXTEND_MANY and EXTEND_PERMITS answer for a key they extended ("1"). */
 const EXTENDED = 49;
@@ -294,13 +298,14 @@ export class SingleNodeStore implements Backend {
     }
     if (lean) {
       if (reply === null) return { kind: "held" };
-    } else if (reply !== 0 && typeof reply !== "string") {
+    } else if (reply !== 0 && reply !== ACQUIRED_CONTENDED && typeof reply !== "string") {
       const [left, registeredMs] = Array.isArray(reply) ? reply : [];
       const retryAfterMs = typeof left === "number" ? left : 1;
       if (typeof registeredMs !== "number" || registeredMs <= 0) return { kind: "held", retryAfterMs };
       return { kind: "held", retryAfterMs, registration: { token, weight, sentAt: start, serverMs: registeredMs } };
     }
     const handle = new LockHandle(token, resource, start, start + duration - this.#drift(duration));
+    if (reply === ACQUIRED_CONTENDED && !lean) handle.contended = true;
     if (performance.now() >= handle.validUntil) {
       void this.release(handle);
       return { kind: "expired-on-arrival" };
@@ -394,7 +399,9 @@ export class SingleNodeStore implements Backend {
     // #drift): one ZREM, no script, no clock (see the marks in permit-scripts.ts). Its promise is
     // returned as it is: no async frame around it.
     if (this.#counted && keySet.queued !== undefined && performance.now() < handle.validUntil) {
-      return this.#releasePermits(handle, keySet.queued, ordered);
+      return handle.contended
+        ? this.#releaseContended(handle, keySet.queued, ordered)
+        : this.#releasePermits(handle, keySet.queued, ordered);
     }
     return this.#releaseByScript(handle, keySet, ordered);
   }
@@ -448,6 +455,29 @@ export class SingleNodeStore implements Backend {
         // The permits are free: queued waiters take them at their next attempt.
       }
     }
+    return "released";
+  }
+
+  /**
+   * The release of valid permits with waiters possibly queued (see {@link LockHandle.contended}):
+   * {@link #releasePermits} in one round trip (RELEASE_CONTENDED_PERMITS), so the next waiter's
+   * grant is published by the release's own command.
+   */
+  async #releaseContended(handle: LockHandle, keys: readonly string[], ordered: boolean): Promise<ReleaseOutcome> {
+    let reply: unknown;
+    try {
+      reply = await this.#runner.run(
+        RELEASE_CONTENDED_PERMITS,
+        keys,
+        [handle.token, this.#settings.handOffGrace, ...this.#limitArgs],
+        ordered,
+      );
+    } catch {
+      return "unknown";
+    }
+    const [removed, first] = Array.isArray(reply) ? reply : [];
+    if (removed !== 1 && removed !== 2) return "expired";
+    handle.handedTo = typeof first === "string" ? first : "";
     return "released";
   }
 
