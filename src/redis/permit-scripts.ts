@@ -29,7 +29,9 @@ import { COUNT_LIVE, nextFence, PARSE_REGISTRATION, PUBLISH_GRANT } from "./scri
  *   attempt that does not find it live knows nobody live is queued, without reading the queue;
  * - a HOLDER_MARK (":w:<token>") beside every live holder, with the holder's score (added,
  *   extended, adopted and dropped with it): a release removes "<token>" and ":w:<token>" in one
- *   ZREM, no script, and only when it removed both does it run GRANT_PERMITS.
+ *   ZREM, no script, and only when it removed both does it run GRANT_PERMITS. A release likely to
+ *   find waiters (see `LockHandle.contended`) runs both in one script instead
+ *   (RELEASE_CONTENDED_PERMITS): one round trip before the next waiter hears of its grant.
  * A waiter that joins marks the queue and every live holder; a holder added while the queue may
  * hold someone is marked with it; the marks go when a grant finds the queue empty. Tokens never
  * start with ":" (encodeURIComponent escapes it), so marks are never taken for holders.
