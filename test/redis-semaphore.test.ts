@@ -51,6 +51,37 @@ async function keysOf(admin: Redis, prefix: string, key: string): Promise<string
   return (await admin.keys("*")).filter((name) => name.includes(prefix + key)).sort();
 }
 
+/**
+ * The top-level commands every client sends to the first server, from MONITOR (which marks the
+ * commands a script runs as "lua": those are left out), read through `admin`: the ZREMs of
+ * `holders` sent while a step ran, and the script calls on it so far.
+ */
+async function commandLog(admin: Redis, holders: string) {
+  const monitor = await client().monitor();
+  const sent: string[][] = [];
+  let scriptCalls = 0;
+  monitor.on("monitor", (_time: string, args: string[], source: string) => {
+    if (source === "lua") return;
+    sent.push(args);
+    if (args[0]?.toLowerCase() === "evalsha" && args[3] === holders) scriptCalls += 1;
+  });
+  return {
+    /** The ZREMs of `holders` sent while `run` ran (a marker ECHO closes the window: MONITOR is in order). */
+    async zremsDuring(run: () => Promise<unknown>): Promise<number> {
+      const marker = `marker-${Math.random()}`;
+      sent.length = 0;
+      await run();
+      await admin.echo(marker);
+      await eventually(() => sent.some((args) => args[0]?.toLowerCase() === "echo" && args[1] === marker));
+      return sent.filter((args) => args[0]?.toLowerCase() === "zrem" && args[1] === holders).length;
+    },
+    get scriptCalls(): number {
+      return scriptCalls;
+    },
+    stop: () => monitor.disconnect(),
+  };
+}
+
 beforeAll(async () => {
   servers = await startServers(3);
 });
@@ -177,31 +208,14 @@ describe("RedisSemaphore on one node", () => {
 
   it("a contended holder's release hands its permits on in one round trip; an uncontended one is a lone ZREM", async () => {
     const key = uniqueKey("sem-contended");
-    const holders = `${SEMAPHORE_PREFIX}${key}`;
-    const queue = `{${holders}}:queue`;
+    const queue = `{${SEMAPHORE_PREFIX}${key}}:queue`;
     const admin = client();
-    // Top-level commands only (MONITOR marks the ones a script runs as "lua"), of every client.
-    const monitor = await client().monitor();
-    const sent: string[][] = [];
-    monitor.on("monitor", (_time: string, args: string[], source: string) => {
-      if (source !== "lua") sent.push(args);
-    });
-    /** The top-level commands sent while `run` ran (a marker ECHO closes the window: MONITOR is in order). */
-    const commandsDuring = async (run: () => Promise<unknown>): Promise<string[][]> => {
-      const marker = `marker-${Math.random()}`;
-      sent.length = 0;
-      await run();
-      await admin.echo(marker);
-      await eventually(() => sent.some((args) => args[0]?.toLowerCase() === "echo" && args[1] === marker));
-      return sent.filter((args) => args[0]?.toLowerCase() !== "echo");
-    };
-    const zremsOfHolders = (commands: string[][]): number =>
-      commands.filter((args) => args[0]?.toLowerCase() === "zrem" && args[1] === holders).length;
+    const log = await commandLog(admin, `${SEMAPHORE_PREFIX}${key}`);
     const [a, b] = [semaphore({ limit: 1 }), semaphore({ limit: 1 })];
 
     // Nobody waits: the lone ZREM.
     const alone = await a.acquire(undefined, key);
-    expect(zremsOfHolders(await commandsDuring(() => alone.release()))).toBe(1);
+    expect(await log.zremsDuring(() => alone.release())).toBe(1);
 
     // Granted from the queue: the release is one script call, and the next waiter gets in.
     const first = await a.acquire(undefined, key);
@@ -210,22 +224,56 @@ describe("RedisSemaphore on one node", () => {
     const behind = a.acquire(undefined, key); // a caller of the first holder's own locker
     await eventually(async () => (await admin.zcard(queue)) === 2);
     // Callers of its own locker wait for the key: contended, though it took the key alone.
-    let during = await commandsDuring(async () => {
-      await first.release();
-      await granted;
-    });
-    expect(zremsOfHolders(during)).toBe(0);
+    expect(
+      await log.zremsDuring(async () => {
+        await first.release();
+        await granted;
+      }),
+    ).toBe(0);
     const second = await granted;
-    during = await commandsDuring(async () => {
-      await second.release();
-      await behind;
-    });
-    expect(zremsOfHolders(during)).toBe(0);
-    expect(during.filter((args) => args[0]?.toLowerCase() === "evalsha" && args[3] === holders).length).toBeGreaterThan(
-      0,
-    );
+    expect(
+      await log.zremsDuring(async () => {
+        await second.release();
+        await behind;
+      }),
+    ).toBe(0);
+    expect(log.scriptCalls).toBeGreaterThan(0);
     await (await behind).release();
-    monitor.disconnect();
+    log.stop();
+    expect(await keysOf(admin, SEMAPHORE_PREFIX, key)).toEqual([]);
+  });
+
+  it("after a release here handed the key on, the next one is one round trip too, until a release hands it to nobody", async () => {
+    const key = uniqueKey("sem-hands-on");
+    const queue = `{${SEMAPHORE_PREFIX}${key}}:queue`;
+    const admin = client();
+    const log = await commandLog(admin, `${SEMAPHORE_PREFIX}${key}`);
+    // b stands for another process: a's locker never sees its waiters.
+    const [a, b] = [semaphore({ limit: 1 }), semaphore({ limit: 1 })];
+    /** a holds, b queues behind it, a releases: the ZREMs of a's release and b's grant. */
+    const handOn = async (): Promise<number> => {
+      const held = await a.acquire(undefined, key);
+      const waiting = b.acquire(undefined, key);
+      await eventually(async () => (await admin.zcard(queue)) === 1);
+      let next: Lease | undefined;
+      const zrems = await log.zremsDuring(async () => {
+        await held.release();
+        next = await waiting;
+      });
+      await next?.release();
+      return zrems;
+    };
+    // a took the key alone and nothing here waited: the lone ZREM, then the grant script.
+    expect(await handOn()).toBe(1);
+    // Its latest release handed the key on: the next one is one script.
+    expect(await handOn()).toBe(0);
+    // Still expected contended: one script, which finds nobody and ends the expectation...
+    const quiet = await a.acquire(undefined, key);
+    expect(await log.zremsDuring(() => quiet.release())).toBe(0);
+    // ...so the next uncontended release is the lone ZREM again.
+    const alone = await a.acquire(undefined, key);
+    expect(await log.zremsDuring(() => alone.release())).toBe(1);
+    log.stop();
     expect(await keysOf(admin, SEMAPHORE_PREFIX, key)).toEqual([]);
   });
 

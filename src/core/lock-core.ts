@@ -82,6 +82,11 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
   #closed: Promise<void> | undefined;
   /** Counted locks (semaphores, read-write locks): every waiter has its own queue entry. */
   readonly #counted: boolean;
+  /**
+   * Counted locks on a store in another process: releases tell the store when waiters are likely
+   * queued (see `LockHandle.contended`).
+   */
+  readonly #hintsContention: boolean;
   /** What the wait loop and the grant desk share with the core. */
   readonly #parts: CoreParts;
   readonly #loop: WaitLoop;
@@ -120,6 +125,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
         lost: (tokens, reason, cause) => this.#keeper.markLostByToken(tokens, reason, cause),
       },
     });
+    this.#hintsContention = this.#counted && this.#store.releaseNow === undefined;
     if (this.#counted && !this.#store.countsPermits) {
       throw new UnsupportedError("Counted locks need a store that counts permits");
     }
@@ -574,9 +580,11 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
       this.#settleReleased(acquisition, wasPastDeadline);
       return this.#released(acquisition, wasPastDeadline, store.releaseNow(handle));
     }
-    // Counted: callers here waiting for the key have queued in the store (or soon will).
-    if (this.#counted && !acquisition.contended && (this.#keys.get(acquisition.key)?.waiters.size ?? 0) > 0) {
-      acquisition.contended = true;
+    // Counted: callers here waiting for the key have queued in the store (or soon will), or the
+    // latest release here handed the key on (another process's waiters are likely queued again).
+    if (this.#hintsContention && !acquisition.contended) {
+      const state = this.#keys.get(acquisition.key);
+      if (state !== undefined && (state.handsOn || state.waiters.size > 0)) acquisition.contended = true;
     }
     // Sent first: the bookkeeping below runs while the command travels, and a waiter in another
     // process hears of the release that much sooner (no store reads what it changes).
@@ -609,6 +617,10 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
   /** The rest of {@link #release} once the store answered `outcome`: wakes whoever is next here. */
   #released(acquisition: Acquisition, wasPastDeadline: boolean, outcome: ReleaseOutcome): ReleaseOutcome {
     const { handle } = acquisition;
+    if (this.#hintsContention && outcome === "released") {
+      const state = this.#keys.get(acquisition.key);
+      if (state !== undefined) state.handsOn = handle.handedTo !== undefined && handle.handedTo !== "";
+    }
     // Without a cross-process queue, wake this process's next waiter without waiting for our own
     // message; with one, the release message says whose turn it is — and a release that found
     // nobody queued publishes nothing, so this process's own waiters (not yet in the queue) are

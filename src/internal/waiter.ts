@@ -116,6 +116,12 @@ export class KeyState<G = unknown, H = unknown> extends IntrusiveList<Waiter<G>>
   resource: string | undefined;
   /** When a waiter here last had to wait for the key (monotonic ms; -Infinity: never). */
   waitedAt = Number.NEGATIVE_INFINITY;
+  /**
+   * The locker's latest release of the key handed it on to a waiter (counted locks): its next
+   * release likely will too (see `LockHandle.contended`). Cleared by a release that hands it to
+   * nobody.
+   */
+  handsOn = false;
 }
 
 /** Idle key states kept before any purge (see {@link KeyStates}). */
