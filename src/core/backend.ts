@@ -22,10 +22,9 @@ export class LockHandle {
    * Waiters may be queued for the key behind this holder: it was granted from the queue, the
    * attempt that took it saw the queue, callers of its locker wait for the key, or its locker's
    * latest release of the key handed it on to a waiter (a key contended a moment ago likely still
-   * is; a release that hands it to nobody ends that). A store whose
-   * release has a cheaper path for a key nobody waits for (counted locks on Redis: one ZREM, and a
-   * second round trip only when it finds waiters) takes its full path at once instead. A hint:
-   * either value releases correctly.
+   * is; a release that hands it to nobody ends that). A store whose release has a cheaper path for
+   * a key nobody waits for (counted locks on Redis: one ZREM, and a second round trip only when it
+   * finds waiters) takes its full path at once instead. A hint: either value releases correctly.
    */
   contended = false;
 

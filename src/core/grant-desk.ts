@@ -63,9 +63,9 @@ export class GrantDesk {
    */
   #onCountedGrant(resource: string, grant: Grant): void {
     const { waiterId, token, serverMs } = grant;
-    const ours = this.#parts.waiterId;
-    if (waiterId.length <= ours.length + 1 || !waiterId.startsWith(ours) || waiterId[ours.length] !== ".") return;
-    const waiter = this.#parts.countedWaiters.get(Number(waiterId.slice(ours.length + 1)));
+    const prefix = `${this.#parts.waiterId}.`;
+    if (!waiterId.startsWith(prefix)) return;
+    const waiter = this.#parts.countedWaiters.get(Number(waiterId.slice(prefix.length)));
     if (waiter === undefined) {
       this.giveBack(token, resource);
       return;

@@ -596,13 +596,22 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     return sent.then(
       (outcome) => {
         this.#inFlight.end();
-        return this.#released(acquisition, wasPastDeadline, outcome);
+        return this.#releasedOrUnknown(acquisition, wasPastDeadline, outcome);
       },
       () => {
         this.#inFlight.end();
-        return this.#released(acquisition, wasPastDeadline, "unknown");
+        return this.#releasedOrUnknown(acquisition, wasPastDeadline, "unknown");
       },
     );
+  }
+
+  /** {@link #released}, answering "unknown" should it throw: a release never rejects. */
+  #releasedOrUnknown(acquisition: Acquisition, wasPastDeadline: boolean, outcome: ReleaseOutcome): ReleaseOutcome {
+    try {
+      return this.#released(acquisition, wasPastDeadline, outcome);
+    } catch {
+      return "unknown";
+    }
   }
 
   /** What a release changes here: the lease is no longer kept (or is lost, if it ran out), nor held. */

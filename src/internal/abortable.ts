@@ -207,10 +207,8 @@ export class CloseGate {
     if (early !== NOT_EARLY) {
       if (inFlight !== undefined) {
         inFlight.begin();
-        promise.then(
-          () => inFlight.end(),
-          () => inFlight.end(),
-        );
+        const end = (): void => inFlight.end();
+        promise.then(end, end);
       }
       return Promise.reject(early);
     }
