@@ -49,8 +49,8 @@ export interface AcquisitionOwner extends DiagnosticSource {
    * found. Never throws or rejects (a release that failed reports "unknown").
    */
   releaseAcquisition(acquisition: Acquisition): Promise<ReleaseOutcome> | ReleaseOutcome;
-  /** The store's name for `key` (see `Backend.resourceOf`). */
-  resourceOf(key: string): string;
+  /** The store's name for `key` (see `Backend.resourceOf`, and `once` there). */
+  resourceOf(key: string, once?: boolean): string;
   /** Declares `acquisition` lost to its expiry (its deadline passed before the keeper noticed). */
   expireAcquisition(acquisition: Acquisition): void;
   /** Hands `acquisition`, `weight` permits as the store counts them, off (see `Lease.handOff`). */
@@ -146,6 +146,11 @@ export class Acquisition extends ReleaseRunner implements Chained<Acquisition>, 
    */
   get resource(): string {
     return this.owner.resourceOf(this.key);
+  }
+
+  /** {@inheritDoc LockHandle.resourceInBulk} */
+  get resourceInBulk(): string {
+    return this.owner.resourceOf(this.key, true);
   }
 
   /**

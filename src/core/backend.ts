@@ -35,6 +35,14 @@ export class LockHandle {
     this.validUntil = validUntil;
   }
 
+  /**
+   * {@link resource}, read by an operation on many locks at once (an extension round): a store that
+   * caches its names need not keep this one, asked for once among thousands.
+   */
+  get resourceInBulk(): string {
+    return this.resource;
+  }
+
   /** Records a successful (re)set of the TTL by a command sent at `sentAt`. */
   renew(sentAt: number, validUntil: number): void {
     this.validFrom = sentAt;
@@ -223,9 +231,10 @@ export interface AttemptRequest {
 export interface Backend {
   /**
    * The store's name for `key` (a prefixed key, a path, a hash): computed once per key state.
-   * Default: the key itself.
+   * Default: the key itself. `once`: asked for once among many keys (an extension round), so a
+   * store that caches names need not keep this one.
    */
-  resourceOf(key: string): string;
+  resourceOf(key: string, once?: boolean): string;
   /** True when the store counts permits (semaphores, read-write locks) besides plain locks. */
   readonly countsPermits: boolean;
   /**

@@ -199,7 +199,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
       releaseAcquisition: (acquisition) => this.#release(acquisition),
       expireAcquisition: (acquisition) => this.#keeper.markLost(acquisition, "expired"),
       handOffAcquisition: (acquisition, weight) => this.#handOff(acquisition, kind, weight),
-      resourceOf: (key) => store.resourceOf(key),
+      resourceOf: (key, once) => store.resourceOf(key, once),
       termsOf: (duration) => {
         let found = terms.get(duration);
         if (found === undefined) {

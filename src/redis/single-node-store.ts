@@ -169,7 +169,10 @@ export class SingleNodeStore implements Backend {
     this.handOff = { scope: `redis:${this.#cluster ? "cluster" : "node"}:${settings.prefix}` };
   }
 
-  resourceOf(key: string): string {
+  resourceOf(key: string, once = false): string {
+    // Asked for once among many (an extension round of 100,000 locks): neither looked up nor
+    // kept, or every round would fill and clear the cache a hundred times over.
+    if (once) return this.#settings.prefix + key;
     let resource = this.#resourceCache.get(key);
     if (resource === undefined) {
       resource = this.#settings.prefix + key;
@@ -326,7 +329,7 @@ export class SingleNodeStore implements Backend {
     // On a Cluster a script may only touch one slot: keys that share a hash tag go together.
     const groups = new Map<string, number[]>();
     for (let index = 0; index < handles.length; index++) {
-      const { resource } = handles[index] as LockHandle;
+      const resource = (handles[index] as LockHandle).resourceInBulk;
       const group = hashTagOf(resource) ?? resource;
       const members = groups.get(group);
       if (members === undefined) groups.set(group, [index]);
@@ -362,7 +365,7 @@ export class SingleNodeStore implements Backend {
       const index = indexes === undefined ? position : (indexes[position] as number);
       const handle = handles[index] as LockHandle;
       if (now >= handle.validUntil) continue; // "expired": nothing is sent
-      keys.push(handle.resource);
+      keys.push(handle.resourceInBulk);
       tokens.push(handle.token);
       outcomes[index] = "taken"; // until the answer says otherwise
     }
