@@ -634,7 +634,9 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     // message; with one, the release message says whose turn it is — and a release that found
     // nobody queued publishes nothing, so this process's own waiters (not yet in the queue) are
     // woken here.
-    if (!this.#store.hasQueue(handle.resource) || handle.handedTo === "" || outcome === "unknown") {
+    // (The store is asked last: naming the resource costs a lookup or two, and most releases
+    // answer first.)
+    if (handle.handedTo === "" || outcome === "unknown" || !this.#store.hasQueue(handle.resource)) {
       // Counted, no queue: every waiter here competes on its own.
       if (this.#counted && !this.#store.hasQueue(handle.resource)) this.#keys.notifyAll(acquisition.key);
       else this.#keys.notifyHead(acquisition.key);

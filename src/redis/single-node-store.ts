@@ -5,6 +5,7 @@ import type {
   AttemptRequest,
   Backend,
   ExtendOutcome,
+  QueueIntent,
   Registration,
   ReleaseWatcher,
   StoredHolder,
@@ -259,38 +260,22 @@ export class SingleNodeStore implements Backend {
   }
 
   async acquire({ resource, duration, intent, fencing, weight }: AttemptRequest): Promise<AttemptOutcome> {
-    const keySet = this.#keysOf(resource);
     // The token carries the owner, and a holder of several permits its weight (see owner-token.ts).
     const token = ownedToken(this.#tokenPrefix, weight);
-    const queued = keySet.queued !== undefined;
-    // Without queue keys (a Cluster key with "}" but no hash tag) fencing was refused up front.
-    const keys = !queued ? keySet.plain : fencing ? this.#fencedKeys(keySet) : (keySet.queued as string[]);
     // The lean attempt: a lock that would not join the queue, asks for no fencing token and claims
-    // no grant is a plain SET NX — what the script would run, without a script call's cost.
-    // (A key without a queue has nothing to join.)
-    const lean = !this.#counted && !fencing && intent.claimToken === undefined && (!intent.join || !queued);
+    // no grant is a plain SET NX — what the script would run, without a script call's cost (nor a
+    // look-up of the script's keys). A key without a queue has nothing to join.
+    const lean =
+      !this.#counted &&
+      !fencing &&
+      intent.claimToken === undefined &&
+      (!intent.join || this.#keysOf(resource).queued === undefined);
     const start = performance.now();
     let reply: unknown;
     try {
       reply = lean
         ? await this.#runner.setIfAbsent(resource, token, duration)
-        : await this.#runner.run(
-            this.#scripts.acquire,
-            keys,
-            this.#counted
-              ? acquirePermitsArguments(token, duration, queued ? intent.waiterId : "", intent, this.#permitSettings)
-              : [
-                  token,
-                  duration,
-                  queued ? intent.waiterId : "",
-                  intent.join ? "join" : "",
-                  intent.onSuccess,
-                  this.#settings.livenessWindow,
-                  intent.claimToken ?? "",
-                  FENCING_COUNTER_TTL_MS,
-                  this.#settings.grantChannel,
-                ],
-          );
+        : await this.#runAttemptScript(resource, token, duration, intent, fencing);
     } catch (error) {
       // The attempt may still run when the node answers again (it timed out here, not there):
       // queue a compare-and-delete with its token right behind it, so it cannot leave a lock that
@@ -316,6 +301,38 @@ export class SingleNodeStore implements Backend {
     return typeof reply === "string" && !lean
       ? { kind: "acquired", handle, fencingToken: BigInt(reply) }
       : { kind: "acquired", handle };
+  }
+
+  /** The attempt script ({@link acquire} when it is not lean): its reply. */
+  #runAttemptScript(
+    resource: string,
+    token: string,
+    duration: number,
+    intent: QueueIntent,
+    fencing: boolean,
+  ): Promise<unknown> {
+    const keySet = this.#keysOf(resource);
+    const queued = keySet.queued !== undefined;
+    // Without queue keys (a Cluster key with "}" but no hash tag) fencing was refused up front.
+    const keys = !queued ? keySet.plain : fencing ? this.#fencedKeys(keySet) : (keySet.queued as string[]);
+    const waiterId = queued ? intent.waiterId : "";
+    return this.#runner.run(
+      this.#scripts.acquire,
+      keys,
+      this.#counted
+        ? acquirePermitsArguments(token, duration, waiterId, intent, this.#permitSettings)
+        : [
+            token,
+            duration,
+            waiterId,
+            intent.join ? "join" : "",
+            intent.onSuccess,
+            this.#settings.livenessWindow,
+            intent.claimToken ?? "",
+            FENCING_COUNTER_TTL_MS,
+            this.#settings.grantChannel,
+          ],
+    );
   }
 
   async extendMany(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
