@@ -1,9 +1,13 @@
 /**
  * Instructions per warm lock+release pair, counted by callgrind (valgrind), which load does not
- * change: `node bench/instructions.mjs [mode] [pairs] [keys]`, mode one of redis, redis-semaphore (limit 4,
+ * change: `node bench/instructions.mjs [mode] [pairs] [keys]`, mode one of redis, redis-raw (the
+ * floor: `SET NX PX` with a fresh token, then an EVALSHA compare-and-delete), redlock (redlock 5,
+ * `retryCount: 0`), sesame-redlock (@sesamecare-oss/redlock, the same), redlock-universal (its
+ * `createLock`, default settings, one lock object per key), redis-semaphore (limit 4,
  * weight 1), peer-semaphore (redis-semaphore's Semaphore, limit 4), peer-mutex (redis-semaphore's
  * Mutex), memory, async-mutex (one async-mutex Mutex: the in-process peer of memory), file,
- * file-pool, proper-lockfile, postgres, postgres-raw, postgres-raw-prepared. Every mode runs
+ * file-pool, proper-lockfile, postgres, postgres-raw, postgres-raw-prepared (every mode's table:
+ * bench/instructions-table.mjs, `npm run bench:instructions`). Every mode runs
  * sequential pairs on one key; with `keys` > 1 (say 8), each round locks that many keys at once
  * (one `Promise.all`), then releases them at once, and `pairs` counts rounds (as does the warm-up,
  * of 10,000 pairs; `INSTRUCTIONS_WARM_UP` sets it): the counts are reported per lock+release pair (per round divided by `keys`).
@@ -51,7 +55,21 @@ const HANDOFF_KINDS = ["memory-handoff", "async-mutex-handoff", "no-lock-handoff
 /** Keys locked at once per round (1: sequential pairs on one key). */
 const keys = Number(keysArgument);
 if (!Number.isInteger(keys) || keys < 1) throw new Error(`keys must be a positive integer; received ${keysArgument}`);
-const REDIS_MODES = new Set(["redis", "redis-semaphore", "peer-semaphore", "peer-mutex"]);
+const REDIS_MODES = new Set([
+  "redis",
+  "redis-raw",
+  "redis-semaphore",
+  "peer-semaphore",
+  "peer-mutex",
+  "redlock",
+  "sesame-redlock",
+  "redlock-universal",
+]);
+/** The raw floor's release (bench/lib/redis-contenders.mjs has the same). */
+const COMPARE_AND_DELETE =
+  'if redis.call("get",KEYS[1])==ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end';
+/** Lease length of the peers' locks (ms): what RedisLocker's default expiry is. */
+const PEER_LEASE_MS = 30_000;
 const SEMAPHORE_LIMIT = 4;
 const FILE_MODES = new Set(["file", "file-pool", "proper-lockfile"]);
 /** The system calls counted as file-system operations (path calls; strace's names on Linux). */
@@ -272,6 +290,58 @@ async function child(kind, n, port) {
       close: async () => {},
     };
     cleanUp = async () => client.disconnect();
+  } else if (kind === "redis-raw") {
+    const { Redis } = await import("ioredis");
+    const { randomBytes } = await import("node:crypto");
+    const client = new Redis({ host: "127.0.0.1", port: Number(port) });
+    const sha = await client.script("LOAD", COMPARE_AND_DELETE);
+    // The floor: SET NX PX with a fresh random token, then the compare-and-delete by EVALSHA.
+    locker = {
+      lock: async (_signal, key) => {
+        const token = randomBytes(16).toString("hex");
+        if ((await client.set(key, token, "NX", "PX", PEER_LEASE_MS)) !== "OK")
+          throw new Error("the floor's key was taken");
+        return () => client.evalsha(sha, 1, key, token);
+      },
+      close: async () => {},
+    };
+    cleanUp = async () => client.disconnect();
+  } else if (kind === "redlock" || kind === "sesame-redlock") {
+    const { Redis } = await import("ioredis");
+    // redlock 5's default export is the class; the fork's module exports it by name.
+    const Redlock =
+      kind === "redlock" ? (await import("redlock")).default : (await import("@sesamecare-oss/redlock")).Redlock;
+    const client = new Redis({ host: "127.0.0.1", port: Number(port) });
+    // One attempt, as the wall-clock bench's uncontended redlock row (redlock-0).
+    const redlock = new Redlock([client], { retryCount: 0 });
+    locker = {
+      lock: async (_signal, key) => {
+        const held = await redlock.acquire([key], PEER_LEASE_MS);
+        return () => held.release();
+      },
+      close: async () => {},
+    };
+    cleanUp = async () => client.disconnect();
+  } else if (kind === "redlock-universal") {
+    const { Redis } = await import("ioredis");
+    const { createLock, IoredisAdapter } = await import("redlock-universal");
+    const client = new Redis({ host: "127.0.0.1", port: Number(port) });
+    const adapter = new IoredisAdapter(client);
+    // One lock object per key, kept (its README's use), default settings.
+    const locks = new Map();
+    locker = {
+      lock: async (_signal, key) => {
+        let lock = locks.get(key);
+        if (lock === undefined) {
+          lock = createLock({ adapter, key, ttl: PEER_LEASE_MS });
+          locks.set(key, lock);
+        }
+        const handle = await lock.acquire();
+        return () => lock.release(handle);
+      },
+      close: async () => {},
+    };
+    cleanUp = async () => client.disconnect();
   } else if (kind === "memory") {
     locker = new lib.MemoryLocker();
   } else if (kind === "async-mutex") {
@@ -313,7 +383,7 @@ async function child(kind, n, port) {
     }
   } else {
     throw new Error(
-      `unknown mode ${kind}: redis, redis-semaphore, peer-semaphore, peer-mutex, memory, memory-handoff, async-mutex, file, file-pool, proper-lockfile, postgres, postgres-raw or postgres-raw-prepared`,
+      `unknown mode ${kind}: redis, redis-raw, redlock, sesame-redlock, redlock-universal, redis-semaphore, peer-semaphore, peer-mutex, memory, memory-handoff, async-mutex, file, file-pool, proper-lockfile, postgres, postgres-raw or postgres-raw-prepared`,
     );
   }
   let counted = 0;
