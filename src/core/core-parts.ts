@@ -5,7 +5,6 @@ import type { ResolvedAcquireOptions } from "../internal/validate.js";
 import type { KeyStates } from "../internal/waiter.js";
 import type { Acquisition, AcquisitionOwner } from "./acquisition.js";
 import type { AttemptOutcome, Backend, LockHandle, QueueIntent, Registration } from "./backend.js";
-import type { CountedWaiter } from "./waiters.js";
 
 /** The settings the core needs from a locker's resolved options (a store adds its own). */
 export interface CoreSettings {
@@ -63,11 +62,6 @@ export interface CoreParts {
   readonly gate: CloseGate;
   /** Counted locks (semaphores, read-write locks): every waiter has its own queue entry. */
   readonly counted: boolean;
-  /**
-   * Counted locks: waiters by the sequence number of their id in the store's queue (a small
-   * integer: no string to hash when a waiter comes and goes).
-   */
-  readonly countedWaiters: Map<number, CountedWaiter>;
   /** The three ways an attempt relates to the hand-off queue (shared: attempts allocate none). */
   readonly intents: Readonly<Record<"first" | "leave" | "keep", QueueIntent>>;
   /** Registers a store operation that `close()` waits for. */

@@ -1,9 +1,9 @@
 import { performance } from "node:perf_hooks";
-import type { Waiter } from "../internal/waiter.js";
+import type { KeyState, Waiter } from "../internal/waiter.js";
 import type { Acquisition } from "./acquisition.js";
 import { type Grant, LockHandle } from "./backend.js";
 import type { AcquireCall, CoreParts } from "./core-parts.js";
-import type { QueuePlace } from "./waiters.js";
+import { CountedWaiter, type QueuePlace } from "./waiters.js";
 
 /**
  * The hand-off side of the core: what happens when a backend with a hand-off queue reports that a
@@ -30,7 +30,7 @@ export class GrantDesk {
   onGrant(key: string, grant: Grant): void {
     const resource = this.#parts.resourceOf(key);
     if (this.#parts.counted) {
-      this.#onCountedGrant(resource, grant);
+      this.#onCountedGrant(key, resource, grant);
       return;
     }
     if (grant.waiterId !== this.#parts.waiterId) {
@@ -61,11 +61,11 @@ export class GrantDesk {
    * them to that waiter if it is still here and the token is its latest registration; otherwise
    * give them back at once (rather than hold them for the grace).
    */
-  #onCountedGrant(resource: string, grant: Grant): void {
+  #onCountedGrant(key: string, resource: string, grant: Grant): void {
     const { waiterId, token, serverMs } = grant;
     const prefix = `${this.#parts.waiterId}.`;
     if (!waiterId.startsWith(prefix)) return;
-    const waiter = this.#parts.countedWaiters.get(Number(waiterId.slice(prefix.length)));
+    const waiter = countedWaiterOf(this.#parts.keys.get(key), Number(waiterId.slice(prefix.length)));
     if (waiter === undefined) {
       this.giveBack(token, resource);
       return;
@@ -135,4 +135,17 @@ export class GrantDesk {
     if (!this.#parts.closing.aborted)
       void this.#parts.track(this.#parts.store.release(new LockHandle(token, resource, 0, 0), true));
   }
+}
+
+/**
+ * The counted waiter with sequence number `seq` among `state`'s waiters, if it still waits: found
+ * by walking the key's FIFO from its head, where the store's queue, served in arrival order,
+ * grants first. (A map of waiters would take an entry in and out per wait, and a map whose keys
+ * keep changing rebuilds its table every few operations.)
+ */
+function countedWaiterOf(state: KeyState<LockHandle> | undefined, seq: number): CountedWaiter | undefined {
+  for (let waiter = state?.waiters.head; waiter !== undefined; waiter = waiter.next) {
+    if (waiter instanceof CountedWaiter && waiter.seq === seq) return waiter;
+  }
+  return undefined;
 }

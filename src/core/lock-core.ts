@@ -156,7 +156,6 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
       closing: this.#closing.signal,
       gate: this.#gate,
       counted: this.#counted,
-      countedWaiters: new Map(),
       intents: this.#intents,
       track: (promise) => this.#track(promise),
       resourceOf: (key) => this.#resourceOf(key),

@@ -195,9 +195,7 @@ export class WaitLoop {
   #countedWaiter(): CountedWaiter {
     this.#waiterSeq += 1;
     const seq = this.#waiterSeq;
-    const waiter = new CountedWaiter(`${this.#parts.waiterId}.${seq}`, seq);
-    this.#parts.countedWaiters.set(seq, waiter);
-    return waiter;
+    return new CountedWaiter(`${this.#parts.waiterId}.${seq}`, seq);
   }
 
   /**

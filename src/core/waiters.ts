@@ -105,7 +105,7 @@ export class CountedWaiter extends CoreWaiter implements QueuePlace {
   constructor(
     /** Its id in the store's queue: the locker's id, a dot, and {@link seq}. */
     readonly id: string,
-    /** Its sequence number in its locker: its key in `CoreParts.countedWaiters`. */
+    /** Its sequence number in its locker (how the grant desk finds it in its key's FIFO). */
     readonly seq: number,
   ) {
     super();
@@ -119,7 +119,6 @@ export class CountedWaiter extends CoreWaiter implements QueuePlace {
 
   /** Those behind it compete on their own: nobody to wake. */
   leave(parts: CoreParts, key: string, state: Key): void {
-    parts.countedWaiters.delete(this.seq);
     parts.keys.leave(key, state, this, false);
   }
 
