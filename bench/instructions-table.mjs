@@ -10,12 +10,13 @@
  * lock pair) and to the group's fewest-instructions peer, with the store's own units (Redis
  * commands, SQL statements, file-system calls) per pair beside it.
  *
- * With no mode given it counts every mode of {@link GROUPS} (about three minutes each at the
+ * With no row given it counts every row of {@link GROUPS} (about four minutes each at the
  * default 20,000 pairs; `INSTRUCTIONS_PAIRS` sets another count) and writes
- * bench/results/instructions.md and instructions.json; with modes, it prints their table only.
+ * bench/results/instructions.md and instructions.json; given rows (by id), it prints their table
+ * only, or with `INSTRUCTIONS_UPDATE=1` counts them again into the saved results and rewrites both.
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 
@@ -24,7 +25,8 @@ const RESULTS = fileURLToPath(new URL("./results/", import.meta.url));
 const PAIRS = Number(process.env.INSTRUCTIONS_PAIRS ?? 20_000);
 
 /**
- * @typedef {{ mode: string, label: string, role: "ours" | "peer" | "floor" }} Row
+ * @typedef {{ id: string, mode: string, label: string, role: "ours" | "peer" | "floor", keys?: number }} Row
+ *   `keys`: locked at once per round (bench/instructions.mjs's third argument), counted per pair.
  * @typedef {{ name: string, unit: string, rows: Row[] }} Group
  */
 
@@ -34,51 +36,67 @@ const GROUPS = [
     name: "Redis lock, one node",
     unit: "Redis commands",
     rows: [
-      { mode: "redis", label: "globallock RedisLocker", role: "ours" },
-      { mode: "peer-mutex", label: "redis-semaphore Mutex", role: "peer" },
-      { mode: "redlock", label: "redlock 5 (retryCount 0)", role: "peer" },
-      { mode: "sesame-redlock", label: "@sesamecare-oss/redlock (retryCount 0)", role: "peer" },
-      { mode: "redlock-universal", label: "redlock-universal createLock", role: "peer" },
-      { mode: "redis-raw", label: "raw SET NX PX + EVALSHA compare-and-delete", role: "floor" },
+      { id: "redis", mode: "redis", label: "globallock RedisLocker", role: "ours" },
+      { id: "peer-mutex", mode: "peer-mutex", label: "redis-semaphore Mutex", role: "peer" },
+      { id: "redlock", mode: "redlock", label: "redlock 5 (retryCount 0)", role: "peer" },
+      { id: "sesame-redlock", mode: "sesame-redlock", label: "@sesamecare-oss/redlock (retryCount 0)", role: "peer" },
+      { id: "redlock-universal", mode: "redlock-universal", label: "redlock-universal createLock", role: "peer" },
+      { id: "redis-raw", mode: "redis-raw", label: "raw SET NX PX + EVALSHA compare-and-delete", role: "floor" },
+    ],
+  },
+  {
+    name: "Redis lock, 8 keys at once (a tenth as many rounds, of 8 pairs each)",
+    unit: "Redis commands",
+    rows: [
+      { id: "redis-8-keys", mode: "redis", keys: 8, label: "globallock RedisLocker", role: "ours" },
+      { id: "peer-mutex-8-keys", mode: "peer-mutex", keys: 8, label: "redis-semaphore Mutex", role: "peer" },
     ],
   },
   {
     name: "Redis semaphore, limit 4",
     unit: "Redis commands",
     rows: [
-      { mode: "redis-semaphore", label: "globallock RedisSemaphore", role: "ours" },
-      { mode: "peer-semaphore", label: "redis-semaphore Semaphore", role: "peer" },
+      { id: "redis-semaphore", mode: "redis-semaphore", label: "globallock RedisSemaphore", role: "ours" },
+      { id: "peer-semaphore", mode: "peer-semaphore", label: "redis-semaphore Semaphore", role: "peer" },
     ],
   },
   {
     name: "PostgreSQL",
     unit: "statements",
     rows: [
-      { mode: "postgres", label: "globallock PostgresLocker", role: "ours" },
-      { mode: "postgres-raw", label: "raw pg_try_advisory_lock / pg_advisory_unlock", role: "floor" },
+      { id: "postgres", mode: "postgres", label: "globallock PostgresLocker", role: "ours" },
+      {
+        id: "postgres-raw",
+        mode: "postgres-raw",
+        label: "raw pg_try_advisory_lock / pg_advisory_unlock",
+        role: "floor",
+      },
     ],
   },
   {
     name: "Lock files",
     unit: "file-system calls",
     rows: [
-      { mode: "file", label: "globallock FileLocker", role: "ours" },
-      { mode: "proper-lockfile", label: "proper-lockfile", role: "peer" },
+      { id: "file", mode: "file", label: "globallock FileLocker", role: "ours" },
+      { id: "proper-lockfile", mode: "proper-lockfile", label: "proper-lockfile", role: "peer" },
     ],
   },
   {
     name: "In process",
     unit: "",
     rows: [
-      { mode: "memory", label: "globallock MemoryLocker", role: "ours" },
-      { mode: "async-mutex", label: "async-mutex Mutex", role: "peer" },
+      { id: "memory", mode: "memory", label: "globallock MemoryLocker", role: "ours" },
+      { id: "async-mutex", mode: "async-mutex", label: "async-mutex Mutex", role: "peer" },
     ],
   },
 ];
 
-/** Counts one mode (a child process: bench/instructions.mjs); its JSON line. */
-function count(mode) {
-  const output = execFileSync(process.execPath, [INSTRUCTIONS, mode, String(PAIRS)], {
+/** Counts one row's mode (a child process: bench/instructions.mjs); its JSON line. */
+function count(row) {
+  const keys = row.keys ?? 1;
+  // Rounds of several keys: a tenth of the rounds (each round is `keys` pairs).
+  const rounds = keys === 1 ? PAIRS : Math.ceil(PAIRS / 10);
+  const output = execFileSync(process.execPath, [INSTRUCTIONS, row.mode, String(rounds), String(keys)], {
     encoding: "utf8",
     maxBuffer: 16 * 1024 * 1024,
     stdio: ["ignore", "pipe", "inherit"],
@@ -102,18 +120,18 @@ function render(groups, results) {
     "| :--- | ---: | ---: | ---: | :--- |",
   ];
   for (const group of groups) {
-    const counted = group.rows.filter((row) => results.has(row.mode));
+    const counted = group.rows.filter((row) => results.has(row.id));
     if (counted.length === 0) continue;
-    const perPair = (row) => results.get(row.mode).perPair;
+    const perPair = (row) => results.get(row.id).perPair;
     const floor = counted.find((row) => row.role === "floor");
     const peers = counted.filter((row) => row.role === "peer");
     const bestPeer = peers.length === 0 ? undefined : Math.min(...peers.map(perPair));
     lines.push(`| **${group.name}** | | | | |`);
     for (const row of counted) {
-      const result = results.get(row.mode);
+      const result = results.get(row.id);
       const units = unitsOf(result);
       lines.push(
-        `| ${row.label} (\`${row.mode}\`) | ${thousands(result.perPair)} | ${
+        `| ${row.label} (\`${row.id}\`) | ${thousands(result.perPair)} | ${
           floor === undefined ? "" : ratio(result.perPair, perPair(floor))
         } | ${row.role === "floor" ? "" : ratio(result.perPair, bestPeer)} | ${
           units === undefined || group.unit === "" ? "" : `${units} ${group.unit}`
@@ -125,31 +143,46 @@ function render(groups, results) {
 }
 
 const chosen = process.argv.slice(2);
-const all = GROUPS.flatMap((group) => group.rows.map((row) => row.mode));
-for (const mode of chosen) {
-  if (!all.includes(mode)) throw new Error(`unknown mode ${mode}: one of ${all.join(", ")}`);
+const all = GROUPS.flatMap((group) => group.rows);
+for (const id of chosen) {
+  if (!all.some((row) => row.id === id))
+    throw new Error(`unknown row ${id}: one of ${all.map((row) => row.id).join(", ")}`);
 }
-const modes = chosen.length === 0 ? all : chosen;
+const rows = chosen.length === 0 ? all : all.filter((row) => chosen.includes(row.id));
+/** With `INSTRUCTIONS_UPDATE=1`, the chosen rows are counted again into the saved results. */
+const updating = chosen.length > 0 && process.env.INSTRUCTIONS_UPDATE === "1";
+const jsonFile = new URL("instructions.json", `file://${RESULTS}`);
+/** @type {{ runs: { startedAt: string, minutes: number, pairs: number, loadBefore: number, loadAfter: number, rows: string[] }[], results: Record<string, unknown> }} */
+const saved = updating ? JSON.parse(readFileSync(jsonFile, "utf8")) : { runs: [], results: {} };
+const results = new Map(Object.entries(saved.results));
 const startedAt = new Date();
 const loadBefore = loadavg()[0];
-const results = new Map();
-for (const mode of modes) {
-  process.stderr.write(`instructions: ${mode} (${PAIRS} pairs)…\n`);
-  results.set(mode, count(mode));
+for (const row of rows) {
+  process.stderr.write(`instructions: ${row.id}…\n`);
+  results.set(row.id, count(row));
 }
-const loadAfter = loadavg()[0];
+const run = {
+  startedAt: startedAt.toISOString(),
+  minutes: Math.round((Date.now() - startedAt.getTime()) / 60_000),
+  pairs: PAIRS,
+  loadBefore: Math.round(loadBefore * 10) / 10,
+  loadAfter: Math.round(loadavg()[0] * 10) / 10,
+  rows: rows.map((row) => row.id),
+};
+const runs = [...saved.runs, run];
 const table = render(GROUPS, results);
 const header = [
-  `Instructions per lock + release pair, counted by callgrind (main thread; (I(2n) − I(n)) / n with n = ${PAIRS}`,
-  `pairs after the warm-up), one mode at a time, ${startedAt.toISOString().slice(0, 16).replace("T", " ")} UTC,`,
-  `${Math.round((Date.now() - startedAt.getTime()) / 60_000)} minutes, load average ${loadBefore.toFixed(1)} before and ${loadAfter.toFixed(1)} after.`,
+  `Instructions per lock + release pair, counted by callgrind: main thread, (I(2n) − I(n)) / n after the warm-up,`,
+  "one mode at a time (a run with keys locked at once counts a tenth as many rounds, of that many pairs each).",
+  "",
+  ...runs.map(
+    (r) =>
+      `- ${r.startedAt.slice(0, 16).replace("T", " ")} UTC, ${r.minutes} minutes, n = ${r.pairs}, load average ${r.loadBefore} before and ${r.loadAfter} after: ${r.rows.join(", ")}`,
+  ),
 ].join("\n");
 console.log(`${header}\n\n${table}`);
-if (chosen.length === 0) {
+if (chosen.length === 0 || updating) {
   mkdirSync(RESULTS, { recursive: true });
   writeFileSync(new URL("instructions.md", `file://${RESULTS}`), `# Instructions per pair\n\n${header}\n\n${table}\n`);
-  writeFileSync(
-    new URL("instructions.json", `file://${RESULTS}`),
-    `${JSON.stringify({ startedAt, pairs: PAIRS, loadBefore, loadAfter, results: Object.fromEntries(results) }, null, 2)}\n`,
-  );
+  writeFileSync(jsonFile, `${JSON.stringify({ runs, results: Object.fromEntries(results) }, null, 2)}\n`);
 }
