@@ -30,64 +30,63 @@ const PAIRS = Number(process.env.INSTRUCTIONS_PAIRS ?? 20_000);
  * @typedef {{ name: string, unit: string, rows: Row[] }} Group
  */
 
+/**
+ * A row counting `mode`; with `keys` > 1, that many keys locked at once per round. Its id is the
+ * mode's name (`redis-8-keys` with 8 keys).
+ * @param {string} mode @param {string} label @param {Row["role"]} role @param {number} [keys]
+ * @returns {Row}
+ */
+function rowOf(mode, label, role, keys) {
+  return keys === undefined ? { id: mode, mode, label, role } : { id: `${mode}-${keys}-keys`, mode, label, role, keys };
+}
+
 /** @type {Group[]} */
 const GROUPS = [
   {
     name: "Redis lock, one node",
     unit: "Redis commands",
     rows: [
-      { id: "redis", mode: "redis", label: "globallock RedisLocker", role: "ours" },
-      { id: "peer-mutex", mode: "peer-mutex", label: "redis-semaphore Mutex", role: "peer" },
-      { id: "redlock", mode: "redlock", label: "redlock 5 (retryCount 0)", role: "peer" },
-      { id: "sesame-redlock", mode: "sesame-redlock", label: "@sesamecare-oss/redlock (retryCount 0)", role: "peer" },
-      { id: "redlock-universal", mode: "redlock-universal", label: "redlock-universal createLock", role: "peer" },
-      { id: "redis-raw", mode: "redis-raw", label: "raw SET NX PX + EVALSHA compare-and-delete", role: "floor" },
+      rowOf("redis", "globallock RedisLocker", "ours"),
+      rowOf("peer-mutex", "redis-semaphore Mutex", "peer"),
+      rowOf("redlock", "redlock 5 (retryCount 0)", "peer"),
+      rowOf("sesame-redlock", "@sesamecare-oss/redlock (retryCount 0)", "peer"),
+      rowOf("redlock-universal", "redlock-universal createLock", "peer"),
+      rowOf("redis-raw", "raw SET NX PX + EVALSHA compare-and-delete", "floor"),
     ],
   },
   {
     name: "Redis lock, 8 keys at once (a tenth as many rounds, of 8 pairs each)",
     unit: "Redis commands",
     rows: [
-      { id: "redis-8-keys", mode: "redis", keys: 8, label: "globallock RedisLocker", role: "ours" },
-      { id: "peer-mutex-8-keys", mode: "peer-mutex", keys: 8, label: "redis-semaphore Mutex", role: "peer" },
+      rowOf("redis", "globallock RedisLocker", "ours", 8),
+      rowOf("peer-mutex", "redis-semaphore Mutex", "peer", 8),
     ],
   },
   {
     name: "Redis semaphore, limit 4",
     unit: "Redis commands",
     rows: [
-      { id: "redis-semaphore", mode: "redis-semaphore", label: "globallock RedisSemaphore", role: "ours" },
-      { id: "peer-semaphore", mode: "peer-semaphore", label: "redis-semaphore Semaphore", role: "peer" },
+      rowOf("redis-semaphore", "globallock RedisSemaphore", "ours"),
+      rowOf("peer-semaphore", "redis-semaphore Semaphore", "peer"),
     ],
   },
   {
     name: "PostgreSQL",
     unit: "statements",
     rows: [
-      { id: "postgres", mode: "postgres", label: "globallock PostgresLocker", role: "ours" },
-      {
-        id: "postgres-raw",
-        mode: "postgres-raw",
-        label: "raw pg_try_advisory_lock / pg_advisory_unlock",
-        role: "floor",
-      },
+      rowOf("postgres", "globallock PostgresLocker", "ours"),
+      rowOf("postgres-raw", "raw pg_try_advisory_lock / pg_advisory_unlock", "floor"),
     ],
   },
   {
     name: "Lock files",
     unit: "file-system calls",
-    rows: [
-      { id: "file", mode: "file", label: "globallock FileLocker", role: "ours" },
-      { id: "proper-lockfile", mode: "proper-lockfile", label: "proper-lockfile", role: "peer" },
-    ],
+    rows: [rowOf("file", "globallock FileLocker", "ours"), rowOf("proper-lockfile", "proper-lockfile", "peer")],
   },
   {
     name: "In process",
     unit: "",
-    rows: [
-      { id: "memory", mode: "memory", label: "globallock MemoryLocker", role: "ours" },
-      { id: "async-mutex", mode: "async-mutex", label: "async-mutex Mutex", role: "peer" },
-    ],
+    rows: [rowOf("memory", "globallock MemoryLocker", "ours"), rowOf("async-mutex", "async-mutex Mutex", "peer")],
   },
 ];
 

@@ -46,6 +46,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { runChildUnderCallgrind, WARM_UP } from "./lib/callgrind.mjs";
+import { COMPARE_AND_DELETE, LEASE_MS } from "./lib/raw-floor.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const [store = "redis", pairsArgument = "20000", keysArgument = "1"] = process.argv.slice(2);
@@ -65,11 +66,6 @@ const REDIS_MODES = new Set([
   "sesame-redlock",
   "redlock-universal",
 ]);
-/** The raw floor's release (bench/lib/redis-contenders.mjs has the same). */
-const COMPARE_AND_DELETE =
-  'if redis.call("get",KEYS[1])==ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end';
-/** Lease length of the peers' locks (ms): what RedisLocker's default expiry is. */
-const PEER_LEASE_MS = 30_000;
 const SEMAPHORE_LIMIT = 4;
 const FILE_MODES = new Set(["file", "file-pool", "proper-lockfile"]);
 /** The system calls counted as file-system operations (path calls; strace's names on Linux). */
@@ -299,8 +295,7 @@ async function child(kind, n, port) {
     locker = {
       lock: async (_signal, key) => {
         const token = randomBytes(16).toString("hex");
-        if ((await client.set(key, token, "NX", "PX", PEER_LEASE_MS)) !== "OK")
-          throw new Error("the floor's key was taken");
+        if ((await client.set(key, token, "NX", "PX", LEASE_MS)) !== "OK") throw new Error("the floor's key was taken");
         return () => client.evalsha(sha, 1, key, token);
       },
       close: async () => {},
@@ -316,7 +311,7 @@ async function child(kind, n, port) {
     const redlock = new Redlock([client], { retryCount: 0 });
     locker = {
       lock: async (_signal, key) => {
-        const held = await redlock.acquire([key], PEER_LEASE_MS);
+        const held = await redlock.acquire([key], LEASE_MS);
         return () => held.release();
       },
       close: async () => {},
@@ -333,7 +328,7 @@ async function child(kind, n, port) {
       lock: async (_signal, key) => {
         let lock = locks.get(key);
         if (lock === undefined) {
-          lock = createLock({ adapter, key, ttl: PEER_LEASE_MS });
+          lock = createLock({ adapter, key, ttl: LEASE_MS });
           locks.set(key, lock);
         }
         const handle = await lock.acquire();

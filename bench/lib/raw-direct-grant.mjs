@@ -16,11 +16,10 @@
  *   message claims the key with SET NX. Hand-off ≈ two round trips (release, then the claim).
  */
 import { randomBytes } from "node:crypto";
+import { LEASE_MS } from "./raw-floor.mjs";
 import { connectClient } from "./redis-client.mjs";
 import { now, settleWithin } from "./timing.mjs";
 
-/** Lease length (ms), as every contender's (LEASE_MS of ./redis-contenders.mjs). */
-const LEASE_MS = 30_000;
 /** A waiter gives up after this long (ms): a bound for the benchmark, not a feature. */
 const GIVE_UP_MS = 10_000;
 /** raw-wake re-tries after this long without a message (a bound; never reached when all works). */

@@ -14,6 +14,7 @@ import { RedisLocker, RedisSemaphore } from "globallock";
 import { Mutex, Semaphore, TimeoutError } from "redis-semaphore";
 import Redlock, { ExecutionError } from "redlock";
 import { rawDirectGrant, rawWakeClaim } from "./raw-direct-grant.mjs";
+import { COMPARE_AND_DELETE, LEASE_MS } from "./raw-floor.mjs";
 import { connectClient } from "./redis-client.mjs";
 
 /**
@@ -22,15 +23,8 @@ import { connectClient } from "./redis-client.mjs";
  * @typedef {{ id: string, label: string, open(port: number): Promise<Session> }} Contender
  */
 
-/** Lease length used by every contender (ms). */
-export const LEASE_MS = 30_000;
-
 /** Permits per key of the semaphore contenders (scenario 8). */
 export const SEMAPHORE_LIMIT = 4;
-
-/** The floor's compare-and-delete, verbatim from the benchmark brief. */
-const COMPARE_AND_DELETE =
-  'if redis.call("get",KEYS[1])==ARGV[1] then return redis.call("del",KEYS[1]) else return 0 end';
 
 const ignore = () => undefined;
 
