@@ -248,8 +248,18 @@ describe("RedisSemaphore on one node", () => {
     const queue = `{${SEMAPHORE_PREFIX}${key}}:queue`;
     const admin = client();
     const log = await commandLog(admin, `${SEMAPHORE_PREFIX}${key}`);
-    // b stands for another process: a's locker never sees its waiters.
-    const [a, b] = [semaphore({ limit: 1 }), semaphore({ limit: 1 })];
+    // b stands for another process: a's locker never sees its waiters. Its safety-net poll (and
+    // the linger of its grant channel) outlasts the test, so it gets the key only by a grant.
+    const [a, b] = [semaphore({ limit: 1 }), semaphore({ limit: 1, backoff: { min: 20_000, max: 20_000 } })];
+    // b's first wait subscribes to its grant channel, then tries once more: that try may take the
+    // key between a's ZREM and its grant, and a's release would then hand it to nobody. So b
+    // waits once on another key first; its channel stays subscribed for the rounds below.
+    const warmKey = uniqueKey("sem-hands-on-warm");
+    const warmHeld = await a.acquire(undefined, warmKey);
+    const warmWait = b.acquire(undefined, warmKey);
+    await eventually(async () => (await admin.zcard(`{${SEMAPHORE_PREFIX}${warmKey}}:queue`)) === 1);
+    await warmHeld.release();
+    await (await warmWait).release();
     /** a holds, b queues behind it, a releases: the ZREMs of a's release and b's grant. */
     const handOn = async (): Promise<number> => {
       const held = await a.acquire(undefined, key);
