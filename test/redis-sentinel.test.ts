@@ -27,7 +27,9 @@ afterAll(async () => {
 function sentinelLocker(onLockLost?: (error: LockLostError) => void): RedisLocker {
   const client = group.client();
   clients.push(client);
-  const locker = new RedisLocker(client, { expiry: 6000, ...(onLockLost ? { onLockLost } : {}) });
+  // A lease that outlasts a failover on a loaded machine (seen: longer than 6 s), so that only
+  // the unreplicated lock is lost; its extensions come every 7.5 s.
+  const locker = new RedisLocker(client, { expiry: 15_000, ...(onLockLost ? { onLockLost } : {}) });
   lockers.push(locker);
   return locker;
 }
@@ -58,12 +60,12 @@ describe("a Sentinel failover", () => {
     expect(failover.port).toBe(group.replica.port);
 
     // Reported lost at its next extension on the new master: its key is not there.
-    await eventually(() => unreplicated.lost.aborted, 10_000);
+    await eventually(() => unreplicated.lost.aborted, 20_000);
     expect(lost.map((error) => [error.key, error.reason])).toEqual([[lostKey, "taken"]]);
 
     // The replicated lock is extended on the new master and stays exclusive.
     const extensionsBefore = locker.leaseStats.extensions;
-    await eventually(() => locker.leaseStats.extensions > extensionsBefore, 10_000);
+    await eventually(() => locker.leaseStats.extensions > extensionsBefore, 20_000);
     expect(kept.lost.aborted).toBe(false);
     expect(() => kept.assertHeld()).not.toThrow();
     expect((await other.tryLock(undefined, keptKey))[0]).toBe(false);
