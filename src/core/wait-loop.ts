@@ -98,8 +98,11 @@ export class WaitLoop {
       // holds for a first try behind this locker's own holder as much as for the lean one.
       const retryAfterSubscribing = !listening || (leanTry && !(leanJoins || !queued));
       let lastRetryAfter: number | undefined;
-      /** When this waiter last tried (which also refreshed its liveness in the hand-off queue). */
-      let lastAttemptAt = performance.now();
+      /**
+       * When this waiter last tried (which also refreshed its liveness in the hand-off queue); until
+       * it has, when it began to wait (read then: the uncontended path reads the clock once less).
+       */
+      let lastAttemptAt: number | undefined;
       let backoff: Backoff | undefined;
       let signals: Array<AbortSignal | undefined> | undefined;
       for (;;) {
@@ -147,6 +150,7 @@ export class WaitLoop {
           waiting = true;
           this.#count.waiting += 1;
           state.waitedAt = performance.now();
+          lastAttemptAt ??= state.waitedAt;
         }
         if (!subscribed) {
           subscribed = true;
@@ -161,7 +165,7 @@ export class WaitLoop {
         // However often grants to others postpone the wait, the first tries again within
         // backoff.max of its last try: that keeps its place in the hand-off queue alive (a place
         // not refreshed within the liveness window is dropped, and the waiter would starve).
-        const pollBy = lastAttemptAt + parts.options.backoffMax - performance.now();
+        const pollBy = (lastAttemptAt ?? state.waitedAt) + parts.options.backoffMax - performance.now();
         const timeout = mayTry
           ? Math.max(1, Math.min(this.#safetyNetDelay(backoff, queued, lastRetryAfter), Math.ceil(pollBy)))
           : undefined;

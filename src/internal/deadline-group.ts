@@ -87,11 +87,12 @@ export class DeadlineGroup {
 
   /**
    * Settles like `promise`, or rejects with `onTimeout()` once the timeout of listening time has
-   * passed (give or take a tenth) without it settling.
+   * passed (give or take a tenth) without it settling. `now`: `performance.now()` as the caller
+   * read it just before sending (a clock read saved), else read here.
    */
-  run<T>(promise: Promise<T>, onTimeout: () => Error): Promise<T> {
+  run<T>(promise: Promise<T>, onTimeout: () => Error, now = performance.now()): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const operation = new PendingOperation(this.#start() + this.#timeoutMs, reject, onTimeout);
+      const operation = new PendingOperation(this.#start(now) + this.#timeoutMs, reject, onTimeout);
       this.#pending.insertSorted(operation, byDeadline);
       promise.then(
         (value) => {
@@ -117,9 +118,11 @@ export class DeadlineGroup {
     return head.deadline <= this.#credited && this.#answeredAt + this.#timeoutMs <= this.#credited;
   }
 
-  /** The clock's reading for an operation starting now, starting the interval if it is stopped. */
-  #start(): number {
-    const now = performance.now();
+  /**
+   * The clock's reading for an operation starting at `now` (`performance.now()`), starting the
+   * interval if it is stopped.
+   */
+  #start(now: number): number {
     if (this.#timer === undefined) {
       this.#timer = setInterval(() => this.#check(), this.#granularity);
       this.#timer.unref();

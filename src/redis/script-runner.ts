@@ -77,22 +77,35 @@ export class ScriptRunner {
    * matters — one that undoes or follows up an earlier command without waiting for its reply —
    * passes `ordered`: it is sent as EVAL with the script's body, runs exactly where it was sent,
    * and cannot fail on a flushed script cache (after a restart, failover or SCRIPT FLUSH).
+   *
+   * `now`: `performance.now()` as the caller read it just before the call (its timeout starts
+   * there; a clock read saved), else read here. The fallback is a rejection reaction, not an async
+   * frame: one promise and one closure per call.
    */
-  async run(
+  run(
     script: Script,
     keys: readonly string[],
     args: readonly ScriptArgument[],
     ordered = false,
+    now?: number,
   ): Promise<unknown> {
-    if (ordered) return await this.eval(script.source, keys, args);
+    if (ordered) return this.eval(script.source, keys, args, now);
     if (!this.#loaded) this.#loadScripts();
-    try {
-      return await this.evalsha(script.sha, keys, args);
-    } catch (error) {
-      if (!isNoScriptError(error)) throw error;
-      if (!this.#connection.isCluster) this.#loaded = false;
-      return await this.eval(script.source, keys, args);
-    }
+    return this.evalsha(script.sha, keys, args, now).then(undefined, (error: unknown) =>
+      this.#evalAfterMiss(error, script, keys, args),
+    );
+  }
+
+  /** {@link run}'s fallback: EVAL with the body after a NOSCRIPT; any other error is passed on. */
+  #evalAfterMiss(
+    error: unknown,
+    script: Script,
+    keys: readonly string[],
+    args: readonly ScriptArgument[],
+  ): Promise<unknown> {
+    if (!isNoScriptError(error)) throw error;
+    if (!this.#connection.isCluster) this.#loaded = false;
+    return this.eval(script.source, keys, args);
   }
 
   /** Sends SCRIPT LOAD for every script, without waiting (a failure just means a later miss). */
@@ -116,37 +129,38 @@ export class ScriptRunner {
     return this.#send(false, () => this.#connection.eval(source, keys, args));
   }
 
-  /** EVALSHA with the timeout (redlock calls this too). */
-  evalsha(sha: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
-    return this.#send(this.#failFast, () => this.#connection.evalsha(sha, keys, args));
+  /** EVALSHA with the timeout (redlock calls this too); `now` as in {@link run}. */
+  evalsha(sha: string, keys: readonly string[], args: readonly ScriptArgument[], now?: number): Promise<unknown> {
+    return this.#send(this.#failFast, () => this.#connection.evalsha(sha, keys, args), now);
   }
 
-  /** EVAL with the timeout (redlock calls this too). */
-  eval(source: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
-    return this.#send(this.#failFast, () => this.#connection.eval(source, keys, args));
+  /** EVAL with the timeout (redlock calls this too); `now` as in {@link run}. */
+  eval(source: string, keys: readonly string[], args: readonly ScriptArgument[], now?: number): Promise<unknown> {
+    return this.#send(this.#failFast, () => this.#connection.eval(source, keys, args), now);
   }
 
   /**
    * `SET key value PX ttlMs NX` with the timeout: `"OK"` when set, `null` when the key existed. No
-   * script, so no cache miss can reorder it.
+   * script, so no cache miss can reorder it. `now` as in {@link run}.
    */
-  setIfAbsent(key: string, value: string, ttlMs: number): Promise<unknown> {
-    return this.#send(this.#failFast, () => this.#connection.setIfAbsent(key, value, ttlMs));
+  setIfAbsent(key: string, value: string, ttlMs: number, now?: number): Promise<unknown> {
+    return this.#send(this.#failFast, () => this.#connection.setIfAbsent(key, value, ttlMs), now);
   }
 
   /**
    * `ZREM key member other` with the timeout: the number of the two removed. No script, so no
-   * cache miss can reorder it.
+   * cache miss can reorder it. `now` as in {@link run}.
    */
-  removeMembers(key: string, member: string, other: string): Promise<unknown> {
-    return this.#send(this.#failFast, () => this.#connection.removeMembers(key, member, other));
+  removeMembers(key: string, member: string, other: string, now?: number): Promise<unknown> {
+    return this.#send(this.#failFast, () => this.#connection.removeMembers(key, member, other), now);
   }
 
   /**
    * Sends one command, bounded by the timeout. `refuse` (a `failFast` runner's calls, except
-   * {@link evalWhenConnected}): rejects at once instead while the connection is down.
+   * {@link evalWhenConnected}): rejects at once instead while the connection is down. `now` as in
+   * {@link run}.
    */
-  #send(refuse: boolean, send: () => Promise<unknown>): Promise<unknown> {
+  #send(refuse: boolean, send: () => Promise<unknown>, now?: number): Promise<unknown> {
     if (refuse) {
       const reason = this.#connection.unavailableReason();
       if (reason !== undefined) return Promise.reject(new Error(`Redis ${this.#label} is not connected (${reason})`));
@@ -158,6 +172,6 @@ export class ScriptRunner {
       // A client may throw instead of rejecting (a closed node-redis cluster, say).
       return Promise.reject(error);
     }
-    return this.#deadlines.run(reply, this.#timeoutError);
+    return this.#deadlines.run(reply, this.#timeoutError, now);
   }
 }

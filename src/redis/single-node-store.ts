@@ -274,8 +274,8 @@ export class SingleNodeStore implements Backend {
     let reply: unknown;
     try {
       reply = lean
-        ? await this.#runner.setIfAbsent(resource, token, duration)
-        : await this.#runAttemptScript(resource, token, duration, intent, fencing);
+        ? await this.#runner.setIfAbsent(resource, token, duration, start)
+        : await this.#runAttemptScript(resource, token, duration, intent, fencing, start);
     } catch (error) {
       // The attempt may still run when the node answers again (it timed out here, not there):
       // queue a compare-and-delete with its token right behind it, so it cannot leave a lock that
@@ -303,13 +303,14 @@ export class SingleNodeStore implements Backend {
       : { kind: "acquired", handle };
   }
 
-  /** The attempt script ({@link acquire} when it is not lean): its reply. */
+  /** The attempt script ({@link acquire} when it is not lean), sent at `now`: its reply. */
   #runAttemptScript(
     resource: string,
     token: string,
     duration: number,
     intent: QueueIntent,
     fencing: boolean,
+    now: number,
   ): Promise<unknown> {
     const keySet = this.#keysOf(resource);
     const queued = keySet.queued !== undefined;
@@ -332,6 +333,8 @@ export class SingleNodeStore implements Backend {
             FENCING_COUNTER_TTL_MS,
             this.#settings.grantChannel,
           ],
+      false,
+      now,
     );
   }
 
@@ -418,10 +421,13 @@ export class SingleNodeStore implements Backend {
     // The lean release of permits still valid here (so not past their deadline in Redis: see
     // #drift): one ZREM, no script, no clock (see the marks in permit-scripts.ts). Its promise is
     // returned as it is: no async frame around it.
-    if (this.#counted && keySet.queued !== undefined && performance.now() < handle.validUntil) {
-      return handle.contended
-        ? this.#releaseContended(handle, keySet.queued, ordered)
-        : this.#releasePermits(handle, keySet.queued, ordered);
+    if (this.#counted && keySet.queued !== undefined) {
+      const now = performance.now();
+      if (now < handle.validUntil) {
+        return handle.contended
+          ? this.#releaseContended(handle, keySet.queued, ordered, now)
+          : this.#releasePermits(handle, keySet.queued, ordered, now);
+      }
     }
     return this.#releaseByScript(handle, keySet, ordered);
   }
@@ -453,10 +459,15 @@ export class SingleNodeStore implements Backend {
    * GRANT_PERMITS then grants the freed permits (a waiter that retries first may take them
    * itself; a newcomer cannot, the queue mark stops it).
    */
-  async #releasePermits(handle: LockHandle, keys: readonly string[], ordered: boolean): Promise<ReleaseOutcome> {
+  async #releasePermits(
+    handle: LockHandle,
+    keys: readonly string[],
+    ordered: boolean,
+    now: number,
+  ): Promise<ReleaseOutcome> {
     let removed: unknown;
     try {
-      removed = await this.#runner.removeMembers(handle.resource, handle.token, HOLDER_MARK + handle.token);
+      removed = await this.#runner.removeMembers(handle.resource, handle.token, HOLDER_MARK + handle.token, now);
     } catch {
       return "unknown";
     }
@@ -483,7 +494,12 @@ export class SingleNodeStore implements Backend {
    * {@link #releasePermits} in one round trip (RELEASE_CONTENDED_PERMITS), so the next waiter's
    * grant is published by the release's own command.
    */
-  async #releaseContended(handle: LockHandle, keys: readonly string[], ordered: boolean): Promise<ReleaseOutcome> {
+  async #releaseContended(
+    handle: LockHandle,
+    keys: readonly string[],
+    ordered: boolean,
+    now: number,
+  ): Promise<ReleaseOutcome> {
     let reply: unknown;
     try {
       reply = await this.#runner.run(
@@ -491,6 +507,7 @@ export class SingleNodeStore implements Backend {
         keys,
         [handle.token, this.#settings.handOffGrace, ...this.#limitArgs],
         ordered,
+        now,
       );
     } catch {
       return "unknown";

@@ -10,8 +10,9 @@ import {
 export interface IoRedisLike {
   readonly status: string;
   readonly isCluster: boolean;
-  evalsha(sha: string, numkeys: number, ...keysAndArgs: ScriptArgument[]): Promise<unknown>;
-  eval(source: string, numkeys: number, ...keysAndArgs: ScriptArgument[]): Promise<unknown>;
+  /** Keys and arguments go as two arrays: ioredis flattens a command's arguments one level. */
+  evalsha(sha: string, numkeys: number, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown>;
+  eval(source: string, numkeys: number, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown>;
   set(key: string, value: string, px: "PX", ttlMs: number, nx: "NX"): Promise<unknown>;
   zrem(key: string, ...members: string[]): Promise<unknown>;
   script(subcommand: "LOAD", source: string): Promise<unknown>;
@@ -41,12 +42,14 @@ export class IoRedisConnection implements RedisConnection {
     return status === "reconnecting" || status === "close" || status === "end" ? status : undefined;
   }
 
+  // The arrays are passed as they are, not spread into the call: ioredis flattens them into the
+  // command's arguments anyway, and a spread would copy every argument once more.
   evalsha(sha: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
-    return this.#client.evalsha(sha, keys.length, ...keys, ...args);
+    return this.#client.evalsha(sha, keys.length, keys, args);
   }
 
   eval(source: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
-    return this.#client.eval(source, keys.length, ...keys, ...args);
+    return this.#client.eval(source, keys.length, keys, args);
   }
 
   setIfAbsent(key: string, value: string, ttlMs: number): Promise<unknown> {
