@@ -2,13 +2,13 @@
  * Where a mode's instructions go, function by function, beside another mode's:
  * `node bench/instructions-by-function.mjs [mode] [other mode] [pairs]` (defaults: redis,
  * peer-mutex, 10000), modes as in instructions.mjs. Each mode's child (the same program
- * instructions.mjs counts) runs twice under `valgrind --tool=callgrind`, with `pairs` and with
- * 2 × `pairs` counted pairs after the same warm-up, with Node's
+ * instructions.mjs counts) runs once under `valgrind --tool=callgrind`, with `pairs` counted pairs
+ * after the warm-up, with Node's
  * `--perf-basic-prof`, which writes the address range of every function V8 compiles to
  * /tmp/perf-PID.map: callgrind's costs at those addresses (JIT code, which it cannot name) are
- * summed per JavaScript function; V8's builtins and C++ functions keep their own names. The short
- * run's cost is subtracted from the long one's, function by function, so start-up, warm-up and
- * early compiles cancel out as in instructions.mjs's counts. Printed per pair, the two modes side by
+ * summed per JavaScript function; V8's builtins and C++ functions keep their own names. Only the
+ * measured pairs are read (the part between the child's dump points, as instructions.mjs counts
+ * them), so start-up, warm-up and early compiles are left out. Printed per pair, the two modes side by
  * side, largest difference first, and the totals of four groups: globallock's own JavaScript, the
  * rest of the JavaScript (the client, Node's streams, a peer), V8's compiler, and everything else.
  *
@@ -20,15 +20,15 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runChildUnderCallgrind, WARM_UP } from "./lib/callgrind.mjs";
+import { measuredInstructions, runChildUnderCallgrind, WARM_UP } from "./lib/callgrind.mjs";
 
 const [mode = "redis", other = "peer-mutex", pairsArgument = "10000"] = process.argv.slice(2);
 const pairs = Number(pairsArgument);
 const REDIS_MODES = new Set(["redis", "redis-semaphore", "peer-semaphore", "peer-mutex"]);
 
 /**
- * One child run of `n` counted pairs under callgrind: cost per function name (JIT code named
- * through the perf map).
+ * One child run of `n` counted pairs under callgrind: cost per function name of the measured
+ * pairs (JIT code named through the perf map).
  */
 function profileRun(kind, n, port, dir) {
   const out = join(dir, `${kind}-${n}.callgrind`);
@@ -45,7 +45,8 @@ function profileRun(kind, n, port, dir) {
   const map = `/tmp/perf-${run.pid}.map`;
   const ranges = existsSync(map) ? readPerfMap(map) : [];
   rmSync(map, { force: true });
-  const annotated = spawnSync("callgrind_annotate", ["--inclusive=no", "--threshold=100", out], {
+  measuredInstructions(out); // checks that the measured part is there
+  const annotated = spawnSync("callgrind_annotate", ["--inclusive=no", "--threshold=100", `${out}.2`], {
     encoding: "utf8",
     maxBuffer: 256 * 1024 * 1024,
   }).stdout;
@@ -62,18 +63,9 @@ function profileRun(kind, n, port, dir) {
   return costs;
 }
 
-/**
- * A mode's steady-state cost per function over `pairs` pairs: a run of 2 × `pairs` minus a run of
- * `pairs` (as instructions.mjs counts), so start-up, warm-up and early compiles cancel out.
- */
+/** A mode's steady-state cost per function over `pairs` measured pairs (as instructions.mjs counts). */
 function profile(kind, port, dir) {
-  const short = profileRun(kind, pairs, port, dir);
-  const long = profileRun(kind, 2 * pairs, port, dir);
-  const costs = new Map();
-  for (const name of new Set([...short.keys(), ...long.keys()])) {
-    costs.set(name, (long.get(name) ?? 0) - (short.get(name) ?? 0));
-  }
-  return costs;
+  return profileRun(kind, pairs, port, dir);
 }
 
 /** The perf map's ranges, sorted by start: [start, end, name]. */
@@ -142,7 +134,7 @@ try {
     }
   }
   const lines = [
-    `instructions per pair (${counted} pairs: a run of ${2 * counted} minus a run of ${counted}, each after ${WARM_UP} of warm-up): ${mode} | ${other} | difference`,
+    `instructions per pair (${counted} measured pairs, after ${WARM_UP} of warm-up): ${mode} | ${other} | difference`,
   ];
   for (const [group, [a, b]] of groups) lines.push(`${group.padEnd(30)} ${fmt(a)} ${fmt(b)} ${fmt(a - b)}`);
   lines.push("", "largest differences:");

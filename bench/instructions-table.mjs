@@ -2,15 +2,15 @@
  * Instructions per lock + release pair for globallock and its peers, as one table:
  * `npm run bench:instructions` (builds first), or `node bench/instructions-table.mjs [mode…]`.
  *
- * Each mode is counted by bench/instructions.mjs (callgrind, main thread, (I(2n) − I(n)) / n after
- * the warm-up; see there), one mode at a time: a callgrind run beside another one, or beside any
+ * Each mode is counted by bench/instructions.mjs (callgrind, main thread, the n measured pairs
+ * between two dump points after the warm-up, I / n; see there), one mode at a time: a callgrind run beside another one, or beside any
  * other busy process, counts more (replies arrive in other batches), so nothing else should run
  * meanwhile. Modes are grouped by what they are compared with: each row is given as a ratio to its
  * group's floor (a raw pair with no library: `SET NX PX` and a compare-and-delete, a bare advisory
  * lock pair) and to the group's fewest-instructions peer, with the store's own units (Redis
  * commands, SQL statements, file-system calls) per pair beside it.
  *
- * With no row given it counts every row of {@link GROUPS} (about four minutes each at the
+ * With no row given it counts every row of {@link GROUPS} (two to three minutes each at the
  * default 20,000 pairs; `INSTRUCTIONS_PAIRS` sets another count) and writes
  * bench/results/instructions.md and instructions.json; given rows (by id), it prints their table
  * only, or with `INSTRUCTIONS_UPDATE=1` counts them again into the saved results and rewrites both.
@@ -171,7 +171,7 @@ const run = {
 const runs = [...saved.runs, run];
 const table = render(GROUPS, results);
 const header = [
-  `Instructions per lock + release pair, counted by callgrind: main thread, (I(2n) − I(n)) / n after the warm-up,`,
+  `Instructions per lock + release pair, counted by callgrind: main thread, the n pairs measured between two dump points after the warm-up, I / n,`,
   "one mode at a time (a run with keys locked at once counts a tenth as many rounds, of that many pairs each).",
   "",
   ...runs.map(

@@ -18,14 +18,14 @@
  * program runs the same loop with no lock (the turn and the awaits only): its count is subtracted,
  * so `perHandOff` is what one queued `lock` call plus the release that hands it the key cost.
  *
- * It runs the same program twice under `valgrind --tool=callgrind` (main thread only, no
- * instrumentation of children): once with `pairs` measured pairs and once with twice as many, both
- * after the same warm-up, and reports (I(2n) − I(n)) / n — the instructions one more pair costs,
- * without start-up, warm-up or exit. Needs `npm run build` first (it loads dist/) and valgrind.
- * The Redis modes start their own redis-server on a free loopback port and also report Redis
- * commands per pair: `INFO commandstats` read by the parent before and after each run (commands
- * run inside scripts count as Redis counts them; housekeeping such as INFO and SCRIPT is left out),
- * as (C(2n) − C(n)) / n like the instructions. The PostgreSQL modes start their own PostgreSQL
+ * It runs the program once under `valgrind --tool=callgrind` (main thread only, no
+ * instrumentation of children), with dump points right before the first measured pair and right
+ * after the last (see bench/lib/callgrind.mjs), and reports I / n: the instructions of the `pairs`
+ * measured pairs, after the warm-up, without start-up, warm-up or exit. Needs `npm run build` first
+ * (it loads dist/) and valgrind. The Redis modes start their own redis-server on a free loopback
+ * port and also report Redis commands per pair: `INFO commandstats`, read by the child on a
+ * connection of its own just before the first dump point and just after the second (commands run
+ * inside scripts count as Redis counts them; housekeeping such as INFO and SCRIPT is left out). The PostgreSQL modes start their own PostgreSQL
  * (support/postgres-server.mjs: a fresh cluster in a temp dir, a free loopback port).
  * `postgres-raw` is the floor: a `pg_try_advisory_lock($1)` / `pg_advisory_unlock($1)` pair on one
  * `pg` client (`postgres-raw-prepared`: the same as named prepared statements). For PostgreSQL it
@@ -45,7 +45,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { runChildUnderCallgrind, WARM_UP } from "./lib/callgrind.mjs";
+import { markMeasured, measuredInstructions, runChildUnderCallgrind, WARM_UP } from "./lib/callgrind.mjs";
 import { COMPARE_AND_DELETE, LEASE_MS } from "./lib/raw-floor.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
@@ -109,16 +109,10 @@ async function parent() {
   execFileSync("valgrind", ["--version"], { stdio: "ignore" });
   let server;
   let port = "";
-  let admin;
-  let commandsOf = async () => 0;
   if (REDIS_MODES.has(store)) {
     const { startServer } = await import("./lib/redis-server.mjs");
-    const { readCommandStats } = await import("./lib/command-stats.mjs");
-    const { Redis } = await import("ioredis");
     server = await startServer();
     port = String(server.port);
-    admin = new Redis({ host: "127.0.0.1", port: server.port });
-    commandsOf = async () => Object.values(await readCommandStats(admin)).reduce((sum, calls) => sum + calls, 0);
   } else if (store.startsWith("postgres")) {
     const { PostgresServer } = await import("../support/postgres-server.mjs");
     server = await PostgresServer.start();
@@ -129,36 +123,22 @@ async function parent() {
       console.log(JSON.stringify(await countHandOffs()));
       return;
     }
-    const counts = [];
-    const commands = [];
-    let statementsPerPair;
-    for (const n of [pairs, 2 * pairs]) {
-      const before = await commandsOf();
-      const counted = await countInstructions(n, port);
-      counts.push(counted.instructions);
-      statementsPerPair ??= counted.statements;
-      commands.push((await commandsOf()) - before);
-    }
-    const [small, large] = counts;
-    const perPair = (large - small) / (pairs * keys);
+    const counted = await countInstructions(pairs, port);
     console.log(
       JSON.stringify({
         store,
         pairs,
         ...(keys === 1 ? {} : { keysAtOnce: keys }),
-        instructions: { [pairs]: small, [2 * pairs]: large },
-        perPair: Math.round(perPair),
-        ...(admin === undefined
+        instructions: counted.instructions,
+        perPair: Math.round(counted.instructions / (pairs * keys)),
+        ...(counted.commands === undefined
           ? {}
-          : {
-              commandsPerPair: Math.round((100 * ((commands[1] ?? 0) - (commands[0] ?? 0))) / (pairs * keys)) / 100,
-            }),
-        ...(statementsPerPair === undefined ? {} : { statementsPerPair }),
+          : { commandsPerPair: Math.round((100 * counted.commands) / (pairs * keys)) / 100 }),
+        ...(counted.statements === undefined ? {} : { statementsPerPair: counted.statements }),
         ...(FILE_MODES.has(store) ? countSyscalls() : {}),
       }),
     );
   } finally {
-    admin?.disconnect();
     await server?.stop();
   }
 }
@@ -169,13 +149,7 @@ async function parent() {
  */
 async function countHandOffs() {
   const raw = {};
-  for (const kind of HANDOFF_KINDS) {
-    const [small, large] = [
-      (await countInstructions(pairs, "", kind)).instructions,
-      (await countInstructions(2 * pairs, "", kind)).instructions,
-    ];
-    raw[kind] = (large - small) / pairs;
-  }
+  for (const kind of HANDOFF_KINDS) raw[kind] = (await countInstructions(pairs, "", kind)).instructions / pairs;
   const floor = raw["no-lock-handoff"] ?? 0;
   const ours = Math.round((raw["memory-handoff"] ?? 0) - floor);
   const peer = Math.round((raw["async-mutex-handoff"] ?? 0) - floor);
@@ -193,11 +167,13 @@ async function countInstructions(n, port, kind = store) {
   try {
     const out = join(dir, "callgrind.out");
     const run = runChildUnderCallgrind({ out, mode: kind, pairs, keys, n, port });
-    const summary =
-      readFileSync(out, "utf8").match(/^summary: (\d+)/m) ?? readFileSync(out, "utf8").match(/^totals: (\d+)/m);
-    if (summary === null) throw new Error("no summary in callgrind output");
     const statements = /^statements per pair: ([\d.]+)$/m.exec(run.stdout)?.[1];
-    return { instructions: Number(summary[1]), statements: statements === undefined ? undefined : Number(statements) };
+    const commands = /^commands measured: (\d+)$/m.exec(run.stdout)?.[1];
+    return {
+      instructions: measuredInstructions(out),
+      statements: statements === undefined ? undefined : Number(statements),
+      commands: commands === undefined ? undefined : Number(commands),
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -385,8 +361,15 @@ async function child(kind, n, port) {
   const names = keys === 1 ? ["instructions"] : Array.from({ length: keys }, (_, index) => `instructions-${index}`);
   // The same number of warm-up pairs, whatever the keys per round.
   const warmUp = Math.ceil(WARM_UP / keys);
+  // Redis commands of the measured pairs, read on a connection of its own outside the dump points.
+  const commandsNow = REDIS_MODES.has(kind) ? await commandCounter(port) : undefined;
+  let commandsBefore = 0;
   for (let i = 0; i < warmUp + n; i++) {
-    if (i === warmUp) counted = statements;
+    if (i === warmUp) {
+      counted = statements;
+      if (commandsNow !== undefined) commandsBefore = await commandsNow.read();
+      markMeasured();
+    }
     if (keys === 1) {
       const release = await locker.lock(undefined, "instructions");
       await release();
@@ -394,6 +377,11 @@ async function child(kind, n, port) {
       const releases = await Promise.all(names.map((name) => locker.lock(undefined, name)));
       await Promise.all(releases.map((release) => release()));
     }
+  }
+  markMeasured();
+  if (commandsNow !== undefined) {
+    console.log(`commands measured: ${(await commandsNow.read()) - commandsBefore}`);
+    commandsNow.close();
   }
   if (kind.startsWith("postgres")) console.log(`statements per pair: ${(statements - counted) / (n * keys)}`);
   await locker.close();
@@ -421,12 +409,28 @@ async function handOffChild(kind, n, lib) {
   const turn = () => new Promise((resolve) => setImmediate(resolve));
   let release = await lock();
   for (let i = 0; i < WARM_UP + n; i++) {
+    if (i === WARM_UP) markMeasured();
     const next = lock();
     await turn();
     await release();
     release = await next;
   }
+  markMeasured();
   await release();
+}
+
+/**
+ * The Redis commands run so far (`INFO commandstats`, housekeeping left out), read on a connection
+ * of its own to the server on `port`.
+ */
+async function commandCounter(port) {
+  const { Redis } = await import("ioredis");
+  const { readCommandStats } = await import("./lib/command-stats.mjs");
+  const admin = new Redis({ host: "127.0.0.1", port: Number(port) });
+  return {
+    read: async () => Object.values(await readCommandStats(admin)).reduce((sum, calls) => sum + calls, 0),
+    close: () => admin.disconnect(),
+  };
 }
 
 /**

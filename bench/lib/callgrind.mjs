@@ -1,8 +1,16 @@
 /**
  * Runs bench/instructions.mjs's child (one mode's lock + release loop) under
  * `valgrind --tool=callgrind`, main thread only (`node --single-threaded`: V8 compiles on it too).
+ *
+ * The measured pairs are bracketed by dump points: the child calls {@link markMeasured} right
+ * before its first measured pair and right after its last, and callgrind writes its counts so far
+ * to a file at each (`--dump-before=getrusage`), so the second file holds exactly the measured
+ * pairs. One run counts them, without start-up, warm-up or exit; the difference of two runs (n and
+ * 2n pairs) that the counts were taken from before moved by up to ±5% from run to run (start-up,
+ * compiles and exit differ between two processes), where one bracketed run repeats within ±0.5%.
  */
 import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 const INSTRUCTIONS = fileURLToPath(new URL("../instructions.mjs", import.meta.url));
@@ -27,6 +35,8 @@ export function runChildUnderCallgrind({ out, mode, pairs, keys, n, port, nodeFl
       "--tool=callgrind",
       `--callgrind-out-file=${out}`,
       "--dump-instr=no",
+      // getrusage(2) is what process.cpuUsage() calls; nothing else in the child calls it.
+      "--dump-before=getrusage",
       process.execPath,
       "--single-threaded",
       ...nodeFlags,
@@ -42,4 +52,37 @@ export function runChildUnderCallgrind({ out, mode, pairs, keys, n, port, nodeFl
   );
   if (run.status !== 0) throw new Error(`valgrind failed: ${run.stderr.slice(-2000)}`);
   return run;
+}
+
+/**
+ * A dump point (see the top of this file): the child calls it right before its first measured
+ * pair and right after its last. Reads this process's CPU usage, which costs one getrusage(2).
+ */
+export function markMeasured() {
+  process.cpuUsage();
+}
+
+/**
+ * Instructions of the measured pairs of a run whose output was `out`: the second of the three
+ * parts callgrind wrote (`out.1`: up to the first mark; `out.2`: between the marks; `out`: the
+ * rest). Throws when the run did not make exactly two dumps (a mark missing, or another caller of
+ * getrusage).
+ * @param {string} out
+ */
+export function measuredInstructions(out) {
+  if (!existsSync(`${out}.2`) || existsSync(`${out}.3`)) {
+    throw new Error(`expected exactly two dump points in ${out} (see markMeasured)`);
+  }
+  return totalOf(`${out}.2`);
+}
+
+/**
+ * The instruction total of one callgrind output file.
+ * @param {string} file
+ */
+export function totalOf(file) {
+  const text = readFileSync(file, "utf8");
+  const total = /^summary: (\d+)/m.exec(text) ?? /^totals: (\d+)/m.exec(text);
+  if (total === null) throw new Error(`no total in callgrind output ${file}`);
+  return Number(total[1]);
 }
