@@ -20,15 +20,15 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { measuredInstructions, runChildUnderCallgrind, WARM_UP } from "./lib/callgrind.mjs";
+import { measuredPart, runChildUnderCallgrind, WARM_UP } from "./lib/callgrind.mjs";
 
 const [mode = "redis", other = "peer-mutex", pairsArgument = "10000"] = process.argv.slice(2);
 const pairs = Number(pairsArgument);
 const REDIS_MODES = new Set(["redis", "redis-semaphore", "peer-semaphore", "peer-mutex"]);
 
 /**
- * One child run of `n` counted pairs under callgrind: cost per function name of the measured
- * pairs (JIT code named through the perf map).
+ * One child run of `n` counted pairs under callgrind: a mode's steady-state cost per function
+ * name over its measured pairs (JIT code named through the perf map).
  */
 function profileRun(kind, n, port, dir) {
   const out = join(dir, `${kind}-${n}.callgrind`);
@@ -45,8 +45,7 @@ function profileRun(kind, n, port, dir) {
   const map = `/tmp/perf-${run.pid}.map`;
   const ranges = existsSync(map) ? readPerfMap(map) : [];
   rmSync(map, { force: true });
-  measuredInstructions(out); // checks that the measured part is there
-  const annotated = spawnSync("callgrind_annotate", ["--inclusive=no", "--threshold=100", `${out}.2`], {
+  const annotated = spawnSync("callgrind_annotate", ["--inclusive=no", "--threshold=100", measuredPart(out)], {
     encoding: "utf8",
     maxBuffer: 256 * 1024 * 1024,
   }).stdout;
@@ -61,11 +60,6 @@ function profileRun(kind, n, port, dir) {
     costs.set(name, (costs.get(name) ?? 0) + cost);
   }
   return costs;
-}
-
-/** A mode's steady-state cost per function over `pairs` measured pairs (as instructions.mjs counts). */
-function profile(kind, port, dir) {
-  return profileRun(kind, pairs, port, dir);
 }
 
 /** The perf map's ranges, sorted by start: [start, end, name]. */
@@ -120,7 +114,7 @@ try {
     port = String(server.port);
   }
   const counted = pairs;
-  const [ours, theirs] = [mode, other].map((kind) => profile(kind, port, dir));
+  const [ours, theirs] = [mode, other].map((kind) => profileRun(kind, pairs, port, dir));
   const per = (costs, name) => (costs.get(name) ?? 0) / counted;
   const groups = new Map();
   for (const [costs, column] of [

@@ -28,8 +28,9 @@
  * as Redis counts them; housekeeping such as INFO and SCRIPT is left out; a run's few start-up
  * commands are all housekeeping). Not read by the child: a second ioredis client in the counted
  * process, idle as it is, made RedisSemaphore count 3.5% more (118.3k against 114.9k per pair),
- * its code seeing two clients where the program it measures has one. The PostgreSQL modes start their own PostgreSQL
- * (support/postgres-server.mjs: a fresh cluster in a temp dir, a free loopback port).
+ * its code seeing two clients where the program it measures has one. The PostgreSQL modes start
+ * their own PostgreSQL (support/postgres-server.mjs: a fresh cluster in a temp dir, a free
+ * loopback port).
  * `postgres-raw` is the floor: a `pg_try_advisory_lock($1)` / `pg_advisory_unlock($1)` pair on one
  * `pg` client (`postgres-raw-prepared`: the same as named prepared statements). For PostgreSQL it
  * also reports the statements sent per measured pair (counted in the child by a wrapper around

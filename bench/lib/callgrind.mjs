@@ -7,7 +7,7 @@
  * to a file at each (`--dump-before=getrusage`), so the second file holds exactly the measured
  * pairs. One run counts them, without start-up, warm-up or exit; the difference of two runs (n and
  * 2n pairs) that the counts were taken from before moved by up to ±5% from run to run (start-up,
- * compiles and exit differ between two processes), where one bracketed run repeats within ±0.5%.
+ * compiles and exit differ between two processes), where bracketed runs repeat within about 0.6%.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -63,17 +63,25 @@ export function markMeasured() {
 }
 
 /**
- * Instructions of the measured pairs of a run whose output was `out`: the second of the three
+ * The file holding the measured pairs of a run whose output was `out`: the second of the three
  * parts callgrind wrote (`out.1`: up to the first mark; `out.2`: between the marks; `out`: the
  * rest). Throws when the run did not make exactly two dumps (a mark missing, or another caller of
  * getrusage).
  * @param {string} out
  */
-export function measuredInstructions(out) {
+export function measuredPart(out) {
   if (!existsSync(`${out}.2`) || existsSync(`${out}.3`)) {
     throw new Error(`expected exactly two dump points in ${out} (see markMeasured)`);
   }
-  return totalOf(`${out}.2`);
+  return `${out}.2`;
+}
+
+/**
+ * Instructions of the measured pairs of a run whose output was `out` (see {@link measuredPart}).
+ * @param {string} out
+ */
+export function measuredInstructions(out) {
+  return totalOf(measuredPart(out));
 }
 
 /**
