@@ -44,6 +44,9 @@ describe("after SCRIPT FLUSH", () => {
       controller.abort();
       expect(await waiting).toBe(controller.signal.reason); // its leave-queue has been sent
       await release(); // sent right after the leave-queue, on the same connection
+      // A poll of the waiter may have been in flight at the abort: then its clean-up (sent once the
+      // poll settled) frees a grant the release made to it. close() waits for that clean-up.
+      await locker.close();
       // Nobody waits any more, so the key must be free: not reserved for the departed waiter.
       expect(await admin.get(`globallock:${key}`)).toBeNull();
       const [ok, releaseThird] = await third.tryLock(undefined, key);
