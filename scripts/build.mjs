@@ -12,7 +12,9 @@ const tsc = require.resolve("typescript/bin/tsc");
 
 rmSync("dist", { recursive: true, force: true });
 execFileSync(process.execPath, [tsc, "-p", "tsconfig.build.json"], { stdio: "inherit" });
-execFileSync(process.execPath, [tsc, "-p", "tsconfig.cjs.json"], { stdio: "inherit" });
+// The same sources, checked by the build above: emitted without a second check (--noCheck; the
+// output is byte for byte what a checked build writes, measured 4.3 s against 7.4 s).
+execFileSync(process.execPath, [tsc, "-p", "tsconfig.cjs.json", "--noCheck"], { stdio: "inherit" });
 mkdirSync("dist/cjs", { recursive: true });
 writeFileSync("dist/cjs/package.json", `${JSON.stringify({ type: "commonjs" }, null, 2)}\n`);
 writeFileSync("dist/esm/package.json", `${JSON.stringify({ type: "module" }, null, 2)}\n`);

@@ -524,7 +524,9 @@ export function lockerContract(name: string, setup: () => Promise<LockerHarness>
         await release();
       });
 
-      it('autoExtend: false expires on time: lost aborts with "expired", another caller gets in, release says expired', async () => {
+      // The next three tests mostly wait for leases to run out or be extended: they wait together
+      // (vitest runs adjacent concurrent tests at once), each on its own key and lockers.
+      it.concurrent('autoExtend: false expires on time: lost aborts with "expired", another caller gets in, release says expired', async () => {
         const l = await fresh();
         const other = await harness.peer(l);
         const key = uniqueKey();
@@ -548,7 +550,7 @@ export function lockerContract(name: string, setup: () => Promise<LockerHarness>
         expect(await next.releaseWithOutcome()).toBe("released");
       });
 
-      it("autoExtend: false released before expiry is released, and nothing expires later", async () => {
+      it.concurrent("autoExtend: false released before expiry is released, and nothing expires later", async () => {
         const l = await fresh();
         const key = uniqueKey();
         const lease = await l.acquire(undefined, key, { autoExtend: false, expiry: 300 });
@@ -561,7 +563,7 @@ export function lockerContract(name: string, setup: () => Promise<LockerHarness>
         await next.release();
       });
 
-      it("an auto-extended lease with its own short expiry stays held past it", async () => {
+      it.concurrent("an auto-extended lease with its own short expiry stays held past it", async () => {
         const l = await fresh();
         const key = uniqueKey();
         const peer = await harness.peer(l);
