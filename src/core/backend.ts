@@ -275,9 +275,11 @@ export interface Backend {
   /**
    * Compare-and-delete (or hand-off) with publication. Never rejects. `ordered`: the release
    * compensates for an earlier command on the same connection (an attempt that timed out or was
-   * abandoned); it must run after that command and must not depend on a script cache.
+   * abandoned); it must run after that command and must not depend on a script cache. `now`:
+   * `performance.now()` as the caller read it just before the call, for a store that reads the
+   * clock to release (a clock read saved); a store reads its own when it is not given.
    */
-  release(handle: LockHandle, ordered?: boolean): Promise<ReleaseOutcome>;
+  release(handle: LockHandle, ordered?: boolean, now?: number): Promise<ReleaseOutcome>;
   /** Like {@link acquireNow}: {@link release}, answered synchronously (a store in this process). */
   releaseNow?(handle: LockHandle): ReleaseOutcome;
   /**

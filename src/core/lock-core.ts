@@ -573,7 +573,8 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     if (acquisition.state === "handed-off") return "taken";
     const { handle } = acquisition;
     // A lease valid until Infinity (memory) never passes its deadline: no need to read the clock.
-    const wasPastDeadline = handle.validUntil !== Number.POSITIVE_INFINITY && performance.now() >= handle.validUntil;
+    const now = handle.validUntil === Number.POSITIVE_INFINITY ? undefined : performance.now();
+    const wasPastDeadline = now !== undefined && now >= handle.validUntil;
     const store = this.#store;
     if (store.releaseNow !== undefined) {
       this.#settleReleased(acquisition, wasPastDeadline);
@@ -587,7 +588,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     }
     // Sent first: the bookkeeping below runs while the command travels, and a waiter in another
     // process hears of the release that much sooner (no store reads what it changes).
-    const sent = store.release(handle);
+    const sent = store.release(handle, false, now);
     this.#settleReleased(acquisition, wasPastDeadline);
     // Counted in flight by the reaction that acts on the answer (one reaction, not two). A store's
     // release never rejects; one that did anyway reports "unknown", so this promise never rejects.

@@ -120,7 +120,6 @@ export class WaitLoop {
           leanTry = false;
           let outcome: Acquisition | Miss;
           place.attempting = true;
-          lastAttemptAt = performance.now();
           try {
             outcome = await parts.attempt(call, intent);
           } catch (error) {
@@ -137,11 +136,17 @@ export class WaitLoop {
             acquired = true;
             return outcome;
           }
+          // When it tried, read only on a miss (a win needs no poll): when the attempt that holds
+          // its place in the queue was sent, else now, after the reply. That is later than the
+          // send by the attempt's round trip, which a queue's liveness window leaves room for
+          // (Redis: 3 × backoff.max + operationTimeout, polled within backoff.max).
+          const registration = outcome.kind === "held" ? outcome.registration : undefined;
+          lastAttemptAt = registration === undefined ? performance.now() : registration.sentAt;
           if (outcome.kind === "held") {
             lastRetryAfter = outcome.retryAfterMs;
             // The key may be granted to this registration (the place in the queue) — perhaps
             // already: a grant's message can outrun the reply of the attempt it names.
-            if (outcome.registration !== undefined) place.handOff = outcome.registration;
+            if (registration !== undefined) place.handOff = registration;
           }
           this.grants.settleEarlyGrant(key, place);
         }

@@ -416,24 +416,21 @@ export class SingleNodeStore implements Backend {
     }
   }
 
-  release(handle: LockHandle, ordered = false): Promise<ReleaseOutcome> {
+  release(handle: LockHandle, ordered = false, now = performance.now()): Promise<ReleaseOutcome> {
     const keySet = this.#keysOf(handle.resource);
     // The lean release of permits still valid here (so not past their deadline in Redis: see
-    // #drift): one ZREM, no script, no clock (see the marks in permit-scripts.ts). Its promise is
-    // returned as it is: no async frame around it.
-    if (this.#counted && keySet.queued !== undefined) {
-      const now = performance.now();
-      if (now < handle.validUntil) {
-        return handle.contended
-          ? this.#releaseContended(handle, keySet.queued, ordered, now)
-          : this.#releasePermits(handle, keySet.queued, ordered, now);
-      }
+    // #drift): one ZREM, no script (see the marks in permit-scripts.ts). Its promise is returned as
+    // it is: no async frame around it.
+    if (this.#counted && keySet.queued !== undefined && now < handle.validUntil) {
+      return handle.contended
+        ? this.#releaseContended(handle, keySet.queued, ordered, now)
+        : this.#releasePermits(handle, keySet.queued, ordered, now);
     }
-    return this.#releaseByScript(handle, keySet, ordered);
+    return this.#releaseByScript(handle, keySet, ordered, now);
   }
 
   /** The release script: a lock's, or permits that may have run out (see RELEASE_PERMITS). */
-  async #releaseByScript(handle: LockHandle, keySet: KeySet, ordered: boolean): Promise<ReleaseOutcome> {
+  async #releaseByScript(handle: LockHandle, keySet: KeySet, ordered: boolean, now: number): Promise<ReleaseOutcome> {
     try {
       const reply = await this.#runner.run(
         this.#scripts.release,
@@ -442,6 +439,7 @@ export class SingleNodeStore implements Backend {
           ? [handle.token, this.#settings.handOffGrace]
           : [handle.token, this.#settings.handOffGrace, ...this.#limitArgs],
         ordered,
+        now,
       );
       // A lock's release answers a bare code when it granted the key to nobody (see RELEASE).
       let code = reply;
