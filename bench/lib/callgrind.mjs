@@ -7,7 +7,9 @@
  * to a file at each (`--dump-before=getrusage`), so the second file holds exactly the measured
  * pairs. One run counts them, without start-up, warm-up or exit; the difference of two runs (n and
  * 2n pairs) that the counts were taken from before moved by up to ±5% from run to run (start-up,
- * compiles and exit differ between two processes), where bracketed runs repeat within about 0.6%.
+ * compiles and exit differ between two processes), where bracketed runs mostly repeat within about
+ * 0.6% (a late compile in the measured part can add a few percent: see INSTRUCTIONS_RUNS in
+ * instructions.mjs).
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
