@@ -63,7 +63,9 @@ export function leaseFeaturesContract(
       const l = await fresh();
       const other = await harness().peer(l);
       // A 400 ms lease can be lost to a late extension on a starved machine ("expired", before its
-      // cap): that is not what this row checks, so such a run is tried once more, on a fresh key.
+      // cap): that is not what this row checks, so such a run is tried again, each on a fresh key,
+      // up to three runs in all (with two, the row failed once in eleven test files run three at a
+      // time; its message was not kept).
       for (let run = 1; ; run++) {
         const key = uniqueKey("max-hold");
         const started = performance.now();
@@ -71,7 +73,7 @@ export function leaseFeaturesContract(
         const reason = await whenAborted(lease.lost);
         expect(reason).toBeInstanceOf(LockLostError);
         const elapsed = performance.now() - started;
-        if ((reason as LockLostError).reason === "expired" && run === 1) {
+        if ((reason as LockLostError).reason === "expired" && run < 3) {
           await lease.release();
           continue;
         }
