@@ -101,6 +101,13 @@ const FS_CALLS = new Set([
   "symlink",
   "symlinkat",
 ]);
+/**
+ * Runs of each count (`INSTRUCTIONS_RUNS`, default 1), of which the least is reported: a run's
+ * measured part can catch a late compile or a deoptimisation, which only ever adds (seen: one
+ * RedisSemaphore run in four counted 117.4k per pair where the other three counted 113.9k–114.3k).
+ */
+const RUNS = Math.max(1, Number(process.env.INSTRUCTIONS_RUNS ?? 1));
+
 /** Statements sent by the child (PostgreSQL cases only). */
 let statements = 0;
 
@@ -137,8 +144,8 @@ async function parent() {
     const commandsBefore = await commandsOf();
     const counted = await countInstructions(pairs, port);
     const commands = (await commandsOf()) - commandsBefore;
-    // Every pair of the run, warm-up included (rounds of `keys` pairs).
-    const pairsRun = (Math.ceil(WARM_UP / keys) + pairs) * keys;
+    // Every pair of the runs, warm-up included (rounds of `keys` pairs).
+    const pairsRun = (Math.ceil(WARM_UP / keys) + pairs) * keys * RUNS;
     console.log(
       JSON.stringify({
         store,
@@ -175,13 +182,6 @@ async function countHandOffs() {
     floorPerHandOff: Math.round(floor),
   };
 }
-
-/**
- * Runs of each count (`INSTRUCTIONS_RUNS`, default 1), of which the least is reported: a run's
- * measured part can catch a late compile or a deoptimisation, which only ever adds (seen: one
- * RedisSemaphore run in four counted 117.4k per pair where the other three counted 113.9k–114.3k).
- */
-const RUNS = Math.max(1, Number(process.env.INSTRUCTIONS_RUNS ?? 1));
 
 async function countInstructions(n, port, kind = store) {
   let least;
