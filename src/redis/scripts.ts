@@ -157,27 +157,34 @@ return { left, registered }
 `);
 
 /**
+ * One lock of an extension batch (EXTEND_MANY, EXTEND_MANY_PACKED): extended while it holds its
+ * own token. Answers "1" extended, "-" held by another token, "0" gone.
+ */
+const EXTEND_ONE = `
+local function extend_one(key, token, ttl)
+  local current = redis.call("get", key)
+  if holds(current, token) then
+    redis.call("pexpire", key, ttl)
+    return "1"
+  end
+  return current and "-" or "0"
+end
+`;
+
+/**
  * Extends many locks of one node (one Cluster slot) at once, each only while it holds its own
  * token (never re-creating an expired key). KEYS: the locks. ARGV: ttl (ms), then the tokens, one
  * per key, separated by spaces (tokens never contain one). Returns one character per key: "1"
  * extended, "0" gone, "-" held by another token.
  */
-export const EXTEND_MANY = defineScript(`${MARKS}
+export const EXTEND_MANY = defineScript(`${MARKS}${EXTEND_ONE}
 local ttl, tokens = ARGV[1], ARGV[2]
-local call, find, sub = redis.call, string.find, string.sub
+local find, sub = string.find, string.sub
 local out = {}
 local from = 1
 for i, key in ipairs(KEYS) do
   local stop = find(tokens, " ", from, true) or 0
-  local current = call("get", key)
-  if holds(current, sub(tokens, from, stop - 1)) then
-    call("pexpire", key, ttl)
-    out[i] = "1"
-  elseif current then
-    out[i] = "-"
-  else
-    out[i] = "0"
-  end
+  out[i] = extend_one(key, sub(tokens, from, stop - 1), ttl)
   from = stop + 1
 end
 return table.concat(out)
@@ -188,25 +195,16 @@ return table.concat(out)
  * ttl, the tokens separated by spaces, the keys separated by NUL bytes (a batch with a key that
  * holds a NUL byte is sent as EXTEND_MANY). Same answer.
  */
-export const EXTEND_MANY_PACKED = defineScript(`${MARKS}
+export const EXTEND_MANY_PACKED = defineScript(`${MARKS}${EXTEND_ONE}
 local ttl, tokens, keys = ARGV[1], ARGV[2], ARGV[3]
-local call, find, sub = redis.call, string.find, string.sub
+local find, sub = string.find, string.sub
 local out = {}
 local from, at, i = 1, 1, 1
 local last = #keys
 while at <= last + 1 do
   local stop = find(tokens, " ", from, true) or 0
   local ends = find(keys, "\\0", at, true) or (last + 1)
-  local key = sub(keys, at, ends - 1)
-  local current = call("get", key)
-  if holds(current, sub(tokens, from, stop - 1)) then
-    call("pexpire", key, ttl)
-    out[i] = "1"
-  elseif current then
-    out[i] = "-"
-  else
-    out[i] = "0"
-  end
+  out[i] = extend_one(sub(keys, at, ends - 1), sub(tokens, from, stop - 1), ttl)
   from, at, i = stop + 1, ends + 1, i + 1
 end
 return table.concat(out)
