@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LockLostError, type ReleaseFunc } from "../src/index.js";
 import { EXTEND_MANY, EXTEND_MANY_PACKED } from "../src/redis/scripts.js";
-import { uniqueKey } from "./contract.js";
+import { uniqueKey, whenAborted } from "./contract.js";
 import { RedisFixture } from "./helpers/redis-harness.js";
 import { eventually, sleep } from "./helpers/wait.js";
 
@@ -86,7 +86,7 @@ describe("batched extensions on one node", () => {
     // Before the first extension (due at about 1 s): one key now holds another token, one is gone.
     await admin.set(`globallock:${keys[1]}`, "someone-else");
     await admin.del(`globallock:${keys[2]}`);
-    for (const lease of [taken, gone]) expect(await whenLost(lease.lost)).toBeInstanceOf(LockLostError);
+    for (const lease of [taken, gone]) expect(await whenAborted(lease.lost)).toBeInstanceOf(LockLostError);
     await sleep(300); // the batch that found them was answered for the others too
     for (const [index, lease] of [
       [0, kept],
@@ -99,11 +99,3 @@ describe("batched extensions on one node", () => {
     for (const lease of leases) await lease.release();
   });
 });
-
-/** Resolves with `lost.reason` once `lost` aborts. */
-function whenLost(lost: AbortSignal): Promise<unknown> {
-  return new Promise((resolve) => {
-    if (lost.aborted) resolve(lost.reason);
-    else lost.addEventListener("abort", () => resolve(lost.reason), { once: true });
-  });
-}

@@ -149,6 +149,8 @@ export class SingleNodeStore implements Backend {
   readonly #permitSettings: string;
   /** ARGV appended to release and leave-queue calls of counted locks: limit (none for locks). */
   readonly #limitArgs: readonly number[];
+  /** Extension batches may send their keys as one argument (see {@link #packsKeys}): locks on one node. */
+  readonly #packsLockKeys: boolean;
   /** What every token of this store starts with: its locker's owner (see owner-token.ts). */
   readonly #tokenPrefix: string;
   readonly supportsFencing = true;
@@ -163,6 +165,7 @@ export class SingleNodeStore implements Backend {
     this.watcher = settings.watcher;
     this.#counted = settings.limit !== undefined;
     this.#scripts = this.#counted ? PERMIT_SCRIPTS : LOCK_SCRIPTS;
+    this.#packsLockKeys = !this.#cluster && !this.#counted;
     this.#permitSettings =
       settings.limit === undefined
         ? ""
@@ -405,9 +408,10 @@ export class SingleNodeStore implements Backend {
     const start = performance.now();
     let replies: unknown;
     try {
+      const tokenList = tokens.join(" ");
       replies = await (this.#packsKeys(keys)
-        ? this.#runner.run(EXTEND_MANY_PACKED, [], [duration, tokens.join(" "), keys.join("\0")])
-        : this.#runner.run(this.#scripts.extendMany, keys, [duration, tokens.join(" ")]));
+        ? this.#runner.run(EXTEND_MANY_PACKED, [], [duration, tokenList, keys.join("\0")])
+        : this.#runner.run(this.#scripts.extendMany, keys, [duration, tokenList]));
     } catch (error) {
       const failure = unavailable(keys[0] as string, "extend", [error], "single");
       for (let position = 0; position < count; position++) {
@@ -606,7 +610,7 @@ export class SingleNodeStore implements Backend {
    * it always has for scripts without flags. Permits keep their own extension script.
    */
   #packsKeys(keys: readonly string[]): boolean {
-    if (this.#cluster || this.#counted) return false;
+    if (!this.#packsLockKeys) return false;
     for (const key of keys) if (key.includes("\0")) return false;
     return true;
   }
