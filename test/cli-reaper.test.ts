@@ -12,6 +12,7 @@ import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import {
   chmodSync,
+  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -49,7 +50,16 @@ function environHas(pid: number, entry: string): boolean {
   return readFileSync(`/proc/${pid}/environ`, "latin1").split("\0").includes(entry);
 }
 
-/** The running processes whose command line holds `globallock-run RUN_ID`: the launch shell, then the reaper. */
+/** Whether `pid` has file descriptor `fd` open. */
+function hasFd(pid: number, fd: number): boolean {
+  return existsSync(`/proc/${pid}/fd/${fd}`);
+}
+
+/**
+ * The running processes whose command line holds `globallock-run RUN_ID`: the launch shell, the
+ * subshell that forks the reaper (briefly: it can still be listed after the launch shell has
+ * exec'ed the command), and the reaper.
+ */
 function launchedWith(runId: string): number[] {
   const pids: number[] = [];
   for (const name of readdirSync("/proc")) {
@@ -91,10 +101,12 @@ describe.skipIf(process.platform !== "linux")("the command's tether: one spawn, 
     started.push(run.child.pid as number);
     expect(run.tether.reaper).toBe(true);
     const runId = run.runId as string;
-    // Before the exec, the launch shell matches too; after it, only the reaper does.
+    // Before the exec, the launch shell matches too, and so does the subshell that forks the reaper,
+    // which holds both pipes (fds 3 and 4) until it exits. The reaper has moved the "done" pipe to
+    // fd 3 and closed fd 4.
     let found: number[] = [];
     await eventually(() => {
-      found = launchedWith(runId).filter((pid) => pid !== run.child.pid);
+      found = launchedWith(runId).filter((pid) => pid !== run.child.pid && hasFd(pid, 3) && !hasFd(pid, 4));
       return found.length === 1 && environHas(run.child.pid as number, `${RUN_ID_ENV}=${runId}`);
     }, 20_000);
     const reaper = found[0] as number;
@@ -111,7 +123,7 @@ describe.skipIf(process.platform !== "linux")("the command's tether: one spawn, 
   it("the pipes closed without done: the command and its children are killed; others live", async () => {
     const pidFile = join(work, "pids");
     const { run, reaper } = await tethered(["sh", "-c", `sleep 300 & echo "$$ $!" > ${pidFile}; wait`]);
-    await eventually(() => readFileSync(pidFile, "utf8").endsWith("\n"), 20_000);
+    await eventually(() => existsSync(pidFile) && readFileSync(pidFile, "utf8").endsWith("\n"), 20_000);
     const [shell, grandchild] = readFileSync(pidFile, "utf8").trim().split(" ").map(Number) as [number, number];
     started.push(grandchild);
     expect(shell).toBe(run.child.pid);
