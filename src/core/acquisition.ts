@@ -28,6 +28,11 @@ const LIST_SHIFT = 6;
 const LIST_BITS = 3 << LIST_SHIFT;
 /** Set when waiters may be queued behind it (see {@link Acquisition.contended}). */
 const CONTENDED = 1 << 8;
+/**
+ * Set when its release handed the key to nobody (`handedTo === ""`, what most releases find): a
+ * flag, so that such a release makes no {@link Rare}.
+ */
+const HANDED_TO_NOBODY = 1 << 9;
 
 /** When each acquisition granted with a `maxHold` must stop being extended (made on first use). */
 let holdLimits: WeakMap<Acquisition, number> | undefined;
@@ -175,10 +180,16 @@ export class Acquisition extends ReleaseRunner implements Chained<Acquisition>, 
 
   /** Where a release handed its key (see {@link LockHandle.handedTo}). */
   get handedTo(): string | undefined {
-    return this.#rare?.handedTo;
+    return (this.#flags & HANDED_TO_NOBODY) !== 0 ? "" : this.#rare?.handedTo;
   }
 
   set handedTo(handedTo: string | undefined) {
+    if (handedTo === "") {
+      this.#flags |= HANDED_TO_NOBODY;
+      if (this.#rare !== undefined) this.#rare.handedTo = undefined;
+      return;
+    }
+    this.#flags &= ~HANDED_TO_NOBODY;
     if (handedTo !== undefined || this.#rare !== undefined) this.rareFields().handedTo = handedTo;
   }
 

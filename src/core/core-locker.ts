@@ -5,7 +5,7 @@ import { noopRelease } from "../internal/release-func.js";
 import { type AcquireCall, type LockCall, TracedLocker } from "../internal/traced-locker.js";
 import { checkWeight, DEFAULT_ACQUIRE_OPTIONS, type ResolvedAcquireOptions } from "../internal/validate.js";
 import type { AdoptOptions, HolderInfo, Lease, Locker, LockInfo, ReleaseFunc } from "../locker.js";
-import type { AcquisitionOwner } from "./acquisition.js";
+import { Acquisition, type AcquisitionOwner } from "./acquisition.js";
 import type { StoredHolder } from "./backend.js";
 import { decodeHandOff } from "./hand-off-handle.js";
 import type { LeaseKeeperStats } from "./lease-keeper.js";
@@ -135,12 +135,28 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
 
   // The calls themselves (see TracedLocker); `probe` is the diagnostics message while traced.
 
-  /** @internal */
-  protected override async lockCall(signal: LockCall[0], key: LockCall[1], probe: LockCall[2]): Promise<ReleaseFunc> {
-    if (this.unready) await this.ready([signal, key, undefined, probe]);
+  /**
+   * Not an async function: a key taken at once resolves its promise with no await in between, and
+   * a wait costs one reaction, as an `await` would.
+   * @internal
+   */
+  protected override lockCall(signal: LockCall[0], key: LockCall[1], probe: LockCall[2]): Promise<ReleaseFunc> {
+    if (this.unready) return this.#lockWhenReady(signal, key, probe);
+    try {
+      this.#engine.checkCall(signal, key);
+      const obtained = this.#engine.obtain({ signal, key, request: this.defaultRequest, owner: this.#owner, probe });
+      return obtained instanceof Acquisition ? Promise.resolve(obtained.releaser.release) : obtained.then(releaseOf);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** {@link lockCall} once the store is {@link ready}. */
+  async #lockWhenReady(signal: LockCall[0], key: LockCall[1], probe: LockCall[2]): Promise<ReleaseFunc> {
+    await this.ready([signal, key, undefined, probe]);
     this.#engine.checkCall(signal, key);
     const call = { signal, key, request: this.defaultRequest, owner: this.#owner, probe };
-    return (await this.#engine.obtain(call)).releaser.release;
+    return releaseOf(await this.#engine.obtain(call));
   }
 
   /** @internal */
@@ -195,4 +211,9 @@ export function holderInfo(holder: StoredHolder, mode: HolderInfo["mode"], weigh
   return fencingToken === undefined
     ? { owner, mode, weight, expiresInMs }
     : { owner, mode, weight, expiresInMs, fencingToken };
+}
+
+/** The release function of `acquisition`, handed to the caller of `lock`. */
+function releaseOf(acquisition: Acquisition): ReleaseFunc {
+  return acquisition.releaser.release;
 }
