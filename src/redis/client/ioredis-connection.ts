@@ -72,31 +72,28 @@ export class IoRedisConnection implements RedisConnection {
   // Without direct commands, the arrays are passed as they are, not spread into the call: ioredis
   // flattens them into the command's arguments anyway.
   evalsha(sha: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
-    const Command = this.#Command;
-    if (Command === undefined) return this.#client.evalsha(sha, keys.length, keys, args);
-    return this.#sendDirect(new Command("evalsha", NO_ARGUMENTS, UTF8), scriptArguments(sha, keys, args));
+    if (this.#Command === undefined) return this.#client.evalsha(sha, keys.length, keys, args);
+    return this.#sendDirect("evalsha", scriptArguments(sha, keys, args));
   }
 
   eval(source: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
-    const Command = this.#Command;
-    if (Command === undefined) return this.#client.eval(source, keys.length, keys, args);
-    return this.#sendDirect(new Command("eval", NO_ARGUMENTS, UTF8), scriptArguments(source, keys, args));
+    if (this.#Command === undefined) return this.#client.eval(source, keys.length, keys, args);
+    return this.#sendDirect("eval", scriptArguments(source, keys, args));
   }
 
   setIfAbsent(key: string, value: string, ttlMs: number): Promise<unknown> {
-    const Command = this.#Command;
-    if (Command === undefined) return this.#client.set(key, value, "PX", ttlMs, "NX");
-    return this.#sendDirect(new Command("set", NO_ARGUMENTS, UTF8), [key, value, "PX", String(ttlMs), "NX"]);
+    if (this.#Command === undefined) return this.#client.set(key, value, "PX", ttlMs, "NX");
+    return this.#sendDirect("set", [key, value, "PX", String(ttlMs), "NX"]);
   }
 
   removeMembers(key: string, member: string, other: string): Promise<unknown> {
-    const Command = this.#Command;
-    if (Command === undefined) return this.#client.zrem(key, member, other);
-    return this.#sendDirect(new Command("zrem", NO_ARGUMENTS, UTF8), [key, member, other]);
+    if (this.#Command === undefined) return this.#client.zrem(key, member, other);
+    return this.#sendDirect("zrem", [key, member, other]);
   }
 
-  /** Sends `command` with `args` (flat, strings) as its arguments. */
-  #sendDirect(command: IoRedisCommand, args: string[]): Promise<unknown> {
+  /** Sends command `name` with `args` (flat, strings), built with {@link #Command} (set). */
+  #sendDirect(name: string, args: string[]): Promise<unknown> {
+    const command = new (this.#Command as IoRedisCommandClass)(name, NO_ARGUMENTS, UTF8);
     command.args = args;
     return (this.#client as Required<Pick<IoRedisLike, "sendCommand">>).sendCommand(command);
   }
