@@ -78,6 +78,36 @@ describe("FileLocker specifics", () => {
     expect(readdirSync(directory).filter((name) => !name.endsWith(".fence"))).toEqual([]);
   });
 
+  it("through the thread pool a release removes the lock directory it emptied; on the event loop it is left empty", async () => {
+    const directory = dir();
+    const pooled = make({ directory, syncCalls: false });
+    const synchronous = make({ directory, syncCalls: true });
+    for (let round = 0; round < 3; round++) {
+      // Thread pool: removed after the release resolved (off its path), so the next take renames its
+      // attempt onto an absent lock.
+      const release = await pooled.lock(undefined, "pooled");
+      expect(readdirSync(pooled.lockPath("pooled"))).toHaveLength(1);
+      await release();
+      await eventually(() => !existsSync(pooled.lockPath("pooled")));
+      // Event loop: the emptied lock stays (free) for the next take, which replaces it.
+      const releaseSync = await synchronous.lock(undefined, "synchronous");
+      await releaseSync();
+      await sleep(20);
+      expect(readdirSync(synchronous.lockPath("synchronous"))).toEqual([]);
+    }
+    // The removal never takes a lock taken again meanwhile: the key taken again at once stays held.
+    for (let round = 0; round < 50; round++) {
+      const release = await pooled.lock(undefined, "again");
+      await release();
+      const next = await pooled.tryAcquire(undefined, "again");
+      expect(next).toBeDefined();
+      await sleep(1);
+      expect(readdirSync(pooled.lockPath("again"))).toHaveLength(1);
+      next?.assertHeld();
+      await next?.release();
+    }
+  });
+
   it("two contenders racing for a stale lock 200 times: exactly one wins each time", async () => {
     const directory = dir();
     const a = make({ directory });

@@ -101,9 +101,17 @@ class FileBackend implements StoreBackend {
     );
   }
 
+  /** The key {@link #hashOf} hashed last, and its hash: a key locked again and again is hashed once. */
+  #lastKey: string | undefined;
+  #lastHash = "";
+
   /** The file name stem of `key`; a read-write key's differ from a lock's (they never meet). */
   #hashOf(key: string): string {
-    return hashKey(this.#permits === undefined ? key : readWriteLockKey(key));
+    if (key === this.#lastKey) return this.#lastHash;
+    const hash = hashKey(this.#permits === undefined ? key : readWriteLockKey(key));
+    this.#lastKey = key;
+    this.#lastHash = hash;
+    return hash;
   }
 
   /**

@@ -418,7 +418,13 @@ export class FileStore {
       throw this.unavailable("release a lock in", error);
     }
     this.#keepSpare(spare);
-    this.#leftEmpty(lock);
+    // Through the thread pool, the empty lock directory is removed now, after the release and off
+    // its path: a take that renames its attempt onto an absent lock costs the file system far less
+    // than one onto an empty lock, which it must delete on the way (on ext4 about 6 µs against 40
+    // µs, on the take's path). On the event loop (a file system in memory, where both are cheap),
+    // or while operations wait for a slot, the directory is left empty for the next take.
+    if (this.calls.synchronous || this.#queue.queued !== 0) this.#leftEmpty(lock);
+    else this.#tidy(this.#queue.run(false, () => this.#fs.rmdir(lock)));
     return true;
   }
 
