@@ -64,6 +64,11 @@ export const MAX_OWNER_FIELD =
   (32 + 3 * 16 + 20 + 19 + 11) -
   `${process.pid}${SELF_START_TIME}${PID_NAMESPACE}${BOOT_ID || "0"}${HOST}`.length;
 
+/** The fields P.S.N.B of an entry of this process (see {@link entryOf}), made once. */
+const PROCESS_FIELDS = `${process.pid}.${SELF_START_TIME}.${PID_NAMESPACE}.${BOOT_ID || "0"}`;
+/** The fields P.S.N.B of a detached entry: no process. */
+const DETACHED_FIELDS = `0.0.0.${BOOT_ID || "0"}`;
+
 /** Parses an entry name; `undefined` for anything else. */
 export function parseEntry(name: string): Entry | undefined {
   const match = ENTRY.exec(name);
@@ -101,21 +106,20 @@ export function entryOf(
 ): Entry {
   const deadline = monotonicNow() + expiry;
   const wallDeadline = Date.now() + expiry;
-  // A detached entry (a lease handed off) names no process: only its deadline ends it.
-  const [pid, startTime, pidNamespace] = detached ? [0, 0, 0] : [process.pid, SELF_START_TIME, PID_NAMESPACE];
   // A token too long for its field (never in practice: 20 digits) is left out rather than break the name.
   const kept = fence !== undefined && fence > 0n && fence < MAX_FENCE ? fence : undefined;
-  // T.D.W.A.P.S.N.B.F.O.host (see the module comment).
-  const name = `${token}.${deadline}.${wallDeadline}.${acquiredAt}.${pid}.${startTime}.${pidNamespace}.${BOOT_ID || "0"}.${kept ?? 0n}.${owner}.${HOST}`;
+  // T.D.W.A.P.S.N.B.F.O.host (see the module comment). A detached entry (a lease handed off) names
+  // no process: only its deadline ends it.
+  const name = `${token}.${deadline}.${wallDeadline}.${acquiredAt}.${detached ? DETACHED_FIELDS : PROCESS_FIELDS}.${kept === undefined ? "0" : kept.toString()}.${owner}.${HOST}`;
   return {
     name,
     token,
     deadline,
     wallDeadline,
     acquiredAt,
-    pid,
-    startTime,
-    pidNamespace,
+    pid: detached ? 0 : process.pid,
+    startTime: detached ? 0 : SELF_START_TIME,
+    pidNamespace: detached ? 0 : PID_NAMESPACE,
     bootId: BOOT_ID,
     fence: kept,
     owner,
