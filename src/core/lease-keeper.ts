@@ -268,7 +268,11 @@ export class LeaseKeeper {
     const horizon = now + lane.duration / 16;
     // An idle lease is due this long before its deadline (its list is sorted by deadline).
     const ahead = Math.ceil(this.#ahead(lane.duration));
-    let batch: Acquisition[] = [];
+    // Batches are sized up front (at most every lease of the lane, at most a full batch) and cut to
+    // what they got: no copies as they fill.
+    let left = lane.idle.size + lane.retry.size;
+    let batch = batchFor(left);
+    let filled = 0;
     for (const list of [lane.retry, lane.idle]) {
       const retrying = list === lane.retry;
       for (
@@ -277,6 +281,7 @@ export class LeaseKeeper {
         head = list.head
       ) {
         list.remove(head);
+        left -= 1;
         if (head.validUntil <= now) {
           this.markLost(head, "expired");
           continue;
@@ -287,15 +292,20 @@ export class LeaseKeeper {
           head.reachCap();
           continue;
         }
-        batch.push(head);
-        if (batch.length === MAX_EXTEND_BATCH) {
+        batch[filled] = head;
+        filled += 1;
+        if (filled === MAX_EXTEND_BATCH) {
           this.#enqueue(batch, plannedAt);
           this.#pump();
-          batch = [];
+          batch = batchFor(left);
+          filled = 0;
         }
       }
     }
-    if (batch.length > 0) this.#enqueue(batch, plannedAt);
+    if (filled > 0) {
+      batch.length = filled;
+      this.#enqueue(batch, plannedAt);
+    }
   }
 
   /** Queues `batch` for sending; remembers when it was planned while anyone listens. */
@@ -331,8 +341,8 @@ export class LeaseKeeper {
     this.#stats.batches += 1;
     const { duration } = batch[0] as Acquisition;
     // Each lease's deadline before this extension: its headroom once confirmed (see stats).
-    const deadlines: number[] = [];
-    for (let index = 0; index < batch.length; index++) deadlines.push((batch[index] as Acquisition).validUntil);
+    const deadlines = new Float64Array(batch.length);
+    for (let index = 0; index < batch.length; index++) deadlines[index] = (batch[index] as Acquisition).validUntil;
     // Only while anyone listens: the time sent, and how late that was.
     const sentAt = extendChannel.hasSubscribers ? performance.now() : undefined;
     const lagMs = sentAt === undefined || plannedAt === undefined ? 0 : Math.max(0, sentAt - plannedAt);
@@ -393,4 +403,12 @@ export class LeaseKeeper {
     acquisition.retryAt = Math.floor(now + Math.max(1, Math.min(acquisition.duration / 8, lastChance)));
     lane.scheduleRetry(acquisition);
   }
+}
+
+/**
+ * An empty extension batch sized for `left` more leases, at most a full batch (a loss reported
+ * while collecting may add leases: then it grows as any array does).
+ */
+function batchFor(left: number): Acquisition[] {
+  return new Array<Acquisition>(Math.max(0, Math.min(MAX_EXTEND_BATCH, left)));
 }
