@@ -43,9 +43,9 @@
  *   pool, a release then removes the lock it emptied (`rmdir`, a fourth call, sent once the release
  *   is done and not waited for): a rename onto an absent lock is far cheaper than one onto an
  *   empty lock, which the file system must delete on the way (on ext4 about 6 µs against 40 µs of
- *   the take's own time). Without room for another spare, after `close()`, and in a directory shared by several
- *   users (a spare has this user's mode), a release removes the entry and then the lock directory
- *   (`rmdir`, which fails unless it is still empty).
+ *   the take's own time). Without room for another spare, after `close()`, and in a directory
+ *   shared by several users (a spare has this user's mode), a release removes the entry and then
+ *   the lock directory (`rmdir`, which fails unless it is still empty).
  * - **fencing**: `rename(H.fence/n, H.fence/n+1)`: succeeds only for the caller that read `n`
  *   while it was current, so the counter only rises, even when a holder that lost its lock meanwhile
  *   writes late.
@@ -422,11 +422,9 @@ export class FileStore {
       throw this.unavailable("release a lock in", error);
     }
     this.#keepSpare(spare);
-    // Through the thread pool, the empty lock directory is removed now, after the release and off
-    // its path: a take that renames its attempt onto an absent lock costs the file system far less
-    // than one onto an empty lock, which it must delete on the way (on ext4 about 6 µs against 40
-    // µs, on the take's path). On the event loop (a file system in memory, where both are cheap),
-    // or while operations wait for a slot, the directory is left empty for the next take.
+    // Through the thread pool the emptied lock is removed now, off the release's path, so that the
+    // next take renames onto an absent lock (see the module comment). On the event loop, or while
+    // operations wait for a slot, it is left empty for the next take.
     if (this.calls.synchronous || this.#queue.queued !== 0) this.#leftEmpty(lock);
     else this.#tidy(this.#queue.run(false, () => this.#fs.rmdir(lock)));
     return true;
