@@ -78,7 +78,7 @@ import { join, sep } from "node:path";
 import { StoreUnavailableError } from "../errors.js";
 import { newToken } from "../internal/token.js";
 import type { CallPolicy } from "./call-policy.js";
-import type { FileCalls } from "./calls.js";
+import { type FileCalls, THREAD_POOL_CALLS } from "./calls.js";
 import { type Entry, entryOf, parseEntry, remainingMs, takeable } from "./entry.js";
 import { OperationQueue } from "./operation-queue.js";
 import type { OwnerField } from "./owner.js";
@@ -426,7 +426,7 @@ export class FileStore {
     // next take renames onto an absent lock (see the module comment). On the event loop, or while
     // operations wait for a slot, it is left empty for the next take.
     if (this.calls.synchronous || this.#queue.queued !== 0) this.#leftEmpty(lock);
-    else this.#tidy(this.#queue.run(false, () => this.#fs.rmdir(lock)));
+    else this.#removeIfEmpty(lock);
     return true;
   }
 
@@ -441,7 +441,15 @@ export class FileStore {
     if (this.#emptyLocks.size <= EMPTY_LOCKS_KEPT) return;
     const oldest = this.#emptyLocks.values().next().value as string;
     this.#emptyLocks.delete(oldest);
-    this.#tidy(this.#queue.run(false, () => rmdir(oldest)));
+    this.#removeIfEmpty(oldest);
+  }
+
+  /**
+   * Removes the lock directory `lock` if it is still empty (an `rmdir` through the thread pool, in
+   * a slot behind held leases' operations), without waiting: a lock taken meanwhile stays.
+   */
+  #removeIfEmpty(lock: string): void {
+    this.#tidy(this.#queue.run(false, () => THREAD_POOL_CALLS.rmdir(lock)));
   }
 
   /** Tracks a removal nobody waits for (best effort: a failure is ignored), for `close()`. */
