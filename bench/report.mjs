@@ -309,41 +309,50 @@ function held(s) {
       ]),
     ),
     "",
-    `One extension round of all ${int(sw.locks)} held locks, on the keeper's own schedule at the ${int(c.expiryMs)} ms expiry, observed once the rate loops were done (the process otherwise idle) on the locker's client: commands separated by 50 ms of quiet form a burst (the keeper extends leases taken close together in one burst, so a round may be several); a round is complete when its bursts extended every held lock (leaseStats.extensions). Wall = Σ over bursts of "in flight" (first extension command sent → last reply) + "pre-send" (the keeper's synchronous work before a burst's first command — collecting due leases, building batches — dated by a 2 ms heartbeat timer that runs while a round is observed: last tick → first command, so it includes up to 2 ms of idle time per burst); Node CPU = process.cpuUsage over the same intervals. Medians over the ${sw.observed} complete round(s) of ${sw.of}.`,
+    `Extension rounds of all ${int(sw.locks)} held locks, on the keeper's own schedule at the ${int(c.expiryMs)} ms expiry, observed once the rate loops were done (the process otherwise idle) on the locker's client: the first round after the fill, then ${int(c.steadyRounds ?? 0)} more per cycle (each half the expiry later: what a process holding the locks pays every half expiry). Commands separated by 50 ms of quiet form a burst (the keeper extends leases taken close together in one burst, so a round may be several); a round is complete when its bursts extended every held lock (leaseStats.extensions). Wall = Σ over bursts of "in flight" (first extension command sent → last reply) + "pre-send" (the keeper's synchronous work before a burst's first command — collecting due leases, building batches — dated by a 2 ms heartbeat timer that runs while a round is observed: last tick → first command, so it includes up to 2 ms of idle time per burst); Node CPU = process.cpuUsage over the same intervals (every thread: the main one, and V8's and libuv's helpers, which do a major collection's parallel marking), and the main thread's alone (Linux schedstat). Medians over the complete rounds.`,
     "",
     table(
       [
+        "round",
         "locks",
+        "observed",
         "bursts",
         "commands",
         "wall (ms)",
         "in flight (ms)",
         "pre-send (ms)",
         "Node CPU (ms)",
+        "main thread CPU (ms)",
         "worst wall / CPU (ms)",
         "errors",
-        "locks lost",
       ],
       [
-        [
-          int(sw.locks),
-          num(sw.bursts),
-          int(sw.commands),
-          num(sw.wallMs),
-          num(sw.spanMs),
-          num(sw.preSendMs),
-          num(sw.cpuMs),
-          `${num(sw.worstWallMs)} / ${num(sw.worstCpuMs)}`,
-          num(sw.errors),
-          num(s.lost),
-        ],
-      ],
+        ["first after the fill", sw],
+        ["next", sw.steady],
+      ]
+        .filter(([, r]) => r !== undefined && r.of > 0)
+        .map(([label, r]) => [
+          label,
+          int(r.locks),
+          `${r.observed} / ${r.of}`,
+          num(r.bursts),
+          int(r.commands),
+          num(r.wallMs),
+          num(r.spanMs),
+          num(r.preSendMs),
+          num(r.cpuMs),
+          num(r.mainCpuMs),
+          `${num(r.worstWallMs)} / ${num(r.worstCpuMs)}`,
+          num(r.errors),
+        ]),
     ),
+    "",
+    `Locks lost over the scenario: ${int(s.lost)}.`,
     ...(sw.floor === undefined
       ? []
       : [
           "",
-          `Its floor, after each round: the same ${int(sw.locks)} keys' worth extended from a bare ioredis client (bench/lib/raw-extension-round.mjs: per key GET, compare, PEXPIRE, in one Lua script per 256 keys, at most 256 in flight — the keeper's batches without its bookkeeping): wall ${num(sw.floor.wallMs)} ms, Node CPU ${num(sw.floor.nodeCpuMs)} ms, redis-server CPU ${num(sw.floor.redisCpuMs)} ms (medians of ${sw.floor.rounds}). Redis's part is what no client can save: the round's wall time is bounded below by it.`,
+          `Its floor, after the rounds of each cycle: the same ${int(sw.locks)} keys' worth extended from a bare ioredis client (bench/lib/raw-extension-round.mjs: per key GET, compare, PEXPIRE, in one Lua script per 256 keys, at most 256 in flight — the keeper's batches without its bookkeeping): wall ${num(sw.floor.wallMs)} ms, Node CPU ${num(sw.floor.nodeCpuMs)} ms, redis-server CPU ${num(sw.floor.redisCpuMs)} ms (medians of ${sw.floor.rounds}). Redis's part is what no client can save: the round's wall time is bounded below by it.`,
         ]),
   ].join("\n");
 }

@@ -1,7 +1,7 @@
 /**
  * Iteration counts and durations of every scenario. `BENCH_QUICK=1` selects a ~1-minute smoke run
  * (the held-locks scenario waits for one real extension round at the 30 s expiry, ~15 s); the
- * default full run takes about 5–7 minutes. Every loop is bounded both in time and in count.
+ * default full run takes about 8–9 minutes (its held-locks scenario waits for two rounds per cycle). Every loop is bounded both in time and in count.
  */
 
 /** Whether `BENCH_QUICK=1` (or any non-empty value other than 0/false) is set. */
@@ -26,8 +26,9 @@ const full = {
   },
   /**
    * Scenario 6: one locker holding none, then `sizes` locks (expiry `expiryMs`); per state,
-   * `subRounds` × (sequential + 8-key loops of `durationMs`) per contender; then one extension
-   * round of the largest size; `cycles` times over.
+   * `subRounds` × (sequential + 8-key loops of `durationMs`) per contender; then the first
+   * extension round of the largest size and `steadyRounds` more (each half the expiry later);
+   * `cycles` times over.
    */
   held: {
     cycles: 3,
@@ -40,6 +41,7 @@ const full = {
     concurrency: 8,
     fillConcurrency: 128,
     roundTimeoutMs: 40_000,
+    steadyRounds: 1,
   },
   /**
    * Scenario 7: `nodes` independent redis-servers, `processes` forked processes with one locker
@@ -74,6 +76,7 @@ const quick = {
     concurrency: 8,
     fillConcurrency: 128,
     roundTimeoutMs: 40_000,
+    steadyRounds: 0,
   },
   quorum: { rounds: 2, nodes: 5, processes: 4, sections: 10, holdMs: 5, settleMs: 200, timeoutMs: 15_000 },
   semaphore: {

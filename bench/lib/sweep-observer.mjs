@@ -16,7 +16,12 @@
  * time and CPU from the last heartbeat before its first command ("pre-send": that work, plus at
  * most one heartbeat interval of idle time, so an upper bound). Wall time of a burst = pre-send +
  * span; its CPU = pre-send CPU + CPU from the first command to the quiet point.
+ *
+ * CPU is counted twice: for the whole process (`process.cpuUsage`: the main thread and V8's and
+ * libuv's helper threads — a round that starts a major collection of the heap pays its parallel
+ * marking there) and, on Linux, for the main thread alone (its `schedstat`), the keeper's own work.
  */
+import { readFileSync } from "node:fs";
 import { now } from "./timing.mjs";
 
 /** Quiet time (ms) that separates two bursts. */
@@ -29,6 +34,18 @@ const cpuMs = () => {
   return (user + system) / 1000;
 };
 
+/** The main thread's schedstat (Linux: its first field is the thread's time on a CPU, in ns). */
+const MAIN_THREAD_SCHEDSTAT = `/proc/self/task/${process.pid}/schedstat`;
+
+/** The main thread's CPU time in ms, or NaN where the system does not tell (not Linux). */
+export function mainThreadCpuMs() {
+  try {
+    return Number(readFileSync(MAIN_THREAD_SCHEDSTAT, "latin1").split(" ")[0]) / 1e6;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 /**
  * @typedef {object} Burst
  * @property {number} commands commands sent
@@ -38,6 +55,7 @@ const cpuMs = () => {
  * @property {number} preSendMs last heartbeat → first command
  * @property {number} preSendCpuMs CPU over the same
  * @property {number} cpuMs preSendCpuMs + CPU from the first command to the quiet point after the last reply
+ * @property {number} mainCpuMs the same for the main thread alone (NaN off Linux)
  * @property {number} wallMs preSendMs + spanMs
  */
 
@@ -54,6 +72,7 @@ export function observeRounds(client, locker) {
   let inFlight = 0;
   let beatAt = 0;
   let beatCpuMs = 0;
+  let beatMainCpuMs = 0;
   /** The burst under way. */
   let current;
   /** @type {Burst[]} */
@@ -64,6 +83,7 @@ export function observeRounds(client, locker) {
     if (current !== burst || inFlight > 0 || now() - burst.lastReplyAt < GAP_MS) return;
     current = undefined;
     const endCpu = cpuMs();
+    const endMainCpu = mainThreadCpuMs();
     // A burst that began right after observation started may have been under way before it.
     if (burst.start - enabledAt < GAP_MS) return;
     const spanMs = burst.lastReplyAt - burst.start;
@@ -75,6 +95,7 @@ export function observeRounds(client, locker) {
       preSendMs: burst.preSendMs,
       preSendCpuMs: burst.preSendCpuMs,
       cpuMs: burst.preSendCpuMs + endCpu - burst.cpuStart,
+      mainCpuMs: burst.preSendMainCpuMs + endMainCpu - burst.mainCpuStart,
       wallMs: burst.preSendMs + spanMs,
     });
     onBurst();
@@ -91,10 +112,13 @@ export function observeRounds(client, locker) {
     if (!enabled || stream !== undefined) return original.call(this, command, stream);
     if (current === undefined) {
       const cpuStart = cpuMs();
+      const mainCpuStart = mainThreadCpuMs();
       const start = now();
       current = {
         start,
         cpuStart,
+        mainCpuStart,
+        preSendMainCpuMs: mainCpuStart - beatMainCpuMs,
         preSendMs: start - beatAt,
         preSendCpuMs: cpuStart - beatCpuMs,
         extensionsAtStart: locker.leaseStats.extensions,
@@ -128,6 +152,7 @@ export function observeRounds(client, locker) {
       const beat = () => {
         beatAt = now();
         beatCpuMs = cpuMs();
+        beatMainCpuMs = mainThreadCpuMs();
       };
       beat();
       const heartbeat = setInterval(beat, HEARTBEAT_MS);
@@ -154,6 +179,7 @@ export function observeRounds(client, locker) {
         spanMs: sum("spanMs"),
         preSendMs: sum("preSendMs"),
         cpuMs: sum("cpuMs"),
+        mainCpuMs: sum("mainCpuMs"),
         waitedMs: now() - enabledAt,
       };
     },

@@ -70,24 +70,34 @@ function heldTargets(s) {
       });
     }
   }
-  const sweep = s.sweep;
+  // The recurring cost (a round after the first) when one was observed, else the first round; the
+  // other is shown beside it.
+  const first = s.sweep;
+  const steady = first.steady?.observed > 0 ? first.steady : undefined;
+  const sweep = steady ?? first;
   const observed = sweep.observed > 0;
+  const which = steady === undefined ? "first round" : "next round";
+  const firstCpu =
+    steady === undefined
+      ? ""
+      : `; first round after the fill ${num(first.cpuMs)} ms, main thread ${num(first.mainCpuMs)} ms`;
+  const firstWall = steady === undefined ? "" : `; first round after the fill ${num(first.wallMs)} ms`;
   targets.push(
     {
       scenario: "held",
-      what: `one extension round of ${sweep.locks.toLocaleString("en-US")} held locks: wall time`,
+      what: `an extension round of ${sweep.locks.toLocaleString("en-US")} held locks (${which}): wall time`,
       goal: "≤ 200 ms",
       measured: observed
-        ? `${num(sweep.wallMs)} ms (worst of ${sweep.observed}: ${num(sweep.worstWallMs)} ms; raw floor ${num(sweep.floor.wallMs)} ms, of which Redis CPU ${num(sweep.floor.redisCpuMs)} ms)`
+        ? `${num(sweep.wallMs)} ms (worst of ${sweep.observed}: ${num(sweep.worstWallMs)} ms${firstWall}; raw floor ${num(first.floor.wallMs)} ms, of which Redis CPU ${num(first.floor.redisCpuMs)} ms)`
         : "not observed",
       pass: observed && atMost(sweep.wallMs, 200),
     },
     {
       scenario: "held",
-      what: `one extension round of ${sweep.locks.toLocaleString("en-US")} held locks: Node CPU time`,
+      what: `an extension round of ${sweep.locks.toLocaleString("en-US")} held locks (${which}): Node CPU time, every thread`,
       goal: "≤ 150 ms",
       measured: observed
-        ? `${num(sweep.cpuMs)} ms (worst of ${sweep.observed}: ${num(sweep.worstCpuMs)} ms)`
+        ? `${num(sweep.cpuMs)} ms (worst of ${sweep.observed}: ${num(sweep.worstCpuMs)} ms; main thread ${num(sweep.mainCpuMs)} ms${firstCpu})`
         : "not observed",
       pass: observed && atMost(sweep.cpuMs, 150),
     },

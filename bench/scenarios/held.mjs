@@ -12,13 +12,16 @@
  * - heap bytes per held lock: V8 heapUsed after forced full collections, with N held minus with
  *   none held, ÷ N (the array that keeps the release functions is allocated before the baseline);
  *   memory outside the heap (Buffers) the same way; and what is left once all are released.
- * - one extension round of all 100,000 at the realistic expiry: observed from outside on the
+ * - extension rounds of all 100,000 at the realistic expiry: observed from outside on the
  *   locker's client (lib/sweep-observer.mjs) once the rate loops are done, the process then being
  *   idle apart from the keeper. Wall time = the bursts' spans (first extension command sent → last
  *   reply) plus the keeper's synchronous work before each burst's first command (from the last
- *   tick of a 2 ms heartbeat); CPU = process.cpuUsage over the same. Then its floor: as many keys
- *   extended from a bare client in the same batches (lib/raw-extension-round.mjs), with the Redis
- *   CPU it took.
+ *   tick of a 2 ms heartbeat); CPU = process.cpuUsage (every thread) and the main thread's alone
+ *   over the same. The first round after the fill and the next one, reported apart: the first
+ *   often pays a major collection of the heap the fill just grew (parallel marking on V8's helper
+ *   threads), the next is what a process holding the locks pays every half expiry. Then its
+ *   floor: as many keys extended from a bare client in the same batches
+ *   (lib/raw-extension-round.mjs), with the Redis CPU it took.
  *
  * Within a state, the two contenders alternate in sub-rounds (globallock, raw, globallock, raw…).
  */
@@ -83,7 +86,8 @@ const medians = (samples) => Object.fromEntries(RATE_FIELDS.map((f) => [f, media
  * @param {{ port: number, monitor: import("ioredis").Redis, log: (line: string) => void }} context
  */
 export async function runHeld({ port, monitor, log }) {
-  const { cycles, sizes, expiryMs, fillConcurrency, warmupMs, maxOps, concurrency, roundTimeoutMs } = CONFIG.held;
+  const { cycles, sizes, expiryMs, fillConcurrency, warmupMs, maxOps, concurrency, roundTimeoutMs, steadyRounds } =
+    CONFIG.held;
   const largest = Math.max(...sizes);
   await monitor.flushall();
   const client = await connectClient(port);
@@ -129,15 +133,24 @@ export async function runHeld({ port, monitor, log }) {
         states.push({ held: size, fillMs, fillPerSec: (filled * 1000) / fillMs, heap, rates });
         log(`held: cycle ${cycle + 1}/${cycles}, ${size} held`);
       }
-      // One extension round of everything held (the keeper's own schedule, nothing else running).
-      const statsBefore = locker.leaseStats;
-      const sweep = await observer.round(held, roundTimeoutMs);
-      const statsAfter = locker.leaseStats;
-      sweep.batches = statsAfter.batches - statsBefore.batches;
-      sweep.retries = statsAfter.retries - statsBefore.retries;
-      sweep.locks = held;
-      log(`held: cycle ${cycle + 1}/${cycles}, extension round of ${held} seen (${sweep.bursts.length} bursts)`);
-      // The floor of that round: as many keys extended from a bare client, same batches.
+      // Extension rounds of everything held (the keeper's own schedule, nothing else running): the
+      // first after the fill, then the next ones (the steady state of a process holding them).
+      const observeOne = async (which) => {
+        const statsBefore = locker.leaseStats;
+        const round = await observer.round(held, roundTimeoutMs);
+        const statsAfter = locker.leaseStats;
+        round.batches = statsAfter.batches - statsBefore.batches;
+        round.retries = statsAfter.retries - statsBefore.retries;
+        round.locks = held;
+        log(
+          `held: cycle ${cycle + 1}/${cycles}, ${which} extension round of ${held} seen (${round.bursts.length} bursts)`,
+        );
+        return round;
+      };
+      const sweep = await observeOne("first");
+      sweep.steady = [];
+      for (let round = 0; round < steadyRounds; round++) sweep.steady.push(await observeOne("next"));
+      // The floor of those rounds: as many keys extended from a bare client, same batches.
       [sweep.floor] = await rawExtensionRounds(port, monitor, { count: held, ttlMs: expiryMs, rounds: 1 });
       const releaseStart = now();
       await forRange(0, held, fillConcurrency, async (i) => {
@@ -197,20 +210,12 @@ export async function runHeld({ port, monitor, log }) {
     };
   });
   const sweeps = cycleResults.map((c) => c.sweep);
-  const complete = sweeps.filter((s) => s.complete);
   const sweepSummary = {
-    locks: largest,
-    observed: complete.length,
-    of: sweeps.length,
-    wallMs: median(complete.map((s) => s.wallMs)),
-    spanMs: median(complete.map((s) => s.spanMs)),
-    cpuMs: median(complete.map((s) => s.cpuMs)),
-    preSendMs: median(complete.map((s) => s.preSendMs)),
-    bursts: median(complete.map((s) => s.bursts.length)),
-    commands: median(complete.map((s) => s.commands)),
-    errors: complete.reduce((sum, s) => sum + s.errors, 0),
-    worstWallMs: complete.length > 0 ? Math.max(...complete.map((s) => s.wallMs)) : Number.NaN,
-    worstCpuMs: complete.length > 0 ? Math.max(...complete.map((s) => s.cpuMs)) : Number.NaN,
+    ...summarizeRounds(sweeps, largest),
+    steady: summarizeRounds(
+      sweeps.flatMap((s) => s.steady),
+      largest,
+    ),
     floor: {
       rounds: sweeps.length,
       wallMs: median(sweeps.map((s) => s.floor.wallMs)),
@@ -230,5 +235,27 @@ export async function runHeld({ port, monitor, log }) {
     lost,
     leaseStats: locker.leaseStats,
     cycles: cycleResults,
+  };
+}
+
+/** Medians (and worsts) over the complete rounds of `rounds`, each of `locks` held locks. */
+function summarizeRounds(rounds, locks) {
+  const complete = rounds.filter((s) => s.complete);
+  const worst = (field) => (complete.length > 0 ? Math.max(...complete.map((s) => s[field])) : Number.NaN);
+  return {
+    locks,
+    observed: complete.length,
+    of: rounds.length,
+    wallMs: median(complete.map((s) => s.wallMs)),
+    spanMs: median(complete.map((s) => s.spanMs)),
+    cpuMs: median(complete.map((s) => s.cpuMs)),
+    mainCpuMs: median(complete.map((s) => s.mainCpuMs)),
+    preSendMs: median(complete.map((s) => s.preSendMs)),
+    bursts: median(complete.map((s) => s.bursts.length)),
+    commands: median(complete.map((s) => s.commands)),
+    errors: complete.reduce((sum, s) => sum + s.errors, 0),
+    worstWallMs: worst("wallMs"),
+    worstCpuMs: worst("cpuMs"),
+    worstMainCpuMs: worst("mainCpuMs"),
   };
 }
