@@ -79,6 +79,41 @@ describe("DeadlineGroup", () => {
     expect(await silent).toBe("silent server");
     expect(await Promise.all(answered)).toHaveLength(8);
   });
+
+  it("turns a rejection (never a timeout) into what onError returns, or rejects with what it throws", async () => {
+    const group = new DeadlineGroup(30, { inOrder: false });
+    const seen: unknown[] = [];
+    const fallback = (error: unknown): Promise<string> => {
+      seen.push(error);
+      return Promise.resolve("fell back");
+    };
+    const missed = new Error("NOSCRIPT");
+    expect(await group.run(Promise.reject(missed), () => new Error("unexpected"), undefined, fallback)).toBe(
+      "fell back",
+    );
+    expect(seen).toEqual([missed]);
+    const rethrown = group.run(
+      Promise.reject(new Error("other")),
+      () => new Error("unexpected"),
+      undefined,
+      () => {
+        throw new Error("not a miss");
+      },
+    );
+    await expect(rethrown).rejects.toThrow("not a miss");
+    // An answer that comes after the timeout changes nothing: the fallback is not started.
+    let fail: (error: Error) => void = () => undefined;
+    const late = group.run(
+      new Promise<string>((_, reject) => (fail = reject)),
+      () => new Error("timed out"),
+      undefined,
+      fallback,
+    );
+    await expect(late).rejects.toThrow("timed out");
+    fail(new Error("late NOSCRIPT"));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(seen).toEqual([missed]);
+  });
 });
 
 describe("CloseGate", () => {

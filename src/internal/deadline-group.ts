@@ -88,9 +88,17 @@ export class DeadlineGroup {
   /**
    * Settles like `promise`, or rejects with `onTimeout()` once the timeout of listening time has
    * passed (give or take a tenth) without it settling. `now`: `performance.now()` as the caller
-   * read it just before sending (a clock read saved), else read here.
+   * read it just before sending (a clock read saved), else read here. `onError`, when given, is
+   * what a rejection of `promise` (not a timeout) becomes: the result settles like its return
+   * value, or rejects with what it throws — a fallback in the same reaction, not one more promise
+   * and microtask on every answer.
    */
-  run<T>(promise: Promise<T>, onTimeout: () => Error, now = performance.now()): Promise<T> {
+  run<T>(
+    promise: Promise<T>,
+    onTimeout: () => Error,
+    now = performance.now(),
+    onError?: (error: unknown) => T | Promise<T>,
+  ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       const operation = new PendingOperation(this.#start(now) + this.#timeoutMs, reject, onTimeout);
       this.#pending.insertSorted(operation, byDeadline);
@@ -100,8 +108,17 @@ export class DeadlineGroup {
           resolve(value);
         },
         (error: unknown) => {
+          if (operation.list === undefined) return; // timed out already: settled
           this.#answered(operation);
-          reject(error);
+          if (onError === undefined) {
+            reject(error);
+            return;
+          }
+          try {
+            resolve(onError(error));
+          } catch (mapped) {
+            reject(mapped);
+          }
         },
       );
     });

@@ -79,8 +79,9 @@ export class ScriptRunner {
    * and cannot fail on a flushed script cache (after a restart, failover or SCRIPT FLUSH).
    *
    * `now`: `performance.now()` as the caller read it just before the call (its timeout starts
-   * there; a clock read saved), else read here. The fallback is a rejection reaction, not an async
-   * frame: one promise and one closure per call.
+   * there; a clock read saved), else read here. The fallback runs in the timeout's own rejection
+   * reaction (see `DeadlineGroup.run`): an answer costs no extra promise or microtask, a miss one
+   * closure.
    */
   run(
     script: Script,
@@ -91,8 +92,11 @@ export class ScriptRunner {
   ): Promise<unknown> {
     if (ordered) return this.eval(script.source, keys, args, now);
     if (!this.#loaded) this.#loadScripts();
-    return this.evalsha(script.sha, keys, args, now).then(undefined, (error: unknown) =>
-      this.#evalAfterMiss(error, script, keys, args),
+    return this.#send(
+      this.#failFast,
+      () => this.#connection.evalsha(script.sha, keys, args),
+      now,
+      (error) => this.#evalAfterMiss(error, script, keys, args),
     );
   }
 
@@ -160,7 +164,12 @@ export class ScriptRunner {
    * {@link evalWhenConnected}): rejects at once instead while the connection is down. `now` as in
    * {@link run}.
    */
-  #send(refuse: boolean, send: () => Promise<unknown>, now?: number): Promise<unknown> {
+  #send(
+    refuse: boolean,
+    send: () => Promise<unknown>,
+    now?: number,
+    onError?: (error: unknown) => unknown,
+  ): Promise<unknown> {
     if (refuse) {
       const reason = this.#connection.unavailableReason();
       if (reason !== undefined) return Promise.reject(new Error(`Redis ${this.#label} is not connected (${reason})`));
@@ -172,6 +181,6 @@ export class ScriptRunner {
       // A client may throw instead of rejecting (a closed node-redis cluster, say).
       return Promise.reject(error);
     }
-    return this.#deadlines.run(reply, this.#timeoutError, now);
+    return this.#deadlines.run(reply, this.#timeoutError, now, onError);
   }
 }
