@@ -236,7 +236,9 @@ return restored
 const HAND_OVER = `${MARKS}${PARSE_REGISTRATION}${PUBLISH_GRANT}
 local function hand_over(lock, queue, alive, grace)
   if queue then
-    local head = redis.call("zrange", queue, 0, 0)[1]
+    -- The first two: the head, and whether anyone is queued behind it (the grant's mark).
+    local first = redis.call("zrange", queue, 0, 1)
+    local head = first[1]
     if head then
       local t = redis.call("time")
       local now_ms = math.floor(tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000)
@@ -246,12 +248,13 @@ local function hand_over(lock, queue, alive, grace)
         redis.call("hdel", alive, head)
         if deadline and deadline > now_ms then
           local mark = ""
-          if redis.call("exists", queue) == 1 then mark = MARK end
+          if first[2] then mark = MARK end
           redis.call("set", lock, granted .. mark, "PX", grace)
           publish_grant(lock, head, granted, channel, now_ms)
           return head
         end
-        head = redis.call("zrange", queue, 0, 0)[1]
+        first = redis.call("zrange", queue, 0, 1)
+        head = first[1]
       end
     end
     redis.call("del", lock)
