@@ -1,7 +1,11 @@
+import { execFileSync } from "node:child_process";
 import {
   chownSync,
+  closeSync,
   existsSync,
   mkdirSync,
+  open,
+  openSync,
   readdirSync,
   renameSync,
   rmSync,
@@ -77,6 +81,35 @@ describe("FileLocker specifics", () => {
     // Closed: only the fencing counters stay.
     expect(readdirSync(directory).filter((name) => !name.endsWith(".fence"))).toEqual([]);
   });
+
+  it('a release the file system leaves unanswered for 5 s reports "unknown", and the lock is freed once it runs', async () => {
+    const directory = dir();
+    const pooled = make({ directory, syncCalls: false });
+    const lease = await pooled.acquire(undefined, "stuck");
+    // Every thread of libuv's pool blocked: each opens a FIFO for reading, which waits for a writer.
+    const fifo = join(directory, "pool-blocker");
+    execFileSync("mkfifo", [fifo]);
+    const threads = Number(process.env.UV_THREADPOOL_SIZE ?? 4);
+    const blocked = Array.from(
+      { length: threads },
+      () =>
+        new Promise<number>((resolve, reject) => open(fifo, "r", (error, fd) => (error ? reject(error) : resolve(fd)))),
+    );
+    const started = performance.now();
+    const outcome = await lease.releaseWithOutcome();
+    const waited = performance.now() - started;
+    // A writer unblocks every reader; then the release's queued calls run.
+    const writer = openSync(fifo, "w");
+    for (const fd of await Promise.all(blocked)) closeSync(fd);
+    closeSync(writer);
+    expect(outcome).toBe("unknown");
+    expect(waited).toBeGreaterThanOrEqual(4900);
+    await eventually(async () => {
+      const again = await pooled.tryAcquire(undefined, "stuck");
+      await again?.release();
+      return again !== undefined;
+    });
+  }, 20_000);
 
   it("through the thread pool a release removes the lock directory it emptied; on the event loop it is left empty", async () => {
     const directory = dir();

@@ -8,7 +8,8 @@ import type {
 } from "../core/backend.js";
 import { type AttemptOutcome, type AttemptRequest, type ExtendOutcome, LockHandle } from "../core/backend.js";
 import { withDefaults } from "../core/backend-defaults.js";
-import { pause, withTimeout } from "../internal/sleep.js";
+import { DeadlineGroup } from "../internal/deadline-group.js";
+import { pause } from "../internal/sleep.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { hashKey, type LockDirectory } from "./directory.js";
@@ -85,6 +86,11 @@ class FileBackend implements StoreBackend {
   readonly #leaving = new Map<string, Promise<void>>();
   /** Attempts in flight per key: a concurrent one looks at the lock before building its own. */
   readonly #attempting = new Map<string, number>();
+  /**
+   * The bound on releases ({@link RELEASE_TIMEOUT_MS}): one coarse timer for all of them while any
+   * is in flight, not a timer set and cleared per release.
+   */
+  readonly #releaseDeadlines = new DeadlineGroup(RELEASE_TIMEOUT_MS, { inOrder: false });
 
   constructor(directory: LockDirectory, options: ResolvedFileLockerOptions, events: BackendEvents, limit?: number) {
     this.#directory = directory;
@@ -351,15 +357,17 @@ class FileBackend implements StoreBackend {
     if (held === undefined) return "expired";
     this.#held.delete(handle.token);
     // Past the deadline it is expired, even when its entry was still there to delete.
-    const expired = performance.now() >= handle.validUntil;
-    await held.extending?.catch(() => undefined);
+    const now = performance.now();
+    const expired = now >= handle.validUntil;
+    // An extension in flight moves the entry: release the name it leaves. (None: no wait at all.)
+    if (held.extending !== undefined) await held.extending.catch(() => undefined);
     const { hash, entry } = held;
     const releasing = held.reader
       ? (this.#permits as PermitFiles).releaseRead(hash, entry)
       : this.#directory.store.release(hash, entry);
-    const outcome = await withTimeout(releasing, RELEASE_TIMEOUT_MS, () => new Error("release timed out")).catch(
-      (): ReleaseOutcome => "unknown",
-    );
+    const outcome = await this.#releaseDeadlines
+      .run(releasing, releaseTimedOut, now)
+      .catch((): ReleaseOutcome => "unknown");
     return expired && outcome !== "unknown" ? "expired" : outcome;
   }
 
@@ -378,4 +386,9 @@ class FileBackend implements StoreBackend {
     const held = this.#held.get(handle.token);
     return held === undefined || held.reader ? undefined : this.#directory.store.nextFencingToken(held.hash);
   }
+}
+
+/** What a release that did not finish within {@link RELEASE_TIMEOUT_MS} rejects with. */
+function releaseTimedOut(): Error {
+  return new Error("release timed out");
 }

@@ -39,13 +39,34 @@ export class OperationQueue {
     });
   }
 
-  async #start<T>(operation: () => Promise<T>): Promise<T> {
+  /**
+   * Starts `operation` in a slot, which it gives back (to the next queued one) once it settled. A
+   * reaction, not an async frame: the caller hears the outcome one microtask sooner.
+   */
+  #start<T>(operation: () => Promise<T>): Promise<T> {
     this.#running += 1;
+    let running: Promise<T>;
     try {
-      return await operation();
-    } finally {
-      this.#running -= 1;
-      (this.#urgent.shift() ?? this.#normal.shift())?.start();
+      running = operation();
+    } catch (error) {
+      this.#finished();
+      return Promise.reject(error);
     }
+    return running.then(
+      (value) => {
+        this.#finished();
+        return value;
+      },
+      (error: unknown) => {
+        this.#finished();
+        throw error;
+      },
+    );
+  }
+
+  /** An operation settled: its slot goes to the next queued one, urgent ones first. */
+  #finished(): void {
+    this.#running -= 1;
+    (this.#urgent.shift() ?? this.#normal.shift())?.start();
   }
 }
