@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import {
   chownSync,
   closeSync,
+  constants,
   existsSync,
   mkdirSync,
   open,
@@ -95,13 +96,24 @@ describe("FileLocker specifics", () => {
       () =>
         new Promise<number>((resolve, reject) => open(fifo, "r", (error, fd) => (error ? reject(error) : resolve(fd)))),
     );
-    const started = performance.now();
-    const outcome = await lease.releaseWithOutcome();
-    const waited = performance.now() - started;
-    // A writer unblocks every reader; then the release's queued calls run.
-    const writer = openSync(fifo, "w");
-    for (const fd of await Promise.all(blocked)) closeSync(fd);
-    closeSync(writer);
+    let outcome: string;
+    let waited: number;
+    let giveUp: NodeJS.Timeout | undefined;
+    try {
+      const started = performance.now();
+      const noAnswer = new Promise<string>((resolve) => {
+        giveUp = setTimeout(() => resolve("no answer in 12 s"), 12_000);
+      });
+      outcome = await Promise.race([lease.releaseWithOutcome(), noAnswer]);
+      waited = performance.now() - started;
+    } finally {
+      clearTimeout(giveUp);
+      // A writer unblocks every reader (even when the release failed to answer: the pool must not
+      // stay blocked); then the release's queued calls run.
+      const writer = openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK);
+      for (const fd of await Promise.all(blocked)) closeSync(fd);
+      closeSync(writer);
+    }
     expect(outcome).toBe("unknown");
     expect(waited).toBeGreaterThanOrEqual(4900);
     await eventually(async () => {
