@@ -207,23 +207,45 @@ class FileBackend implements StoreBackend {
     return "extended";
   }
 
-  async acquire(request: AttemptRequest): Promise<AttemptOutcome> {
-    const { resource, duration } = request;
+  acquire(request: AttemptRequest): Promise<AttemptOutcome> {
+    const { resource, duration, fencing } = request;
     const hash = this.#hashOf(resource);
     const concurrent = this.#attempting.get(resource) ?? 0;
     this.#attempting.set(resource, concurrent + 1);
+    let attempt: Promise<AttemptOutcome>;
     try {
-      if (this.#permits !== undefined) return await this.#acquireCounted(this.#permits, hash, request);
-      // Look first when another attempt here is under way (a burst) or this is a retry of a waiter
-      // (one read instead of three calls and a clean-up: the key is probably held).
-      const probe = concurrent > 0 || request.intent.join;
-      const result = await this.#directory.use(() => this.#directory.store.take(hash, newToken(), duration, probe));
-      return await this.#outcome(resource, hash, false, result, duration, request.fencing);
-    } finally {
-      const left = (this.#attempting.get(resource) ?? 1) - 1;
-      if (left === 0) this.#attempting.delete(resource);
-      else this.#attempting.set(resource, left);
+      if (this.#permits !== undefined) attempt = this.#acquireCounted(this.#permits, hash, request);
+      else {
+        // Look first when another attempt here is under way (a burst) or this is a retry of a
+        // waiter (one read instead of three calls and a clean-up: the key is probably held).
+        const probe = concurrent > 0 || request.intent.join;
+        const taking = this.#directory.use(() => this.#directory.store.take(hash, newToken(), duration, probe));
+        // Reactions, not async frames: an uncontended take is answered a few microtasks sooner.
+        attempt = fencing
+          ? taking.then((result) => this.#outcome(resource, hash, false, result, duration, true))
+          : taking.then((result) => this.#settle(resource, hash, false, result, duration));
+      }
+    } catch (error) {
+      this.#attemptEnded(resource);
+      return Promise.reject(error);
     }
+    return attempt.then(
+      (outcome) => {
+        this.#attemptEnded(resource);
+        return outcome;
+      },
+      (error: unknown) => {
+        this.#attemptEnded(resource);
+        throw error;
+      },
+    );
+  }
+
+  /** One attempt on `resource` ended (see {@link acquire}'s look-first rule). */
+  #attemptEnded(resource: string): void {
+    const left = (this.#attempting.get(resource) ?? 1) - 1;
+    if (left === 0) this.#attempting.delete(resource);
+    else this.#attempting.set(resource, left);
   }
 
   /**
@@ -297,12 +319,7 @@ class FileBackend implements StoreBackend {
     duration: number,
     fencing: boolean,
   ): Promise<AttemptOutcome> {
-    if (!result.taken) {
-      const { holder } = result;
-      return holder === undefined
-        ? { kind: "held" }
-        : { kind: "held", retryAfterMs: Math.max(1, remainingMs(holder) + 2) };
-    }
+    if (!result.taken || !fencing) return this.#settle(resource, hash, reader, result, duration);
     let { entry, startedAt } = result;
     let fencingToken: bigint | undefined;
     if (fencing) {
@@ -323,6 +340,22 @@ class FileBackend implements StoreBackend {
     this.#held.set(entry.token, { hash, reader, entry });
     const handle = new LockHandle(entry.token, resource, startedAt, startedAt + duration);
     return { kind: "acquired", handle, ...(fencingToken === undefined ? {} : { fencingToken }) };
+  }
+
+  /**
+   * {@link #outcome} without a fencing token, at once: a miss (with the holder's time left as the
+   * retry hint), or the lease `result` took, now held here.
+   */
+  #settle(resource: string, hash: string, reader: boolean, result: TakeResult, duration: number): AttemptOutcome {
+    if (!result.taken) {
+      const { holder } = result;
+      return holder === undefined
+        ? { kind: "held" }
+        : { kind: "held", retryAfterMs: Math.max(1, remainingMs(holder) + 2) };
+    }
+    const { entry, startedAt } = result;
+    this.#held.set(entry.token, { hash, reader, entry });
+    return { kind: "acquired", handle: new LockHandle(entry.token, resource, startedAt, startedAt + duration) };
   }
 
   extendMany(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
@@ -352,23 +385,25 @@ class FileBackend implements StoreBackend {
     return "extended";
   }
 
-  async release(handle: LockHandle): Promise<ReleaseOutcome> {
+  release(handle: LockHandle): Promise<ReleaseOutcome> {
     const held = this.#held.get(handle.token);
-    if (held === undefined) return "expired";
+    if (held === undefined) return Promise.resolve("expired");
     this.#held.delete(handle.token);
     // Past the deadline it is expired, even when its entry was still there to delete.
-    const now = performance.now();
-    const expired = now >= handle.validUntil;
-    // An extension in flight moves the entry: release the name it leaves. (None: no wait at all.)
-    if (held.extending !== undefined) await held.extending.catch(() => undefined);
-    const { hash, entry } = held;
-    const releasing = held.reader
-      ? (this.#permits as PermitFiles).releaseRead(hash, entry)
-      : this.#directory.store.release(hash, entry);
-    const outcome = await this.#releaseDeadlines
-      .run(releasing, releaseTimedOut, now)
-      .catch((): ReleaseOutcome => "unknown");
-    return expired && outcome !== "unknown" ? "expired" : outcome;
+    const expired = performance.now() >= handle.validUntil;
+    const removeEntry = (): Promise<ReleaseOutcome> => {
+      const { hash, entry } = held;
+      const releasing = held.reader
+        ? (this.#permits as PermitFiles).releaseRead(hash, entry)
+        : this.#directory.store.release(hash, entry);
+      return this.#releaseDeadlines.run(releasing, releaseTimedOut).then(
+        (outcome) => (expired ? "expired" : outcome),
+        (): ReleaseOutcome => "unknown",
+      );
+    };
+    // An extension in flight moves the entry: release the name it leaves (its own reaction, which
+    // came first, has recorded it by then). None in flight: nothing to wait for.
+    return held.extending === undefined ? removeEntry() : held.extending.then(removeEntry, removeEntry);
   }
 
   async leaveQueue(resource: string, _waiterId: string, claimToken?: string): Promise<void> {
