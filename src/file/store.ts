@@ -396,11 +396,16 @@ export class FileStore {
     return this.#queue.run(true, () => this.#release(hash, entry));
   }
 
-  async #release(hash: string, entry: Entry): Promise<"released" | "taken" | "expired"> {
+  #release(hash: string, entry: Entry): Promise<"released" | "taken" | "expired"> {
     const lock = this.lockPath(hash);
-    if (await this.#vacate(lock, hash, entry)) return "released";
-    const holder = await this.readOwner(lock);
-    return holder !== undefined && holder.token !== entry.token ? "taken" : "expired";
+    // Reactions, not async frames: a release is answered as soon as its rename is.
+    return this.#vacate(lock, hash, entry).then((vacated) =>
+      vacated
+        ? "released"
+        : this.readOwner(lock).then((holder) =>
+            holder !== undefined && holder.token !== entry.token ? "taken" : "expired",
+          ),
+    );
   }
 
   /**
@@ -410,24 +415,26 @@ export class FileStore {
    * watchers. Without room for another spare (or closed, or in a shared directory): removes the
    * entry and the lock directory as {@link removeEntry} does.
    */
-  async #vacate(lock: string, hash: string, entry: Entry): Promise<boolean> {
+  #vacate(lock: string, hash: string, entry: Entry): Promise<boolean> {
     if (this.#closed || this.shareMode !== undefined || this.#spares.length >= SPARES) {
       return this.removeEntry(lock, entry, "release a lock in");
     }
     const spare = this.#inDirectory(`${hash}.tmp-${entry.token}`);
-    try {
-      await this.#fs.rename(under(lock, entry.name), spare);
-    } catch (error) {
-      if (isGone(error)) return false;
-      throw this.unavailable("release a lock in", error);
-    }
-    this.#keepSpare(spare);
-    // Through the thread pool the emptied lock is removed now, off the release's path, so that the
-    // next take renames onto an absent lock (see the module comment). On the event loop, or while
-    // operations wait for a slot, it is left empty for the next take.
-    if (this.calls.synchronous || this.#queue.queued !== 0) this.#leftEmpty(lock);
-    else this.#removeIfEmpty(lock);
-    return true;
+    return this.#fs.rename(under(lock, entry.name), spare).then(
+      () => {
+        this.#keepSpare(spare);
+        // Through the thread pool the emptied lock is removed now, off the release's path, so that
+        // the next take renames onto an absent lock (see the module comment). On the event loop,
+        // or while operations wait for a slot, it is left empty for the next take.
+        if (this.calls.synchronous || this.#queue.queued !== 0) this.#leftEmpty(lock);
+        else this.#removeIfEmpty(lock);
+        return true;
+      },
+      (error: unknown) => {
+        if (isGone(error)) return false;
+        throw this.unavailable("release a lock in", error);
+      },
+    );
   }
 
   /**
