@@ -9,6 +9,7 @@ import type {
 import { type AttemptOutcome, type AttemptRequest, type ExtendOutcome, LockHandle } from "../core/backend.js";
 import { withDefaults } from "../core/backend-defaults.js";
 import { DeadlineGroup } from "../internal/deadline-group.js";
+import { toUnknown } from "../internal/release-func.js";
 import { pause } from "../internal/sleep.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
@@ -396,10 +397,9 @@ class FileBackend implements StoreBackend {
       const releasing = held.reader
         ? (this.#permits as PermitFiles).releaseRead(hash, entry)
         : this.#directory.store.release(hash, entry);
-      return this.#releaseDeadlines.run(releasing, releaseTimedOut).then(
-        (outcome) => (expired ? "expired" : outcome),
-        (): ReleaseOutcome => "unknown",
-      );
+      return this.#releaseDeadlines
+        .run(releasing, releaseTimedOut)
+        .then((outcome) => (expired ? "expired" : outcome), toUnknown);
     };
     // An extension in flight moves the entry: release the name it leaves (its own reaction, which
     // came first, has recorded it by then). None in flight: nothing to wait for.

@@ -103,8 +103,11 @@ function runSafely(releasable: ReleaseRunner): Promise<ReleaseOutcome> {
 
 const UNKNOWN: ReleaseOutcome = "unknown";
 
-/** A release never rejects: a lock that could not be deleted expires on its own. */
-function toUnknown(): ReleaseOutcome {
+/**
+ * What a release that failed, or got no answer, reports: it may or may not have happened. A
+ * release never rejects: a lock that could not be deleted expires on its own.
+ */
+export function toUnknown(): ReleaseOutcome {
   return UNKNOWN;
 }
 

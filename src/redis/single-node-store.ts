@@ -13,6 +13,7 @@ import type {
 } from "../core/backend.js";
 import { LockHandle } from "../core/backend.js";
 import { UnsupportedError } from "../errors.js";
+import { toUnknown } from "../internal/release-func.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { connectionOf } from "./client/connection-of.js";
 import { FENCING_COUNTER_TTL_MS, fencingCounterKey } from "./fencing.js";
@@ -471,7 +472,7 @@ export class SingleNodeStore implements Backend {
     } catch {
       return Promise.resolve("unknown");
     }
-    return sent.then((reply) => releaseOutcomeOf(handle, reply), unknownOutcome);
+    return sent.then((reply) => releaseOutcomeOf(handle, reply), toUnknown);
   }
 
   /**
@@ -635,11 +636,6 @@ function releaseOutcomeOf(handle: LockHandle, reply: unknown): ReleaseOutcome {
   if (Array.isArray(reply)) [code, chosen] = reply;
   handle.handedTo = typeof chosen === "string" ? chosen : undefined;
   return code === 1 ? "released" : code === -1 ? "taken" : "expired";
-}
-
-/** A release whose answer never came (or was an error): it may or may not have run. */
-function unknownOutcome(): ReleaseOutcome {
-  return "unknown";
 }
 
 /** A PTTL as time left: a key without a TTL (-1) never expires on its own. */
