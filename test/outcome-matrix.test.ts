@@ -4,6 +4,7 @@
  * implementation (servers started here) and is printed; a row may differ from the in-process
  * reference only where {@link EXPECTED_DIFFERENCES} says so, with the reason.
  */
+import { rmSync } from "node:fs";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -188,6 +189,8 @@ let mysql: MySqlFixture | undefined;
 let etcd: EtcdFixture | undefined;
 const lockers = new Map<string, Locker>();
 const closables: Array<{ close(): Promise<void> }> = [];
+/** The file lockers' lock directory (removed after the lockers close). */
+let lockDirectory: string | undefined;
 
 beforeAll(async () => {
   [redis, postgres, mysql, etcd] = await Promise.all([
@@ -202,6 +205,7 @@ beforeAll(async () => {
     return created;
   };
   const directory = tempLockDirectory("matrix");
+  lockDirectory = directory;
   const add = (name: string, locker: Locker): void => {
     lockers.set(name, locker);
     closables.push(locker);
@@ -252,6 +256,7 @@ afterAll(async () => {
   await mysql?.stop();
   await etcd?.stop();
   await stopServers(redis);
+  if (lockDirectory !== undefined) rmSync(lockDirectory, { recursive: true, force: true });
 });
 
 describe("one outcome everywhere", () => {
