@@ -176,9 +176,7 @@ class FileBackend implements StoreBackend {
     const dir = reader ? (this.#permits as PermitFiles).readersPath(hash) : store.lockPath(hash);
     const result = await this.#directory.use(() => store.adoptEntry(dir, token, newToken(), duration));
     if (typeof result === "string") return result;
-    const { entry, startedAt } = result;
-    this.#held.set(entry.token, { hash, reader, entry });
-    return new LockHandle(entry.token, resource, startedAt, startedAt + duration);
+    return this.#hold(resource, hash, reader, result.entry, result.startedAt, duration);
   }
 
   /**
@@ -321,26 +319,26 @@ class FileBackend implements StoreBackend {
     fencing: boolean,
   ): Promise<AttemptOutcome> {
     if (!result.taken || !fencing) return this.#settle(resource, hash, reader, result, duration);
-    let { entry, startedAt } = result;
-    let fencingToken: bigint | undefined;
-    if (fencing) {
-      const { store } = this.#directory;
-      try {
-        fencingToken = await store.nextFencingToken(hash);
-        // Confirm the grant after the token: a holder that lost the lock meanwhile gets no token.
-        const confirmedAt = performance.now();
-        const confirmed = await store.extend(hash, entry, duration, fencingToken);
-        if (confirmed === undefined) return { kind: "held" };
-        entry = confirmed;
-        startedAt = confirmedAt;
-      } catch (error) {
-        await store.release(hash, entry).catch(() => undefined);
-        throw error;
-      }
+    const { store } = this.#directory;
+    const { entry } = result;
+    let fencingToken: bigint;
+    let confirmedAt: number;
+    let confirmed: Entry | undefined;
+    try {
+      fencingToken = await store.nextFencingToken(hash);
+      // Confirm the grant after the token: a holder that lost the lock meanwhile gets no token.
+      confirmedAt = performance.now();
+      confirmed = await store.extend(hash, entry, duration, fencingToken);
+    } catch (error) {
+      await store.release(hash, entry).catch(() => undefined);
+      throw error;
     }
-    this.#held.set(entry.token, { hash, reader, entry });
-    const handle = new LockHandle(entry.token, resource, startedAt, startedAt + duration);
-    return { kind: "acquired", handle, ...(fencingToken === undefined ? {} : { fencingToken }) };
+    if (confirmed === undefined) return { kind: "held" };
+    return {
+      kind: "acquired",
+      handle: this.#hold(resource, hash, reader, confirmed, confirmedAt, duration),
+      fencingToken,
+    };
   }
 
   /**
@@ -354,9 +352,20 @@ class FileBackend implements StoreBackend {
         ? { kind: "held" }
         : { kind: "held", retryAfterMs: Math.max(1, remainingMs(holder) + 2) };
     }
-    const { entry, startedAt } = result;
+    return { kind: "acquired", handle: this.#hold(resource, hash, reader, result.entry, result.startedAt, duration) };
+  }
+
+  /** Records `entry`, taken at `startedAt` for `duration` ms, as held here: its handle. */
+  #hold(
+    resource: string,
+    hash: string,
+    reader: boolean,
+    entry: Entry,
+    startedAt: number,
+    duration: number,
+  ): LockHandle {
     this.#held.set(entry.token, { hash, reader, entry });
-    return { kind: "acquired", handle: new LockHandle(entry.token, resource, startedAt, startedAt + duration) };
+    return new LockHandle(entry.token, resource, startedAt, startedAt + duration);
   }
 
   extendMany(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
