@@ -117,6 +117,7 @@ class MySqlBackend implements StoreBackend {
       this.watcher.heldElsewhere(resource);
       return HELD;
     }
+    this.watcher.acquiredHere(resource);
     if (session.ended) return { kind: "expired-on-arrival" };
     const handle = new LockHandle(newToken(), resource, sentAt, sentAt + Math.min(duration, this.#options.expiry));
     session.holds.set(handle.token, resource);

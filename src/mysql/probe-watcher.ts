@@ -6,6 +6,21 @@ import type { MySqlPool, MySqlPoolConnection } from "./types.js";
 /** How long one probe's `GET_LOCK` waits before it asks again, in seconds. */
 const PROBE_WAIT_S = 30;
 
+/**
+ * How long a probe that woke its waiters waits to hear how their try went before it looks at the
+ * key again, in ms: a safety net (a try that was never made, or whose outcome never came back).
+ */
+const VERDICT_WAIT_MS = 2000;
+
+/** The `GET_LOCK` name of the waiting room of the key whose lock name is `name` (see {@link ProbeWatcher}). */
+export function roomName(name: string): string {
+  // "." is not a base64url character: no key's lock name is ever a room's.
+  return `${name}.q`;
+}
+
+/** What a head probe that woke its waiters hears of their try (see {@link ProbeWatcher}). */
+type Verdict = "retry" | "acquired" | "cancelled" | "no answer";
+
 /** What a {@link ProbeWatcher} needs of its backend. */
 export interface ProbeWatcherHost {
   readonly pool: MySqlPool;
@@ -25,30 +40,46 @@ export interface ProbeWatcherHost {
   close(): Promise<void>;
 }
 
-/** One key's probe: a pool connection blocked in `GET_LOCK` on the key while another holds it. */
+/** One key's probe: a pool connection waiting in the key's waiting room, then for the key itself. */
 interface Probe {
   readonly resource: string;
   connection: MySqlPoolConnection | undefined;
-  /** True while its `GET_LOCK` is on the wire (a release then wakes it). */
+  /** True while a `GET_LOCK` (of the room or of the key) is on the wire (a KILL QUERY ends it). */
   blocking: boolean;
+  /** True while it holds the room: it waits for the key itself, for its locker. */
+  head: boolean;
   cancelled: boolean;
   /** Settles when the probe has given its connection back. */
   done: Promise<void>;
   /** The `KILL QUERY` in flight, awaited before the connection goes back to the pool. */
   killing: Promise<unknown>;
+  /** Set while it waits for the outcome of the try its wake-up caused. */
+  verdict: ((verdict: Verdict) => void) | undefined;
 }
 
 /**
- * How a MySQL locker hears releases made by other connections (MySQL has no LISTEN/NOTIFY):
- * while it waits for a key held elsewhere, a probe connection from the pool blocks in
- * `GET_LOCK(name, 30)`; the server grants it the moment the holder lets go (or at once if the
- * key was freed before the probe's statement ran, so no release slips by). The probe gives the
- * lock straight back (`RELEASE_LOCK`) and wakes the key's waiters here, which try on the lock
- * connection; it is armed again only when such a try finds the key held elsewhere. A probe is
- * cancelled with `KILL QUERY` when nobody here waits any more, and its connection goes back to
- * the pool only with no lock on it (else it is destroyed). A key held by this locker's own
- * connection is not probed: its release is local and wakes the waiters here directly.
- * At most `limit` probes run at once; keys beyond that are not heard, and their waiters poll.
+ * How a MySQL locker hears releases made by other connections (MySQL has no LISTEN/NOTIFY),
+ * without letting its probes take the key from the lockers that want it.
+ *
+ * While a locker waits for a key held elsewhere, one probe connection from the pool queues for the
+ * key's *waiting room* (`GET_LOCK` of {@link roomName}: the server grants it in arrival order, so
+ * the room is a queue across lockers and processes). The probe that holds the room is the key's
+ * head: it blocks in `GET_LOCK(name, 30)` on the key itself, which the server grants the moment the
+ * holder lets go (or at once if the key was freed before the statement ran, so no release slips
+ * by). It gives the key straight back (`RELEASE_LOCK`) and wakes the key's waiters here, which try
+ * on the lock connection; then it waits to hear how that went. Held elsewhere again (someone
+ * outside the queue was first): it waits for the key again, keeping the room. Taken: it leaves the
+ * room, so the next locker in line becomes the head, and queues again at the back while waiters
+ * here still wait. Only the head ever holds the key, for one round trip: probes that all waited for
+ * the key itself passed it from one to the next through the server's queue, and the lockers'
+ * tries, finding it held by a probe each time, almost never got it (eight lockers on one key made
+ * no progress at all).
+ *
+ * A probe is cancelled with `KILL QUERY` when nobody here waits any more; it leaves the room, and
+ * its connection goes back to the pool only with no lock on it (else it is destroyed). A key held
+ * by this locker's own connection is not probed: its release is local and wakes the waiters here
+ * directly. At most `limit` probes run at once; keys beyond that are not heard, and their waiters
+ * poll.
  */
 export class ProbeWatcher implements ReleaseWatcher {
   readonly #host: ProbeWatcherHost;
@@ -77,8 +108,10 @@ export class ProbeWatcher implements ReleaseWatcher {
     if (probe !== undefined) void this.#cancel(probe);
   }
 
+  /** True while the key's head probe blocks on the key itself (a release cannot slip by unheard). */
   isWatching(resource: string): boolean {
-    return this.#probes.get(resource)?.blocking === true;
+    const probe = this.#probes.get(resource);
+    return probe?.head === true && probe.blocking;
   }
 
   close(): Promise<void> {
@@ -87,7 +120,15 @@ export class ProbeWatcher implements ReleaseWatcher {
 
   /** A try on the lock connection found `resource` held elsewhere: probe it if it is waited for. */
   heldElsewhere(resource: string): void {
-    if (this.#watchers.has(resource)) void this.#arm(resource);
+    if (!this.#watchers.has(resource)) return;
+    const probe = this.#probes.get(resource);
+    if (probe === undefined) void this.#arm(resource);
+    else probe.verdict?.("retry");
+  }
+
+  /** A try on the lock connection took `resource`: its head probe leaves the room. */
+  acquiredHere(resource: string): void {
+    this.#probes.get(resource)?.verdict?.("acquired");
   }
 
   /** Cancels every probe and resolves once each has given its connection back. */
@@ -96,7 +137,7 @@ export class ProbeWatcher implements ReleaseWatcher {
     await Promise.all(probes.map((probe) => this.#cancel(probe)));
   }
 
-  /** Starts a probe on `resource` unless one runs; resolves once its `GET_LOCK` is sent. Never rejects. */
+  /** Starts a probe on `resource` unless one runs; resolves once its first `GET_LOCK` is sent. Never rejects. */
   #arm(resource: string): Promise<void> {
     if (this.#probes.has(resource) || this.#host.closing() || this.#probes.size >= this.#host.limit) {
       return Promise.resolve();
@@ -105,9 +146,11 @@ export class ProbeWatcher implements ReleaseWatcher {
       resource,
       connection: undefined,
       blocking: false,
+      head: false,
       cancelled: false,
       done: Promise.resolve(),
       killing: Promise.resolve(),
+      verdict: undefined,
     };
     this.#probes.set(resource, probe);
     let sent!: () => void;
@@ -131,31 +174,39 @@ export class ProbeWatcher implements ReleaseWatcher {
     probe.connection = connection;
     connection.connection.on("error", ignore);
     const name = lockName(probe.resource);
-    /** The connection may hold the key (a probe granted, its RELEASE_LOCK not confirmed). */
+    const room = roomName(name);
+    /** The connection holds no lock (a probe holding the room, or granted the key, is not clean). */
     let clean = true;
+    const stopped = (): boolean => probe.cancelled || this.#host.closing();
     try {
-      while (!probe.cancelled && !this.#host.closing()) {
-        probe.blocking = true;
-        const granted = connection.query("SELECT GET_LOCK(?, ?) AS ok", [name, PROBE_WAIT_S]);
-        sent();
-        let ok: unknown;
-        try {
-          const [rows] = await granted;
-          ok = (rows as Array<{ ok: unknown }>)[0]?.ok;
-        } finally {
-          probe.blocking = false;
+      while (!stopped()) {
+        if (!probe.head) {
+          // In line: the server grants the room in arrival order.
+          if ((await this.#getLock(probe, connection, room, sent)) !== 1) continue; // timed out, or killed
+          clean = false;
+          probe.head = true;
+          continue;
         }
-        if (ok !== 1) continue; // timed out (0), or cancelled (NULL)
-        clean = false;
+        if ((await this.#getLock(probe, connection, name, sent)) !== 1) continue;
         await connection.query("DO RELEASE_LOCK(?)", [name]);
+        if (stopped()) break;
+        const verdict = await this.#wake(probe);
+        if (verdict !== "acquired") continue; // held elsewhere again (or no answer): wait for the key again
+        // Taken here: the next locker in line becomes the head; queue again at the back.
+        probe.head = false;
+        await connection.query("DO RELEASE_LOCK(?)", [room]);
         clean = true;
-        if (!probe.cancelled) this.#host.released(probe.resource);
-        return;
+      }
+      if (probe.head) {
+        probe.head = false;
+        await connection.query("DO RELEASE_LOCK(?)", [room]);
+        clean = true;
       }
     } catch {
-      // A killed RELEASE_LOCK may have left the lock here, or the connection failed.
+      // A killed statement may have left a lock here, or the connection failed.
       clean = false;
     } finally {
+      probe.head = false;
       // A late KILL QUERY must not reach the pool's next user of this connection.
       await probe.killing;
       connection.connection.removeListener("error", ignore);
@@ -164,11 +215,43 @@ export class ProbeWatcher implements ReleaseWatcher {
     }
   }
 
+  /**
+   * `GET_LOCK(lock, PROBE_WAIT_S)` on the probe's connection: 1 granted, 0 timed out, null killed.
+   * Calls `sent` once the statement is on its way.
+   */
+  async #getLock(probe: Probe, connection: MySqlPoolConnection, lock: string, sent: () => void): Promise<unknown> {
+    probe.blocking = true;
+    try {
+      const granted = connection.query("SELECT GET_LOCK(?, ?) AS ok", [lock, PROBE_WAIT_S]);
+      sent();
+      const [rows] = await granted;
+      return (rows as Array<{ ok: unknown }>)[0]?.ok;
+    } finally {
+      probe.blocking = false;
+    }
+  }
+
+  /** Wakes the key's waiters here and waits to hear how their try went (see {@link Verdict}). */
+  #wake(probe: Probe): Promise<Verdict> {
+    return new Promise<Verdict>((resolve) => {
+      const timer = setTimeout(() => settle("no answer"), VERDICT_WAIT_MS);
+      timer.unref();
+      const settle = (verdict: Verdict): void => {
+        clearTimeout(timer);
+        probe.verdict = undefined;
+        resolve(verdict);
+      };
+      probe.verdict = settle;
+      this.#host.released(probe.resource);
+    });
+  }
+
   /** Cancels `probe` (`KILL QUERY` while it blocks; destroys its connection if that fails). */
   async #cancel(probe: Probe): Promise<void> {
     if (this.#probes.get(probe.resource) === probe) this.#probes.delete(probe.resource);
     if (probe.cancelled) return probe.done;
     probe.cancelled = true;
+    probe.verdict?.("cancelled");
     const id = probe.connection?.connection.threadId;
     if (probe.blocking && id !== undefined && id !== null) {
       const connection = probe.connection;
