@@ -52,6 +52,50 @@ describe("MySqlLocker faults", () => {
     expect(await holder.tryAcquire(undefined, key)).toBeDefined();
   });
 
+  it("eight lockers on one key all get through, in turn: only the head of the key's waiting room waits for the key itself", async () => {
+    const key = uniqueKey("my-crowd");
+    const name = lockName(`globallock:${key}`);
+    const lockers = Array.from({ length: 8 }, () => fixture.locker());
+    /** Sessions blocked in GET_LOCK on the key itself (not on its waiting room), as the server shows them. */
+    const onTheKey = async (): Promise<number> =>
+      (
+        await fixture.server.query<{ info: string | null }>(
+          "SELECT INFO AS info FROM information_schema.PROCESSLIST WHERE STATE = 'User lock'",
+        )
+      ).filter((row) => row.info?.includes(`'${name}'`) === true).length;
+    let inside = 0;
+    let overlaps = 0;
+    const done: number[] = lockers.map(() => 0);
+    const most: number[] = [];
+    let running = true;
+    const sampler = (async () => {
+      while (running) {
+        most.push(await onTheKey());
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    })();
+    await Promise.all(
+      lockers.map(async (locker, index) => {
+        for (let section = 0; section < 5; section++) {
+          const release = await locker.lock(undefined, key);
+          inside += 1;
+          if (inside > 1) overlaps += 1;
+          await new Promise((resolve) => setTimeout(resolve, 2));
+          inside -= 1;
+          done[index] = (done[index] ?? 0) + 1;
+          await release();
+        }
+      }),
+    );
+    running = false;
+    await sampler;
+    expect(done).toEqual(lockers.map(() => 5));
+    expect(overlaps).toBe(0);
+    // Probes that all waited for the key passed it among themselves: seven of them at once here.
+    expect(most.length).toBeGreaterThan(0);
+    expect(Math.max(...most)).toBeLessThanOrEqual(1);
+  });
+
   it("a server down: typed errors; after its restart the locker reconnects and fencing tokens keep rising", async () => {
     const holder = fixture.locker({ connectTimeout: 1000 });
     const key = uniqueKey("my-restart");
