@@ -7,6 +7,9 @@
  *   lease (compare the key's version to 0, put) and one delete, on a lease granted up front.
  * - Hand-off: A holds, B (another locker: its own client) waits in lock(); A releases at t0 (just
  *   before calling release), B's lock resolves at t1; latency t1 − t0. B in this process.
+ * - Contended (bench/lib/store-contention.mjs): 8 workers on one key, each with its own
+ *   EtcdLocker on its own client. etcd has no blocking lock call for a raw floor here (the etcd3
+ *   client's lock does not wait), so the row stands against its ideal rate alone.
  *
  * It starts its own one-node etcd (support/etcd-server.mjs: a temp dir, free loopback ports) and
  * stops it at the end. Rounds interleave the contenders. etcd writes go through its WAL's fsync:
@@ -18,14 +21,37 @@ import { EtcdCluster } from "../../support/etcd-server.mjs";
 import { onCleanup } from "../lib/cleanup.mjs";
 import { QUICK } from "../lib/config.mjs";
 import { median, percentile } from "../lib/stats.mjs";
+import { measureStoreContention, renderStoreContention, withShareOfLimit } from "../lib/store-contention.mjs";
 import { handoff, sequential } from "../lib/store-loops.mjs";
 
 const CONFIG = QUICK
   ? { rounds: 2, opsPerRound: 100, handoffReps: 20 }
   : { rounds: 5, opsPerRound: 400, handoffReps: 100 };
 
+/** The contender of the contended rows, on `cluster`: each session its own client. */
+function contendedContenders(cluster) {
+  return [
+    {
+      id: "etcd",
+      label: "EtcdLocker",
+      open() {
+        const client = cluster.client();
+        const locker = new EtcdLocker(client);
+        return {
+          lock: (key) => locker.lock(undefined, key),
+          close: async () => {
+            await locker.close();
+            client.close();
+          },
+        };
+      },
+    },
+  ];
+}
+
 /** Runs the scenario; `context.port` is the benchmark's Redis. */
 export async function runEtcd(context) {
+  const log = context.log ?? (() => undefined);
   const cluster = await EtcdCluster.start();
   onCleanup(() => cluster.killSync());
   const clients = [cluster.client(), cluster.client(), cluster.client()];
@@ -76,6 +102,10 @@ export async function runEtcd(context) {
     }
     await lease.revoke();
     await Promise.all([redisA.close(), redisB.close(), etcdA.close(), etcdB.close()]);
+    const contended = withShareOfLimit(
+      await measureStoreContention(contendedContenders(cluster), "contended", (line) => log(`etcd: ${line}`)),
+      median(samples.etcd.latency),
+    );
     const status = await raw.maintenance.status();
     return {
       etcdVersion: status.version,
@@ -94,6 +124,7 @@ export async function runEtcd(context) {
         p99Us: percentile(values, 99) * 1000,
         reps: values.length,
       })),
+      contended,
     };
   } finally {
     for (const client of redisClients) client.disconnect();
@@ -117,6 +148,7 @@ export function renderEtcd(results) {
     "| hand-off (B in same process, its own locker) | p50 | p99 | reps |",
     "| --- | --- | --- | --- |",
     ...results.handoff.map((r) => `| ${r.label} | ${us(r.p50Us)} | ${us(r.p99Us)} | ${r.reps} |`),
+    ...(results.contended === undefined ? [] : ["", ...renderStoreContention(results.contended)]),
   ];
   return lines.join("\n");
 }

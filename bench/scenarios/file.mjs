@@ -12,6 +12,8 @@
  *   (bench/file-worker.mjs, timed on the shared epoch clock). FileLocker's B wakes on the release
  *   through fs.watch; proper-lockfile cannot wait for a release, so its B polls (every 1 ms and
  *   every 25 ms).
+ * - Contended (bench/lib/store-contention.mjs): 8 workers on one key in the OS temporary
+ *   directory, each with its own FileLocker, beside proper-lockfile polling every 1 ms.
  *
  * Run it alone: `BENCH_ONLY=file BENCH_QUICK=1 node bench/run.mjs` (after npm run build).
  */
@@ -25,6 +27,7 @@ import { FILE_CONTENDERS } from "../lib/file-contenders.mjs";
 import { int, num, table } from "../lib/format.mjs";
 import { WorkerProcess } from "../lib/rpc.mjs";
 import { median, percentile } from "../lib/stats.mjs";
+import { measureStoreContention, renderStoreContention, withShareOfLimit } from "../lib/store-contention.mjs";
 import { now } from "../lib/timing.mjs";
 import { clockOffset, localRep, remoteRep } from "./handoff.mjs";
 
@@ -175,9 +178,21 @@ export async function runFile({ log }) {
       }
       log(`file: hand-off round ${round + 1}/${CONFIG.rounds} done`);
     }
+    // Contended: 8 workers on one key in the OS temporary directory, each its own locker.
+    const contenders = [FILE_CONTENDERS.globallock, FILE_CONTENDERS["proper-lockfile-1ms"]].map((c) => ({
+      id: c.id,
+      label: c.label,
+      open: () => c.open(directory),
+    }));
+    const tPairMs = uncontended[0]?.rows.find((r) => r.id === "globallock")?.p50Ms ?? Number.NaN;
+    const contended = withShareOfLimit(
+      await measureStoreContention(contenders, "contended", (line) => log(`file: ${line}`)),
+      tPairMs,
+    );
     return {
       config: CONFIG,
       directory,
+      contended,
       clockOffsetMs: clock.offset,
       uncontended,
       handoff: HANDOFF.map((variant) => {
@@ -241,5 +256,6 @@ export function renderFile(s) {
       ["contender", "reps", "p50 (ms)", "p99 (ms)", "max (ms)"],
       s.handoff.map((r) => [r.label, int(r.reps), num(r.p50Ms), num(r.p99Ms), num(r.maxMs)]),
     ),
+    ...(s.contended === undefined ? [] : ["", ...renderStoreContention(s.contended)]),
   ].join("\n");
 }

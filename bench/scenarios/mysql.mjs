@@ -10,6 +10,9 @@
  *   waits in lock(); A releases at t0 (just before calling release), B's lock resolves at t1;
  *   latency t1 − t0. Once with B's probes (the default), once with `watchConnections: 0` (B only
  *   polls: jittered backoff from 50 ms).
+ * - Contended (bench/lib/store-contention.mjs): 8 workers on one key, each with its own
+ *   MySqlLocker (a pool of its own), beside the raw floor: a blocking `GET_LOCK(name, 60)` on a
+ *   dedicated connection per worker (the server's own wait queue) and `RELEASE_LOCK(name)`.
  *
  * It starts its own MariaDB (support/mariadb-server.mjs: a temp dir, a free loopback port) and
  * stops it at the end. Rounds interleave the contenders. Runnable alone:
@@ -21,6 +24,7 @@ import { MariaDbServer, mariaDbVersion } from "../../support/mariadb-server.mjs"
 import { onCleanup } from "../lib/cleanup.mjs";
 import { QUICK } from "../lib/config.mjs";
 import { median, percentile } from "../lib/stats.mjs";
+import { measureStoreContention, renderStoreContention, withShareOfLimit } from "../lib/store-contention.mjs";
 import { handoff, sequential } from "../lib/store-loops.mjs";
 
 const CONFIG = QUICK
@@ -35,8 +39,49 @@ const LEASE_TAKE = `INSERT INTO bench_leases (name, token, expires_at) VALUES (?
   expires_at = IF(expires_at < NOW(3), VALUES(expires_at), expires_at)`;
 const LEASE_DROP = "DELETE FROM bench_leases WHERE name = ? AND token = ?";
 
+/** The contenders of the contended rows, on `server`: each session its own pool. */
+function contendedContenders(server) {
+  return [
+    {
+      id: "mysql",
+      label: "MySqlLocker",
+      open() {
+        const made = server.pool({ connectionLimit: 4 });
+        const locker = new MySqlLocker(made);
+        return {
+          lock: (key) => locker.lock(undefined, key),
+          close: async () => {
+            await locker.close();
+            await made.end();
+          },
+        };
+      },
+    },
+    {
+      id: "get-lock-blocking",
+      label: "raw floor: GET_LOCK (blocking) + RELEASE_LOCK, a connection per worker",
+      async open() {
+        const made = server.pool({ connectionLimit: 1 });
+        const connection = await made.getConnection();
+        return {
+          async lock(key) {
+            const [rows] = await connection.query("SELECT GET_LOCK(?, 60) AS ok", [key]);
+            if (rows[0]?.ok !== 1) return undefined;
+            return () => connection.query("SELECT RELEASE_LOCK(?)", [key]);
+          },
+          close: async () => {
+            connection.release();
+            await made.end();
+          },
+        };
+      },
+    },
+  ];
+}
+
 /** Runs the scenario. */
-export async function runMySql() {
+export async function runMySql(context = {}) {
+  const log = context.log ?? (() => undefined);
   const server = await MariaDbServer.start();
   onCleanup(() => server.killSync());
   const pools = [];
@@ -90,6 +135,10 @@ export async function runMySql() {
     raw.release();
     await Promise.all([lockerA.close(), lockerB.close(), pollerB.close()]);
     const floor = median(samples["get-lock"].latency);
+    const contended = withShareOfLimit(
+      await measureStoreContention(contendedContenders(server), "contended", (line) => log(`mysql: ${line}`)),
+      median(samples.mysql.latency),
+    );
     return {
       mariaDbVersion: mariaDbVersion(),
       config: CONFIG,
@@ -108,6 +157,7 @@ export async function runMySql() {
         p99Us: percentile(values, 99) * 1000,
         reps: values.length,
       })),
+      contended,
     };
   } finally {
     await Promise.allSettled(pools.map((made) => made.end()));
@@ -133,6 +183,7 @@ export function renderMySql(results) {
     "| hand-off (B: another locker, its own pool) | p50 | p99 | reps |",
     "| --- | --- | --- | --- |",
     ...results.handoff.map((r) => `| ${r.label} | ${us(r.p50Us)} | ${us(r.p99Us)} | ${r.reps} |`),
+    ...(results.contended === undefined ? [] : ["", ...renderStoreContention(results.contended)]),
   ];
   return lines.join("\n");
 }

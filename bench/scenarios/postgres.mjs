@@ -6,6 +6,9 @@
  *   `pg.Pool` of its own).
  * - Hand-off: A holds, B (another locker: its own connection) waits in lock(); A releases at t0
  *   (just before calling release), B's lock resolves at t1; latency t1 − t0. B in this process.
+ * - Contended (bench/lib/store-contention.mjs): 8 workers on one key, each with its own
+ *   PostgresLocker (a pool of its own), beside the raw floor: a blocking `pg_advisory_lock` on a
+ *   dedicated connection per worker (PostgreSQL's own wait queue) and `pg_advisory_unlock`.
  * - Connection models (the issue's "measure both and pick"): the raw statements of a lock +
  *   release on PostgreSQL, (a) a dedicated connection per lock (pool.connect, pg_try_advisory_lock,
  *   pg_advisory_unlock, client.release) and (b) one connection multiplexing every key (the two
@@ -21,6 +24,7 @@ import { PostgresServer } from "../../support/postgres-server.mjs";
 import { onCleanup } from "../lib/cleanup.mjs";
 import { QUICK } from "../lib/config.mjs";
 import { median, percentile } from "../lib/stats.mjs";
+import { measureStoreContention, renderStoreContention, withShareOfLimit } from "../lib/store-contention.mjs";
 import { handoff, sequential } from "../lib/store-loops.mjs";
 import { now } from "../lib/timing.mjs";
 
@@ -42,9 +46,52 @@ async function concurrent(lockOnce, concurrency, ops) {
 
 const LOCK = "SELECT pg_try_advisory_lock($1::bigint) AS ok";
 const UNLOCK = "SELECT pg_advisory_unlock($1::bigint) AS ok";
+/** The raw contended floor's key: waits in PostgreSQL's own queue. */
+const BLOCKING_LOCK = "SELECT pg_advisory_lock($1::bigint)";
+const CONTENDED_KEY_ID = 4242;
+
+/** The contenders of the contended rows, on `server`: each session its own pool. */
+function contendedContenders(server) {
+  return [
+    {
+      id: "postgres",
+      label: "PostgresLocker",
+      open() {
+        const made = server.pool({ max: 4 });
+        const locker = new PostgresLocker(made);
+        return {
+          lock: (key) => locker.lock(undefined, key),
+          close: async () => {
+            await locker.close();
+            await made.end();
+          },
+        };
+      },
+    },
+    {
+      id: "pg-raw-blocking",
+      label: "raw floor: pg_advisory_lock (blocking) + pg_advisory_unlock, a connection per worker",
+      async open() {
+        const made = server.pool({ max: 1 });
+        const client = await made.connect();
+        return {
+          async lock() {
+            await client.query(BLOCKING_LOCK, [CONTENDED_KEY_ID]);
+            return () => client.query(UNLOCK, [CONTENDED_KEY_ID]);
+          },
+          close: async () => {
+            client.release();
+            await made.end();
+          },
+        };
+      },
+    },
+  ];
+}
 
 /** Runs the scenario; `context.port` is the benchmark's Redis. */
 export async function runPostgres(context) {
+  const log = context.log ?? (() => undefined);
   const server = await PostgresServer.start();
   onCleanup(() => server.killSync());
   const pools = [];
@@ -111,6 +158,11 @@ export async function runPostgres(context) {
       handoffs.postgres.push(...(await handoff(pgA, pgB, Math.ceil(CONFIG.handoffReps / CONFIG.rounds))));
     }
     rawClient.release();
+    const tPairMs = median(samples.postgres.latency);
+    const contended = withShareOfLimit(
+      await measureStoreContention(contendedContenders(server), "contended", (line) => log(`postgres: ${line}`)),
+      tPairMs,
+    );
     // Connections each model needs to hold 50 locks at once.
     const connectionsFor50 = { dedicated: 50, multiplexed: 1 };
     await Promise.all([redisA.close(), redisB.close(), pgA.close(), pgB.close()]);
@@ -134,6 +186,7 @@ export async function runPostgres(context) {
         reps: values.length,
       })),
       connectionsFor50,
+      contended,
     };
   } finally {
     for (const client of redisClients) client.disconnect();
@@ -162,6 +215,7 @@ export function renderPostgres(results) {
     ...results.handoff.map((r) => `| ${r.label} | ${us(r.p50Us)} | ${us(r.p99Us)} | ${r.reps} |`),
     "",
     `Pool connections to hold 50 locks: dedicated ${results.connectionsFor50.dedicated}, multiplexed ${results.connectionsFor50.multiplexed} (PostgresLocker multiplexes).`,
+    ...(results.contended === undefined ? [] : ["", ...renderStoreContention(results.contended)]),
   ];
   return lines.join("\n");
 }
