@@ -37,6 +37,8 @@ const NO_HAND_OFF = "a MySQL GET_LOCK lock belongs to the connection that took i
  *   confirming it, since the server ends a connection idle for `expiry`: `wait_timeout`), so an
  *   extension is one `DO 1` per batch that renews every lease of the batch; a connection that
  *   ended loses every lease on it at once.
+ * - Waiting: probes queue in a waiting room per key, and only its head waits for the key itself
+ *   (see `ProbeWatcher`).
  * - Fencing tokens: a counter row per lock name, bumped on the lock connection after `GET_LOCK`
  *   succeeded, so only while the lock is held.
  */
@@ -166,8 +168,8 @@ class MySqlBackend implements StoreBackend {
 
   /**
    * Who holds `resource` (the holding connection's owner row) and how many sessions wait for it in
-   * `GET_LOCK` (this process's probes and anyone's blocking calls, as far as the processlist
-   * shows them to this user). Reads only.
+   * `GET_LOCK` on its name or its waiting room, whose name contains it (this process's probes and
+   * anyone's blocking calls, as far as the processlist shows them to this user). Reads only.
    */
   async inspect(resource: string): Promise<StoredView> {
     const session = await this.#connect(resource);
