@@ -1,5 +1,5 @@
 /**
- * The other process of scenario 10's hand-off (bench/scenarios/file.mjs), forked by it: hosts the
+ * The other process of scenario 11's hand-off (bench/scenarios/file.mjs), forked by it: hosts the
  * waiting side B of a file-lock contender. Times are epoch ms (one clock for every process).
  */
 import { FILE_CONTENDERS } from "./lib/file-contenders.mjs";

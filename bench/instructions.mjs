@@ -40,7 +40,7 @@
  * The file modes — `file` (FileLocker with its default `syncCalls: "auto"`: on a local file
  * system, calls on the event loop), `file-pool` (`syncCalls: false`: every call through libuv's
  * thread pool) and `proper-lockfile` (its `lock(path, { realpath: false,
- * retries: 0 })` and the release it returns, the peer of scenario 10) — also report file-system
+ * retries: 0 })` and the release it returns, the peer of scenario 11) — also report file-system
  * calls and all system calls per pair, counted by `strace -f -c` (every thread, libuv's pool
  * included) on two more runs without valgrind, as (S(2n) − S(n)) / n. File-system calls are those
  * of {@link FS_CALLS}: each is one trip through libuv's thread pool for an asynchronous call.

@@ -1,5 +1,5 @@
 /**
- * The lockers of scenario 10 (bench/scenarios/file.mjs), each opened on a lock directory as a
+ * The lockers of scenario 11 (bench/scenarios/file.mjs), each opened on a lock directory as a
  * session with `lock(key) → release` and `close()`:
  *
  * - globallock's FileLocker (default options: expiry 30 s; waiters wake on release via fs.watch;

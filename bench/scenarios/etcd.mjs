@@ -1,5 +1,5 @@
 /**
- * Scenario 11: EtcdLocker beside RedisLocker, in the same run.
+ * Scenario 12: EtcdLocker beside RedisLocker, in the same run.
  *
  * - Uncontended: sequential lock + release on one key; p50/p99 of one acquire + release and ops/s,
  *   for RedisLocker (default options, its own connection), EtcdLocker (default options, an
@@ -139,7 +139,7 @@ const perSec = (value) => (value === undefined ? "–" : `${Math.round(value).to
 /** The scenario's Markdown section. */
 export function renderEtcd(results) {
   const lines = [
-    `## 11. etcd beside Redis (etcd ${results.etcdVersion}, one node)`,
+    `## 12. etcd beside Redis (etcd ${results.etcdVersion}, one node)`,
     "",
     "| contender | acquire + release p50 | p99 | ops/s (sequential) |",
     "| --- | --- | --- | --- |",

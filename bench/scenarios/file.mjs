@@ -1,5 +1,5 @@
 /**
- * Scenario 10: globallock's FileLocker against proper-lockfile, in the same run, on one lock
+ * Scenario 11: globallock's FileLocker against proper-lockfile, in the same run, on one lock
  * directory under the OS temporary directory (no server).
  *
  * - Uncontended: sequential lock + release on one key, a timed loop per contender per round
@@ -78,7 +78,7 @@ async function uncontendedLoop(session, key, durationMs, maxOps) {
 }
 
 /**
- * Runs scenario 10.
+ * Runs scenario 11.
  * @param {{ log: (line: string) => void }} context
  */
 export async function runFile({ log }) {
@@ -223,10 +223,10 @@ async function fileSystemName(directory) {
   return FILE_SYSTEM_NAMES.get(type) ?? `file system 0x${type.toString(16)}`;
 }
 
-/** The report section of scenario 10. */
+/** The report section of scenario 11. */
 export function renderFile(s) {
   return [
-    "## 10. Lock files on one host: FileLocker vs proper-lockfile",
+    "## 11. Lock files on one host: FileLocker vs proper-lockfile",
     "",
     `A lock directory under the OS temporary directory (and one in ${SHM}, tmpfs, for the uncontended loop), no server. Uncontended: sequential lock + release on one key, ${s.config.rounds} interleaved rounds of ${s.config.durationMs} ms per contender; ops/s is the median over rounds, p50/p99 of one lock + release are pooled; "÷ proper-lockfile" is the median of the per-round ratios. FileLocker's default, \`syncCalls: "auto"\`, calls the file system on the event loop on tmpfs and through libuv's thread pool on a disk; \`syncCalls: false\` always through the thread pool. The raw floor makes the 4 calls of a FileLocker lock + release through the thread pool (mkdir of the entry, rename onto the lock, rename of the entry out, rmdir of the emptied lock not waited for) and nothing else: what any locker on those calls pays.`,
     "",
