@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LockLostError, MySqlLocker, StoreUnavailableError, UnsupportedError } from "../src/index.js";
 import { lockName } from "../src/mysql/keys.js";
+import { roomName } from "../src/mysql/probe-watcher.js";
 import { freePort } from "../support/mariadb-server.mjs";
 import { uniqueKey, whenAborted } from "./contract.js";
 import { MySqlFixture } from "./helpers/mysql-harness.js";
@@ -94,6 +95,32 @@ describe("MySqlLocker faults", () => {
     // Probes that all waited for the key passed it among themselves: seven of them at once here.
     expect(most.length).toBeGreaterThan(0);
     expect(Math.max(...most)).toBeLessThanOrEqual(1);
+  });
+
+  it("a session that holds a key's waiting room and never moves blocks nobody: waiters still get the key by their poll", async () => {
+    const key = uniqueKey("my-stuck-room");
+    const name = lockName(`globallock:${key}`);
+    const pool = fixture.pool(1);
+    const stuck = await pool.getConnection();
+    try {
+      // A waiter that stopped while it held the room (a paused process): its session keeps it.
+      const [rows] = await stuck.query("SELECT GET_LOCK(?, 0) AS ok", [roomName(name)]);
+      expect((rows as Array<{ ok: number }>)[0]?.ok).toBe(1);
+      const holder = fixture.locker();
+      const waiter = fixture.locker({ backoff: { min: 50, max: 200 } });
+      const lease = await holder.acquire(undefined, key);
+      const waiting = waiter.acquire(AbortSignal.timeout(10_000), key);
+      await untilWaiting(waiter, 1);
+      await lease.release();
+      // Nobody's probe waits on the key itself (the room never came free), yet the poll takes it.
+      const next = await waiting;
+      next.assertHeld();
+      await next.release();
+    } finally {
+      await stuck.query("DO RELEASE_ALL_LOCKS()");
+      stuck.release();
+      await pool.end();
+    }
   });
 
   it("a server down: typed errors; after its restart the locker reconnects and fencing tokens keep rising", async () => {
