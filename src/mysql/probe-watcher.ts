@@ -3,8 +3,14 @@ import { lockName } from "./keys.js";
 import { checkOut } from "./session.js";
 import type { MySqlPool, MySqlPoolConnection } from "./types.js";
 
-/** How long one probe's `GET_LOCK` waits before it asks again, in seconds. */
+/** How long one probe's `GET_LOCK` on the key waits before it asks again, in seconds. */
 const PROBE_WAIT_S = 30;
+
+/**
+ * How long a probe's `GET_LOCK` on the waiting room waits before it asks again, in seconds: long,
+ * as asking again puts it at the back of the line (it is cancelled with `KILL QUERY` anyway).
+ */
+const ROOM_WAIT_S = 3600;
 
 /**
  * How long a probe that woke its waiters waits to hear how their try went before it looks at the
@@ -182,12 +188,12 @@ export class ProbeWatcher implements ReleaseWatcher {
       while (!stopped()) {
         if (!probe.head) {
           // In line: the server grants the room in arrival order.
-          if ((await this.#getLock(probe, connection, room, sent)) !== 1) continue; // timed out, or killed
+          if ((await this.#getLock(probe, connection, room, ROOM_WAIT_S, sent)) !== 1) continue; // timed out, or killed
           clean = false;
           probe.head = true;
           continue;
         }
-        if ((await this.#getLock(probe, connection, name, sent)) !== 1) continue;
+        if ((await this.#getLock(probe, connection, name, PROBE_WAIT_S, sent)) !== 1) continue;
         await connection.query("DO RELEASE_LOCK(?)", [name]);
         if (stopped()) break;
         const verdict = await this.#wake(probe);
@@ -216,13 +222,19 @@ export class ProbeWatcher implements ReleaseWatcher {
   }
 
   /**
-   * `GET_LOCK(lock, PROBE_WAIT_S)` on the probe's connection: 1 granted, 0 timed out, null killed.
-   * Calls `sent` once the statement is on its way.
+   * `GET_LOCK(lock, waitS)` on the probe's connection: 1 granted, 0 timed out, null killed. Calls
+   * `sent` once the statement is on its way.
    */
-  async #getLock(probe: Probe, connection: MySqlPoolConnection, lock: string, sent: () => void): Promise<unknown> {
+  async #getLock(
+    probe: Probe,
+    connection: MySqlPoolConnection,
+    lock: string,
+    waitS: number,
+    sent: () => void,
+  ): Promise<unknown> {
     probe.blocking = true;
     try {
-      const granted = connection.query("SELECT GET_LOCK(?, ?) AS ok", [lock, PROBE_WAIT_S]);
+      const granted = connection.query("SELECT GET_LOCK(?, ?) AS ok", [lock, waitS]);
       sent();
       const [rows] = await granted;
       return (rows as Array<{ ok: unknown }>)[0]?.ok;
