@@ -19,6 +19,7 @@ import { CONFIG, QUICK } from "./lib/config.mjs";
 import { cpuInfo, pinSelf } from "./lib/cpu.mjs";
 import { connectClient } from "./lib/redis-client.mjs";
 import { redisServerVersion, startServer } from "./lib/redis-server.mjs";
+import { watchForStalls } from "./lib/stall-watch.mjs";
 import { median, percentile } from "./lib/stats.mjs";
 import { computeTargets } from "./lib/targets.mjs";
 import { now } from "./lib/timing.mjs";
@@ -52,7 +53,11 @@ const RUNNERS = {
 const SCENARIOS = Object.keys(RUNNERS);
 const RESULTS_DIR = fileURLToPath(new URL("./results/", import.meta.url));
 
-const log = (line) => process.stderr.write(`bench: ${line}\n`);
+const stalls = watchForStalls((line) => process.stderr.write(`bench: ${line}\n`));
+const log = (line) => {
+  stalls.progress();
+  process.stderr.write(`bench: ${line}\n`);
+};
 
 /** Installed version of a dependency, read from its package.json. */
 function versionOf(name) {
