@@ -97,6 +97,47 @@ describe("MySqlLocker faults", () => {
     expect(Math.max(...most)).toBeLessThanOrEqual(1);
   });
 
+  it("three lockers with three callers each on one key all get through, in turn, and leave no probe or room behind", async () => {
+    const key = uniqueKey("my-crowd-shared");
+    const name = lockName(`globallock:${key}`);
+    const lockers = Array.from({ length: 3 }, () => fixture.locker());
+    let inside = 0;
+    let overlaps = 0;
+    let sections = 0;
+    await Promise.all(
+      lockers.flatMap((locker) =>
+        Array.from({ length: 3 }, async () => {
+          for (let section = 0; section < 4; section++) {
+            const release = await locker.lock(undefined, key);
+            inside += 1;
+            if (inside > 1) overlaps += 1;
+            await new Promise((resolve) => setTimeout(resolve, 2));
+            inside -= 1;
+            sections += 1;
+            await release();
+          }
+        }),
+      ),
+    );
+    expect(sections).toBe(36);
+    expect(overlaps).toBe(0);
+    // Every probe left the room and gave its connection back: nobody holds or waits for either lock.
+    await eventually(
+      async () =>
+        (
+          await fixture.server.query<{ n: number }>(
+            "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE STATE = 'User lock' AND LOCATE(?, INFO) > 0",
+            [name],
+          )
+        )[0]?.n === 0,
+    );
+    const [row] = await fixture.server.query<{ key: unknown; room: unknown }>(
+      "SELECT IS_USED_LOCK(?) AS `key`, IS_USED_LOCK(?) AS room",
+      [name, roomName(name)],
+    );
+    expect(row).toEqual({ key: null, room: null });
+  });
+
   it("a session that holds a key's waiting room and never moves blocks nobody: waiters still get the key by their poll", async () => {
     const key = uniqueKey("my-stuck-room");
     const name = lockName(`globallock:${key}`);
