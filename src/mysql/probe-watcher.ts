@@ -184,6 +184,11 @@ export class ProbeWatcher implements ReleaseWatcher {
     /** The connection holds no lock (a probe holding the room, or granted the key, is not clean). */
     let clean = true;
     const stopped = (): boolean => probe.cancelled || this.#host.closing();
+    const leaveRoom = async (): Promise<void> => {
+      probe.head = false;
+      await connection.query("DO RELEASE_LOCK(?)", [room]);
+      clean = true;
+    };
     try {
       while (!stopped()) {
         if (!probe.head) {
@@ -199,15 +204,9 @@ export class ProbeWatcher implements ReleaseWatcher {
         const verdict = await this.#wake(probe);
         if (verdict !== "acquired") continue; // held elsewhere again (or no answer): wait for the key again
         // Taken here: the next locker in line becomes the head; queue again at the back.
-        probe.head = false;
-        await connection.query("DO RELEASE_LOCK(?)", [room]);
-        clean = true;
+        await leaveRoom();
       }
-      if (probe.head) {
-        probe.head = false;
-        await connection.query("DO RELEASE_LOCK(?)", [room]);
-        clean = true;
-      }
+      if (probe.head) await leaveRoom();
     } catch {
       // A killed statement may have left a lock here, or the connection failed.
       clean = false;
