@@ -235,6 +235,32 @@ export function lockerContract(name: string, setup: () => Promise<LockerHarness>
       await releaseB();
     });
 
+    it("eight lockers of one store, two callers each, on one key all get through, never two at once", async () => {
+      const first = await fresh();
+      const lockers = [first, ...(await Promise.all(Array.from({ length: 7 }, () => harness.peer(first))))];
+      const key = uniqueKey("crowd");
+      let inside = 0;
+      let overlaps = 0;
+      const done = lockers.map(() => 0);
+      await Promise.all(
+        lockers.flatMap((l, index) =>
+          [0, 1].map(async () => {
+            for (let section = 0; section < 3; section++) {
+              const release = await l.lock(AbortSignal.timeout(20_000), key);
+              inside += 1;
+              if (inside > 1) overlaps += 1;
+              await tick(1);
+              inside -= 1;
+              done[index] = (done[index] ?? 0) + 1;
+              await release();
+            }
+          }),
+        ),
+      );
+      expect(overlaps).toBe(0);
+      expect(done).toEqual(lockers.map(() => 6));
+    });
+
     it("is not re-entrant: a second lock from the same caller waits", async () => {
       const l = await fresh();
       const key = uniqueKey();
