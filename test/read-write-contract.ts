@@ -159,6 +159,42 @@ export function readWriteContract(name: string, setup: () => Promise<ReadWriteHa
       expect(waited).toBeLessThan(5000);
     });
 
+    it("six lockers, each with a writer and two readers looping on one key, all get through, woken by releases: a writer alone, readers only with readers", async () => {
+      // Safety-net polls so slow that a wake-up lost on the way shows as a timeout.
+      const first = await harness.create({ wakeOnly: true });
+      const lockers = [
+        first,
+        ...(await Promise.all(Array.from({ length: 5 }, () => harness.peer(first, { wakeOnly: true })))),
+      ];
+      const key = uniqueKey("rw-crowd");
+      let writers = 0;
+      let readers = 0;
+      let breaches = 0;
+      let sections = 0;
+      const check = (): void => {
+        if (writers > 1 || (writers === 1 && readers > 0)) breaches += 1;
+      };
+      await Promise.all(
+        lockers.flatMap((rw) =>
+          (["write", "read", "read"] as const).map(async (view) => {
+            for (let section = 0; section < 3; section++) {
+              const lease = await rw[view].acquire(AbortSignal.timeout(20_000), key);
+              if (view === "write") writers += 1;
+              else readers += 1;
+              check();
+              await sleep(1);
+              if (view === "write") writers -= 1;
+              else readers -= 1;
+              sections += 1;
+              await lease.release();
+            }
+          }),
+        ),
+      );
+      expect(breaches).toBe(0);
+      expect(sections).toBe(54);
+    });
+
     it("wakes a queued writer on the last reader's release, not on a polling interval", async () => {
       const rw = await harness.create({ wakeOnly: true });
       const other = await harness.peer(rw, { wakeOnly: true });

@@ -168,8 +168,11 @@ class PostgresBackend implements StoreBackend {
     const blocked = shared ? taken < 0 : taken !== 0;
     if (blocked && !join) return this.#held(join, weight, performance.now());
     const { writers, readers } = rwMarkers(resource);
+    // A waiter here that this one lets go first (a writer, for a reader not marked ahead of writers;
+    // a reader ahead of writers, for a writer): the try cannot take the key.
+    const defers = shared ? !marked && this.#waitingHere(resource, true) : this.#waitingHere(resource, false);
     const [statement, values] = shared
-      ? [READ, [id, ...writers, ...readers, marked, join, this.#waitingHere(resource, true), blocked]]
+      ? [READ, [id, ...writers, ...readers, marked, join, defers, blocked]]
       : [
           WRITE,
           [
@@ -180,17 +183,23 @@ class PostgresBackend implements StoreBackend {
             marked,
             fencing,
             fencing ? this.#options.fencingSequence : null,
-            this.#waitingHere(resource, false),
+            defers,
             blocked,
           ],
         ];
-    if (!blocked) session.resources.set(resource, shared ? taken + 1 : -1);
+    // A try that may take the key counts it as taken here while in flight: a second try sent
+    // meanwhile misses without asking (two tries on one session would both succeed). One that
+    // defers does not: it would make the try it lets go first miss, and nothing would wake that
+    // waiter again — a locker's queued writer and the reader it let go first both tried on every
+    // wake-up, the writer's try made the reader's miss, and they waited for the safety net's poll.
+    const marks = !blocked && !defers;
+    if (marks) session.resources.set(resource, shared ? taken + 1 : -1);
     const sentAt = performance.now();
     let row: Row | undefined;
     try {
       [row] = await this.#sequence.run<Row>(session, resource, statement, values);
     } finally {
-      if (!blocked && row?.ok !== true) this.#untake(session, resource, shared);
+      if (marks && row?.ok !== true) this.#untake(session, resource, shared);
     }
     if (row?.ok === true) this.#queued.delete(intent.waiterId);
     else if (!marked && (shared ? row?.marked === true : join)) {
