@@ -100,6 +100,35 @@ export function semaphoreContract(name: string, setup: () => Promise<SemaphoreHa
       await all?.release();
     });
 
+    it("six semaphores, three callers each of weights 1-3, looping on one key, all get through, woken by releases, within the limit", async () => {
+      const limit = 4;
+      // Safety-net polls so slow that a wake-up lost on the way shows as a timeout.
+      const first = await harness.create({ limit, wakeOnly: true });
+      const lockers = [
+        first,
+        ...(await Promise.all(Array.from({ length: 5 }, () => harness.peer(first, { wakeOnly: true })))),
+      ];
+      const key = uniqueKey("sem-crowd");
+      const checker = new PermitChecker(limit);
+      let sections = 0;
+      await Promise.all(
+        lockers.flatMap((locker) =>
+          [1, 2, 3].map(async (weight) => {
+            for (let section = 0; section < 3; section++) {
+              const lease = await locker.acquire(AbortSignal.timeout(20_000), key, { weight });
+              checker.enter(weight);
+              await sleep(1);
+              checker.leave(weight);
+              sections += 1;
+              await lease.release();
+            }
+          }),
+        ),
+      );
+      expect(sections).toBe(54);
+      expect(checker.peak).toBeLessThanOrEqual(limit);
+    });
+
     it("respects weights: with limit 4, two weight-2 holders leave no room for weight 1", async () => {
       const a = await harness.create({ limit: 4 });
       const b = await harness.peer(a);
