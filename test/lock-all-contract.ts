@@ -52,6 +52,46 @@ export function lockAllSuite(name: string, setup: () => Promise<LockerHarness>):
       }
     });
 
+    it("six lockers, two callers each, taking overlapping pairs of four keys, all get through, woken by releases, one holder per key", async () => {
+      // Safety-net polls so slow that a wake-up lost on the way shows as a timeout.
+      const first = await harness.create({ wakeOnly: true });
+      const lockers = [
+        first,
+        ...(await Promise.all(Array.from({ length: 5 }, () => harness.peer(first, { wakeOnly: true })))),
+      ];
+      const keys = [uniqueKey("all-w"), uniqueKey("all-x"), uniqueKey("all-y"), uniqueKey("all-z")];
+      const holders = new Map<string, number>(keys.map((key) => [key, 0]));
+      let breaches = 0;
+      let rounds = 0;
+      await Promise.all(
+        lockers.flatMap((locker, index) =>
+          [0, 1].map(async (caller) => {
+            for (let round = 0; round < 3; round++) {
+              // Pairs that overlap, in either order.
+              const at = (index + caller + round) % keys.length;
+              const pair = [keys[at], keys[(at + 1 + caller) % keys.length]] as string[];
+              const release = await lockAll(
+                locker,
+                AbortSignal.timeout(20_000),
+                round % 2 === 0 ? pair : pair.reverse(),
+              );
+              for (const key of pair) {
+                const count = (holders.get(key) ?? 0) + 1;
+                holders.set(key, count);
+                if (count > 1) breaches += 1;
+              }
+              await sleep(1);
+              for (const key of pair) holders.set(key, (holders.get(key) ?? 1) - 1);
+              rounds += 1;
+              await release();
+            }
+          }),
+        ),
+      );
+      expect(breaches).toBe(0);
+      expect(rounds).toBe(36);
+    });
+
     it("ignores duplicates and releases every key with one idempotent release", async () => {
       const l = await harness.create();
       const [k1, k2] = [uniqueKey("all"), uniqueKey("all")];
