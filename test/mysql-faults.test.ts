@@ -260,9 +260,13 @@ describe("MySqlLocker faults", () => {
     expect(view.holders).toEqual([
       { owner: "mysql-holder", mode: "exclusive", weight: 1, expiresInMs: Number.POSITIVE_INFINITY },
     ]);
+    // Two more waiting lockers: their probes wait in the key's waiting room, and count too.
+    const more = [fixture.locker(), fixture.locker()];
+    const moreWaiting = more.map((locker) => locker.lock(undefined, key));
+    await eventually(async () => (await inspector.inspect(undefined, key)).waiting === 3);
     await expect(lease.handOff()).rejects.toBeInstanceOf(UnsupportedError);
     await lease.release();
-    await (await waiting)();
+    await Promise.all([waiting, ...moreWaiting].map(async (next) => (await next)()));
   });
 
   it("docs/fencing.md's MySQL statements: a stale token's conditional update and upsert are refused", async () => {
