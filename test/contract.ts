@@ -16,6 +16,7 @@ import {
   tryLockAndDo,
   UnsupportedError,
 } from "../src/index.js";
+import { wakeOnlyCrowd } from "./helpers/crowd.js";
 import { untilWaiting } from "./helpers/wait.js";
 import { leaseFeaturesContract } from "./lease-features-contract.js";
 
@@ -236,12 +237,9 @@ export function lockerContract(name: string, setup: () => Promise<LockerHarness>
     });
 
     it("eight lockers of one store, two callers each, on one key all get through, woken by releases, never two at once", async () => {
-      // Safety-net polls so slow that a wake-up lost on the way shows as a timeout.
-      const first = await fresh({ wakeOnly: true });
-      const lockers = [
-        first,
-        ...(await Promise.all(Array.from({ length: 7 }, () => harness.peer(first, { wakeOnly: true })))),
-      ];
+      const lockers = await wakeOnlyCrowd(await fresh({ wakeOnly: true }), 8, (of, options) =>
+        harness.peer(of, options),
+      );
       const key = uniqueKey("crowd");
       let inside = 0;
       let overlaps = 0;

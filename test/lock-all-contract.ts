@@ -7,6 +7,7 @@ import { getEventListeners } from "node:events";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InvalidArgumentError, lockAll, tryLockAll } from "../src/index.js";
 import { type LockerHarness, uniqueKey } from "./contract.js";
+import { wakeOnlyCrowd } from "./helpers/crowd.js";
 import { sleep } from "./helpers/wait.js";
 
 /** Registers the `lockAll`/`tryLockAll` suite over the lockers of one harness. */
@@ -53,12 +54,9 @@ export function lockAllSuite(name: string, setup: () => Promise<LockerHarness>):
     });
 
     it("six lockers, two callers each, taking overlapping pairs of four keys, all get through, woken by releases, one holder per key", async () => {
-      // Safety-net polls so slow that a wake-up lost on the way shows as a timeout.
-      const first = await harness.create({ wakeOnly: true });
-      const lockers = [
-        first,
-        ...(await Promise.all(Array.from({ length: 5 }, () => harness.peer(first, { wakeOnly: true })))),
-      ];
+      const lockers = await wakeOnlyCrowd(await harness.create({ wakeOnly: true }), 6, (of, options) =>
+        harness.peer(of, options),
+      );
       const keys = [uniqueKey("all-w"), uniqueKey("all-x"), uniqueKey("all-y"), uniqueKey("all-z")];
       const holders = new Map<string, number>(keys.map((key) => [key, 0]));
       let breaches = 0;

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Lease, LockerClosedError, type ReadWriteLocker, UnsupportedError } from "../src/index.js";
 import { expectInvalid, uniqueKey } from "./contract.js";
+import { wakeOnlyCrowd } from "./helpers/crowd.js";
 import { overlappingHolders } from "./helpers/overlap.js";
 import { eventually, sleep } from "./helpers/wait.js";
 
@@ -160,12 +161,9 @@ export function readWriteContract(name: string, setup: () => Promise<ReadWriteHa
     });
 
     it("six lockers, each with a writer and two readers looping on one key, all get through, woken by releases: a writer alone, readers only with readers", async () => {
-      // Safety-net polls so slow that a wake-up lost on the way shows as a timeout.
-      const first = await harness.create({ wakeOnly: true });
-      const lockers = [
-        first,
-        ...(await Promise.all(Array.from({ length: 5 }, () => harness.peer(first, { wakeOnly: true })))),
-      ];
+      const lockers = await wakeOnlyCrowd(await harness.create({ wakeOnly: true }), 6, (of, options) =>
+        harness.peer(of, options),
+      );
       const key = uniqueKey("rw-crowd");
       let writers = 0;
       let readers = 0;

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Lease, type Locker, LockerClosedError, LockLostError, UnsupportedError } from "../src/index.js";
 import { expectInvalid, uniqueKey, whenAborted } from "./contract.js";
+import { wakeOnlyCrowd } from "./helpers/crowd.js";
 import { overlappingHolders } from "./helpers/overlap.js";
 import { eventually, sleep } from "./helpers/wait.js";
 
@@ -102,12 +103,9 @@ export function semaphoreContract(name: string, setup: () => Promise<SemaphoreHa
 
     it("six semaphores, three callers each of weights 1-3, looping on one key, all get through, woken by releases, within the limit", async () => {
       const limit = 4;
-      // Safety-net polls so slow that a wake-up lost on the way shows as a timeout.
-      const first = await harness.create({ limit, wakeOnly: true });
-      const lockers = [
-        first,
-        ...(await Promise.all(Array.from({ length: 5 }, () => harness.peer(first, { wakeOnly: true })))),
-      ];
+      const lockers = await wakeOnlyCrowd(await harness.create({ limit, wakeOnly: true }), 6, (of, options) =>
+        harness.peer(of, options),
+      );
       const key = uniqueKey("sem-crowd");
       const checker = new PermitChecker(limit);
       let sections = 0;
