@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LockLostError, type ReleaseFunc } from "../src/index.js";
-import { EXTEND_MANY, EXTEND_MANY_PACKED } from "../src/redis/scripts.js";
+import { EXTEND_MANY, EXTEND_MANY_PACKED, WAITERS_MARK } from "../src/redis/scripts.js";
 import { uniqueKey, whenAborted } from "./contract.js";
 import { RedisFixture } from "./helpers/redis-harness.js";
 import { eventually, sleep } from "./helpers/wait.js";
@@ -72,7 +72,7 @@ describe("batched extensions on one node", () => {
     }
   });
 
-  it("answers per lock in a packed batch: a lock whose key holds another token or is gone is lost, the others extended", async () => {
+  it("answers per lock in a packed batch: a lock whose key holds another token or is gone is lost, the others extended (marked or not)", async () => {
     const locker = fixture.locker({ expiry: 2000 });
     const admin = fixture.admin();
     const keys = keysOf(uniqueKey("batch-answers"));
@@ -83,8 +83,10 @@ describe("batched extensions on one node", () => {
       (typeof leases)[0],
       (typeof leases)[0],
     ];
-    // Before the first extension (due at about 1 s): one key now holds another token, one is gone.
+    // Before the first extension (due at about 1 s): one key now holds another token, one is gone,
+    // and one carries the waiters' mark (its own token still: extended all the same).
     await admin.set(`globallock:${keys[1]}`, "someone-else");
+    await admin.append(`globallock:${keys[3]}`, WAITERS_MARK);
     await admin.del(`globallock:${keys[2]}`);
     for (const lease of [taken, gone]) expect(await whenAborted(lease.lost)).toBeInstanceOf(LockLostError);
     await sleep(300); // the batch that found them was answered for the others too
@@ -96,6 +98,7 @@ describe("batched extensions on one node", () => {
       // Extended: more of its 2 s lease left than a lock taken 1 s ago would have without one.
       expect(await admin.pttl(`globallock:${keys[index]}`)).toBeGreaterThan(1100);
     }
+    expect(await admin.get(`globallock:${keys[3]}`)).toMatch(/\+$/);
     for (const lease of leases) await lease.release();
   });
 });

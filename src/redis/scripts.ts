@@ -157,18 +157,21 @@ return { left, registered }
 `);
 
 /**
- * One lock of an extension batch (EXTEND_MANY, EXTEND_MANY_PACKED): extended while it holds its
- * own token. Answers "1" extended, "-" held by another token, "0" gone.
+ * Lua, inlined in the loops of EXTEND_MANY and EXTEND_MANY_PACKED (a statement, not a function: a
+ * Lua call per lock cost Redis about 5% more CPU per extension round): extends lock `key` while it
+ * holds `token`, marked or not (see MARKS, written out here), and answers in `out[i]`: "1"
+ * extended, "-" held by another token, "0" gone.
  */
 const EXTEND_ONE = `
-local function extend_one(key, token, ttl)
-  local current = redis.call("get", key)
-  if holds(current, token) then
-    redis.call("pexpire", key, ttl)
-    return "1"
+  local current = call("get", key)
+  if current == token or current == token .. MARK then
+    call("pexpire", key, ttl)
+    out[i] = "1"
+  elseif current then
+    out[i] = "-"
+  else
+    out[i] = "0"
   end
-  return current and "-" or "0"
-end
 `;
 
 /**
@@ -177,14 +180,15 @@ end
  * per key, separated by spaces (tokens never contain one). Returns one character per key: "1"
  * extended, "0" gone, "-" held by another token.
  */
-export const EXTEND_MANY = defineScript(`${MARKS}${EXTEND_ONE}
+export const EXTEND_MANY = defineScript(`${MARKS}
 local ttl, tokens = ARGV[1], ARGV[2]
-local find, sub = string.find, string.sub
+local find, sub, call = string.find, string.sub, redis.call
 local out = {}
 local from = 1
 for i, key in ipairs(KEYS) do
   local stop = find(tokens, " ", from, true) or 0
-  out[i] = extend_one(key, sub(tokens, from, stop - 1), ttl)
+  local token = sub(tokens, from, stop - 1)
+${EXTEND_ONE}
   from = stop + 1
 end
 return table.concat(out)
@@ -195,16 +199,17 @@ return table.concat(out)
  * ttl, the tokens separated by spaces, the keys separated by NUL bytes (a batch with a key that
  * holds a NUL byte is sent as EXTEND_MANY). Same answer.
  */
-export const EXTEND_MANY_PACKED = defineScript(`${MARKS}${EXTEND_ONE}
+export const EXTEND_MANY_PACKED = defineScript(`${MARKS}
 local ttl, tokens, keys = ARGV[1], ARGV[2], ARGV[3]
-local find, sub = string.find, string.sub
+local find, sub, call = string.find, string.sub, redis.call
 local out = {}
 local from, at, i = 1, 1, 1
 local last = #keys
 while at <= last + 1 do
   local stop = find(tokens, " ", from, true) or 0
   local ends = find(keys, "\\0", at, true) or (last + 1)
-  out[i] = extend_one(sub(keys, at, ends - 1), sub(tokens, from, stop - 1), ttl)
+  local key, token = sub(keys, at, ends - 1), sub(tokens, from, stop - 1)
+${EXTEND_ONE}
   from, at, i = stop + 1, ends + 1, i + 1
 end
 return table.concat(out)
