@@ -5,7 +5,7 @@ import { noopRelease } from "../internal/release-func.js";
 import { type AcquireCall, type LockCall, TracedLocker } from "../internal/traced-locker.js";
 import { checkWeight, DEFAULT_ACQUIRE_OPTIONS, type ResolvedAcquireOptions } from "../internal/validate.js";
 import type { AdoptOptions, HolderInfo, Lease, Locker, LockInfo, ReleaseFunc } from "../locker.js";
-import { Acquisition, type AcquisitionOwner } from "./acquisition.js";
+import type { AcquisitionOwner } from "./acquisition.js";
 import type { StoredHolder } from "./backend.js";
 import { decodeHandOff } from "./hand-off-handle.js";
 import type { LeaseKeeperStats } from "./lease-keeper.js";
@@ -144,8 +144,14 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
     if (this.unready) return this.#lockWhenReady(signal, key, probe);
     try {
       this.#engine.checkCall(signal, key);
-      const obtained = this.#engine.obtain({ signal, key, request: this.defaultRequest, owner: this.#owner, probe });
-      return obtained instanceof Acquisition ? Promise.resolve(obtained.releaser.release) : obtained.then(releaseOf);
+      const obtained = this.#engine.obtainRelease({
+        signal,
+        key,
+        request: this.defaultRequest,
+        owner: this.#owner,
+        probe,
+      });
+      return typeof obtained === "function" ? Promise.resolve(obtained) : obtained;
     } catch (error) {
       return Promise.reject(error);
     }
@@ -156,7 +162,7 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
     await this.ready([signal, key, undefined, probe]);
     this.#engine.checkCall(signal, key);
     const call = { signal, key, request: this.defaultRequest, owner: this.#owner, probe };
-    return releaseOf(await this.#engine.obtain(call));
+    return this.#engine.obtainRelease(call);
   }
 
   /** @internal */
@@ -211,9 +217,4 @@ export function holderInfo(holder: StoredHolder, mode: HolderInfo["mode"], weigh
   return fencingToken === undefined
     ? { owner, mode, weight, expiresInMs }
     : { owner, mode, weight, expiresInMs, fencingToken };
-}
-
-/** The release function of `acquisition`, handed to the caller of `lock`. */
-function releaseOf(acquisition: Acquisition): ReleaseFunc {
-  return acquisition.releaser.release;
 }

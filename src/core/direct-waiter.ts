@@ -25,50 +25,63 @@ export interface WaitCount {
  * An abort or close (see {@link closeAll}) rejects it and leaves nothing behind: the next waiter here is woken, and the
  * locker's place in the store's queue is left once nobody here waits.
  */
-export class DirectWaiter extends Waiter<LockHandle> {
+export class DirectWaiter<T = Acquisition> extends Waiter<LockHandle> {
   readonly #parts: CoreParts;
   readonly #desk: GrantDesk;
   readonly #call: AcquireCall;
   readonly #state: Key;
   readonly #count: WaitCount;
+  /** What its caller is handed for the acquisition (a lock's caller: its release function). */
+  readonly #deliver: (acquisition: Acquisition) => T;
   /** Set once it has its acquisition (or its error): it left the FIFO then. */
   #settled = false;
   /** Its outcome while nobody waits on its promise yet (the first try settled it). */
   #outcome: Acquisition | undefined;
   #error: unknown;
-  #resolve: ((acquisition: Acquisition) => void) | undefined;
+  #resolve: ((delivered: T) => void) | undefined;
   #reject: ((reason: unknown) => void) | undefined;
   #onSignal: AbortSubscription | undefined;
   /** True during its own attempt; a notification meanwhile makes it try once more. */
   #trying = false;
   #again = false;
 
-  private constructor(parts: CoreParts, desk: GrantDesk, call: AcquireCall, state: Key, count: WaitCount) {
+  private constructor(
+    parts: CoreParts,
+    desk: GrantDesk,
+    call: AcquireCall,
+    state: Key,
+    count: WaitCount,
+    deliver: (acquisition: Acquisition) => T,
+  ) {
     super();
     this.#parts = parts;
     this.#desk = desk;
     this.#call = call;
     this.#state = state;
     this.#count = count;
+    this.#deliver = deliver;
   }
 
   /**
-   * Waits for `call`'s key: joins its FIFO, tries at once when first, and returns the acquisition
-   * when that try took the key, else a promise of it (counted in `count` while it waits).
+   * Waits for `call`'s key: joins its FIFO, tries at once when first, and returns what `deliver`
+   * makes of the acquisition when that try took the key, else a promise of it (counted in `count`
+   * while it waits). The promise resolves with `deliver`'s value itself: a lock's caller, handed
+   * its release function, resumes one reaction after the grant, not two.
    */
-  static obtain(
+  static obtain<T>(
     parts: CoreParts,
     desk: GrantDesk,
     call: AcquireCall,
     count: WaitCount,
-  ): Promise<Acquisition> | Acquisition {
+    deliver: (acquisition: Acquisition) => T,
+  ): Promise<T> | T {
     const state = parts.keys.open(call.key);
     state.resource ??= parts.store.resourceOf(call.key);
-    const waiter = new DirectWaiter(parts, desk, call, state, count);
+    const waiter = new DirectWaiter(parts, desk, call, state, count, deliver);
     state.waiters.push(waiter);
     if (state.waiters.head === waiter) waiter.#try();
     if (waiter.#settled) {
-      if (waiter.#outcome !== undefined) return waiter.#outcome;
+      if (waiter.#outcome !== undefined) return deliver(waiter.#outcome);
       throw waiter.#error;
     }
     return waiter.#wait();
@@ -79,13 +92,14 @@ export class DirectWaiter extends Waiter<LockHandle> {
    * subscription to its close calls this, so that waiters need no subscription of their own).
    */
   static closeAll(keys: KeyStates<LockHandle, Registration>, reason: unknown): void {
-    for (const waiter of keys.waiters()) if (waiter instanceof DirectWaiter) waiter.#fail(reason);
+    for (const waiter of keys.waiters())
+      if (waiter instanceof DirectWaiter) (waiter as DirectWaiter<unknown>).#fail(reason);
   }
 
   /** Counts it as waiting and listens for an abort of its signal until it settles. */
-  #wait(): Promise<Acquisition> {
+  #wait(): Promise<T> {
     this.#count.waiting += 1;
-    const promise = new Promise<Acquisition>((resolve, reject) => {
+    const promise = new Promise<T>((resolve, reject) => {
       this.#resolve = resolve;
       this.#reject = reject;
     });
@@ -170,7 +184,7 @@ export class DirectWaiter extends Waiter<LockHandle> {
   #succeed(acquisition: Acquisition): void {
     this.#settle(true);
     if (this.#resolve === undefined) this.#outcome = acquisition;
-    else this.#resolve(acquisition);
+    else this.#resolve(this.#deliver(acquisition));
   }
 
   /** Aborted, closed, or its attempt failed: leaves with nothing. */

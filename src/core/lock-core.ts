@@ -20,7 +20,7 @@ import {
   resolveAdoptOptions,
 } from "../internal/validate.js";
 import { KeyStates } from "../internal/waiter.js";
-import type { AcquireOptions, AdoptOptions, Lease, Locker, ReleaseOutcome } from "../locker.js";
+import type { AcquireOptions, AdoptOptions, Lease, Locker, ReleaseFunc, ReleaseOutcome } from "../locker.js";
 import { Acquisition, type AcquisitionOwner, AcquisitionTerms } from "./acquisition.js";
 import type {
   AttemptOutcome,
@@ -250,8 +250,22 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
    */
   obtain(call: AcquireCall): Promise<Acquisition> | Acquisition {
     if (this.#counted) this.#store.checkResource(this.#resourceOf(call.key));
-    else if (this.#store.acquireNow !== undefined) return this.#takeIdleKey(call) ?? this.#loop.obtainNow(call);
+    else if (this.#store.acquireNow !== undefined) return this.#takeIdleKey(call) ?? this.#loop.obtainNow(call, same);
     return this.#loop.obtain(call);
+  }
+
+  /**
+   * {@link obtain} for a `lock` call: resolves to the release function. On a store in this process
+   * the waiter's own promise resolves with it (one reaction between the grant and the caller, not
+   * two: a hand-off's latency).
+   */
+  obtainRelease(call: AcquireCall): Promise<ReleaseFunc> | ReleaseFunc {
+    if (!this.#counted && this.#store.acquireNow !== undefined) {
+      const taken = this.#takeIdleKey(call);
+      return taken !== undefined ? taken.releaser.release : this.#loop.obtainNow(call, releaseOf);
+    }
+    const obtained = this.obtain(call);
+    return obtained instanceof Acquisition ? obtained.releaser.release : obtained.then(releaseOf);
   }
 
   /**
@@ -677,4 +691,14 @@ function lostReason(acquisition: Acquisition): LockLostReason {
   if (acquisition.state === "handed-off") return "handed-off";
   const lost = acquisition.lostSignal;
   return lost.aborted && lost.reason instanceof LockLostError ? lost.reason.reason : "released";
+}
+
+/** An acquisition as it is (what `obtain` hands its caller). */
+function same(acquisition: Acquisition): Acquisition {
+  return acquisition;
+}
+
+/** The release function of `acquisition` (what `obtainRelease` hands a `lock` caller). */
+function releaseOf(acquisition: Acquisition): ReleaseFunc {
+  return acquisition.releaser.release;
 }

@@ -43,11 +43,11 @@ export class WaitLoop {
 
   /**
    * Waits for a lock's key of a store in this process, without the loop (see {@link DirectWaiter}):
-   * the release that grants the key hands the acquisition over. Returns it at once when the first
-   * try takes the key.
+   * the release that grants the key hands the acquisition over, as `deliver` makes it. Returns it
+   * at once when the first try takes the key.
    */
-  obtainNow(call: AcquireCall): Promise<Acquisition> | Acquisition {
-    return DirectWaiter.obtain(this.#parts, this.grants, call, this.#count);
+  obtainNow<T>(call: AcquireCall, deliver: (acquisition: Acquisition) => T): Promise<T> | T {
+    return DirectWaiter.obtain(this.#parts, this.grants, call, this.#count, deliver);
   }
 
   /**
