@@ -128,6 +128,21 @@ describe("fencing tokens", () => {
     await second.release();
   });
 
+  it("a waiter handed the key by a release gets a fencing token above the releaser's", async () => {
+    const a = fixture.locker();
+    const b = fixture.locker();
+    const key = uniqueKey();
+    const first = await a.acquire(undefined, key, { fencing: true });
+    const waiting = b.acquire(AbortSignal.timeout(5000), key, { fencing: true });
+    await eventually(() => b.waitingCount === 1);
+    await first.release();
+    const second = await waiting;
+    expect(typeof second.fencingToken).toBe("bigint");
+    expect(second.fencingToken).toBeGreaterThan(first.fencingToken as bigint);
+    second.assertHeld();
+    await second.release();
+  });
+
   it("keep rising across a Redis restart without persistence", async () => {
     const restarted = await RedisFixture.start(1);
     cleanup.push(restarted);

@@ -96,11 +96,12 @@ export class GrantDesk {
 
   /**
    * Turns a grant handed to `waiter` into the acquisition of `call`: registers it (its first extension, due at
-   * once, lengthens the grant's short TTL) and issues a fencing token when asked. Resolves to
-   * undefined when the grant's validity had already run out (it is released; the caller tries).
+   * once, lengthens the grant's short TTL) and issues a fencing token when asked. Undefined when
+   * the grant's validity had already run out (it is released; the caller tries). Answers at once
+   * unless a fencing token is asked for (a round trip): a hand-off's waiter resumes without a
+   * promise of its own in between.
    */
-  async takeGrant(call: AcquireCall, waiter: Waiter<LockHandle>): Promise<Acquisition | undefined> {
-    const { signal, request } = call;
+  takeGrant(call: AcquireCall, waiter: Waiter<LockHandle>): Acquisition | undefined | Promise<Acquisition | undefined> {
     const handle = waiter.takeGrant();
     if (handle === undefined) return undefined;
     if (performance.now() >= handle.validUntil) {
@@ -110,12 +111,16 @@ export class GrantDesk {
     // Kept (and extended: the grant's TTL is short) from now on, also while its fencing token is
     // on its way: a round trip later would be too late on a slow link.
     const acquisition = this.#parts.registerGrant(call, handle);
-    if (!request.fencing) return acquisition;
+    return call.request.fencing ? this.#fence(call, acquisition) : acquisition;
+  }
+
+  /** Issues the fencing token of a granted `acquisition`; undefined when the key vanished meanwhile. */
+  async #fence(call: AcquireCall, acquisition: Acquisition): Promise<Acquisition | undefined> {
     let fencingToken: bigint | undefined;
     try {
       fencingToken = await this.#parts.gate.race(
-        this.#parts.track(this.#parts.store.issueFencingToken(handle)),
-        signal,
+        this.#parts.track(this.#parts.store.issueFencingToken(acquisition.handle)),
+        call.signal,
       );
     } catch (error) {
       void acquisition.releaser.run();

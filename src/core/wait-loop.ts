@@ -176,7 +176,8 @@ export class WaitLoop {
           : undefined;
         const outcome = await waiter.wait(timeout, signals);
         if (outcome === "granted") {
-          const granted = await this.grants.takeGrant(call, waiter);
+          const taken = this.grants.takeGrant(call, waiter);
+          const granted = taken instanceof Promise ? await taken : taken;
           if (granted !== undefined) {
             acquired = true;
             return granted;
