@@ -72,6 +72,8 @@ export class LeaseKeeper {
   #timerAt = Number.POSITIVE_INFINITY;
   /** The pass that declares overdue leases lost, when one is scheduled (see {@link #expireOverdue}). */
   #overdueCheck: NodeJS.Immediate | undefined;
+  /** A pass for a lease due already, in this turn's check phase (see {@link #arm}). */
+  #soon: NodeJS.Immediate | undefined;
   /** Decaying estimate of how late the timer fires, in ms. */
   #lateness = 0;
   /**
@@ -126,6 +128,10 @@ export class LeaseKeeper {
       clearTimeout(this.#timer);
       this.#timer = undefined;
       this.#timerAt = Number.POSITIVE_INFINITY;
+    }
+    if (this.#soon !== undefined && this.#lanes.empty) {
+      clearImmediate(this.#soon);
+      this.#soon = undefined;
     }
     return true;
   }
@@ -199,11 +205,23 @@ export class LeaseKeeper {
     return Math.min(this.#settings.operationTimeout * 1.1, duration / 2);
   }
 
-  /** Makes sure the timer fires no later than `at`. */
+  /**
+   * Makes sure a pass runs no later than `at`: the timer, or, for a lease due already (a grant
+   * handed over with the short TTL of the hand-off grace), a pass in this turn's check phase. That
+   * leaves the timer as it is: re-arming it costs a clear and a set, which a waiter that was just
+   * handed a key would pay before its `lock` resolves (tens of µs on cold caches). The pass
+   * re-arms the timer for what is due next.
+   */
   #arm(at: number): void {
-    if (this.#timer !== undefined && this.#timerAt <= at) return;
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    if (this.#soon !== undefined || (this.#timer !== undefined && this.#timerAt <= at)) return;
     const now = performance.now();
+    if (at <= now) {
+      // Not unref'ed: it runs in this turn anyway, and unref'ing the only immediate costs a call
+      // into the event loop.
+      this.#soon = setImmediate(this.#onSoon);
+      return;
+    }
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
     const delay = Math.min(MAX_TIMER_DELAY_MS, Math.max(0, Math.ceil(at - now)));
     // Lateness is measured from when the timer could first fire: a due time already past when the
     // timer is armed is not the timer's lateness.
@@ -227,6 +245,18 @@ export class LeaseKeeper {
     // Only timers that fired for a due time count: a timer clamped to the maximum delay fires early.
     this.#lateness = Math.max(late, this.#lateness * 0.9);
     this.#stats.maxLatenessMs = Math.max(this.#stats.maxLatenessMs, late);
+    this.#pass(now, plannedAt);
+  }
+
+  /** The pass {@link #arm} scheduled for a lease due already: no timer, so no lateness to measure. */
+  readonly #onSoon = (): void => {
+    this.#soon = undefined;
+    const now = performance.now();
+    this.#pass(now, now);
+  };
+
+  /** Sends the extensions due by `now` (planned for `plannedAt`) and arms for the next. */
+  #pass(now: number, plannedAt: number): void {
     for (const [duration, lane] of this.#lanes) {
       if (this.#overdueCheck === undefined && (lane.pending.head?.validUntil ?? Number.POSITIVE_INFINITY) <= now) {
         // Its extension's answer may be waiting in the socket: decide after the poll phase reads it.
