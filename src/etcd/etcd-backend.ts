@@ -49,24 +49,26 @@ interface Queued {
  * - One etcd lease per lease length (in practice one per locker), granted lazily and kept alive
  *   by one keepalive per extension batch: it extends every lock on it.
  * - A holder is an etcd key in the key's directory, attached to the lease, its value the token,
- *   weight and owner. A lock's attempt is one transaction: "if the directory is empty, put my
- *   entry". A counted lock's (semaphore, read-write) waiters queue as entries too: in create
- *   revision order, an entry holds when the weights ahead of it plus its own fit the limit.
- * - A lock's failed attempt leaves nothing; a counted attempt that joins the queue leaves its
- *   entry (its registration) until it holds or leaves. Releases are heard as deletes of the
- *   directory (see {@link EtcdReleaseWatcher}): the core wakes its waiters.
+ *   weight and owner. Waiters queue as entries too (etcd's own lock recipe): in create-revision
+ *   order, an entry holds when the weights ahead of it plus its own fit the limit — 1 for a lock,
+ *   so a lock's waiters are served in arrival order across processes, and a release lets exactly
+ *   the next one in.
+ * - An attempt that joins the queue leaves its entry (its registration) until it holds or leaves;
+ *   one that does not join (`tryLock`, `tryAcquire`) leaves nothing. Releases are heard as
+ *   deletes of the directory (see {@link EtcdReleaseWatcher}): the core wakes its waiters, which
+ *   read where their entry stands (a read, not a write: no WAL sync).
  * - Fencing tokens are the entry's create revision (raft-ordered: monotonic across failovers).
  * - A lock lives as long as its lease: `expires` is false, so a lease the core gives up on (its
  *   deadline passed, `autoExtend: false`) is deleted by the core's release.
  *
- * @param limit permits per key for counted locks; `undefined` for locks.
+ * @param limit permits per key: 1 for a lock.
  */
-export function etcdBackend(client: EtcdClient, options: ResolvedEtcdLockerOptions, limit?: number): BackendFactory {
+export function etcdBackend(client: EtcdClient, options: ResolvedEtcdLockerOptions, limit: number): BackendFactory {
   return (context) => withDefaults(new EtcdBackend(client, options, context, limit));
 }
 
 class EtcdBackend implements StoreBackend {
-  readonly countsPermits: boolean;
+  readonly countsPermits = true;
   readonly expires = false;
   readonly supportsFencing = true;
   readonly watcher: EtcdReleaseWatcher;
@@ -74,7 +76,7 @@ class EtcdBackend implements StoreBackend {
   readonly #client: EtcdClient;
   readonly #options: ResolvedEtcdLockerOptions;
   readonly #events: BackendEvents;
-  readonly #limit: number | undefined;
+  readonly #limit: number;
   readonly #owner: string;
   readonly #leases: Leases;
   /** Held entries, by token (until released). */
@@ -90,12 +92,11 @@ class EtcdBackend implements StoreBackend {
   /** Set by close: background deletions stop retrying. */
   #closing = false;
 
-  constructor(client: EtcdClient, options: ResolvedEtcdLockerOptions, context: BackendContext, limit?: number) {
+  constructor(client: EtcdClient, options: ResolvedEtcdLockerOptions, context: BackendContext, limit: number) {
     this.#client = client;
     this.#options = options;
     this.#events = context.events;
     this.#limit = limit;
-    this.countsPermits = limit !== undefined;
     this.#owner = context.owner;
     this.handOff = { scope: `etcd:${options.prefix}` };
     this.#deadlines = new DeadlineGroup(options.operationTimeout, { inOrder: false });
@@ -148,29 +149,7 @@ class EtcdBackend implements StoreBackend {
   }
 
   #attempt(request: AttemptRequest, record: LeaseRecord): Promise<AttemptOutcome> {
-    if (this.#limit === undefined) return this.#attemptLock(request, record);
     return this.#attemptCounted(request, record, this.#limit);
-  }
-
-  /** A lock: one transaction, "if nobody holds the key, put my entry" (nothing left on failure). */
-  async #attemptLock(request: AttemptRequest, record: LeaseRecord): Promise<AttemptOutcome> {
-    const { resource } = request;
-    const directory = this.#directory(resource);
-    const token = freshToken();
-    const key = entryKey(directory, token);
-    const value = entryValue(token, 1, this.#owner);
-    const sentAt = performance.now();
-    const answer = await this.#txn(resource, {
-      compare: [{ key: directory.start, range_end: directory.end, target: "Version", result: "Equal", version: 0 }],
-      success: [{ request_put: { key, value, lease: record.id } }],
-      failure: [{ request_range: rangeOf(directory) }],
-      cleanUp: { key, value },
-    });
-    if (answer.succeeded) return this.#granted(request, record, key, value, token, sentAt, answer.header.revision);
-    // A retried transaction (etcd3 retries on a lost connection) may have put the entry already.
-    const mine = rangeIn(answer).find((kv) => kv.value.equals(value));
-    if (mine !== undefined) return this.#granted(request, record, key, value, token, sentAt, mine.create_revision);
-    return { kind: "held" };
   }
 
   /**
@@ -420,7 +399,7 @@ class EtcdBackend implements StoreBackend {
    * locker's lease among the holders).
    */
   async inspect(resource: string): Promise<StoredView> {
-    const limit = this.#limit ?? 1;
+    const limit = this.#limit;
     const { kvs } = await this.#range(resource, rangeOf(this.#directory(resource)));
     const now = performance.now();
     const holders: Array<{ kv: EtcdKeyValue; entry: Entry }> = [];
@@ -471,7 +450,7 @@ class EtcdBackend implements StoreBackend {
     const { kvs } = await this.#range(resource, { key });
     const current = kvs[0];
     if (current === undefined) return "expired";
-    if (parseEntry(current.value, this.#limit ?? 1).token !== token) return "taken";
+    if (parseEntry(current.value, this.#limit).token !== token) return "taken";
     const fresh = freshToken(slot);
     const value = entryValue(fresh, weight, this.#owner);
     const sentAt = performance.now();

@@ -29,12 +29,14 @@ export function checkClient(client: unknown): asserts client is EtcdClient {
  *   their own length. If etcd loses the lease (expired while this process was stopped, revoked),
  *   every lock on it is lost at once: each `lost` aborts and `onLockLost` is called.
  * - **Keys.** A holder is an etcd key `<prefix><bytes>:<key>/<slot>` attached to the lease, its
- *   value the lease's token, weight and `owner`. An attempt is one transaction, "if the key's
- *   directory is empty, put my entry": a failed attempt leaves nothing behind.
- * - **Waiting.** A waiter watches the key's directory for deletes (a release, or the entries of
- *   a lease that expired) and tries again; within a locker only the head of the key's queue tries
- *   (so a release costs one transaction per waiting locker), with a jittered backoff as the
- *   safety net.
+ *   value the lease's token, weight and `owner`. A `lock` starts watching the key's directory and
+ *   sends one transaction that puts its entry and reads the directory (uncontended, that is all);
+ *   `tryLock` puts one only into an empty directory, so a failed `tryLock` leaves nothing behind.
+ * - **Waiting.** etcd's own lock recipe: a waiter's entry stays in the key's directory, on the
+ *   locker's lease, and holds once every entry created before it is gone, so waiters are served in
+ *   arrival order across processes. A waiter watches the directory for deletes (a release, or the
+ *   entries of a lease that expired) and reads where its entry stands — a read, not a write; a
+ *   waiter that gives up deletes its entry. A jittered backoff is the safety net.
  * - **Fencing.** `acquire(…, { fencing: true })` returns the entry's create revision: etcd orders
  *   revisions through raft, so tokens keep rising across a leader failover (and across a restart
  *   of every member).
@@ -53,6 +55,6 @@ export class EtcdLocker extends CoreLocker<ResolvedEtcdLockerOptions> {
     checkClient(client);
     validateOptionsObject("options", options);
     const resolved = resolveEtcdOptions(options);
-    super(new LockCore(resolved, etcdBackend(client, resolved)), "etcd-lock");
+    super(new LockCore(resolved, etcdBackend(client, resolved, 1)), "etcd-lock");
   }
 }
