@@ -92,8 +92,7 @@ export class DirectWaiter<T = Acquisition> extends Waiter<LockHandle> {
    * subscription to its close calls this, so that waiters need no subscription of their own).
    */
   static closeAll(keys: KeyStates<LockHandle, Registration>, reason: unknown): void {
-    for (const waiter of keys.waiters())
-      if (waiter instanceof DirectWaiter) (waiter as DirectWaiter<unknown>).#fail(reason);
+    for (const waiter of keys.waiters()) if (waiter instanceof DirectWaiter) waiter.#fail(reason);
   }
 
   /** Counts it as waiting and listens for an abort of its signal until it settles. */

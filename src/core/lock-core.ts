@@ -249,9 +249,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
    * ({@link WaitLoop}).
    */
   obtain(call: AcquireCall): Promise<Acquisition> | Acquisition {
-    if (this.#counted) this.#store.checkResource(this.#resourceOf(call.key));
-    else if (this.#store.acquireNow !== undefined) return this.#takeIdleKey(call) ?? this.#loop.obtainNow(call, same);
-    return this.#loop.obtain(call);
+    return this.#obtain(call, same);
   }
 
   /**
@@ -260,12 +258,19 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
    * two: a hand-off's latency).
    */
   obtainRelease(call: AcquireCall): Promise<ReleaseFunc> | ReleaseFunc {
-    if (!this.#counted && this.#store.acquireNow !== undefined) {
+    return this.#obtain(call, releaseOf);
+  }
+
+  /** {@link obtain}, handing the caller what `deliver` makes of the acquisition. */
+  #obtain<T>(call: AcquireCall, deliver: (acquisition: Acquisition) => T): Promise<T> | T {
+    if (this.#counted) this.#store.checkResource(this.#resourceOf(call.key));
+    else if (this.#store.acquireNow !== undefined) {
       const taken = this.#takeIdleKey(call);
-      return taken !== undefined ? taken.releaser.release : this.#loop.obtainNow(call, releaseOf);
+      return taken !== undefined ? deliver(taken) : this.#loop.obtainNow(call, deliver);
     }
-    const obtained = this.obtain(call);
-    return obtained instanceof Acquisition ? obtained.releaser.release : obtained.then(releaseOf);
+    const waited = this.#loop.obtain(call);
+    // The acquisition itself needs no reaction of its own.
+    return (deliver as unknown) === same ? (waited as Promise<T>) : waited.then(deliver);
   }
 
   /**
