@@ -131,6 +131,45 @@ describe("hand-off queue across lockers (separate connections, as separate proce
     }
   });
 
+  it("stamps each grant with the server's time of the grant, in whole ms (the grantee dates its lease from it)", async () => {
+    const key = uniqueKey();
+    const listener = fixture.admin().duplicate();
+    const stamps: number[] = [];
+    listener.on("pmessage", (_pattern: string, _channel: string, message: string) => {
+      stamps.push(Number(message.split(":")[3]));
+    });
+    await listener.psubscribe("globallock:grant:*");
+    /** The server's clock in whole ms, as TIME gives it. */
+    const serverMs = async (): Promise<number> => {
+      const [seconds, micros] = await admin.time();
+      return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    };
+    try {
+      const [holder, waiter] = [fixture.locker(), fixture.locker()];
+      // Until a grant falls in the first 90 ms of a second (its microseconds have fewer than six
+      // digits), spaced so that grants move through the second.
+      let early = 0;
+      for (let i = 0; early < 2 && i < 300; i++) {
+        const release = await holder.lock(undefined, key);
+        const waiting = waiter.lock(AbortSignal.timeout(10_000), key);
+        await untilQueued(key, 1);
+        const before = await serverMs();
+        await release();
+        await (await waiting)();
+        const after = await serverMs();
+        await eventually(() => stamps.length === i + 1);
+        const stamp = stamps[i] as number;
+        expect(stamp).toBeGreaterThanOrEqual(before);
+        expect(stamp).toBeLessThanOrEqual(after);
+        if (before % 1000 < 90) early += 1;
+        await sleep(7 + Math.random() * 20);
+      }
+      expect(early).toBe(2);
+    } finally {
+      listener.disconnect();
+    }
+  });
+
   it("hands over by direct grant: the release sets the next waiter's token, which takes no claim round trip", async () => {
     const key = uniqueKey();
     const holder = fixture.locker();
