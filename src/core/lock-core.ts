@@ -268,9 +268,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
       const taken = this.#takeIdleKey(call);
       return taken !== undefined ? deliver(taken) : this.#loop.obtainNow(call, deliver);
     }
-    const waited = this.#loop.obtain(call);
-    // The acquisition itself needs no reaction of its own.
-    return (deliver as unknown) === same ? (waited as Promise<T>) : waited.then(deliver);
+    return this.#loop.obtain(call, deliver);
   }
 
   /**
