@@ -77,17 +77,30 @@ end
 const NEXT_FENCE = nextFence("now_us()");
 
 /**
- * Lua: splits a registration "<liveness deadline>:<token>:<grant channel>" (the channel may itself
- * contain colons) into the deadline, the token and the channel; nil when it is malformed (its
- * waiter is then dropped like one whose deadline passed).
+ * Lua pattern of a registration "<liveness deadline>:<token>:<grant channel>" (tokens hold no
+ * colon; the channel may): its captures are the deadline, the token and the channel.
+ */
+const REGISTRATION_PATTERN = `"^(%d+):([^:]*):(.*)$"`;
+
+/**
+ * Lua: splits a registration (see REGISTRATION_PATTERN) into the deadline, the token and the
+ * channel; nil when it is malformed (its waiter is then dropped like one whose deadline passed).
  */
 export const PARSE_REGISTRATION = `
 local function parse_registration(entry)
-  local deadline, token, channel = string.match(entry, "^(%d+):([^:]*):(.*)$")
+  local deadline, token, channel = string.match(entry, ${REGISTRATION_PATTERN})
   if not deadline then return nil end
   return tonumber(deadline), token, channel
 end
 `;
+
+/**
+ * The Lua expression of the grant message "g:<waiter id>:<token>:<server ms>:<lock>" (the one
+ * format `parseGrant` reads), from the Lua expressions of its parts.
+ */
+function grantMessage(id: string, token: string, serverMs: string, lock: string): string {
+  return `"g:" .. ${id} .. ":" .. ${token} .. ":" .. ${serverMs} .. ":" .. ${lock}`;
+}
 
 /**
  * Lua: tells waiter \`id\` on its registered grant \`channel\` that it was granted \`lock\` with \`token\`
@@ -95,7 +108,7 @@ end
  */
 export const PUBLISH_GRANT = `
 local function publish_grant(lock, id, token, channel, now_ms)
-  redis.call("publish", channel, "g:" .. id .. ":" .. token .. ":" .. now_ms .. ":" .. lock)
+  redis.call("publish", channel, ${grantMessage("id", "token", "now_ms", "lock")})
 end
 `;
 
@@ -257,7 +270,7 @@ if queue then
       call("zrem", queue, head)
       call("hdel", alive, head)
       local deadline, token, channel
-      if entry then deadline, token, channel = string.match(entry, "^(%d+):([^:]*):(.*)$") end
+      if entry then deadline, token, channel = string.match(entry, ${REGISTRATION_PATTERN}) end
       if deadline and tonumber(deadline) > now_ms then
         local mark = ""
         if first[2] then mark = MARK end
@@ -265,7 +278,7 @@ if queue then
         -- now_ms as text: the seconds, then the first three of the six microsecond digits.
         local us = t[2]
         local ms = t[1] .. string.sub(string.sub("000000", #us + 1) .. us, 1, 3)
-        call("publish", channel, "g:" .. head .. ":" .. token .. ":" .. ms .. ":" .. lock)
+        call("publish", channel, ${grantMessage("head", "token", "ms", "lock")})
         granted = head
         break
       end
