@@ -13,6 +13,10 @@ export interface MarkerWatcherHost {
   closing(): boolean;
   /** The backend's own close (see `ReleaseWatcher.close`). */
   close(): Promise<void>;
+  /** Someone here began to watch `resource` (one call per `watch`). */
+  watched?(resource: string): void;
+  /** One watcher of `resource` stopped (one call per `unwatch`). */
+  unwatched?(resource: string): void;
 }
 
 /**
@@ -37,10 +41,12 @@ export class MarkerWatcher implements ReleaseWatcher {
 
   watch(resource: string): Promise<void> {
     this.#watchers.set(resource, (this.#watchers.get(resource) ?? 0) + 1);
+    this.#host.watched?.(resource);
     return this.#sync(resource);
   }
 
   unwatch(resource: string): void {
+    this.#host.unwatched?.(resource);
     const count = (this.#watchers.get(resource) ?? 1) - 1;
     if (count > 0) this.#watchers.set(resource, count);
     else {

@@ -18,6 +18,14 @@ export interface PostgresLockerOptions extends ServerLockerOptions {
    * schema-qualified), created with `CREATE SEQUENCE IF NOT EXISTS` on the first fenced acquisition.
    */
   fencingSequence?: string | undefined;
+  /**
+   * How many keys a {@link PostgresLocker} keeps a place in a waiting room for at once, each on a
+   * connection from the pool (default `4`; `0`: none). A waiting locker's place queues in
+   * PostgreSQL's own lock queue, so lockers waiting for one key take their turns in arrival order,
+   * one try per release; a locker without a place (past this many keys, or `0`) tries on every
+   * release, as every waiting locker does. Read-write lockers take no places.
+   */
+  waitingRooms?: number | undefined;
 }
 
 /**
@@ -31,12 +39,15 @@ export interface ResolvedPostgresLockerOptions extends ResolvedLockerOptions {
   readonly connectTimeout: number;
   /** The sequence fencing tokens come from. */
   readonly fencingSequence: string;
+  /** How many keys a locker keeps a place in a waiting room for at once. */
+  readonly waitingRooms: number;
 }
 
 const OWN_OPTION_NAMES = [
   "connectTimeout",
   "backoff",
   "fencingSequence",
+  "waitingRooms",
   "onLockLost",
 ] as const satisfies ReadonlyArray<keyof PostgresLockerOptions>;
 
@@ -60,6 +71,10 @@ export function resolvePostgresOptions(options: unknown): ResolvedPostgresLocker
       fencingSequence,
     );
   }
+  const waitingRooms = given.waitingRooms === undefined ? 4 : given.waitingRooms;
+  if (typeof waitingRooms !== "number" || !Number.isSafeInteger(waitingRooms) || waitingRooms < 0) {
+    throw new InvalidArgumentError("options.waitingRooms", "a non-negative safe integer", waitingRooms);
+  }
   const onLockLost = resolveOnLockLost(given.onLockLost);
   return {
     expiry,
@@ -70,6 +85,7 @@ export function resolvePostgresOptions(options: unknown): ResolvedPostgresLocker
     backoffMin,
     backoffMax,
     fencingSequence,
+    waitingRooms,
     onLockLost,
     sweepConcurrency: 1,
   };

@@ -21,6 +21,7 @@ import type { ResolvedPostgresLockerOptions } from "./options.js";
 import { FencingSequence, openSession, type Session, type SessionEnd, unavailable } from "./session.js";
 import { READ, RELEASE, RELEASE_SHARED, type Row, rwMarkers, TRY, TRY_FENCED, UNMARK, WRITE } from "./statements.js";
 import type { PostgresPool } from "./types.js";
+import { WaitingRooms } from "./waiting-room.js";
 
 /** A queued waiter of read-write mode that holds a marker (writers' or readers') on `session`. */
 interface QueuedWaiter {
@@ -66,7 +67,11 @@ class PostgresBackend implements StoreBackend {
     connect: (resource) => this.#connect(resource),
     closing: () => this.#closing,
     close: () => this.#close(),
+    watched: (resource) => this.#rooms?.enter(resource),
+    unwatched: (resource) => this.#rooms?.leave(resource),
   });
+  /** Plain locks: the places this locker takes in its keys' waiting rooms (see `WaitingRooms`). */
+  readonly #rooms: WaitingRooms | undefined;
   readonly #pool: PostgresPool;
   readonly #options: ResolvedPostgresLockerOptions;
   readonly #events: BackendEvents;
@@ -109,6 +114,21 @@ class PostgresBackend implements StoreBackend {
     this.#sequence = new FencingSequence(options.fencingSequence);
     this.#limit = limit;
     this.countsPermits = limit !== undefined;
+    this.#rooms =
+      limit === undefined && options.waitingRooms > 0
+        ? new WaitingRooms({
+            pool,
+            connectTimeout: options.connectTimeout,
+            limit: options.waitingRooms,
+            wake: (resource) => events.released(resource.slice(options.prefix.length)),
+            cancel: (pid) =>
+              this.#session === undefined
+                ? Promise.reject(new Error("no session"))
+                : this.#session.query("SELECT pg_cancel_backend($1)", [pid]),
+            closing: () => this.#closing,
+            heldHere: (resource) => this.#session?.resources.has(resource) === true,
+          })
+        : undefined;
   }
 
   resourceOf(key: string): string {
@@ -150,7 +170,12 @@ class PostgresBackend implements StoreBackend {
     } finally {
       if (row?.ok !== true) session.resources.delete(resource);
     }
-    return row?.ok === true ? this.#acquired(session, row, resource, duration, sentAt, false) : HELD;
+    if (row?.ok !== true) {
+      this.#rooms?.heldElsewhere(resource);
+      return HELD;
+    }
+    this.#rooms?.acquired(resource);
+    return this.#acquired(session, row, resource, duration, sentAt, false);
   }
 
   /** Read-write mode: READ or WRITE, which keep the waiters' markers (see statements.ts). */
@@ -306,6 +331,7 @@ class PostgresBackend implements StoreBackend {
   async #close(): Promise<void> {
     this.#closing = true;
     clearInterval(this.#idle);
+    await this.#rooms?.close();
     await this.#connecting?.catch(() => undefined);
     const session = this.#session;
     if (session === undefined) return;
@@ -332,7 +358,10 @@ class PostgresBackend implements StoreBackend {
       this.#pool,
       { connectTimeout, operationTimeout, expiry, channel: this.#channel, owner: this.#owner },
       {
-        notified: (key) => this.#events.released(key),
+        // A locker queued in the key's waiting room lets the room's head try.
+        notified: (key) => {
+          if (this.#rooms?.hears(this.#options.prefix + key) !== false) this.#events.released(key);
+        },
         ended: (ended, how, cause) => this.#ended(ended, how, cause),
       },
       resource,

@@ -1,0 +1,118 @@
+/**
+ * PostgresLocker's waiting rooms: lockers waiting for one key take turns in arrival order, kept by
+ * PostgreSQL's own lock queue (a place per waiting locker, on a pool connection, blocked in
+ * `pg_advisory_lock` on the key's room), instead of all trying on every release.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { InvalidArgumentError, type PostgresLocker } from "../src/index.js";
+import { lockIdText } from "../src/postgres/keys.js";
+import { uniqueKey } from "./contract.js";
+import { PostgresFixture } from "./helpers/postgres-harness.js";
+import { eventually, sleep } from "./helpers/wait.js";
+
+let fixture: PostgresFixture;
+beforeAll(async () => {
+  fixture = await PostgresFixture.start();
+});
+afterAll(async () => {
+  await fixture?.stop();
+});
+
+/** Places in `key`'s waiting room (the one holding it and those queued), as `pg_locks` shows them. */
+async function placesIn(key: string): Promise<number> {
+  const room = lockIdText(`globallock:${key}\u0000room`);
+  const [row] = await fixture.server.query<{ n: string }>(
+    "SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = $1::bigint",
+    [room],
+  );
+  return Number(row?.n);
+}
+
+/**
+ * Each locker in turn calls `lock` on `key` and takes its place in the key's room before the next
+ * one calls: the arrival order. Each pushes its index to `order` once it holds the key, holds it a
+ * little, and releases. Resolves to the calls.
+ */
+async function queueInTurn(lockers: PostgresLocker[], key: string, order: number[]): Promise<Array<Promise<void>>> {
+  const calls: Array<Promise<void>> = [];
+  for (const [i, locker] of lockers.entries()) {
+    const call = locker.lock(AbortSignal.timeout(20_000), key).then(async (release) => {
+      order.push(i);
+      await sleep(10);
+      await release();
+    });
+    call.catch(() => undefined);
+    calls.push(call);
+    await eventually(async () => (await placesIn(key)) === i + 1, 10_000);
+  }
+  return calls;
+}
+
+describe("PostgresLocker: waiting rooms", () => {
+  it("serves lockers waiting for one key in the order they came", async () => {
+    const key = uniqueKey("pg-room");
+    const holder = fixture.locker();
+    const release = await holder.lock(undefined, key);
+    const order: number[] = [];
+    const calls = await queueInTurn(
+      Array.from({ length: 6 }, () => fixture.locker()),
+      key,
+      order,
+    );
+    await release();
+    await Promise.all(calls);
+    expect(order).toEqual([0, 1, 2, 3, 4, 5]);
+    // Every place left the room, and its connection went back to its pool.
+    await eventually(async () => (await placesIn(key)) === 0);
+  });
+
+  it("a waiter that gives up leaves the room at once; the others keep their order", async () => {
+    const key = uniqueKey("pg-room");
+    const holder = fixture.locker();
+    const release = await holder.lock(undefined, key);
+    const pools = [fixture.pool(), fixture.pool(), fixture.pool()];
+    const lockers = pools.map((pool) => fixture.locker(undefined, pool));
+    const order: number[] = [];
+    const calls = await queueInTurn(lockers, key, order);
+    // The middle one gives up: its place is cancelled while it waits behind the first.
+    await (lockers[1] as PostgresLocker).close();
+    await expect(calls[1]).rejects.toMatchObject({ code: "ERR_GLOBALLOCK_CLOSED" });
+    await eventually(async () => (await placesIn(key)) === 2);
+    // Its pool has every connection back (the locker's session too: it held nothing).
+    const pool = pools[1] as (typeof pools)[number];
+    await eventually(() => pool.idleCount === pool.totalCount);
+    await release();
+    await Promise.all([calls[0], calls[2]]);
+    expect(order).toEqual([0, 2]);
+  });
+
+  it("takes no place for a key its own locker holds: the release here wakes the waiter", async () => {
+    const key = uniqueKey("pg-room");
+    const locker = fixture.locker();
+    const release = await locker.lock(undefined, key);
+    const waiting = locker.lock(AbortSignal.timeout(10_000), key);
+    await sleep(200);
+    expect(await placesIn(key)).toBe(0);
+    await release();
+    await (await waiting)();
+  });
+
+  it("waitingRooms: 0 takes no place, and the waiters still get the key", async () => {
+    const key = uniqueKey("pg-room");
+    const holder = fixture.locker();
+    const release = await holder.lock(undefined, key);
+    const waiters = [fixture.locker({ waitingRooms: 0 }), fixture.locker({ waitingRooms: 0 })];
+    const calls = waiters.map((waiter) => waiter.lock(AbortSignal.timeout(10_000), key).then((r) => r()));
+    await sleep(300);
+    expect(await placesIn(key)).toBe(0);
+    await release();
+    await Promise.all(calls);
+  });
+
+  it("rejects a waitingRooms that is not a non-negative integer, naming it", () => {
+    for (const bad of [-1, 1.5, "4", null]) {
+      expect(() => fixture.locker({ waitingRooms: bad as number })).toThrow(InvalidArgumentError);
+      expect(() => fixture.locker({ waitingRooms: bad as number })).toThrow(/options\.waitingRooms/);
+    }
+  });
+});
