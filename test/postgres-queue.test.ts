@@ -66,7 +66,7 @@ describe("PostgresLocker: waiting rooms", () => {
     await eventually(async () => (await placesIn(key)) === 0);
   });
 
-  it("a waiter that gives up leaves the room at once; the others keep their order", async () => {
+  it("a locker that closes while it waits leaves the room at once; the others keep their order", async () => {
     const key = uniqueKey("pg-room");
     const holder = fixture.locker();
     const release = await holder.lock(undefined, key);

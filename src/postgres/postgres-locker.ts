@@ -29,11 +29,14 @@ export function checkPool(pool: unknown): asserts pool is PostgresPool {
  *   and `onLockLost` is called, and the next call checks out a new connection. The session is
  *   asked to end after `expiry` idle (`idle_session_timeout`), so a frozen holder's locks are
  *   freed by the server.
- * - **Waiting.** Never a blocking `pg_advisory_lock`: a waiter makes single `pg_try_advisory_lock`
- *   attempts, marks its key as waited for (a shared advisory lock on the same 64 bits as two
- *   `int4`), and wakes on the `NOTIFY` a release sends when it finds a marker, or on a jittered
- *   backoff (50 ms to 1 s) as the safety net. In one locker, waiters of a key queue FIFO and only
- *   the head asks (the lock core's wait loop).
+ * - **Waiting.** A waiter makes single `pg_try_advisory_lock` attempts, marks its key as waited
+ *   for (a shared advisory lock on the same 64 bits as two `int4`), and wakes on the `NOTIFY` a
+ *   release sends when it finds a marker, or on a jittered backoff (50 ms to 1 s) as the safety net.
+ *   In one locker, waiters of a key queue FIFO and only the head asks (the lock core's wait loop).
+ *   Across lockers, a locker waiting for a key held elsewhere takes a place in the key's waiting
+ *   room (one more pool connection, blocked in `pg_advisory_lock` on the room's own lock id; at
+ *   most `waitingRooms` keys at once): only the locker whose place holds the room acts on a
+ *   release, so lockers take turns in arrival order (see `WaitingRooms`).
  * - **Fencing.** `acquire(…, { fencing: true })` draws `nextval` of a sequence in the same
  *   statement that took the lock, only when it was taken.
  * - **Close.** `close()` rejects waiters and, once no lease is held, cleans the connection up

@@ -25,6 +25,13 @@ export interface WaitingRoomsHost {
 /** The SQLSTATE of a statement cancelled by `pg_cancel_backend` (`query_canceled`). */
 const QUERY_CANCELED = "57014";
 
+/**
+ * How long a place stays in the room after the last waiter here stopped waiting (ms): a locker
+ * that waits again soon — in a loop, the next caller's lock right after its release — keeps its
+ * place, rather than give a connection back and check one out again each time.
+ */
+const LINGER_MS = 250;
+
 /** Where a locker's place in one key's room stands. */
 type PlaceState = "connecting" | "queued" | "head" | "leaving";
 
@@ -38,7 +45,9 @@ interface Place {
   pid: number;
   /** Ends the head's turn (the key was taken here, or nobody here waits any more). */
   endTurn: (() => void) | undefined;
-  /** True once a cancel was sent: the connection is destroyed at the end, never pooled. */
+  /** Gives the place up once it has lingered (see {@link LINGER_MS}) with nobody here waiting. */
+  linger: NodeJS.Timeout | undefined;
+  /** True once a cancel was sent for it. */
   cancelled: boolean;
   /** True when it ended for want of a connection, or with a failed one: not taken again. */
   failed: boolean;
@@ -57,20 +66,22 @@ function roomOf(resource: string): string {
  *
  * Every locker hears every release of a key it waits for (`NOTIFY`), and each used to try at
  * once: eight lockers on one key sent eight tries per release, and the fastest won, again and
- * again. Now, while a locker waits for a key, one connection from its pool blocks in
- * `pg_advisory_lock` on the key's *room* (a lock id of its own). The locker whose connection holds
- * the room is the key's head: only it acts on the key's release notifications, and it tries at once
- * when it enters the room (a release may have come while it queued). When it takes the key, it
- * leaves the room — the next locker in line enters — and queues again at the back while callers
- * here still wait. So the lockers take turns, one try per release.
+ * again. Now, while a locker waits for a key held by another, one connection from its pool blocks
+ * in `pg_advisory_lock` on the key's *room* (a lock id of its own): its place. The locker whose
+ * place holds the room is the key's head: only it acts on the key's release notifications, and it
+ * tries at once when it enters the room (a release may have come while it queued). When it takes
+ * the key, it leaves the room — the next locker in line enters — and queues again at the back. A
+ * place stays in line for {@link LINGER_MS} after nobody here waits any more (passing the room
+ * straight on when its turn comes), for the locker that waits again at once.
  *
  * The room orders tries; it excludes nobody. The key's own lock is the lock, as before: a locker
  * without a place (more keys waited for than {@link WaitingRoomsHost.limit}, a pool that gave no
- * connection, a place's connection that failed) acts on every notification as before, and every
- * waiter still polls as its safety net. A locker that dies or disconnects leaves the room with its
- * connection (PostgreSQL frees a session's advisory locks). A place nobody here needs any more is
- * cancelled with `pg_cancel_backend`; its connection, once cancelled, is destroyed rather than
- * pooled, so a room's lock never goes back to the pool.
+ * connection, a place's connection that failed) acts on every notification, as every locker did,
+ * and every waiter still polls as its safety net. A locker that dies or disconnects leaves the room
+ * with its connection (PostgreSQL frees a session's advisory locks). A place given up while it
+ * queues is cancelled with `pg_cancel_backend`; a connection that a cancel might still reach is
+ * destroyed rather than pooled, so a late cancel never hits the pool's next user, and a room's lock
+ * never goes back to the pool.
  */
 export class WaitingRooms {
   readonly #host: WaitingRoomsHost;
@@ -85,12 +96,16 @@ export class WaitingRooms {
   }
 
   /**
-   * Someone here waits for `resource`: take a place in its room unless there is one, or the key
-   * is held here (see {@link heldElsewhere}).
+   * Someone here waits for `resource`: keep its place, or take one unless the key is held here
+   * (see {@link heldElsewhere}).
    */
   enter(resource: string): void {
     this.#watchers.set(resource, (this.#watchers.get(resource) ?? 0) + 1);
-    if (!this.#host.heldHere(resource)) this.#start(resource);
+    const place = this.#places.get(resource);
+    if (place !== undefined) {
+      clearTimeout(place.linger);
+      place.linger = undefined;
+    } else if (!this.#host.heldHere(resource)) this.#start(resource);
   }
 
   /** A try here found `resource` held by another locker: take a place if it is waited for here. */
@@ -98,7 +113,7 @@ export class WaitingRooms {
     if (this.#watchers.has(resource)) this.#start(resource);
   }
 
-  /** One fewer waits for `resource`: with nobody left, the place is given up. */
+  /** One fewer waits for `resource`: with nobody left, the place lingers, then is given up. */
   leave(resource: string): void {
     const count = (this.#watchers.get(resource) ?? 1) - 1;
     if (count > 0) {
@@ -107,7 +122,10 @@ export class WaitingRooms {
     }
     this.#watchers.delete(resource);
     const place = this.#places.get(resource);
-    if (place !== undefined) this.#giveUp(place);
+    if (place === undefined || place.state === "leaving") return;
+    // Its turn, if it is the head, is over: nobody here tries any more.
+    place.endTurn?.();
+    place.linger ??= setTimeout(() => this.#giveUp(place), LINGER_MS).unref();
   }
 
   /**
@@ -115,14 +133,12 @@ export class WaitingRooms {
    * locker's place waits in the room behind others (the head tries; our turn comes).
    */
   hears(resource: string): boolean {
-    const state = this.#places.get(resource)?.state;
-    return state !== "queued";
+    return this.#places.get(resource)?.state !== "queued";
   }
 
-  /** This locker took `resource`: the head's turn ends, and its place queues again if needed. */
+  /** This locker took `resource`: the head's turn ends, and its place queues again. */
   acquired(resource: string): void {
-    const place = this.#places.get(resource);
-    if (place?.state === "head") place.endTurn?.();
+    this.#places.get(resource)?.endTurn?.();
   }
 
   /** Gives up every place; resolves once every place's connection is back. */
@@ -141,12 +157,14 @@ export class WaitingRooms {
       client: undefined,
       pid: 0,
       endTurn: undefined,
+      linger: undefined,
       cancelled: false,
       failed: false,
       released: false,
     };
     this.#places.set(resource, place);
     const running = this.#run(place).finally(() => {
+      clearTimeout(place.linger);
       this.#running.delete(running);
       if (this.#places.get(resource) === place) this.#places.delete(resource);
       // Given up, then waited for again before it was gone: take a new place. (One that failed is
@@ -156,7 +174,7 @@ export class WaitingRooms {
     this.#running.add(running);
   }
 
-  /** A place's life: queue in the room, act as head, leave; again while anyone here waits. */
+  /** A place's life: queue in the room, take a turn as head, queue again; until given up. */
   async #run(place: Place): Promise<void> {
     let client: PostgresPoolClient;
     try {
@@ -168,41 +186,52 @@ export class WaitingRooms {
       return;
     }
     place.client = client;
-    let clean = false;
+    let reusable = false;
     try {
       const [row] = (await client.query({ text: "SELECT pg_backend_pid() AS pid" })).rows as Array<{ pid: number }>;
       place.pid = row?.pid ?? 0;
       while (place.state !== "leaving" && !this.#host.closing()) {
         place.state = "queued";
-        await client.query({ text: "SELECT pg_advisory_lock($1::bigint)", values: [place.room] });
+        try {
+          await client.query({ text: "SELECT pg_advisory_lock($1::bigint)", values: [place.room] });
+        } catch (error) {
+          // Given up while it queued: the cancel ended this statement (so none is left to arrive
+          // later), and the room was not taken. The connection is as it was checked out.
+          if (place.cancelled && (error as { code?: unknown }).code === QUERY_CANCELED) {
+            reusable = true;
+            return;
+          }
+          throw error;
+        }
         if ((place.state as PlaceState) === "leaving") break;
         place.state = "head";
-        const turn = new Promise<void>((resolve) => {
-          place.endTurn = resolve;
-        });
-        this.#host.wake(place.resource);
-        await turn;
-        place.endTurn = undefined;
+        if (this.#watchers.has(place.resource)) {
+          const turn = new Promise<void>((resolve) => {
+            place.endTurn = resolve;
+          });
+          this.#host.wake(place.resource);
+          await turn;
+          place.endTurn = undefined;
+        }
         await client.query({ text: "SELECT pg_advisory_unlock($1::bigint)", values: [place.room] });
       }
-      // Left while holding the room, or between turns: let it go before the connection goes back.
       await client.query({ text: "SELECT pg_advisory_unlock_all()" });
-      clean = true;
-    } catch (error) {
-      // Cancelled while queued (the usual way out), or the connection failed: destroyed below.
-      if ((error as { code?: unknown }).code !== QUERY_CANCELED || !place.cancelled) place.failed = true;
+      // A cancel sent after the room was granted may still arrive: such a connection never goes back.
+      reusable = !place.cancelled;
+    } catch {
+      place.failed = true;
     } finally {
       place.state = "leaving";
-      // A cancel may still be on its way to this backend: such a connection never goes back.
       if (!place.released) {
         place.released = true;
-        client.release(!clean || place.cancelled);
+        client.release(!reusable);
       }
     }
   }
 
   /** Nobody here waits for the place's key any more: leave the room. */
   #giveUp(place: Place): void {
+    clearTimeout(place.linger);
     const was = place.state;
     place.state = "leaving";
     if (was === "head") place.endTurn?.();
