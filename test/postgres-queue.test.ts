@@ -3,6 +3,9 @@
  * PostgreSQL's own lock queue (a place per waiting locker, on a pool connection, blocked in
  * `pg_advisory_lock` on the key's room), instead of all trying on every release.
  */
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InvalidArgumentError, type PostgresLocker } from "../src/index.js";
 import { lockIdText } from "../src/postgres/keys.js";
@@ -95,6 +98,40 @@ describe("PostgresLocker: waiting rooms", () => {
     expect(await placesIn(key)).toBe(0);
     await release();
     await (await waiting)();
+  });
+
+  it("a head whose process froze gives up the room after expiry idle (the server ends its place's connection)", async () => {
+    const key = uniqueKey("pg-room");
+    const holder = fixture.locker();
+    const release = await holder.lock(undefined, key);
+    // Another process waits first (its place enters the room: the head), then freezes.
+    const dist = resolve(import.meta.dirname, "../dist/esm/index.js");
+    const script = `
+      import pg from "pg";
+      import { PostgresLocker } from ${JSON.stringify(dist)};
+      const pool = new pg.Pool(${JSON.stringify(fixture.server.connection)});
+      pool.on("error", () => undefined);
+      const locker = new PostgresLocker(pool, { expiry: 1000, backoff: { min: 60000, max: 60000 } });
+      locker.lock(undefined, ${JSON.stringify(key)}).catch(() => undefined);
+      process.stdout.write("waiting\\n");
+    `;
+    const child = spawn(process.execPath, ["--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "inherit"] });
+    try {
+      await once(child.stdout, "data");
+      await eventually(async () => (await placesIn(key)) === 1, 10_000);
+      child.kill("SIGSTOP");
+      // A waiter here that polls only every minute: only the room can hand it its turn.
+      const waiter = fixture.locker({ expiry: 1000, backoff: { min: 60_000, max: 60_000 } });
+      const waiting = waiter.lock(AbortSignal.timeout(30_000), key);
+      waiting.catch(() => undefined);
+      await eventually(async () => (await placesIn(key)) === 2, 10_000);
+      await release();
+      // The frozen head never tries; its place's connection sits idle past 1 s and the server ends
+      // it, so the room passes on. (Without that bound this waiter would wait for its poll.)
+      await (await waiting)();
+    } finally {
+      child.kill("SIGKILL");
+    }
   });
 
   it("waitingRooms: 0 takes no place, and the waiters still get the key", async () => {

@@ -119,6 +119,7 @@ class PostgresBackend implements StoreBackend {
         ? new WaitingRooms({
             pool,
             connectTimeout: options.connectTimeout,
+            idleTimeout: options.expiry,
             limit: options.waitingRooms,
             wake: (resource) => events.released(resource.slice(options.prefix.length)),
             cancel: (pid) =>

@@ -7,6 +7,11 @@ export interface WaitingRoomsHost {
   readonly pool: PostgresPool;
   /** How long to wait for a pool connection, in ms. */
   readonly connectTimeout: number;
+  /**
+   * How long a place's connection may sit idle before the server ends it (`idle_session_timeout`,
+   * PostgreSQL 14 and later), in ms: a head whose process froze gives up the room after it.
+   */
+  readonly idleTimeout: number;
   /** The most rooms this locker waits in at once (each takes a pool connection). */
   readonly limit: number;
   /** The locker's waiters for `resource` are at the head of its room: they try now. */
@@ -187,37 +192,32 @@ export class WaitingRooms {
     }
     place.client = client;
     let reusable = false;
+    let idleTimeoutSet = false;
     try {
       const [row] = (await client.query({ text: "SELECT pg_backend_pid() AS pid" })).rows as Array<{ pid: number }>;
       place.pid = row?.pid ?? 0;
+      idleTimeoutSet = await this.#setIdleTimeout(client);
+      /** True once a cancel ended the wait for the room: none is left to arrive later. */
+      let cancelTaken = false;
       while (place.state !== "leaving" && !this.#host.closing()) {
         place.state = "queued";
         try {
           await client.query({ text: "SELECT pg_advisory_lock($1::bigint)", values: [place.room] });
         } catch (error) {
-          // Given up while it queued: the cancel ended this statement (so none is left to arrive
-          // later), and the room was not taken. The connection is as it was checked out.
-          if (place.cancelled && (error as { code?: unknown }).code === QUERY_CANCELED) {
-            reusable = true;
-            return;
-          }
-          throw error;
+          // Given up while it queued: the cancel ended this statement, and the room was not taken.
+          if (!place.cancelled || (error as { code?: unknown }).code !== QUERY_CANCELED) throw error;
+          cancelTaken = true;
+          break;
         }
         if ((place.state as PlaceState) === "leaving") break;
         place.state = "head";
-        if (this.#watchers.has(place.resource)) {
-          const turn = new Promise<void>((resolve) => {
-            place.endTurn = resolve;
-          });
-          this.#host.wake(place.resource);
-          await turn;
-          place.endTurn = undefined;
-        }
+        if (this.#watchers.has(place.resource)) await this.#takeTurn(place, client);
         await client.query({ text: "SELECT pg_advisory_unlock($1::bigint)", values: [place.room] });
       }
-      await client.query({ text: "SELECT pg_advisory_unlock_all()" });
+      if (!cancelTaken) await client.query({ text: "SELECT pg_advisory_unlock_all()" });
+      if (idleTimeoutSet) await client.query({ text: "RESET idle_session_timeout" });
       // A cancel sent after the room was granted may still arrive: such a connection never goes back.
-      reusable = !place.cancelled;
+      reusable = cancelTaken || !place.cancelled;
     } catch {
       place.failed = true;
     } finally {
@@ -226,6 +226,41 @@ export class WaitingRooms {
         place.released = true;
         client.release(!reusable);
       }
+    }
+  }
+
+  /**
+   * The head's turn: wakes the waiters here and waits until the key is taken here or nobody here
+   * waits. The connection is idle meanwhile: a `SELECT 1` every half idle timeout keeps the server
+   * from ending it (it ends it only once this process stops sending them).
+   */
+  async #takeTurn(place: Place, client: PostgresPoolClient): Promise<void> {
+    const turn = new Promise<void>((resolve) => {
+      place.endTurn = resolve;
+    });
+    const keepAlive = setInterval(() => {
+      client.query({ text: "SELECT 1" }).catch(() => undefined);
+    }, this.#host.idleTimeout / 2).unref();
+    try {
+      this.#host.wake(place.resource);
+      await turn;
+    } finally {
+      clearInterval(keepAlive);
+      place.endTurn = undefined;
+    }
+  }
+
+  /** Sets the place's `idle_session_timeout`; false before PostgreSQL 14, which has none. */
+  async #setIdleTimeout(client: PostgresPoolClient): Promise<boolean> {
+    try {
+      await client.query({
+        text: "SELECT set_config('idle_session_timeout', $1, false)",
+        values: [`${this.#host.idleTimeout}ms`],
+      });
+      return true;
+    } catch (error) {
+      if ((error as { severity?: unknown }).severity !== "ERROR") throw error;
+      return false;
     }
   }
 
