@@ -122,7 +122,7 @@ describe("PostgresLocker: waiting rooms", () => {
       child.kill("SIGSTOP");
       // A waiter here that polls only every minute: only the room can hand it its turn.
       const waiter = fixture.locker({ expiry: 1000, backoff: { min: 60_000, max: 60_000 } });
-      const waiting = waiter.lock(AbortSignal.timeout(30_000), key);
+      const waiting = waiter.lock(AbortSignal.timeout(15_000), key);
       waiting.catch(() => undefined);
       await eventually(async () => (await placesIn(key)) === 2, 10_000);
       await release();
