@@ -115,7 +115,9 @@ describe("PostgresLocker: waiting rooms", () => {
       locker.lock(undefined, ${JSON.stringify(key)}).catch(() => undefined);
       process.stdout.write("waiting\\n");
     `;
-    const child = spawn(process.execPath, ["--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     try {
       await once(child.stdout, "data");
       await eventually(async () => (await placesIn(key)) === 1, 10_000);
