@@ -8,7 +8,7 @@ import { type Lease, LockerClosedError, type ReadWriteLocker, UnsupportedError }
 import { expectInvalid, uniqueKey } from "./contract.js";
 import { wakeOnlyCrowd } from "./helpers/crowd.js";
 import { overlappingHolders } from "./helpers/overlap.js";
-import { eventually, sleep } from "./helpers/wait.js";
+import { eventually, sleep, untilWaiting } from "./helpers/wait.js";
 
 export interface ReadWriteHarness {
   /** A new read-write locker (closed by `cleanup`). `wakeOnly`: its safety-net polling is so slow
@@ -127,6 +127,14 @@ export function readWriteContract(name: string, setup: () => Promise<ReadWriteHa
         await sleep(20);
         await lease.release();
       };
+      // Arrival order: each caller is observably waiting (its first try has reached the store and
+      // queued it) before the next one comes; no fixed sleep, which a loaded machine outlasts.
+      const waiting = new Map<ReadWriteLocker, number>();
+      const queued = async (side: ReadWriteLocker): Promise<void> => {
+        const count = (waiting.get(side) ?? 0) + 1;
+        waiting.set(side, count);
+        await untilWaiting(side.read, count);
+      };
       const readers: Array<Promise<void>> = [];
       for (const [label, side] of [
         ["reader 1", rw],
@@ -134,10 +142,10 @@ export function readWriteContract(name: string, setup: () => Promise<ReadWriteHa
         ["reader 3", rw],
       ] as const) {
         readers.push(reader(label, side));
-        await sleep(40);
+        await queued(side);
       }
       const nextWriter = recorded(other.write.acquire(timeout(), key), order, "next writer");
-      await sleep(40);
+      await queued(other);
       const lastReader = recorded(rw.read.acquire(timeout(), key), order, "last reader");
       await sleep(100);
       expect(order).toEqual([]);

@@ -60,6 +60,8 @@ interface Place {
   released: boolean;
 }
 
+function ignore(): void {}
+
 /** The room's lock id of `resource`: a lock of its own, apart from the key's lock and marker. */
 function roomOf(resource: string): string {
   return lockIdText(`${resource}\u0000room`);
@@ -191,6 +193,9 @@ export class WaitingRooms {
       return;
     }
     place.client = client;
+    // A checked-out connection that fails emits "error" (the pool listens only while it is idle):
+    // the statement in flight rejects as well, which is what ends the place.
+    client.on("error", ignore);
     let reusable = false;
     let idleTimeoutSet = false;
     try {
@@ -224,6 +229,7 @@ export class WaitingRooms {
       place.state = "leaving";
       if (!place.released) {
         place.released = true;
+        client.removeListener("error", ignore);
         client.release(!reusable);
       }
     }
