@@ -57,8 +57,10 @@ describe("PostgresLocker: waiting rooms", () => {
     const holder = fixture.locker();
     const release = await holder.lock(undefined, key);
     const order: number[] = [];
+    // Waiters that poll only every 20 s: each try is one the room let in (a poll, the safety net,
+    // may land between a release and the head's try, and overtake; on a loaded machine it did).
     const calls = await queueInTurn(
-      Array.from({ length: 6 }, () => fixture.locker()),
+      Array.from({ length: 6 }, () => fixture.locker({ backoff: { min: 20_000, max: 20_000 } })),
       key,
       order,
     );
@@ -74,7 +76,7 @@ describe("PostgresLocker: waiting rooms", () => {
     const holder = fixture.locker();
     const release = await holder.lock(undefined, key);
     const pools = [fixture.pool(), fixture.pool(), fixture.pool()];
-    const lockers = pools.map((pool) => fixture.locker(undefined, pool));
+    const lockers = pools.map((pool) => fixture.locker({ backoff: { min: 20_000, max: 20_000 } }, pool));
     const order: number[] = [];
     const calls = await queueInTurn(lockers, key, order);
     // The middle one gives up: its place is cancelled while it waits behind the first.
