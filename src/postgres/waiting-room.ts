@@ -95,6 +95,11 @@ export class WaitingRooms {
   /** How many watch each resource here (a place is kept while anyone does). */
   readonly #watchers = new Map<string, number>();
   readonly #places = new Map<string, Place>();
+  /**
+   * Resources whose place failed (no connection, or a failed one): not taken again until nobody
+   * here waits for them (their waiters hear every release meanwhile, as without rooms).
+   */
+  readonly #failed = new Set<string>();
   /** Settles when each place's connection is back (see {@link close}). */
   readonly #running = new Set<Promise<void>>();
 
@@ -128,6 +133,7 @@ export class WaitingRooms {
       return;
     }
     this.#watchers.delete(resource);
+    this.#failed.delete(resource);
     const place = this.#places.get(resource);
     if (place === undefined || place.state === "leaving") return;
     // Its turn, if it is the head, is over: nobody here tries any more.
@@ -156,7 +162,8 @@ export class WaitingRooms {
 
   #start(resource: string): void {
     const host = this.#host;
-    if (this.#places.has(resource) || this.#places.size >= host.limit || host.closing()) return;
+    if (this.#places.has(resource) || this.#failed.has(resource)) return;
+    if (this.#places.size >= host.limit || host.closing()) return;
     const place: Place = {
       resource,
       room: roomOf(resource),
@@ -174,9 +181,9 @@ export class WaitingRooms {
       clearTimeout(place.linger);
       this.#running.delete(running);
       if (this.#places.get(resource) === place) this.#places.delete(resource);
-      // Given up, then waited for again before it was gone: take a new place. (One that failed is
-      // not retaken while it is waited for: those waiters hear every release, as without rooms.)
-      if (!place.failed && this.#watchers.has(resource)) this.#start(resource);
+      if (place.failed && this.#watchers.has(resource)) this.#failed.add(resource);
+      // Given up, then waited for again before it was gone: take a new place.
+      else if (this.#watchers.has(resource)) this.#start(resource);
     });
     this.#running.add(running);
   }
