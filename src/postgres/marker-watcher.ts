@@ -13,10 +13,10 @@ export interface MarkerWatcherHost {
   closing(): boolean;
   /** The backend's own close (see `ReleaseWatcher.close`). */
   close(): Promise<void>;
-  /** Someone here began to watch `resource` (one call per `watch`). */
-  watched?(resource: string): void;
-  /** One watcher of `resource` stopped (one call per `unwatch`). */
-  unwatched?(resource: string): void;
+  /** The first watcher of `resource` here arrived. */
+  firstWatcher?(resource: string): void;
+  /** The last watcher of `resource` here left. */
+  lastWatcherLeft?(resource: string): void;
 }
 
 /**
@@ -40,19 +40,25 @@ export class MarkerWatcher implements ReleaseWatcher {
   }
 
   watch(resource: string): Promise<void> {
-    this.#watchers.set(resource, (this.#watchers.get(resource) ?? 0) + 1);
-    this.#host.watched?.(resource);
+    const count = (this.#watchers.get(resource) ?? 0) + 1;
+    this.#watchers.set(resource, count);
+    if (count === 1) this.#host.firstWatcher?.(resource);
     return this.#sync(resource);
   }
 
   unwatch(resource: string): void {
-    this.#host.unwatched?.(resource);
     const count = (this.#watchers.get(resource) ?? 1) - 1;
     if (count > 0) this.#watchers.set(resource, count);
     else {
       this.#watchers.delete(resource);
+      this.#host.lastWatcherLeft?.(resource);
       void this.#sync(resource);
     }
+  }
+
+  /** True while anyone here watches `resource`. */
+  isWatched(resource: string): boolean {
+    return this.#watchers.has(resource);
   }
 
   isWatching(resource: string): boolean {

@@ -67,8 +67,8 @@ class PostgresBackend implements StoreBackend {
     connect: (resource) => this.#connect(resource),
     closing: () => this.#closing,
     close: () => this.#close(),
-    watched: (resource) => this.#rooms?.enter(resource),
-    unwatched: (resource) => this.#rooms?.leave(resource),
+    firstWatcher: (resource) => this.#rooms?.enter(resource),
+    lastWatcherLeft: (resource) => this.#rooms?.leave(resource),
   });
   /** Plain locks: the places this locker takes in its keys' waiting rooms (see `WaitingRooms`). */
   readonly #rooms: WaitingRooms | undefined;
@@ -128,6 +128,7 @@ class PostgresBackend implements StoreBackend {
                 : this.#session.query("SELECT pg_cancel_backend($1)", [pid]),
             closing: () => this.#closing,
             heldHere: (resource) => this.#session?.resources.has(resource) === true,
+            waitedFor: (resource) => this.watcher.isWatched(resource),
           })
         : undefined;
   }

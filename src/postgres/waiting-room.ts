@@ -25,6 +25,8 @@ export interface WaitingRoomsHost {
   closing(): boolean;
   /** True while this locker holds `resource` (or tries it): its own release wakes its waiters. */
   heldHere(resource: string): boolean;
+  /** True while anyone here waits for `resource` (see {@link WaitingRooms.enter}). */
+  waitedFor(resource: string): boolean;
 }
 
 /** The SQLSTATE of a statement cancelled by `pg_cancel_backend` (`query_canceled`). */
@@ -78,8 +80,8 @@ function roomOf(resource: string): string {
  * place holds the room is the key's head: only it acts on the key's release notifications, and it
  * tries at once when it enters the room (a release may have come while it queued). When it takes
  * the key, it leaves the room — the next locker in line enters — and queues again at the back. A
- * place stays in line for {@link LINGER_MS} after nobody here waits any more (passing the room
- * straight on when its turn comes), for the locker that waits again at once.
+ * place stays in line for {@link LINGER_MS} after nobody here waits any more, for the locker that
+ * waits again at once; one whose turn comes while nobody here waits leaves the room.
  *
  * The room orders tries; it excludes nobody. The key's own lock is the lock, as before: a locker
  * without a place (more keys waited for than {@link WaitingRoomsHost.limit}, a pool that gave no
@@ -92,8 +94,6 @@ function roomOf(resource: string): string {
  */
 export class WaitingRooms {
   readonly #host: WaitingRoomsHost;
-  /** How many watch each resource here (a place is kept while anyone does). */
-  readonly #watchers = new Map<string, number>();
   readonly #places = new Map<string, Place>();
   /**
    * Resources whose place failed (no connection, or a failed one): not taken again until nobody
@@ -108,11 +108,10 @@ export class WaitingRooms {
   }
 
   /**
-   * Someone here waits for `resource`: keep its place, or take one unless the key is held here
-   * (see {@link heldElsewhere}).
+   * The first caller here to wait for `resource` came: keep its place, or take one unless the key
+   * is held here (see {@link heldElsewhere}).
    */
   enter(resource: string): void {
-    this.#watchers.set(resource, (this.#watchers.get(resource) ?? 0) + 1);
     const place = this.#places.get(resource);
     if (place !== undefined) {
       clearTimeout(place.linger);
@@ -122,17 +121,11 @@ export class WaitingRooms {
 
   /** A try here found `resource` held by another locker: take a place if it is waited for here. */
   heldElsewhere(resource: string): void {
-    if (this.#watchers.has(resource)) this.#start(resource);
+    if (this.#host.waitedFor(resource)) this.#start(resource);
   }
 
-  /** One fewer waits for `resource`: with nobody left, the place lingers, then is given up. */
+  /** Nobody here waits for `resource` any more: its place lingers, then is given up. */
   leave(resource: string): void {
-    const count = (this.#watchers.get(resource) ?? 1) - 1;
-    if (count > 0) {
-      this.#watchers.set(resource, count);
-      return;
-    }
-    this.#watchers.delete(resource);
     this.#failed.delete(resource);
     const place = this.#places.get(resource);
     if (place === undefined || place.state === "leaving") return;
@@ -181,9 +174,9 @@ export class WaitingRooms {
       clearTimeout(place.linger);
       this.#running.delete(running);
       if (this.#places.get(resource) === place) this.#places.delete(resource);
-      if (place.failed && this.#watchers.has(resource)) this.#failed.add(resource);
+      if (place.failed && this.#host.waitedFor(resource)) this.#failed.add(resource);
       // Given up, then waited for again before it was gone: take a new place.
-      else if (this.#watchers.has(resource)) this.#start(resource);
+      else if (this.#host.waitedFor(resource)) this.#start(resource);
     });
     this.#running.add(running);
   }
@@ -223,7 +216,9 @@ export class WaitingRooms {
         }
         if ((place.state as PlaceState) === "leaving") break;
         place.state = "head";
-        if (this.#watchers.has(place.resource)) await this.#takeTurn(place, client);
+        // Nobody here waits any more (the place lingered): leave the room rather than queue again.
+        if (!this.#host.waitedFor(place.resource)) break;
+        await this.#takeTurn(place, client);
         await client.query({ text: "SELECT pg_advisory_unlock($1::bigint)", values: [place.room] });
       }
       if (!cancelTaken) await client.query({ text: "SELECT pg_advisory_unlock_all()" });
