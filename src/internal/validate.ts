@@ -51,6 +51,13 @@ export function validatePositiveInteger(name: string, value: unknown, min = 1): 
   }
 }
 
+/** Throws unless `value` is a non-negative safe integer (a count, such as how many connections). */
+export function validateCount(name: string, value: unknown): asserts value is number {
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
+    throw new InvalidArgumentError(name, "a non-negative safe integer", value);
+  }
+}
+
 /**
  * Throws unless `value` is an integer from `min` to {@link MAX_TIMER_DELAY_MS}: a delay a Node.js
  * timer honours.

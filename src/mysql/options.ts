@@ -1,7 +1,7 @@
 import type { ResolvedLockerOptions, ServerLockerOptions } from "../core/locker-options.js";
 import { resolveBackoff, resolveOnLockLost, snapshotServerOptions } from "../core/locker-options.js";
 import { InvalidArgumentError } from "../errors.js";
-import { validateTimerDelay } from "../internal/validate.js";
+import { validateCount, validateTimerDelay } from "../internal/validate.js";
 
 /**
  * Options of {@link MySqlLocker}. Every one is optional; `undefined` means the default, `null` and
@@ -86,9 +86,7 @@ export function resolveMySqlOptions(options: unknown): ResolvedMySqlLockerOption
   const fencingTable = resolveTable("options.fencingTable", given.fencingTable, "globallock_fencing");
   const ownerTable = resolveTable("options.ownerTable", given.ownerTable, "globallock_owners");
   const watchConnections = given.watchConnections === undefined ? 4 : given.watchConnections;
-  if (typeof watchConnections !== "number" || !Number.isSafeInteger(watchConnections) || watchConnections < 0) {
-    throw new InvalidArgumentError("options.watchConnections", "a non-negative safe integer", watchConnections);
-  }
+  validateCount("options.watchConnections", watchConnections);
   const onLockLost = resolveOnLockLost(given.onLockLost);
   return {
     expiry,

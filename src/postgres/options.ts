@@ -1,7 +1,7 @@
 import type { ResolvedLockerOptions, ServerLockerOptions } from "../core/locker-options.js";
 import { resolveBackoff, resolveOnLockLost, snapshotServerOptions } from "../core/locker-options.js";
 import { InvalidArgumentError } from "../errors.js";
-import { validateTimerDelay } from "../internal/validate.js";
+import { validateCount, validateTimerDelay } from "../internal/validate.js";
 
 /**
  * Options of {@link PostgresLocker}. Every one is optional; `undefined` means the default, `null`
@@ -72,9 +72,7 @@ export function resolvePostgresOptions(options: unknown): ResolvedPostgresLocker
     );
   }
   const waitingRooms = given.waitingRooms === undefined ? 4 : given.waitingRooms;
-  if (typeof waitingRooms !== "number" || !Number.isSafeInteger(waitingRooms) || waitingRooms < 0) {
-    throw new InvalidArgumentError("options.waitingRooms", "a non-negative safe integer", waitingRooms);
-  }
+  validateCount("options.waitingRooms", waitingRooms);
   const onLockLost = resolveOnLockLost(given.onLockLost);
   return {
     expiry,
