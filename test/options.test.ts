@@ -322,3 +322,35 @@ describe("owner (every locker's option)", () => {
     });
   }
 });
+
+describe("count options (one check: validateCount)", () => {
+  const cases = [
+    [
+      "MySqlLocker watchConnections",
+      (value: unknown) => resolveMySqlOptions({ watchConnections: value }).watchConnections,
+      "watchConnections",
+    ],
+    [
+      "PostgresLocker waitingRooms",
+      (value: unknown) => resolvePostgresOptions({ waitingRooms: value }).waitingRooms,
+      "waitingRooms",
+    ],
+  ] as const;
+  for (const [name, resolve, option] of cases) {
+    it(`${name}: 0 and positive integers are accepted; a negative, fractional or non-number count is an InvalidArgumentError naming it`, () => {
+      expect(resolve(0)).toBe(0);
+      expect(resolve(7)).toBe(7);
+      for (const bad of [-1, 1.5, Number.NaN, "4", true]) {
+        let caught: unknown;
+        try {
+          resolve(bad);
+        } catch (error) {
+          caught = error;
+        }
+        expect(caught).toBeInstanceOf(InvalidArgumentError);
+        expect((caught as InvalidArgumentError).message).toContain(`options.${option}`);
+        expect((caught as InvalidArgumentError).received).toBe(bad);
+      }
+    });
+  }
+});
