@@ -80,7 +80,33 @@ export class ReleaseOnce extends Releasable {
 }
 
 function releaseAndForget(this: ReleaseRunner): Promise<void> {
-  return this.run().then(toUndefined);
+  const outcome = this.run();
+  // A release answered at once (a store in this process) needs no reaction to drop its outcome.
+  return answeredAtOnce(outcome) ? DONE : outcome.then(toUndefined);
+}
+
+/**
+ * The outcome of a routine that answered at once, as a settled promise: one per outcome, shared by
+ * every such release (a settled promise never changes), so that release makes no promise.
+ */
+const ANSWERED: Readonly<Record<ReleaseOutcome, Promise<ReleaseOutcome>>> = {
+  released: Promise.resolve("released"),
+  expired: Promise.resolve("expired"),
+  taken: Promise.resolve("taken"),
+  unknown: Promise.resolve("unknown"),
+};
+
+/** What the {@link ReleaseFunc} of a release answered at once resolves to (shared, as above). */
+const DONE: Promise<void> = Promise.resolve();
+
+/** Whether `outcome` is one of {@link ANSWERED}'s: its routine answered at once. */
+function answeredAtOnce(outcome: Promise<ReleaseOutcome>): boolean {
+  return (
+    outcome === ANSWERED.released ||
+    outcome === ANSWERED.expired ||
+    outcome === ANSWERED.taken ||
+    outcome === ANSWERED.unknown
+  );
 }
 
 function toUndefined(): undefined {
@@ -93,11 +119,11 @@ function runSafely(releasable: ReleaseRunner): Promise<ReleaseOutcome> {
   try {
     outcome = releasable.releaseRoutine();
   } catch {
-    return Promise.resolve(UNKNOWN);
+    return ANSWERED.unknown;
   }
-  // A routine that answered at once (a store in this process) costs no extra promise, nor does
-  // one that never fails.
-  if (typeof outcome === "string") return Promise.resolve(outcome);
+  // A routine that answered at once (a store in this process) costs no promise, and one that never
+  // fails no extra promise.
+  if (typeof outcome === "string") return ANSWERED[outcome];
   return releasable.routineNeverFails ? outcome : outcome.then(undefined, toUnknown);
 }
 
