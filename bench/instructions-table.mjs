@@ -81,7 +81,11 @@ const GROUPS = [
   {
     name: "Lock files",
     unit: "file-system calls",
-    rows: [rowOf("file", "globallock FileLocker", "ours"), rowOf("proper-lockfile", "proper-lockfile", "peer")],
+    rows: [
+      rowOf("file", "globallock FileLocker", "ours"),
+      rowOf("proper-lockfile", "proper-lockfile", "peer"),
+      rowOf("file-raw", "raw floor: FileLocker's 4 calls through the thread pool", "floor"),
+    ],
   },
   {
     name: "In process",

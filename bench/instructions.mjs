@@ -6,7 +6,7 @@
  * `createLock`, default settings, one lock object per key), redis-semaphore (limit 4,
  * weight 1), peer-semaphore (redis-semaphore's Semaphore, limit 4), peer-mutex (redis-semaphore's
  * Mutex), memory, async-mutex (one async-mutex Mutex: the in-process peer of memory), file,
- * file-pool, proper-lockfile, postgres, postgres-raw, postgres-raw-prepared (every mode's table:
+ * file-pool, file-raw, proper-lockfile, postgres, postgres-raw, postgres-raw-prepared (every mode's table:
  * bench/instructions-table.mjs, `npm run bench:instructions`). Every mode runs
  * sequential pairs on one key; with `keys` > 1 (say 8), each round locks that many keys at once
  * (one `Promise.all`), then releases them at once, and `pairs` counts rounds (as does the warm-up,
@@ -37,10 +37,12 @@
  * also reports the statements sent per measured pair (counted in the child by a wrapper around
  * `pg.Client.prototype.query`).
  *
- * The file modes — `file` (FileLocker with its default `syncCalls: "auto"`: on a local file
- * system, calls on the event loop), `file-pool` (`syncCalls: false`: every call through libuv's
- * thread pool) and `proper-lockfile` (its `lock(path, { realpath: false,
- * retries: 0 })` and the release it returns, the peer of scenario 11) — also report file-system
+ * The file modes — `file` (FileLocker with its default `syncCalls: "auto"`: calls on the event loop
+ * on a file system in memory, through libuv's thread pool elsewhere, as on the ext4 `/tmp` the
+ * bench uses), `file-pool` (`syncCalls: false`: every call through the thread pool),
+ * `proper-lockfile` (its `lock(path, { realpath: false, retries: 0 })` and the release it returns,
+ * the peer of scenario 11) and `file-raw` (the floor: FileLocker's four calls through the thread
+ * pool and nothing else, scenario 11's `raw-rename` in bench/lib/file-contenders.mjs) — also report file-system
  * calls and all system calls per pair, counted by `strace -f -c` (every thread, libuv's pool
  * included) on two more runs without valgrind, as (S(2n) − S(n)) / n. File-system calls are those
  * of {@link FS_CALLS}: each is one trip through libuv's thread pool for an asynchronous call.
@@ -72,7 +74,7 @@ const REDIS_MODES = new Set([
   "redlock-universal",
 ]);
 const SEMAPHORE_LIMIT = 4;
-const FILE_MODES = new Set(["file", "file-pool", "proper-lockfile"]);
+const FILE_MODES = new Set(["file", "file-pool", "file-raw", "proper-lockfile"]);
 /** The system calls counted as file-system operations (path calls; strace's names on Linux). */
 const FS_CALLS = new Set([
   "mkdir",
@@ -352,6 +354,12 @@ async function child(kind, n, port) {
     const directory = mkdtempSync(join(tmpdir(), "globallock-callgrind-files-"));
     locker = new lib.FileLocker(kind === "file" ? { directory } : { directory, syncCalls: false });
     cleanUp = async () => rmSync(directory, { recursive: true, force: true });
+  } else if (kind === "file-raw") {
+    const { FILE_CONTENDERS } = await import("./lib/file-contenders.mjs");
+    const directory = mkdtempSync(join(tmpdir(), "globallock-callgrind-files-"));
+    const floor = FILE_CONTENDERS["raw-rename"].open(directory);
+    locker = { lock: (_signal, key) => floor.lock(key), close: async () => floor.close() };
+    cleanUp = async () => rmSync(directory, { recursive: true, force: true });
   } else if (kind === "proper-lockfile") {
     const { default: lockfile } = await import("proper-lockfile");
     const directory = mkdtempSync(join(tmpdir(), "globallock-callgrind-files-"));
@@ -383,7 +391,7 @@ async function child(kind, n, port) {
     }
   } else {
     throw new Error(
-      `unknown mode ${kind}: redis, redis-raw, redlock, sesame-redlock, redlock-universal, redis-semaphore, peer-semaphore, peer-mutex, memory, memory-handoff, async-mutex, file, file-pool, proper-lockfile, postgres, postgres-raw or postgres-raw-prepared`,
+      `unknown mode ${kind}: redis, redis-raw, redlock, sesame-redlock, redlock-universal, redis-semaphore, peer-semaphore, peer-mutex, memory, memory-handoff, async-mutex, file, file-pool, file-raw, proper-lockfile, postgres, postgres-raw or postgres-raw-prepared`,
     );
   }
   let counted = 0;

@@ -3,8 +3,9 @@
  * session with `lock(key) → release` and `close()`:
  *
  * - globallock's FileLocker (default options: expiry 30 s; waiters wake on release via fs.watch;
- *   `syncCalls: "auto"`, so on a local file system its calls run on the event loop), and with
- *   `syncCalls: false` (every call through libuv's thread pool, the default before `"auto"`);
+ *   `syncCalls: "auto"`, so its calls run on the event loop on a file system in memory and through
+ *   libuv's thread pool elsewhere), and with `syncCalls: false` (every call through the thread
+ *   pool, also in memory);
  * - proper-lockfile 4.1.2: `lock(<dir>/<key>, { realpath: false })` (it mkdirs `<key>.lock` and
  *   refreshes its mtime every `update` ms); it has no way to wait for a release, so a blocked
  *   caller polls through its `retries` option: every 1 ms (the fastest it can hand over, at the
