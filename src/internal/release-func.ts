@@ -123,7 +123,8 @@ function runSafely(releasable: ReleaseRunner): Promise<ReleaseOutcome> {
   }
   // A routine that answered at once (a store in this process) costs no promise, and one that never
   // fails no extra promise.
-  if (typeof outcome === "string") return ANSWERED[outcome];
+  // (`??`: should a routine ever answer something else, its release still resolves, never throws.)
+  if (typeof outcome === "string") return ANSWERED[outcome] ?? Promise.resolve(outcome);
   return releasable.routineNeverFails ? outcome : outcome.then(undefined, toUnknown);
 }
 
