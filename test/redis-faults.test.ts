@@ -2,6 +2,7 @@
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { type LockLostError, RedisLocker, StoreUnavailableError } from "../src/index.js";
+import { ReleaseNotifier } from "../src/redis/release-notifier.js";
 import { uniqueKey } from "./contract.js";
 import { freePort } from "./helpers/redis.js";
 import { RedisFixture } from "./helpers/redis-harness.js";
@@ -76,6 +77,49 @@ describe("a three-node quorum", () => {
     expect((error as Error).cause).toBeInstanceOf(AggregateError);
     await expect(locker.tryLock(undefined, key)).rejects.toBeInstanceOf(StoreUnavailableError);
     expect(await live.keys("globallock:*")).toEqual([]); // the minority grant was rolled back
+  });
+
+  it("passes a release on to a waiting locker once, not once per node that published it", async () => {
+    const fixture = await start(3);
+    const holder = fixture.locker();
+    const key = uniqueKey();
+    const channel = `${holder.options.prefix}${key}`;
+    // Plain subscribers, one per node: proof that every node's publication has arrived.
+    const plain = fixture.connect();
+    const perNode = plain.map(() => 0);
+    await Promise.all(
+      plain.map(async (client, node) => {
+        client.on("message", (from: string) => {
+          if (from === channel) perNode[node] = (perNode[node] ?? 0) + 1;
+        });
+        await client.subscribe(channel);
+      }),
+    );
+    const heard: string[] = [];
+    const notifier = new ReleaseNotifier(
+      fixture.connect(),
+      { timeoutMs: 5000, lingerMs: 1000 },
+      (from, message) => {
+        if (from === channel) heard.push(message);
+      },
+      () => undefined,
+    );
+    try {
+      await notifier.subscribe(channel);
+      for (let i = 0; i < 2; i++) await (await holder.lock(undefined, key))();
+      await eventually(() => perNode.every((count) => count === 2));
+      // An empty release message (a locker of an earlier version) is passed on every time.
+      const admin = fixture.admin(0);
+      await admin.publish(channel, "");
+      await admin.publish(channel, "");
+      await eventually(() => (perNode[0] ?? 0) === 4);
+      await sleep(50); // the notifier's own connections received the same publications
+      expect(heard.filter((message) => message !== "")).toHaveLength(2); // one per release, not per node
+      expect(new Set(heard.filter((message) => message !== "")).size).toBe(2); // each its own token
+      expect(heard.filter((message) => message === "")).toHaveLength(2);
+    } finally {
+      await notifier.close();
+    }
   });
 
   it("keeps a lock alive and exclusive while one node is down", async () => {

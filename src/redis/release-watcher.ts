@@ -20,7 +20,8 @@ export interface RedisReleaseWatcherSettings {
  * Hears Redis releases over pub/sub ({@link ReleaseNotifier}) and tells the core what they mean.
  * A resource with a hand-off queue is heard on the locker's own grant channel, where every
  * message is a grant "g:<waiter id>:<token>:<server ms>:<resource>"; a resource without one (a
- * quorum, a Cluster key with no hash tag) on its own channel, where a release publishes "".
+ * quorum, a Cluster key with no hash tag) on its own channel, where a release publishes the token
+ * it released (every node of a quorum the same one: {@link ReleaseNotifier} passes it on once).
  */
 export class RedisReleaseWatcher implements ReleaseWatcher {
   readonly #notifier: ReleaseNotifier;
@@ -65,8 +66,9 @@ export class RedisReleaseWatcher implements ReleaseWatcher {
       }
       return;
     }
-    // A release where there is no hand-off queue publishes "" on the key's channel: anyone may try.
-    if (message === "" && channel.startsWith(prefix)) events.released(channel.slice(prefix.length));
+    // A release where there is no hand-off queue publishes its token on the key's channel (a
+    // locker of an earlier version: ""): anyone may try.
+    if (channel.startsWith(prefix)) events.released(channel.slice(prefix.length));
   }
 }
 

@@ -3,9 +3,9 @@ import { defineScript } from "./script-runner.js";
 /*
  * Lua scripts. Lock keys hold a token: its holder's owner, then 32 random hex characters (see
  * owner-token.ts). Every release deletes (or hands over) only while the token matches and, when
- * someone may be waiting, PUBLISHes in the same atomic step: a grant on the grantee's channel (below) or, where a key has no hand-off queue, an
- * empty message on the key's own channel, whose name is the lock key itself (pub/sub channels do
- * not share the key space).
+ * someone may be waiting, PUBLISHes in the same atomic step: a grant on the grantee's channel
+ * (below) or, where a key has no hand-off queue, the released token on the key's own channel,
+ * whose name is the lock key itself (pub/sub channels do not share the key space).
  *
  * The hand-off queue of a key (single node or Cluster only) is a sorted set of waiter ids by
  * arrival (server time in µs) plus a hash of each waiter's registration, "<liveness deadline in
@@ -240,15 +240,17 @@ return restored
 `);
 
 /**
- * Lua statements (need `MARK`, and locals `lock`, `queue` — nil on a quorum node — `alive` and
- * `grace`): hand a key that its holder gives up to the first live waiter of its queue — set it to
+ * Lua statements (need `MARK`, and locals `lock`, `queue` — nil on a quorum node — `alive`,
+ * `grace` and `released`, the token given up): hand a key that its holder gives up to the first
+ * live waiter of its queue — set it to
  * that waiter's registered token for `grace` ms (marked while others are still queued, so that the
  * grantee's release looks at the queue too), take the waiter out of the queue and tell it (the
  * message PUBLISH_GRANT describes) — or delete it. Waiters whose liveness deadline passed are
  * dropped on the way. With a queue every waiter of another process is in it, so nothing is
  * published when nobody is queued. Without a queue (a quorum node) it deletes the key and
- * publishes an empty message: anyone may take it. Leaves the id of the waiter it was granted to,
- * or "", in the local `granted`.
+ * publishes the token given up: anyone may take it. Every node of a quorum publishes that same
+ * token, so a waiter hears the release once, not once per node (see `RedisReleaseWatcher`).
+ * Leaves the id of the waiter it was granted to, or "", in the local `granted`.
  *
  * Written out where it runs, not as Lua functions: Lua makes a script's functions anew on every
  * run, and a hand-off's release cost Redis 7% more with them (callgrind). For the same reason the
@@ -289,7 +291,7 @@ if queue then
   if granted == "" then call("del", lock) end
 else
   redis.call("del", lock)
-  redis.call("publish", lock, "")
+  redis.call("publish", lock, released)
 end
 `;
 
@@ -313,7 +315,7 @@ if current ~= ARGV[1] and current ~= ARGV[1] .. MARK then
   if current then return -1 end
   return 0
 end
-local lock, queue, alive, grace = KEYS[1], KEYS[2], KEYS[3], ARGV[2]
+local lock, queue, alive, grace, released = KEYS[1], KEYS[2], KEYS[3], ARGV[2], ARGV[1]
 ${HAND_OVER}
 if granted == "" then return 1 end
 return { 1, granted }
@@ -329,7 +331,7 @@ export const LEAVE_QUEUE = defineScript(`${MARKS}
 redis.call("zrem", KEYS[2], ARGV[1])
 redis.call("hdel", KEYS[3], ARGV[1])
 if ARGV[2] ~= "" and holds(redis.call("get", KEYS[1]), ARGV[2]) then
-  local lock, queue, alive, grace = KEYS[1], KEYS[2], KEYS[3], ARGV[3]
+  local lock, queue, alive, grace, released = KEYS[1], KEYS[2], KEYS[3], ARGV[3], ARGV[2]
 ${HAND_OVER}
 end
 return 1
