@@ -10,9 +10,15 @@ interface Channel {
   confirmed: boolean;
   /** When its last user left (monotonic ms); meaningful while `refs` is 0. */
   idleSince: number;
-  /** The last message heard on it ("" until one is). */
-  last: string;
+  /** The latest messages heard on it (at most {@link RECENT}), newest last. */
+  readonly recent: string[];
 }
+
+/**
+ * How many of a channel's latest messages a repeat is looked for among: a node's message about
+ * one release may arrive after another node's about the next.
+ */
+const RECENT = 4;
 
 /**
  * Wake-on-release over Redis pub/sub. One subscriber connection per node, duplicated from the
@@ -22,7 +28,7 @@ interface Channel {
  * re-subscribed every time. Subscribing never fails a lock: if no subscriber can be reached,
  * waiters fall back on their safety-net polling.
  *
- * A message equal to the last one heard on its channel is dropped: every node of a quorum
+ * A message equal to one of the last few heard on its channel is dropped: every node of a quorum
  * publishes the same release (its token), and passing on each would make every waiter try once
  * per node — its later tries all lost to whoever took the key, and came in lock-step with the
  * others' (the bench's quorum scenario: 5.0–5.6 failed attempts per critical section with three
@@ -78,7 +84,7 @@ export class ReleaseNotifier {
       refs: 1,
       confirmed: false,
       idleSince: 0,
-      last: "",
+      recent: [],
       ready: Promise.any(confirmations).then(
         () => {
           entry.confirmed = true;
@@ -146,12 +152,14 @@ export class ReleaseNotifier {
     for (const subscriber of subscribers) subscriber.close();
   }
 
-  /** Passes a message on, unless it repeats the last one on its channel (see the class comment). */
+  /** Passes a message on, unless it repeats a recent one on its channel (see the class comment). */
   #deliver(channel: string, message: string): void {
     const entry = this.#channels.get(channel);
     if (entry !== undefined && message !== "") {
-      if (message === entry.last) return;
-      entry.last = message;
+      const { recent } = entry;
+      if (recent.includes(message)) return;
+      recent.push(message);
+      if (recent.length > RECENT) recent.shift();
     }
     this.#onRelease(channel, message);
   }
