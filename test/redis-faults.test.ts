@@ -122,6 +122,21 @@ describe("a three-node quorum", () => {
     }
   });
 
+  it("answers a release once a majority deleted the lock, without waiting for a frozen node", async () => {
+    const fixture = await start(3);
+    // A frozen node's command waits for the operation timeout: far beyond this test's own.
+    const locker = fixture.locker({ operationTimeout: 60_000, expiry: 180_000 });
+    const key = uniqueKey();
+    const lease = await locker.acquire(undefined, key);
+    fixture.servers[2]?.pause();
+    try {
+      expect(await lease.releaseWithOutcome()).toBe("released");
+      expect(await fixture.admin(0).exists(`${locker.options.prefix}${key}`)).toBe(0);
+    } finally {
+      fixture.servers[2]?.resume();
+    }
+  }, 20_000);
+
   it("keeps a lock alive and exclusive while one node is down", async () => {
     const fixture = await start(3);
     const lost: LockLostError[] = [];

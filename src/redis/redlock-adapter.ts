@@ -344,34 +344,49 @@ export class RedlockStore implements StoreBackend {
   }
 
   /**
-   * Compare-and-delete on every node (publishing the release), and what it found: `released` when
-   * a majority deleted it, `taken` when a node has another token and the answers make a majority,
-   * `expired` when the key was gone, `unknown` when too few nodes answered. redlock's own release
-   * cannot tell these apart, so this runs our script on each node itself.
+   * Compare-and-delete on every node (publishing the release), and what it found (redlock's own
+   * release cannot tell these apart, so this runs our script on each node itself). Answers as soon
+   * as a majority has deleted it (`released`): a node that is down or slow is not waited for, its
+   * command goes on (and a node whose grant went unanswered deletes it once back). Otherwise, once
+   * every node has answered or failed: `unknown` when too few answered to form a majority, else
+   * `taken` when a node has another token, else `expired` (the key was gone).
    */
-  async release(handle: LockHandle, ordered = false): Promise<ReleaseOutcome> {
-    const answers = await Promise.allSettled(
-      this.#runners.map((runner, node) => {
-        // A node whose grant of this lock went unanswered (and is down now) deletes it once back.
-        this.#followUnanswered(node, RELEASE.source, [handle.resource], [handle.token, 0]);
-        return runner.run(RELEASE, [handle.resource], [handle.token, 0], ordered);
-      }),
-    );
+  release(handle: LockHandle, ordered = false): Promise<ReleaseOutcome> {
+    const nodes = this.#runners.length;
+    const quorum = Math.floor(nodes / 2) + 1;
     let deleted = 0;
     let gone = 0;
     let taken = 0;
-    for (const answer of answers) {
-      if (answer.status !== "fulfilled") continue;
-      // A bare code, or { 1, granted id } (never on a quorum node: it has no queue).
-      const code = Array.isArray(answer.value) ? answer.value[0] : answer.value;
-      if (code === 1) deleted += 1;
-      else if (code === -1) taken += 1;
-      else gone += 1;
-    }
-    const quorum = Math.floor(this.#runners.length / 2) + 1;
-    if (deleted >= quorum) return "released";
-    if (deleted + gone + taken < quorum) return "unknown";
-    return taken > 0 ? "taken" : "expired";
+    let settled = 0;
+    return new Promise((resolve) => {
+      const answered = (): void => {
+        settled += 1;
+        if (deleted >= quorum) resolve("released");
+        else if (settled === nodes) {
+          resolve(deleted + gone + taken < quorum ? "unknown" : taken > 0 ? "taken" : "expired");
+        }
+      };
+      this.#runners.forEach((runner, node) => {
+        // A node whose grant of this lock went unanswered (and is down now) deletes it once back.
+        this.#followUnanswered(node, RELEASE.source, [handle.resource], [handle.token, 0]);
+        let sent: Promise<unknown>;
+        try {
+          sent = runner.run(RELEASE, [handle.resource], [handle.token, 0], ordered);
+        } catch {
+          answered();
+          return;
+        }
+        sent
+          .then((reply) => {
+            // A bare code, or { 1, granted id } (never on a quorum node: it has no queue).
+            const code = Array.isArray(reply) ? reply[0] : reply;
+            if (code === 1) deleted += 1;
+            else if (code === -1) taken += 1;
+            else gone += 1;
+          }, ignore)
+          .then(answered);
+      });
+    });
   }
 
   checkFencing(): void {
@@ -399,6 +414,9 @@ interface LoadedRedlock {
   readonly redlock: Redlock;
   readonly module: RedlockModule;
 }
+
+/** Drops a failure nobody needs (a node's answer that the outcome no longer waits for). */
+const ignore = (): undefined => undefined;
 
 /** The package a quorum needs, as a user installs it. */
 export const REDLOCK_PACKAGE = "redlock@5.0.0-beta.2";
