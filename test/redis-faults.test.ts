@@ -137,6 +137,51 @@ describe("a three-node quorum", () => {
     }
   }, 20_000);
 
+  it("after a split vote (no token holds a majority), tries again within milliseconds, not after its backoff", async () => {
+    const fixture = await start(3);
+    // A backoff far beyond this test's timeout: only the retry after a split can take the key.
+    const locker = fixture.locker({ backoff: { min: 60_000, max: 60_000 } });
+    const key = uniqueKey();
+    const name = `${locker.options.prefix}${key}`;
+    // Two other contenders' minorities: one node each, the third node free.
+    const [first, second] = [fixture.admin(0), fixture.admin(1)];
+    await first.set(name, "contender-a", "PX", 60_000);
+    await second.set(name, "contender-b", "PX", 60_000);
+    const locking = locker.lock(undefined, key);
+    await eventually(() => locker.waitingCount === 1);
+    // They give up (no release is published: nobody held the key).
+    await first.del(name);
+    await second.del(name);
+    await (await locking)();
+  }, 20_000);
+
+  it("backs off further with each split vote in a row: a split that lasts makes no storm of attempts", async () => {
+    const fixture = await start(3);
+    const locker = fixture.locker({ backoff: { min: 60_000, max: 60_000 } });
+    const key = uniqueKey();
+    const name = `${locker.options.prefix}${key}`;
+    const [first, second, third] = [fixture.admin(0), fixture.admin(1), fixture.admin(2)];
+    // Minorities that stay (as a crashed contender's would, until their lease runs out).
+    await first.set(name, "contender-a", "PX", 60_000);
+    await second.set(name, "contender-b", "PX", 60_000);
+    const scriptCalls = async (): Promise<number> => {
+      const info = await third.info("commandstats");
+      return [...info.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0);
+    };
+    const before = await scriptCalls();
+    const stop = new AbortController();
+    const locking = locker.lock(stop.signal, key).catch((error: unknown) => error);
+    await sleep(2000);
+    const during = (await scriptCalls()) - before;
+    stop.abort();
+    await locking;
+    // Each try costs the third node about three scripts (the attempt, its undo, the look at the
+    // holders). Retried every few milliseconds for 2 s that would be hundreds of tries; doubling
+    // the wait after each split, about a dozen.
+    expect(during).toBeGreaterThan(6); // it did retry after the splits
+    expect(during).toBeLessThan(120);
+  }, 20_000);
+
   it("keeps a lock alive and exclusive while one node is down", async () => {
     const fixture = await start(3);
     const lost: LockLostError[] = [];

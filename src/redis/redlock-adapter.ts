@@ -77,6 +77,8 @@ export class RedlockStore implements StoreBackend {
   readonly #unanswered: ReadonlyArray<Map<string, number>>;
   /** The longest lease asked for so far (ms): how long an unanswered call is remembered. */
   #longest = 0;
+  /** Keys whose latest attempts here split the vote, with how many did in a row (see splitRetryDelay). */
+  readonly #splits = new Map<string, number>();
   readonly supportsFencing = false;
   /** Permits counted on each node could exceed the limit when holders win different majorities. */
   readonly countsPermits = false;
@@ -181,6 +183,28 @@ export class RedlockStore implements StoreBackend {
    * PTTL among them). No queue (waiting is 0 here: the core adds this locker's waiters) and no
    * fencing. Fewer than a majority answering is a StoreUnavailableError.
    */
+  /** Whether no token holds `resource` on a majority of the nodes (false when that is not known). */
+  async #nobodyHolds(resource: string): Promise<boolean> {
+    try {
+      return (await this.inspect(resource)).holders.length === 0;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Counts another split vote of `resource` in a row here; returns how many that makes. */
+  #splitAgain(resource: string): number {
+    if (this.#splits.size >= SPLITS_KEPT && !this.#splits.has(resource)) this.#splits.clear();
+    const inARow = (this.#splits.get(resource) ?? 0) + 1;
+    this.#splits.set(resource, inARow);
+    return inARow;
+  }
+
+  /** An attempt on `resource` ended other than in a split vote. */
+  #splitsEnded(resource: string): void {
+    if (this.#splits.size !== 0) this.#splits.delete(resource);
+  }
+
   async inspect(resource: string): Promise<StoredView> {
     const answers = await Promise.allSettled(this.#runners.map((runner) => runner.run(INSPECT, [resource], [])));
     const found = new Map<string, number[]>();
@@ -263,10 +287,19 @@ export class RedlockStore implements StoreBackend {
     try {
       lock = await redlock.acquire([resource], duration);
     } catch (error) {
+      const attemptMs = performance.now() - start;
       const verdict = await classify(module, error);
-      if (verdict.held) return { kind: "held" };
-      throw unavailable(resource, "acquire", verdict.causes, "quorum");
+      if (!verdict.held) throw unavailable(resource, "acquire", verdict.causes, "quorum");
+      // Some nodes voted for this attempt, so others raced it for the key: the vote may have split,
+      // every contender undoing its minority. Then nobody holds the key, no release will wake
+      // anyone, and every contender would sleep its backoff (50 ms by default): ask who holds it.
+      if (verdict.wonSome && (await this.#nobodyHolds(resource))) {
+        return { kind: "held", retryAfterMs: splitRetryDelay(attemptMs, this.#splitAgain(resource)) };
+      }
+      this.#splitsEnded(resource);
+      return { kind: "held" };
     }
+    this.#splitsEnded(resource);
     const handle = new LockHandle(lock.value, resource, start, start + duration - this.#drift(duration));
     if (performance.now() >= handle.validUntil) {
       void this.release(handle);
@@ -447,6 +480,8 @@ function splitRedlockArguments(numkeys: number, rest: readonly unknown[]): [stri
 interface Verdict {
   /** The key is held by another token on enough nodes that the answer is trustworthy. */
   readonly held: boolean;
+  /** Some node voted for the attempt (which was undone: too few did). */
+  readonly wonSome: boolean;
   /** Errors of the nodes that failed (not counting "held by another token" votes). */
   readonly causes: unknown[];
 }
@@ -458,7 +493,7 @@ interface Verdict {
  */
 async function classify(module: RedlockModule, error: unknown): Promise<Verdict> {
   const attempt = error instanceof module.ExecutionError ? error.attempts[0] : undefined;
-  if (attempt === undefined) return { held: false, causes: [error] };
+  if (attempt === undefined) return { held: false, wonSome: false, causes: [error] };
   const stats = await attempt;
   let locked = 0;
   const causes: unknown[] = [];
@@ -466,7 +501,23 @@ async function classify(module: RedlockModule, error: unknown): Promise<Verdict>
     if (vote instanceof module.ResourceLockedError) locked += 1;
     else causes.push(vote);
   }
-  return { held: locked > 0 && stats.votesFor.size + locked >= stats.quorumSize, causes };
+  const held = locked > 0 && stats.votesFor.size + locked >= stats.quorumSize;
+  return { held, wonSome: stats.votesFor.size > 0, causes };
+}
+
+/** How many keys' split votes in a row a quorum keeps count of (past that it starts afresh). */
+const SPLITS_KEPT = 256;
+
+/**
+ * How long a contender whose attempt split the vote waits before trying again (ms): 1 ms plus a
+ * random time up to twice what the attempt took (its vote and the undo of its minority), doubled
+ * for each split of the key in a row before it. At once, the contenders would split again, in
+ * lock-step; spread over a couple of attempts' time, the first to try usually wins before the next
+ * tries. The doubling bounds the tries where the split lasts: minorities left by contenders that
+ * crashed stay until their lease runs out. (The wait loop never waits longer than its backoff.)
+ */
+function splitRetryDelay(attemptMs: number, inARow: number): number {
+  return 1 + Math.random() * 2 * attemptMs * 2 ** Math.min(inARow - 1, 16);
 }
 
 /**
