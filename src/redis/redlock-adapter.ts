@@ -177,12 +177,6 @@ export class RedlockStore implements StoreBackend {
     return true;
   }
 
-  /**
-   * One read-only script per node (the lock's token and PTTL). The holder is the token a majority
-   * of the nodes hold, with the time until fewer than a majority would (the quorum-th longest
-   * PTTL among them). No queue (waiting is 0 here: the core adds this locker's waiters) and no
-   * fencing. Fewer than a majority answering is a StoreUnavailableError.
-   */
   /** Whether no token holds `resource` on a majority of the nodes (false when that is not known). */
   async #nobodyHolds(resource: string): Promise<boolean> {
     try {
@@ -205,6 +199,12 @@ export class RedlockStore implements StoreBackend {
     if (this.#splits.size !== 0) this.#splits.delete(resource);
   }
 
+  /**
+   * One read-only script per node (the lock's token and PTTL). The holder is the token a majority
+   * of the nodes hold, with the time until fewer than a majority would (the quorum-th longest
+   * PTTL among them). No queue (waiting is 0 here: the core adds this locker's waiters) and no
+   * fencing. Fewer than a majority answering is a StoreUnavailableError.
+   */
   async inspect(resource: string): Promise<StoredView> {
     const answers = await Promise.allSettled(this.#runners.map((runner) => runner.run(INSPECT, [resource], [])));
     const found = new Map<string, number[]>();
@@ -448,7 +448,7 @@ interface LoadedRedlock {
   readonly module: RedlockModule;
 }
 
-/** Drops a failure nobody needs (a node's answer that the outcome no longer waits for). */
+/** A node whose command failed: it counts as answered, having found nothing. */
 const ignore = (): undefined => undefined;
 
 /** The package a quorum needs, as a user installs it. */
