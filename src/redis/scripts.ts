@@ -249,7 +249,7 @@ return restored
  * dropped on the way. With a queue every waiter of another process is in it, so nothing is
  * published when nobody is queued. Without a queue (a quorum node) it deletes the key and
  * publishes the token given up: anyone may take it. Every node of a quorum publishes that same
- * token, so a waiter hears the release once, not once per node (see `RedisReleaseWatcher`).
+ * token, so a waiter hears the release once, not once per node (see `ReleaseNotifier`).
  * Leaves the id of the waiter it was granted to, or "", in the local `granted`.
  *
  * Written out where it runs, not as Lua functions: Lua makes a script's functions anew on every
