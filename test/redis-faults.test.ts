@@ -137,33 +137,38 @@ describe("a three-node quorum", () => {
     }
   }, 20_000);
 
-  it("after a split vote (no token holds a majority), tries again within milliseconds, not after its backoff", async () => {
-    const fixture = await start(3);
-    // A backoff far beyond this test's timeout: only the retry after a split can take the key.
-    const locker = fixture.locker({ backoff: { min: 60_000, max: 60_000 } });
-    const key = uniqueKey();
-    const name = `${locker.options.prefix}${key}`;
-    // Two other contenders' minorities: one node each, the third node free.
-    const [first, second] = [fixture.admin(0), fixture.admin(1)];
-    await first.set(name, "contender-a", "PX", 60_000);
-    await second.set(name, "contender-b", "PX", 60_000);
-    const locking = locker.lock(undefined, key);
-    await eventually(() => locker.waitingCount === 1);
-    // They give up (no release is published: nobody held the key).
-    await first.del(name);
-    await second.del(name);
-    await (await locking)();
-  }, 20_000);
-
-  it("backs off further with each split vote in a row: a split that lasts makes no storm of attempts", async () => {
+  /**
+   * Three nodes, and two other contenders' minorities on the first two (one node each, the third
+   * free): every attempt splits the vote. The locker's backoff is far beyond the tests' timeouts,
+   * so only a retry after a split can try again in time.
+   */
+  async function splitVote() {
     const fixture = await start(3);
     const locker = fixture.locker({ backoff: { min: 60_000, max: 60_000 } });
     const key = uniqueKey();
     const name = `${locker.options.prefix}${key}`;
     const [first, second, third] = [fixture.admin(0), fixture.admin(1), fixture.admin(2)];
-    // Minorities that stay (as a crashed contender's would, until their lease runs out).
     await first.set(name, "contender-a", "PX", 60_000);
     await second.set(name, "contender-b", "PX", 60_000);
+    /** The contenders give up (no release is published: nobody held the key). */
+    const giveUp = async () => {
+      await first.del(name);
+      await second.del(name);
+    };
+    return { locker, key, third, giveUp };
+  }
+
+  it("after a split vote (no token holds a majority), tries again within milliseconds, not after its backoff", async () => {
+    const { locker, key, giveUp } = await splitVote();
+    const locking = locker.lock(undefined, key);
+    await eventually(() => locker.waitingCount === 1);
+    await giveUp();
+    await (await locking)();
+  }, 20_000);
+
+  it("backs off further with each split vote in a row: a split that lasts makes no storm of attempts", async () => {
+    // Minorities that stay (as a crashed contender's would, until their lease runs out).
+    const { locker, key, third } = await splitVote();
     const scriptCalls = async (): Promise<number> => {
       const info = await third.info("commandstats");
       return [...info.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0);
