@@ -33,7 +33,7 @@ import { LockHandle } from "../core/backend.js";
 import { StoreUnavailableError, UnsupportedError } from "../errors.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { connectionOf } from "./client/connection-of.js";
-import type { ScriptArgument } from "./client/redis-connection.js";
+import { ignore, type ScriptArgument } from "./client/redis-connection.js";
 import { ownedToken, ownerOfToken, ownerTokenPrefix } from "./owner-token.js";
 import { ScriptRunner } from "./script-runner.js";
 import { ADOPT, EXTEND_MANY, INSPECT, REDLOCK_RELEASE_SCRIPT, RELEASE, RESTORE_MANY } from "./scripts.js";
@@ -416,7 +416,7 @@ export class RedlockStore implements StoreBackend {
             if (code === 1) deleted += 1;
             else if (code === -1) taken += 1;
             else gone += 1;
-          }, ignore)
+          }, ignore) // a node whose command failed counts as answered, having found nothing
           .then(answered);
       });
     });
@@ -447,9 +447,6 @@ interface LoadedRedlock {
   readonly redlock: Redlock;
   readonly module: RedlockModule;
 }
-
-/** A node whose command failed: it counts as answered, having found nothing. */
-const ignore = (): undefined => undefined;
 
 /** The package a quorum needs, as a user installs it. */
 export const REDLOCK_PACKAGE = "redlock@5.0.0-beta.2";
