@@ -119,12 +119,23 @@ describe("after SCRIPT FLUSH", () => {
     });
     viaProxy.on("error", () => undefined);
     try {
-      const holder = quorum.locker({ expiry: 3000 });
+      // The holder's clients are connected first: on a loaded machine a vote still queued behind a
+      // connection can time out, and the holder win with the other two nodes.
+      const holderClients = quorum.connect();
+      await Promise.all(holderClients.map((client) => client.ping()));
+      const holder = new RedisLocker(holderClients, { expiry: 3000 });
+      quorum.lockers.push(holder);
       const [first, second] = quorum.connect();
       const contender = new RedisLocker([first as Redis, second as Redis, viaProxy], { expiry: 3000 });
       const admin = quorum.admin(2);
       const key = uniqueKey("quorum-flush");
       const lease = await holder.acquire(undefined, key);
+      // The case needs the holder on nodes 0 and 1 (a late vote's write still lands: wait for it).
+      const [node0, node1] = [quorum.admin(0), quorum.admin(1)];
+      await eventually(async () => {
+        const [on0, on1] = await Promise.all([node0.get(`globallock:${key}`), node1.get(`globallock:${key}`)]);
+        return on0 !== null && on0 === on1;
+      });
       // Node 2 as after a restart: no key, and only the clean-up's script cached.
       await admin.del(`globallock:${key}`);
       await admin.script("FLUSH");
@@ -133,7 +144,7 @@ describe("after SCRIPT FLUSH", () => {
       await sleep(200); // the attempt's EVAL, if it was retried, has long arrived
       // No key nobody owns: gone, or (on a slow machine, once the holder's extension came due)
       // the holder's own token, restored there by that extension — never the contender's.
-      const holderToken = await quorum.admin(0).get(`globallock:${key}`);
+      const holderToken = await node0.get(`globallock:${key}`);
       expect([null, holderToken]).toContain(await admin.get(`globallock:${key}`));
       await contender.close();
       await lease.release();
