@@ -581,10 +581,11 @@ export function lockerContract(name: string, setup: () => Promise<LockerHarness>
       it.concurrent("autoExtend: false released before expiry is released, and nothing expires later", async () => {
         const l = await fresh();
         const key = uniqueKey();
-        const lease = await l.acquire(undefined, key, { autoExtend: false, expiry: 300 });
+        // Long enough that a loaded machine's delays (a quorum's acquire and release) fit in it.
+        const lease = await l.acquire(undefined, key, { autoExtend: false, expiry: 1000 });
         expect(await lease.releaseWithOutcome()).toBe("released");
         const next = await l.acquire(undefined, key);
-        await tick(450);
+        await tick(1200);
         expect(lease.lost.aborted).toBe(false);
         next.assertHeld();
         expect(await l.tryAcquire(undefined, key)).toBeUndefined();
