@@ -7,7 +7,8 @@
  * on a shared epoch schedule (see lib/quorum.mjs for the worker side).
  *
  * Per round: a run with all five nodes up (a control), then one node is killed with SIGKILL, and
- * after `settleMs` a run with four of five. The node is restarted (empty) before the next round,
+ * after `settleMs` a run with four of five. Each counted run follows an uncounted warm-up run of
+ * one section per process on another key, so that it measures warm code and cached scripts. The node is restarted (empty) before the next round,
  * and the killed node changes from round to round.
  *
  * Reported per run, then summarized over rounds:
@@ -109,9 +110,12 @@ function analyze(parts, { startAtEpoch, total, rttMs }) {
   };
 }
 
-/** One run of `total` sections on `key` across the worker processes. */
-async function runOnce(workers, { key, countKey, rttMs }) {
-  const { sections: total, holdMs, timeoutMs } = CONFIG.quorum;
+/**
+ * One run of `total` sections (by default the configured count) on `key` across the worker
+ * processes.
+ */
+async function runOnce(workers, { key, countKey, rttMs, total = CONFIG.quorum.sections }) {
+  const { holdMs, timeoutMs } = CONFIG.quorum;
   const startAtEpoch = epochNow() + 100;
   const deadlineEpoch = startAtEpoch + timeoutMs;
   const parts = await Promise.all(
@@ -163,6 +167,10 @@ export async function runQuorum({ port, log }) {
       const observeIndex = (killed + 1) % nodes;
       await Promise.all(workers.map((w) => w.call("openQuorum", { ports, observeIndex, counterPort: port })));
       const base = `bench:quorum:${round}`;
+      // Uncounted warm-up sections before each counted run (one per process): the first section
+      // of a run otherwise pays for code not yet compiled and scripts not yet cached.
+      const warmUp = (key) => runOnce(workers, { key, countKey: `${key}:n`, rttMs: 0, total: processes });
+      await warmUp(`${base}:warm-up`);
       let rttMs = await pingRoundTrip(ports[observeIndex]);
       up.push({
         killed: undefined,
@@ -170,11 +178,17 @@ export async function runQuorum({ port, log }) {
       });
       await servers[killed].kill();
       await sleep(settleMs);
+      await warmUp(`${base}:warm-up-down`);
       rttMs = await pingRoundTrip(ports[observeIndex]);
       down.push({ killed, ...(await runOnce(workers, { key: `${base}:down`, countKey: `${base}:down:n`, rttMs })) });
       await Promise.all(workers.map((w) => w.call("closeQuorum")));
       await servers[killed].restart();
-      log(`quorum: round ${round + 1}/${rounds} done`);
+      const over = (run) =>
+        run.sectionMs.flatMap((ms, i) => (ms > run.boundMs ? [`#${i + 1} ${ms.toFixed(1)} ms`] : []));
+      const [lastUp, lastDown] = [up.at(-1), down.at(-1)];
+      log(
+        `quorum: round ${round + 1}/${rounds} done; sections over the bound: all up ${over(lastUp).join(", ") || "none"}, one down ${over(lastDown).join(", ") || "none"}`,
+      );
     }
   } finally {
     await Promise.all(workers.map((w) => w.close()));
