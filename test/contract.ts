@@ -184,6 +184,27 @@ export function lockerContract(name: string, setup: () => Promise<LockerHarness>
       await release2();
     });
 
+    it("a waiter of another locker that gave up does not hold up the next one (its queue entry goes)", async () => {
+      const holder = await fresh({ wakeOnly: true });
+      const quitter = await harness.peer(holder, { wakeOnly: true });
+      const waiter = await harness.peer(holder, { wakeOnly: true });
+      const key = uniqueKey();
+      const release = await holder.lock(undefined, key);
+      const controller = new AbortController();
+      const gaveUp = quitter.lock(controller.signal, key).catch((e: unknown) => e);
+      await untilWaiting(quitter, 1);
+      await tick(200); // its retry after subscribing has joined the store's queue, where there is one
+      controller.abort();
+      expect(await gaveUp).toBeInstanceOf(DOMException);
+      // Below the 20 s poll (and etcd's 60 s lease) of wakeOnly lockers: a queue entry the quitter
+      // left behind would keep this waiter out until then.
+      const waiting = waiter.lock(AbortSignal.timeout(15_000), key);
+      await untilWaiting(waiter, 1);
+      await release();
+      const release2 = await waiting;
+      await release2();
+    });
+
     it("a stale release after re-acquisition does not free the new holder", async () => {
       const l = await fresh();
       const key = uniqueKey();

@@ -82,9 +82,13 @@ export class LockWaiter extends CoreWaiter {
     parts.keys.leave(key, state, this, !acquired || queued);
   }
 
-  /** The locker's place is left once nobody here waits for the key. */
+  /**
+   * The locker's place is left once nobody here waits for the key: its place in a hand-off queue,
+   * or a registration a store without one keeps (an entry in its queue: etcd, lock files), which
+   * would otherwise stand ahead of other lockers' waiters until it expired.
+   */
   leavesPlace(state: Key, queued: boolean): boolean {
-    return queued && state.waiters.size === 0;
+    return (queued || state.handOff !== undefined) && state.waiters.size === 0;
   }
 }
 
