@@ -253,7 +253,7 @@ describe("FileLocker specifics", () => {
     expect(readdirSync(directory)).toEqual([]);
   });
 
-  it("the directory watcher is open only while someone waits, and wakes only the key's subscribers", async () => {
+  it("the directory watcher is open only while someone waits (closed in the next turn), and wakes only the key's subscribers", async () => {
     const directory = dir();
     const watcher = new DirectoryWatcher(directory);
     const woken: string[] = [];
@@ -268,6 +268,18 @@ describe("FileLocker specifics", () => {
     stopA();
     expect(watcher.watching).toBe(true);
     stopB();
+    // Closed once the callbacks of this turn are done (a waiter that took its key resumes first)...
+    expect(watcher.watching).toBe(true);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(watcher.watching).toBe(false);
+    // ...unless someone subscribed meanwhile.
+    const stopC = watcher.subscribe("c", () => undefined);
+    stopC();
+    const stopD = watcher.subscribe("d", () => undefined);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(watcher.watching).toBe(true);
+    stopD();
+    await new Promise((resolve) => setImmediate(resolve));
     expect(watcher.watching).toBe(false);
   });
 

@@ -15,6 +15,7 @@ import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { hashKey, type LockDirectory } from "./directory.js";
 import { type Entry, remainingMs, takeable } from "./entry.js";
+import { LockQueue } from "./lock-queue.js";
 import type { ResolvedFileLockerOptions } from "./options.js";
 import { readOwner } from "./owner.js";
 import { ahead, PermitFiles, type Ticket, ticketEntry } from "./permits.js";
@@ -48,16 +49,19 @@ export function readWriteLockKey(key: string): string {
 /**
  * The backend of the file lockers: `FileLocker` (locks: the {@link FileStore}'s `H.lock`) and
  * `FileReadWriteLocker` (counted: a reader's entry in `H.rd`, a writer's `H.lock`; see
- * `permits.ts`). There is no hand-off queue: a release removes the lock directory (or the
- * readers' one), an event that {@link FileReleaseWatcher} hears through `fs.watch` and passes on
- * as released, and every waiter tries. An attempt that misses answers the holder's deadline as its
- * retry hint: a stopped holder is taken over then.
+ * `permits.ts`). There is no hand-off queue (a release grants the key to nobody): a release moves
+ * the holder's entry out of the lock directory (or the readers' one), an event that
+ * {@link FileReleaseWatcher} hears through `fs.watch` and passes on as released. Waiters queue by
+ * tickets: a lock's in `lock-queue.ts` (only the first in line hears the lock's events; the others
+ * wait for the ticket ahead of theirs to go), a read-write key's in `permits.ts` (every waiter
+ * tries, in queue order). An attempt that misses answers the holder's deadline as its retry hint: a
+ * stopped holder is taken over then.
  *
  * The resource of a key is the key itself: the watcher names it in its events; operations hash it.
  *
  * Each entry carries its holder's `owner` in its name (see `owner.ts`), so `inspect` reads who
- * holds a key from one directory listing (three for a read-write key: the writer, the readers, the
- * queue). A lease is handed off in the directory's scope; `adopt` renames the handed entry to one
+ * holds a key from two directory listings, the lock and its queue (three for a read-write key:
+ * the writer, the readers, the queue). A lease is handed off in the directory's scope; `adopt` renames the handed entry to one
  * of its own (see {@link FileStore.adoptEntry}).
  *
  * @param limit the permits of a read-write key (a writer's weight); `undefined` for locks.
@@ -78,6 +82,10 @@ class FileBackend implements StoreBackend {
   readonly watcher: FileReleaseWatcher;
   readonly #directory: LockDirectory;
   readonly #permits: PermitFiles | undefined;
+  /** A lock's waiting queue (see `lock-queue.ts`); a read-write key's is in {@link #permits}. */
+  readonly #lockQueue: LockQueue | undefined;
+  /** The files of the keys' waiting queues (a lock's and a read-write key's alike). */
+  readonly #queueFiles: PermitFiles;
   readonly #limit: number | undefined;
   /** How long a waiter's ticket lasts unless refreshed (it is, at every attempt: backoff.max). */
   readonly #ticketTtl: number;
@@ -98,13 +106,25 @@ class FileBackend implements StoreBackend {
     this.#limit = limit;
     this.countsPermits = limit !== undefined;
     this.#permits = limit === undefined ? undefined : new PermitFiles(directory.store);
+    this.#queueFiles = this.#permits ?? new PermitFiles(directory.store);
     this.#ticketTtl = Math.max(options.expiry, 3 * options.backoffMax + 1000);
+    // A lock's ticket lasts three polls and a second (4 s by default): a waiter that stops (SIGSTOP,
+    // a blocked event loop) holds up those behind it no longer than that.
+    const lockQueue =
+      limit === undefined
+        ? new LockQueue(this.#queueFiles, 3 * options.backoffMax + 1000, (resource) => events.released(resource))
+        : undefined;
+    this.#lockQueue = lockQueue;
     this.handOff = { scope: `file:${options.directory}` };
     this.watcher = new FileReleaseWatcher(
       options.directory,
       events,
       (key) => this.#hashOf(key),
-      () => directory.store.close(),
+      () => {
+        lockQueue?.close();
+        return directory.store.close();
+      },
+      (hash, name) => lockQueue?.quiet(hash, name) ?? false,
     );
   }
 
@@ -140,7 +160,7 @@ class FileBackend implements StoreBackend {
       [writers, readers, tickets] = await Promise.all([
         store.entries(store.lockPath(hash)),
         permits === undefined ? [] : store.entries(permits.readersPath(hash)),
-        permits === undefined ? [] : store.entries(permits.queuePath(hash), ticketEntry),
+        store.entries(this.#queueFiles.queuePath(hash), ticketEntry),
       ]);
       writers = writers.filter((entry) => !takeable(entry));
       readers = readers.filter((entry) => !takeable(entry));
@@ -213,8 +233,11 @@ class FileBackend implements StoreBackend {
     this.#attempting.set(resource, concurrent + 1);
     let attempt: Promise<AttemptOutcome>;
     try {
+      const lockQueue = this.#lockQueue;
       if (this.#permits !== undefined) attempt = this.#acquireCounted(this.#permits, hash, request);
-      else {
+      else if (lockQueue?.readsFirst(hash, request.intent.join || request.intent.claimToken !== undefined)) {
+        attempt = this.#acquireQueued(lockQueue, hash, request);
+      } else {
         // Look first when another attempt here is under way (a burst) or this is a retry of a
         // waiter (one read instead of three calls and a clean-up: the key is probably held).
         const probe = concurrent > 0 || request.intent.join;
@@ -245,6 +268,43 @@ class FileBackend implements StoreBackend {
     const left = (this.#attempting.get(resource) ?? 1) - 1;
     if (left === 0) this.#attempting.delete(resource);
     else this.#attempting.set(resource, left);
+  }
+
+  /**
+   * A lock's attempt in queue order (see `lock-queue.ts`): it tries unless a live ticket is ahead
+   * of its own (of any, without one); a miss that joins the queue takes (or keeps) a ticket, whose
+   * token is its registration. Taking the key leaves the queue.
+   */
+  async #acquireQueued(queue: LockQueue, hash: string, request: AttemptRequest): Promise<AttemptOutcome> {
+    const { resource, duration, intent, fencing } = request;
+    const sentAt = performance.now();
+    await this.#leaving.get(hash);
+    const { store } = this.#directory;
+    // First in line as last read (woken by the lock's release, most likely): take at once, with no
+    // look at the queue or the lock. A miss reads the queue again next time.
+    const head = queue.headTicket(hash, intent.claimToken);
+    const look =
+      head === undefined
+        ? await this.#directory.use(() => queue.look(hash, intent.claimToken))
+        : queue.lookAsHead(hash);
+    let outcome: AttemptOutcome = { kind: "held" };
+    if (look.ahead.length === 0) {
+      const result = await this.#directory.use(() => store.take(hash, newToken(), duration, head === undefined));
+      outcome = await this.#outcome(resource, hash, false, result, duration, fencing);
+      if (outcome.kind === "acquired") {
+        // Its ticket goes once the taker has resumed: its section does not wait for that.
+        const own = look.own;
+        void this.#leave(
+          hash,
+          nextTurn().then(() => queue.leave(hash, own)),
+        );
+        return outcome;
+      }
+      if (head !== undefined) queue.unverify(hash);
+    }
+    if (!intent.join) return outcome;
+    const token = await this.#directory.use(() => queue.join(resource, hash, look));
+    return { ...outcome, kind: "held", registration: { token, weight: 1, sentAt, serverMs: 0 } };
   }
 
   /**
@@ -282,8 +342,8 @@ class FileBackend implements StoreBackend {
     return { ...outcome, kind: "held", registration: { token, weight, sentAt, serverMs: 0 } };
   }
 
-  #register(permits: PermitFiles, hash: string, writer: boolean, own: Ticket | undefined): Promise<string> {
-    return permits.register(hash, writer, own?.entry.token ?? newToken(), this.#ticketTtl, own);
+  async #register(permits: PermitFiles, hash: string, writer: boolean, own: Ticket | undefined): Promise<string> {
+    return (await permits.register(hash, writer, own?.entry.token ?? newToken(), this.#ticketTtl, own)).entry.token;
   }
 
   /** A writer takes the lock, then makes sure no reader holds (else it gives the lock back). */
@@ -416,20 +476,39 @@ class FileBackend implements StoreBackend {
   }
 
   async leaveQueue(resource: string, _waiterId: string, claimToken?: string): Promise<void> {
-    if (this.#permits === undefined || claimToken === undefined) return;
+    if (claimToken === undefined) return;
     const hash = this.#hashOf(resource);
-    const leaving = this.#permits.leave(hash, claimToken).catch(() => undefined);
-    const all = Promise.all([this.#leaving.get(hash), leaving]).then(() => {
+    const lockQueue = this.#lockQueue;
+    await this.#leave(
+      hash,
+      lockQueue !== undefined
+        ? lockQueue.leave(hash, undefined, claimToken)
+        : (this.#permits as PermitFiles).leave(hash, claimToken),
+    );
+  }
+
+  /**
+   * Tracks `leaving`, a ticket leaving `hash`'s queue: the next attempt on the key here reads the
+   * queue once it is done (else it would find its own old ticket ahead), and `close()` waits for it.
+   */
+  #leave(hash: string, leaving: Promise<void>): Promise<void> {
+    const all = Promise.all([this.#leaving.get(hash), leaving.catch(() => undefined)]).then(() => {
       if (this.#leaving.get(hash) === all) this.#leaving.delete(hash);
     });
     this.#leaving.set(hash, all);
-    await all;
+    this.#directory.store.tidy(all);
+    return all;
   }
 
   async issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
     const held = this.#held.get(handle.token);
     return held === undefined || held.reader ? undefined : this.#directory.store.nextFencingToken(held.hash);
   }
+}
+
+/** Resolves in the event loop's next check phase (after the callbacks and reactions now due). */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /** What a release that did not finish within {@link RELEASE_TIMEOUT_MS} rejects with. */

@@ -46,10 +46,16 @@ import type { FileStoreStats } from "./store.js";
  *   releases and fencing go before waiting attempts: 10,000 concurrent attempts on a key do not
  *   starve the held leases. Concurrent one-shot attempts on one key look at the lock before
  *   building an attempt of their own.
- * - **Waiting.** Waiters wake on release through `fs.watch` on the directory, with a jittered
- *   backoff (never later than the holder's deadline) as the safety net; waiters of one locker queue
+ * - **Waiting.** Waiters queue in arrival order across processes: a locker whose attempt missed
+ *   takes a ticket in the key's queue directory (`H.q`), and only the first in line tries when the
+ *   lock is released, heard through `fs.watch` on the directory; each of the others waits, watching
+ *   the queue, for the ticket ahead of its own to go. A jittered backoff (never later than the
+ *   holder's deadline) is the safety net. A ticket whose process died is dropped at the next look;
+ *   one that is not refreshed (its process frozen) lapses after `3 × backoff.max + 1 s`. A locker's
+ *   first try on a key it has not seen contended does not read the queue (the uncontended path
+ *   costs nothing more), so it may come before queued waiters, once. Waiters of one locker queue
  *   FIFO and only the first one tries (the lock core's wait loop; this class is a thin one over
- *   the core and its `fileBackend`).
+ *   the core and its `fileBackend`; the queue is in `lock-queue.ts`).
  * - **Fencing.** A per-key counter, moved up by a rename that only succeeds from its current value,
  *   while the lock is held; the grant is confirmed afterwards, so a token is issued only to a holder.
  * - **Keys** of any content (slashes, `..`, NUL, up to the 1,024-byte limit) are hashed (SHA-256)

@@ -26,6 +26,8 @@
  *   finds it.
  * - The last reader to leave removes `H.rd`, and a release of `H.lock` removes it: the events
  *   that wake waiters watching the directory.
+ * - A `FileLocker`'s waiters queue the same way, as writers (`H.q/<seq>.w.<entry>` beside its
+ *   `H.lock`; see `lock-queue.ts`).
  */
 import { mkdir, readdir, rename, rmdir } from "node:fs/promises";
 import { join } from "node:path";
@@ -50,6 +52,11 @@ const ignore = (): undefined => undefined;
 export function ticketEntry(name: string): Entry | undefined {
   const match = TICKET.exec(name);
   return match === null ? undefined : parseEntry(match[3] as string);
+}
+
+/** The name of `ticket` in its queue directory: `<seq>.<r|w>.<entry>` (see the module comment). */
+export function ticketName(ticket: Ticket): string {
+  return `${String(ticket.seq).padStart(16, "0")}.${ticket.writer ? "w" : "r"}.${ticket.entry.name}`;
 }
 
 /** Whether ticket `a` is ahead of ticket `b`. */
@@ -102,28 +109,28 @@ export class PermitFiles {
 
   /**
    * Keeps `own` (this waiter's ticket, if it has one) for `ttl` ms more — refreshed only once half
-   * of it is gone — or takes a new ticket at the end of the queue. Resolves to the ticket's token.
+   * of it is gone — or takes a new ticket at the end of the queue. Resolves to the ticket as it
+   * now is.
    */
-  register(hash: string, writer: boolean, token: string, ttl: number, own: Ticket | undefined): Promise<string> {
+  register(hash: string, writer: boolean, token: string, ttl: number, own: Ticket | undefined): Promise<Ticket> {
     return this.#store.run(false, async () => {
       const dir = this.#path(hash, "q");
-      const name = (ticket: Ticket): string =>
-        `${String(ticket.seq).padStart(16, "0")}.${writer ? "w" : "r"}.${ticket.entry.name}`;
       if (own !== undefined) {
-        if (own.entry.deadline - monotonicNow() > ttl / 2) return own.entry.token;
+        if (own.entry.deadline - monotonicNow() > ttl / 2) return own;
         const next = { ...own, entry: entryOf(own.entry.token, ttl, own.entry.acquiredAt) };
-        const moved = await rename(join(dir, name(own)), join(dir, name(next))).then(
+        const moved = await rename(join(dir, ticketName(own)), join(dir, ticketName(next))).then(
           () => true,
           () => false,
         );
-        if (moved) return own.entry.token;
+        if (moved) return next;
       }
       for (let round = 0; ; round++) {
         const ticket = { seq: monotonicNow(), writer, entry: entryOf(token, ttl, Date.now()) };
-        await this.#store.makeDirectory(dir, 0o700).catch(ignore);
+        // The queue directory usually exists (someone waits): made only after a miss says it does not.
+        if (round > 0) await this.#store.makeDirectory(dir, 0o700).catch(ignore);
         try {
-          await mkdir(join(dir, name(ticket)));
-          return token;
+          await mkdir(join(dir, ticketName(ticket)));
+          return ticket;
         } catch (error) {
           if (codeOf(error) !== "ENOENT" || round === ROUNDS) throw this.#store.unavailable("join a queue in", error);
         }
@@ -138,6 +145,15 @@ export class PermitFiles {
       const names = await readdir(dir).catch(() => [] as string[]);
       const name = names.find((candidate) => TICKET.exec(candidate)?.[3]?.startsWith(`${token}.`));
       if (name !== undefined) await rmdir(join(dir, name)).catch(ignore);
+      await rmdir(dir).catch(ignore);
+    });
+  }
+
+  /** Removes `ticket` (its name known) from `hash`'s queue (and the queue, once empty). */
+  leaveTicket(hash: string, ticket: Ticket): Promise<void> {
+    return this.#store.run(true, async () => {
+      const dir = this.#path(hash, "q");
+      await rmdir(join(dir, ticketName(ticket))).catch(ignore);
       await rmdir(dir).catch(ignore);
     });
   }

@@ -314,7 +314,7 @@ export class FileStore {
    */
   #keepSpare(path: string): void {
     if (this.#closed || this.shareMode !== undefined || this.#spares.length >= SPARES) {
-      this.#tidy(this.#fs.rmdir(path));
+      this.tidy(this.#fs.rmdir(path));
       return;
     }
     this.#spares.push(path);
@@ -456,11 +456,11 @@ export class FileStore {
    * a slot behind held leases' operations), without waiting: a lock taken meanwhile stays.
    */
   #removeIfEmpty(lock: string): void {
-    this.#tidy(this.#queue.run(false, () => THREAD_POOL_CALLS.rmdir(lock)));
+    this.tidy(this.#queue.run(false, () => THREAD_POOL_CALLS.rmdir(lock)));
   }
 
   /** Tracks a removal nobody waits for (best effort: a failure is ignored), for `close()`. */
-  #tidy(removal: Promise<unknown>): void {
+  tidy(removal: Promise<unknown>): void {
     const tracked: Promise<void> = removal
       .catch(() => undefined)
       .then(() => {

@@ -10,9 +10,11 @@ import type { BackendEvents, ReleaseWatcher } from "../core/backend.js";
  */
 export class DirectoryWatcher {
   readonly #directory: string;
-  readonly #subscribers = new Map<string, Set<() => void>>();
+  readonly #subscribers = new Map<string, Set<(name: string | undefined) => void>>();
   #watcher: FSWatcher | undefined;
   #count = 0;
+  /** The close scheduled once nobody subscribes (see {@link #closeSoon}). */
+  #closing: NodeJS.Immediate | undefined;
 
   constructor(directory: string) {
     this.#directory = directory;
@@ -24,10 +26,12 @@ export class DirectoryWatcher {
   }
 
   /**
-   * Calls `wake` on every event about a name starting with `name` and a dot (a key's hash) until the returned function is called. The watcher is
-   * open (and sees events) when this returns, unless it could not be opened.
+   * Calls `wake` with the name of every event about a name starting with `name` and a dot (a key's
+   * hash), and with `undefined` on every event without a name and every error of the watcher,
+   * until the returned function is called. The watcher is open (and sees events) when this
+   * returns, unless it could not be opened.
    */
-  subscribe(name: string, wake: () => void): () => void {
+  subscribe(name: string, wake: (name: string | undefined) => void): () => void {
     let set = this.#subscribers.get(name);
     if (set === undefined) {
       set = new Set();
@@ -44,12 +48,27 @@ export class DirectoryWatcher {
       if (current?.delete(wake) !== true) return;
       if (current.size === 0) this.#subscribers.delete(name);
       this.#count -= 1;
-      if (this.#count === 0) this.close();
+      if (this.#count === 0) this.#closeSoon();
     };
+  }
+
+  /**
+   * Closes the watcher once the current callbacks are done (unless someone subscribes meanwhile):
+   * removing an inotify watch is a system call of about 50 µs, which the waiter that just took its
+   * key would otherwise wait for before it resumes.
+   */
+  #closeSoon(): void {
+    if (this.#closing !== undefined) return;
+    this.#closing = setImmediate(() => {
+      this.#closing = undefined;
+      if (this.#count === 0) this.close();
+    });
   }
 
   /** Closes the watcher (subscriptions stay; the next subscribe reopens it). */
   close(): void {
+    if (this.#closing !== undefined) clearImmediate(this.#closing);
+    this.#closing = undefined;
     const watcher = this.#watcher;
     this.#watcher = undefined;
     watcher?.close();
@@ -80,18 +99,19 @@ export class DirectoryWatcher {
     const dot = name.indexOf(".");
     const set = this.#subscribers.get(dot < 0 ? name : name.slice(0, dot));
     if (set === undefined) return;
-    for (const wake of [...set]) wake();
+    for (const wake of [...set]) wake(name);
   }
 
   #notifyAll(): void {
-    for (const set of [...this.#subscribers.values()]) for (const wake of [...set]) wake();
+    for (const set of [...this.#subscribers.values()]) for (const wake of [...set]) wake(undefined);
   }
 }
 
 /**
  * Hears releases through `fs.watch` on the lock directory ({@link DirectoryWatcher}): any event
  * about a watched key's names (its lock directory, its readers' directory) is passed on as
- * released. While anything is watched, one ref'ed timer keeps the process alive: the watcher and
+ * released, unless this locker waits behind another waiter's ticket for the key (see
+ * `lock-queue.ts`, which then wakes it). While anything is watched, one ref'ed timer keeps the process alive: the watcher and
  * the backoff timers do not (they must not hold up an idle process), but a caller waiting for a
  * lock held by another process is work in progress, like a pending request.
  */
@@ -101,28 +121,38 @@ export class FileReleaseWatcher implements ReleaseWatcher {
   readonly #hashOf: (key: string) => string;
   readonly #watched = new Map<string, { count: number; stop: () => void }>();
   readonly #onClose: () => Promise<void>;
+  readonly #quiet: (hash: string, name: string) => boolean;
   #keepAlive: NodeJS.Timeout | undefined;
 
   /**
    * @param onClose called by {@link close} (the backend's close): removes what the backend keeps
    * in the directory (the store's spare and emptied directories).
+   * @param quiet whether an event about `name`, a name of the key of `hash`, is not for this
+   * locker's waiters (see `lock-queue.ts`: a waiter behind another's ticket is woken by the queue,
+   * and the queue directory's own events say nothing of the lock); events without a name and
+   * watcher errors are always passed on.
    */
   constructor(
     directory: string,
     events: BackendEvents,
     hashOf: (key: string) => string,
     onClose: () => Promise<void> = () => Promise.resolve(),
+    quiet: (hash: string, name: string) => boolean = () => false,
   ) {
     this.#directory = new DirectoryWatcher(directory);
     this.#events = events;
     this.#hashOf = hashOf;
     this.#onClose = onClose;
+    this.#quiet = quiet;
   }
 
   watch(resource: string): Promise<void> {
     let watched = this.#watched.get(resource);
     if (watched === undefined) {
-      const stop = this.#directory.subscribe(this.#hashOf(resource), () => this.#events.released(resource));
+      const hash = this.#hashOf(resource);
+      const stop = this.#directory.subscribe(hash, (name) => {
+        if (name === undefined || !this.#quiet(hash, name)) this.#events.released(resource);
+      });
       watched = { count: 0, stop };
       this.#watched.set(resource, watched);
     }
