@@ -41,7 +41,7 @@ interface Place {
   watcher: FSWatcher | undefined;
 }
 
-/** What an attempt read of a key's queue, for {@link LockQueue.settle}. */
+/** What an attempt read of a key's queue, for {@link LockQueue.join}. */
 export interface QueueLook {
   /** The place's wake count when the read began. */
   readonly wakes: number;
@@ -53,6 +53,11 @@ export interface QueueLook {
   readonly read: boolean;
 }
 
+/**
+ * One FileLocker's places in its keys' queues (at most one per key: the core lets one waiter of a
+ * key try at a time), the keys it saw contended lately, and the queue watchers (see the module
+ * comment).
+ */
 export class LockQueue {
   readonly #queue: PermitFiles;
   readonly #ttl: number;
