@@ -46,6 +46,24 @@ function tickets(holder: FileLocker, key: string): string[] {
   }
 }
 
+/**
+ * `key` held here, and two child processes queued for it in turn: `first` (its backoff up to
+ * `firstBackoffMax`, which sets how long its ticket lasts unless refreshed: 3 × that + 1 s), then
+ * `behind` (backoff up to 1 s). Each waits up to `timeout` ms.
+ */
+async function twoQueued(key: string, firstBackoffMax: number, timeout = 30_000) {
+  const holder = here();
+  const release = await holder.lock(undefined, key);
+  const first = await child({ backoffMax: firstBackoffMax });
+  const firstWaits = first.lock(AbortSignal.timeout(timeout), key);
+  firstWaits.catch(() => undefined);
+  await eventually(() => tickets(holder, key).length === 1);
+  const behind = await child({ backoffMax: 1000 });
+  const behindWaits = behind.lock(AbortSignal.timeout(timeout), key);
+  await eventually(() => tickets(holder, key).length === 2);
+  return { holder, release, first, firstWaits, behindWaits };
+}
+
 describe("FileLocker's queue across processes", () => {
   it("serves waiters of three processes and this one in the order they came", async () => {
     const holder = here();
@@ -78,39 +96,25 @@ describe("FileLocker's queue across processes", () => {
   });
 
   it("a waiter killed while queued holds up the one behind it only until its next look", async () => {
-    const holder = here();
     const key = "killed-waiter";
-    const release = await holder.lock(undefined, key);
     // The killed waiter's ticket would last 3 × 20 s + 1 s; the one behind it looks every second.
-    const killed = await child({ backoffMax: 20_000 });
-    void killed.lock(undefined, key).catch(() => undefined);
-    await eventually(() => tickets(holder, key).length === 1);
-    const behind = await child({ backoffMax: 1000 });
-    const waiting = behind.lock(AbortSignal.timeout(15_000), key);
-    await eventually(() => tickets(holder, key).length === 2);
+    const { holder, release, first: killed, behindWaits } = await twoQueued(key, 20_000, 15_000);
     killed.child.kill("SIGKILL");
     await killed.exited;
     await release();
-    const releaseBehind = await waiting;
+    const releaseBehind = await behindWaits;
     await releaseBehind();
     expect(tickets(holder, key)).toEqual([]);
   });
 
   it("a waiter frozen while queued holds up those behind it until its ticket lapses, then queues again", async () => {
-    const holder = here();
     const key = "frozen-waiter";
-    const release = await holder.lock(undefined, key);
     // Its ticket lasts 3 × 1 s + 1 s unless refreshed.
-    const frozen = await child({ backoffMax: 1000 });
-    const frozenWaits = frozen.lock(AbortSignal.timeout(30_000), key);
-    await eventually(() => tickets(holder, key).length === 1);
-    const behind = await child({ backoffMax: 1000 });
-    const waiting = behind.lock(AbortSignal.timeout(15_000), key);
-    await eventually(() => tickets(holder, key).length === 2);
+    const { holder, release, first: frozen, firstWaits: frozenWaits, behindWaits } = await twoQueued(key, 1000);
     frozen.child.kill("SIGSTOP");
     try {
       await release();
-      const releaseBehind = await waiting;
+      const releaseBehind = await behindWaits;
       await releaseBehind();
     } finally {
       frozen.child.kill("SIGCONT");
