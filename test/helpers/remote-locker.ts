@@ -141,7 +141,8 @@ export class RemoteFileLocker implements Locker {
     const replied = this.#call({ op: "acquire", key, options, wait }, id);
     let aborted: (reason: unknown) => void = () => undefined;
     const onAbort = (): void => {
-      this.child.send({ op: "abort", id });
+      // A child that is gone (killed by a test) has nothing to abort.
+      if (this.child.connected) this.child.send({ op: "abort", id });
       aborted(signal?.reason);
     };
     signal?.addEventListener("abort", onAbort, { once: true });
