@@ -61,8 +61,8 @@ export function readWriteLockKey(key: string): string {
  *
  * Each entry carries its holder's `owner` in its name (see `owner.ts`), so `inspect` reads who
  * holds a key from two directory listings, the lock and its queue (three for a read-write key:
- * the writer, the readers, the queue). A lease is handed off in the directory's scope; `adopt` renames the handed entry to one
- * of its own (see {@link FileStore.adoptEntry}).
+ * the writer, the readers, the queue). A lease is handed off in the directory's scope; `adopt`
+ * renames the handed entry to one of its own (see {@link FileStore.adoptEntry}).
  *
  * @param limit the permits of a read-write key (a writer's weight); `undefined` for locks.
  */
