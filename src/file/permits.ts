@@ -59,6 +59,12 @@ export function ticketName(ticket: Ticket): string {
   return `${String(ticket.seq).padStart(16, "0")}.${ticket.writer ? "w" : "r"}.${ticket.entry.name}`;
 }
 
+/** Removes the ticket `name` (if any) from the queue directory `dir`, then `dir` if that emptied it. */
+async function removeTicket(dir: string, name: string | undefined): Promise<void> {
+  if (name !== undefined) await rmdir(join(dir, name)).catch(ignore);
+  await rmdir(dir).catch(ignore);
+}
+
 /** Whether ticket `a` is ahead of ticket `b`. */
 export function ahead(a: Ticket, b: Ticket): boolean {
   return a.seq < b.seq || (a.seq === b.seq && a.entry.token < b.entry.token);
@@ -144,18 +150,13 @@ export class PermitFiles {
       const dir = this.#path(hash, "q");
       const names = await readdir(dir).catch(() => [] as string[]);
       const name = names.find((candidate) => TICKET.exec(candidate)?.[3]?.startsWith(`${token}.`));
-      if (name !== undefined) await rmdir(join(dir, name)).catch(ignore);
-      await rmdir(dir).catch(ignore);
+      await removeTicket(dir, name);
     });
   }
 
   /** Removes `ticket` (its name known) from `hash`'s queue (and the queue, once empty). */
   leaveTicket(hash: string, ticket: Ticket): Promise<void> {
-    return this.#store.run(true, async () => {
-      const dir = this.#path(hash, "q");
-      await rmdir(join(dir, ticketName(ticket))).catch(ignore);
-      await rmdir(dir).catch(ignore);
-    });
+    return this.#store.run(true, () => removeTicket(this.#path(hash, "q"), ticketName(ticket)));
   }
 
   /** One attempt of a reader: its entry, unless a live writer holds `hash`'s lock. */

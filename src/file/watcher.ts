@@ -111,9 +111,10 @@ export class DirectoryWatcher {
  * Hears releases through `fs.watch` on the lock directory ({@link DirectoryWatcher}): any event
  * about a watched key's names (its lock directory, its readers' directory) is passed on as
  * released, unless this locker waits behind another waiter's ticket for the key (see
- * `lock-queue.ts`, which then wakes it). While anything is watched, one ref'ed timer keeps the process alive: the watcher and
- * the backoff timers do not (they must not hold up an idle process), but a caller waiting for a
- * lock held by another process is work in progress, like a pending request.
+ * `lock-queue.ts`, which then wakes it). While anything is watched, one ref'ed timer keeps the
+ * process alive: the watcher and the backoff timers do not (they must not hold up an idle
+ * process), but a caller waiting for a lock held by another process is work in progress, like a
+ * pending request.
  */
 export class FileReleaseWatcher implements ReleaseWatcher {
   readonly #directory: DirectoryWatcher;
