@@ -147,8 +147,8 @@ export class LockLostError extends GlobalLockError {
 
 /** The requested feature is not available with this locker's configuration. */
 export class UnsupportedError extends GlobalLockError {
-  constructor(message: string) {
-    super("ERR_GLOBALLOCK_UNSUPPORTED", message);
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("ERR_GLOBALLOCK_UNSUPPORTED", message, options);
   }
 }
 

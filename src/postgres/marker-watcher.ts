@@ -96,15 +96,13 @@ export class MarkerWatcher implements ReleaseWatcher {
     const marker = markerOf(lockId(resource));
     if (!wanted) {
       this.#marked.delete(resource);
-      await this.#host
-        .current()
-        ?.query(UNMARK, marker)
-        .catch(() => undefined);
+      const session = this.#host.current();
+      await session?.query(UNMARK, [...marker, session.token]).catch(() => undefined);
       return;
     }
     try {
       const session = await this.#host.connect(resource);
-      await session.query(MARK, marker);
+      await session.query(MARK, [...marker, session.token]);
       if (this.#host.current() === session) this.#marked.add(resource);
     } catch {
       // Unheard: the core's safety net polls.

@@ -91,6 +91,8 @@ class PostgresBackend implements StoreBackend {
   readonly #heartbeat: Heartbeat<Session>;
   /** Read-write mode: queued waiters holding a marker, by their id in the core. */
   readonly #queued = new Map<string, QueuedWaiter>();
+  /** Set once a session was found shared by a pooler (see pooler.ts): every attempt refuses. */
+  #refusal: Error | undefined;
 
   constructor(
     pool: PostgresPool,
@@ -104,7 +106,7 @@ class PostgresBackend implements StoreBackend {
     this.#events = events;
     this.#owner = owner;
     this.#heartbeat = {
-      ping: (session) => session.query("SELECT 1", undefined),
+      ping: (session) => session.ping(),
       unavailable,
       reasonOf: (session) => this.#reasons.get(session),
       expiry: options.expiry,
@@ -145,6 +147,7 @@ class PostgresBackend implements StoreBackend {
   }
 
   async acquire(request: AttemptRequest): Promise<AttemptOutcome> {
+    if (this.#refusal !== undefined) throw this.#refusal;
     const current = this.#session;
     const session = current !== undefined && !current.ended ? current : await this.#connect(request.resource);
     if (request.fencing) await this.#sequence.ensure(session, request.resource);
@@ -165,7 +168,7 @@ class PostgresBackend implements StoreBackend {
     try {
       [row] = await session.query<Row>(
         fencing ? TRY_FENCED : TRY,
-        fencing ? [id, this.#options.fencingSequence] : [id],
+        fencing ? [id, this.#options.fencingSequence, session.token] : [id, session.token],
       );
     } catch (error) {
       throw this.#sequence.failed(resource, error);
@@ -199,7 +202,7 @@ class PostgresBackend implements StoreBackend {
     // a reader ahead of writers, for a writer): the try cannot take the key.
     const defers = shared ? !marked && this.#waitingHere(resource, true) : this.#waitingHere(resource, false);
     const [statement, values] = shared
-      ? [READ, [id, ...writers, ...readers, marked, join, defers, blocked]]
+      ? [READ, [id, ...writers, ...readers, marked, join, defers, blocked, session.token]]
       : [
           WRITE,
           [
@@ -212,6 +215,7 @@ class PostgresBackend implements StoreBackend {
             fencing ? this.#options.fencingSequence : null,
             defers,
             blocked,
+            session.token,
           ],
         ];
     // A try that may take the key counts it as taken here while in flight: a second try sent
@@ -300,6 +304,7 @@ class PostgresBackend implements StoreBackend {
         lockIdText(handle.resource),
         this.#channel,
         key,
+        session.token,
       ]);
       return row?.released === true ? "released" : "expired";
     } catch {
@@ -313,7 +318,8 @@ class PostgresBackend implements StoreBackend {
     const queued = this.#queued.get(waiterId);
     if (queued === undefined) return;
     this.#queued.delete(waiterId);
-    if (!queued.session.ended) await queued.session.query(UNMARK, queued.marker).catch(() => undefined);
+    const { session, marker } = queued;
+    if (!session.ended) await session.query(UNMARK, [...marker, session.token]).catch(() => undefined);
   }
 
   async issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
@@ -378,7 +384,7 @@ class PostgresBackend implements StoreBackend {
     const half = this.#options.expiry / 2;
     this.#idle = setInterval(() => {
       if (session.holds.size === 0 && performance.now() - session.confirmedAt >= half)
-        session.query("SELECT 1", undefined).catch(() => undefined);
+        session.ping().catch(() => undefined);
     }, half);
     this.#idle.unref();
     // Markers died with the previous session: take them again here.
@@ -394,6 +400,8 @@ class PostgresBackend implements StoreBackend {
       this.watcher.sessionEnded();
     }
     for (const [id, queued] of this.#queued) if (queued.session === session) this.#queued.delete(id);
+    // Found shared by a pooler: its locks may live on where this locker can no longer reach them.
+    if (how === "moved") this.#refusal ??= cause instanceof Error ? cause : new Error(String(cause));
     const reason =
       how === "dropped" && (cause as { code?: unknown } | undefined)?.code !== "57P05" ? "taken" : "expired";
     this.#reasons.set(session, reason);

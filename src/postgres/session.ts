@@ -1,13 +1,18 @@
 import { performance } from "node:perf_hooks";
-import { StoreUnavailableError } from "../errors.js";
+import { StoreUnavailableError, UnsupportedError } from "../errors.js";
 import { CreateOnce } from "../internal/create-once.js";
 import { DeadlineGroup } from "../internal/deadline-group.js";
 import { checkOutWithin } from "../internal/pool-checkout.js";
-import type { Statement } from "./statements.js";
+import { newToken } from "../internal/token.js";
+import { CLAIM_SETTING, poolerRefusal, sameSession } from "./pooler.js";
+import { PING, type Statement } from "./statements.js";
 import type { PostgresNotification, PostgresPool, PostgresPoolClient } from "./types.js";
 
-/** Why a session ended: its connection failed or ended, or it could not be confirmed in time. */
-export type SessionEnd = "dropped" | "unconfirmed" | "retired";
+/**
+ * Why a session ended: its connection failed or ended, it could not be confirmed in time, it was
+ * cleaned up, or it was found shared with other clients (a pooler: see pooler.ts).
+ */
+export type SessionEnd = "dropped" | "unconfirmed" | "retired" | "moved";
 
 /** What a session tells its locker. */
 export interface SessionEvents {
@@ -32,6 +37,8 @@ function isStatementError(error: unknown): boolean {
  */
 export class Session {
   readonly client: PostgresPoolClient;
+  /** The token this session claims its server connection with (see pooler.ts). */
+  readonly token = newToken();
   /** The backend's process id (to ignore our own notifications). */
   pid = 0;
   /** `performance.now()` at which the latest statement that was answered had been sent. */
@@ -45,6 +52,8 @@ export class Session {
   readonly resources = new Map<string, number>();
   /** Whether `idle_session_timeout` was set (PostgreSQL 14 and later), to reset it on retirement. */
   idleTimeoutSet = false;
+  /** `application_name` and `idle_session_timeout` as they were before `setUp`, restored on retirement. */
+  #before: { name: string; idle: string | null } = { name: "", idle: null };
   #ended = false;
   /** The latest statement queued (settled or not; its rejection is handled by its caller). */
   #tail: Promise<unknown> = Promise.resolve();
@@ -86,43 +95,59 @@ export class Session {
   }
 
   /**
-   * `LISTEN`s on the channel, asks the server to end the session after `idleMs` idle (where
-   * supported), reads the backend pid and sets `application_name` to the locker's `owner` (in the
-   * same statement: no round trip of its own), so that every session can read who holds a lock
-   * from `pg_stat_activity` (see `inspect.ts`). PostgreSQL shows at most its first 63 bytes, and
-   * characters outside printable ASCII escaped. Throws (and ends the session) when the connection
-   * fails.
+   * Claims the server connection (see pooler.ts), reads the backend pid and sets `application_name`
+   * to the locker's `owner` in one statement, so that every session can read who holds a lock from
+   * `pg_stat_activity` (see `inspect.ts`; PostgreSQL shows at most its first 63 bytes, and
+   * characters outside printable ASCII escaped); then `LISTEN`s on the channel and asks the server
+   * to end the session after `idleMs` idle (where supported). Throws (and ends the session) when
+   * the connection fails, or with the pooler refusal when the connection carries another session.
    */
   async setUp(idleMs: number, owner: string): Promise<void> {
-    const [row] = await this.query<{ pid: number }>(`LISTEN "${this.#channel}"`, undefined).then(() =>
-      this.query<{ pid: number }>(
-        "SELECT pg_backend_pid() AS pid, set_config('application_name', $1, false) IS NULL AS unset",
-        [owner],
-      ),
+    const [row] = await this.query<{ pid: number; name: string; idle: string | null }>(
+      `WITH c AS MATERIALIZED (SELECT coalesce(current_setting('${CLAIM_SETTING}', true), '') = '' AS free,
+        current_setting('application_name') AS name, current_setting('idle_session_timeout', true) AS idle)
+      SELECT pg_backend_pid() AS pid, c.name, c.idle,
+        CASE WHEN c.free THEN set_config('${CLAIM_SETTING}', $2, false) = $2 AND set_config('application_name', $1, false) IS NOT NULL
+          ELSE false END AS same
+      FROM c`,
+      [owner, this.token],
+      "claimed",
     );
     this.pid = row?.pid ?? 0;
-    try {
-      await this.query("SELECT set_config('idle_session_timeout', $1, false)", [`${idleMs}ms`]);
-      this.idleTimeoutSet = true;
-    } catch (error) {
-      // Before PostgreSQL 14 there is no idle_session_timeout: the extensions alone keep watch.
-      if (this.#ended) throw error;
-    }
+    this.#before = { name: row?.name ?? "", idle: row?.idle ?? null };
+    await this.query(`LISTEN "${this.#channel}"`, undefined);
+    if (this.#before.idle === null) return; // before PostgreSQL 14: the extensions alone keep watch
+    await this.query(
+      `SELECT CASE WHEN ${sameSession(2)} THEN set_config('idle_session_timeout', $1, false) END AS idle, ${sameSession(2)} AS same`,
+      [`${idleMs}ms`, this.token],
+    );
+    this.idleTimeoutSet = true;
+  }
+
+  /** Confirms the session: its connection answers, and is still the session's own. */
+  ping(): Promise<unknown> {
+    return this.query(PING, [this.token]);
   }
 
   /**
    * Runs one statement (a {@link Statement} is sent as a named prepared statement) with the
    * session's timeout (counted from when it is sent). An ordinary SQL error is thrown as is; any
-   * other failure ends the session first.
+   * other failure ends the session first. A statement whose first row answers `same = false` ran
+   * on a server connection that is not the session's: the session ends as moved, and the pooler
+   * refusal (named after `sign`) is thrown.
    */
-  query<R>(statement: string | Statement, values: unknown[] | undefined): Promise<R[]> {
+  query<R>(
+    statement: string | Statement,
+    values: unknown[] | undefined,
+    sign: "claimed" | "moved" = "moved",
+  ): Promise<R[]> {
     // One statement on the wire at a time, in call order (pg 9 drops its own queue of concurrent
     // calls): a local waiter's attempt sent after a release still sees the key free. With nothing
     // queued, it is sent now (no hop through the queue's tail).
     let run: Promise<R[]>;
-    if (this.#pending++ === 0) run = this.#send<R>(statement, values);
+    if (this.#pending++ === 0) run = this.#send<R>(statement, values, sign);
     else {
-      const send = (): Promise<R[]> => this.#send<R>(statement, values);
+      const send = (): Promise<R[]> => this.#send<R>(statement, values, sign);
       run = this.#tail.then(send, send);
     }
     this.#tail = run;
@@ -130,7 +155,11 @@ export class Session {
   }
 
   /** Sends one statement of the queue (every one queued is sent, in turn, whatever came before). */
-  async #send<R>(statement: string | Statement, values: unknown[] | undefined): Promise<R[]> {
+  async #send<R>(
+    statement: string | Statement,
+    values: unknown[] | undefined,
+    sign: "claimed" | "moved",
+  ): Promise<R[]> {
     const sentAt = performance.now();
     try {
       if (this.#ended) throw new Error("the locker's PostgreSQL connection has ended");
@@ -138,15 +167,21 @@ export class Session {
       try {
         result = await this.#ask(statement, values, this.#prepare);
       } catch (error) {
-        // 26000: the prepared statement is gone from the server; unnamed, it needs none.
-        if (typeof statement === "string" || (error as { code?: unknown }).code !== "26000") throw error;
+        const code = (error as { code?: unknown }).code;
+        // 42P05: another client prepared it on this server connection: a pooler shares it.
+        if (code === "42P05") throw this.#moved(poolerRefusal("prepared", error));
+        // 26000: the prepared statement is gone from the server (someone ran DEALLOCATE on this
+        // connection); unnamed, it needs none. A statement that moved is caught by its claim check.
+        if (typeof statement === "string" || code !== "26000") throw error;
         this.#prepare = false;
         result = await this.#ask(statement, values, false);
       }
+      const first = result.rows[0] as { same?: unknown } | undefined;
+      if (first !== undefined && "same" in first && first.same !== true) throw this.#moved(poolerRefusal(sign));
       if (sentAt > this.confirmedAt) this.confirmedAt = sentAt;
       return result.rows as R[];
     } catch (error) {
-      if (!isStatementError(error)) this.end("dropped", error);
+      if (!this.#ended && !isStatementError(error)) this.end("dropped", error);
       throw error;
     } finally {
       this.#pending--;
@@ -168,11 +203,17 @@ export class Session {
     return this.#deadlines.run(this.client.query(config), this.#timeoutError);
   }
 
+  /** Ends the session as moved (shared by a pooler) and returns the refusal to throw. */
+  #moved(refusal: Error): Error {
+    this.end("moved", refusal);
+    return refusal;
+  }
+
   /**
    * Ends the session once: detaches from the client and hands it back to the pool — destroyed,
-   * unless `how` is `"retired"` (the caller cleaned it up first).
+   * unless it was `"retired"` clean (the caller cleaned it up first and `destroy` is false).
    */
-  end(how: SessionEnd, cause: unknown): void {
+  end(how: SessionEnd, cause: unknown, destroy = how !== "retired"): void {
     if (this.#ended) return;
     this.#ended = true;
     this.client.removeListener("notification", this.#onNotification);
@@ -181,7 +222,7 @@ export class Session {
     this.client.removeListener("error", this.#onError);
     this.client.on("error", ignore);
     try {
-      this.client.release(how === "retired" ? undefined : cause instanceof Error ? cause : true);
+      this.client.release(!destroy ? undefined : cause instanceof Error ? cause : true);
     } catch {
       // released already (the pool saw the error first)
     }
@@ -189,17 +230,26 @@ export class Session {
   }
 
   /**
-   * Cleans the session up (no listening, no idle timeout, no session lock left) and gives it back
-   * to the pool; destroys it instead if that fails.
+   * Cleans the session up and gives it back to the pool: no listening, `application_name` and the
+   * idle timeout as they were, the claim cleared. Only a session proven its own and holding no
+   * advisory lock goes back; any other is destroyed, which frees its locks with it on a direct
+   * connection or behind a session pooler. Nothing here unlocks by wholesale: a server connection
+   * a pooler shares may carry other clients' locks.
    */
   async retire(): Promise<void> {
     if (this.#ended) return;
+    const idle = this.idleTimeoutSet ? `AND set_config('idle_session_timeout', $3, false) IS NOT NULL` : "";
     try {
       await this.query("UNLISTEN *", undefined);
-      await this.query("RESET application_name", undefined);
-      if (this.idleTimeoutSet) await this.query("RESET idle_session_timeout", undefined);
-      await this.query("SELECT pg_advisory_unlock_all()", undefined);
-      this.end("retired", undefined);
+      const [row] = await this.query<{ clean: boolean }>(
+        `WITH s AS MATERIALIZED (SELECT ${sameSession(1)} AS same,
+          NOT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()) AS clean)
+        SELECT s.same, s.clean AND set_config('application_name', $2, false) IS NOT NULL ${idle}
+          AND set_config('${CLAIM_SETTING}', '', false) = '' AS clean
+        FROM s`,
+        this.idleTimeoutSet ? [this.token, this.#before.name, this.#before.idle] : [this.token, this.#before.name],
+      );
+      this.end("retired", undefined, row?.clean !== true);
     } catch (error) {
       this.end("dropped", error);
     }
@@ -237,11 +287,54 @@ export async function openSession(
   const session = new Session(client, operationTimeout, channel, events);
   try {
     await session.setUp(expiry, owner);
+    await probeSharing(pool, session, connectTimeout);
   } catch (error) {
+    if (error instanceof UnsupportedError) throw error;
     session.end("dropped", error);
     throw unavailableServer(resource, error);
   }
   return session;
+}
+
+/**
+ * Asks a second connection of the pool whose session it was handed: on a direct connection or
+ * behind a session pooler it is never `session`'s; a transaction pooler hands it the server
+ * connection `session` just used (PgBouncer reuses the latest first). Only while the pool has a
+ * connection to spare: a locker never waits for its own probe. A connection opened for the probe
+ * is closed after it, so the pool keeps the size it had. Throws the pooler refusal (and ends
+ * `session`) when the probe found the session's claim.
+ */
+async function probeSharing(pool: PostgresPool, session: Session, timeout: number): Promise<void> {
+  const { idleCount, totalCount, options } = pool;
+  if (idleCount === undefined || totalCount === undefined) return;
+  const opened = idleCount === 0;
+  if (opened && totalCount >= (options?.max ?? 10)) return;
+  let probe: PostgresPoolClient;
+  try {
+    probe = await checkOutWithin(pool.connect(), timeout, "PostgreSQL");
+  } catch {
+    return; // no probe: the claim checks of every statement still hold
+  }
+  let seen: unknown;
+  // A destroyed probe keeps this listener: a late socket error must not crash the process.
+  probe.on("error", ignore);
+  try {
+    const asking = probe.query({ text: `SELECT current_setting('${CLAIM_SETTING}', true) AS seen` });
+    const { rows } = await new DeadlineGroup(timeout, { inOrder: true }).run(
+      asking,
+      () => new Error(`PostgreSQL did not answer within ${timeout} ms`),
+    );
+    seen = (rows[0] as { seen?: unknown } | undefined)?.seen;
+    if (!opened) probe.removeListener("error", ignore);
+    probe.release(opened);
+  } catch (error) {
+    probe.release(error instanceof Error ? error : true);
+  }
+  if (seen === session.token) {
+    const refusal = poolerRefusal("shared");
+    session.end("moved", refusal);
+    throw refusal;
+  }
 }
 
 function unavailableServer(resource: string, error: unknown): StoreUnavailableError {
@@ -296,7 +389,8 @@ export class FencingSequence {
   }
 
   /** What a failed statement of an acquisition on `resource` throws: a StoreUnavailableError with its cause. */
-  failed(resource: string, error: unknown): StoreUnavailableError {
+  failed(resource: string, error: unknown): StoreUnavailableError | UnsupportedError {
+    if (error instanceof UnsupportedError) return error;
     // The sequence was dropped (or never made it to disk): create it again next time.
     if ((error as { code?: unknown }).code === "42P01") this.#created.forget();
     return unavailable(resource, error);

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { lockId, markerOf } from "./keys.js";
+import { sameSession } from "./pooler.js";
 
 /**
  * The statements of the PostgreSQL backend. Each is one round trip; where a statement chains
@@ -24,11 +25,20 @@ function prepared(text: string): Statement {
   return { name: `globallock_${createHash("sha256").update(text, "utf8").digest("hex").slice(0, 16)}`, text };
 }
 
+/*
+ * Every statement below that a held lock depends on takes the session's claim token as its last
+ * parameter and runs its lock functions only on the session's own server connection, answering
+ * `same` (see pooler.ts): through a transaction pooler it touches nothing elsewhere.
+ */
+
 /** A lock: one plain try (the uncontended path: the floor's own statement), answering `ok`. */
-export const TRY = prepared("SELECT pg_try_advisory_lock($1::bigint) AS ok");
+export const TRY = prepared(
+  `SELECT CASE WHEN ${sameSession(2)} THEN pg_try_advisory_lock($1::bigint) END AS ok, ${sameSession(2)} AS same`,
+);
 /** A lock with a fencing token (`$2` the sequence), drawn only when the lock was taken. */
-export const TRY_FENCED = prepared(`WITH t AS MATERIALIZED (SELECT pg_try_advisory_lock($1::bigint) AS ok)
-  SELECT t.ok, CASE WHEN t.ok THEN nextval($2::regclass)::text END AS token FROM t`);
+export const TRY_FENCED = prepared(`WITH s AS MATERIALIZED (SELECT ${sameSession(3)} AS same),
+  t AS MATERIALIZED (SELECT s.same, CASE WHEN s.same THEN pg_try_advisory_lock($1::bigint) END AS ok FROM s)
+  SELECT t.same, t.ok, CASE WHEN t.ok THEN nextval($2::regclass)::text END AS token FROM t`);
 
 /**
  * A reader (read-write mode): takes the lock shared unless a writer waits in another session (the
@@ -36,13 +46,14 @@ export const TRY_FENCED = prepared(`WITH t AS MATERIALIZED (SELECT pg_try_adviso
  * marker). Failing while no writer waits, a queued reader takes the readers' marker; taking the
  * lock, it drops it. CTEs are materialized and chained: they run in this order, once each.
  */
-export const READ = prepared(`WITH w AS MATERIALIZED (
-    SELECT CASE WHEN $6::boolean THEN true WHEN $8::boolean THEN false
-      ELSE pg_try_advisory_xact_lock($2::int, $3::int) END AS may
+export const READ = prepared(`WITH s AS MATERIALIZED (SELECT ${sameSession(10)} AS same),
+  w AS MATERIALIZED (
+    SELECT s.same, CASE WHEN NOT s.same THEN false WHEN $6::boolean THEN true WHEN $8::boolean THEN false
+      ELSE pg_try_advisory_xact_lock($2::int, $3::int) END AS may FROM s
   ), t AS MATERIALIZED (
-    SELECT w.may, CASE WHEN w.may AND NOT $9::boolean THEN pg_try_advisory_lock_shared($1::bigint) ELSE false END AS ok FROM w
+    SELECT w.same, w.may, CASE WHEN w.may AND NOT $9::boolean THEN pg_try_advisory_lock_shared($1::bigint) ELSE false END AS ok FROM w
   )
-  SELECT t.ok, NULL::text AS token,
+  SELECT t.same, t.ok, NULL::text AS token,
     CASE WHEN NOT t.ok AND t.may AND $7::boolean AND NOT $6::boolean THEN pg_try_advisory_lock_shared($4::int, $5::int)
          WHEN t.ok AND $6::boolean THEN NOT pg_advisory_unlock_shared($4::int, $5::int) END AS marked
   FROM t`);
@@ -52,35 +63,49 @@ export const READ = prepared(`WITH w AS MATERIALIZED (
  * writers may wait), then takes the lock exclusively unless a reader ahead of it waits in another
  * session; taking it, it drops its marker and draws a fencing token when asked.
  */
-export const WRITE = prepared(`WITH m AS MATERIALIZED (
-    SELECT CASE WHEN $6::boolean THEN pg_advisory_lock_shared($2::int, $3::int) IS NULL END AS marked
+export const WRITE = prepared(`WITH s AS MATERIALIZED (SELECT ${sameSession(12)} AS same),
+  m AS MATERIALIZED (
+    SELECT s.same, CASE WHEN s.same AND $6::boolean THEN pg_advisory_lock_shared($2::int, $3::int) IS NULL END AS marked FROM s
   ), r AS MATERIALIZED (
-    SELECT CASE WHEN $10::boolean THEN false ELSE pg_try_advisory_xact_lock($4::int, $5::int) END AS free FROM m
+    SELECT m.same, CASE WHEN NOT m.same OR $10::boolean THEN false ELSE pg_try_advisory_xact_lock($4::int, $5::int) END AS free FROM m
   ), t AS MATERIALIZED (
-    SELECT CASE WHEN r.free AND NOT $11::boolean THEN pg_try_advisory_lock($1::bigint) ELSE false END AS ok FROM r
+    SELECT r.same, CASE WHEN r.free AND NOT $11::boolean THEN pg_try_advisory_lock($1::bigint) ELSE false END AS ok FROM r
   )
-  SELECT t.ok, CASE WHEN t.ok AND ($6::boolean OR $7::boolean) THEN NOT pg_advisory_unlock_shared($2::int, $3::int) END AS marked,
+  SELECT t.same, t.ok, CASE WHEN t.ok AND ($6::boolean OR $7::boolean) THEN NOT pg_advisory_unlock_shared($2::int, $3::int) END AS marked,
     CASE WHEN t.ok AND $8::boolean THEN nextval($9::regclass)::text END AS token
   FROM t`);
 
 /**
- * A release (`$1` the lock id, `$2` the channel, `$3` the key): unlocks, then NOTIFYs only when a
- * waiter in another session holds the key's marker — the same 64 bits as two `int4` (see
- * `markerOf`), computed here from `$1`: its high half, and its low half (`bit(32)` keeps the low
- * 32 bits). A session's own marker never conflicts with its own try, so waiters of this locker
- * (which the lock core wakes) cost no NOTIFY. The check is a lock-table probe on the server in the
- * same round trip: it is what lets a waiter in another process sleep until the release.
+ * A release (`$1` the lock id, `$2` the channel, `$3` the key, `$4` the claim token): unlocks, then
+ * NOTIFYs only when a waiter in another session holds the key's marker — the same 64 bits as two
+ * `int4` (see `markerOf`), computed here from `$1`: its high half, and its low half (`bit(32)`
+ * keeps the low 32 bits). A session's own marker never conflicts with its own try, so waiters of
+ * this locker (which the lock core wakes) cost no NOTIFY. The check is a lock-table probe on the
+ * server in the same round trip: it is what lets a waiter in another process sleep until the release.
  */
-const NOTIFY =
-  "CASE WHEN pg_try_advisory_xact_lock(($1::bigint >> 32)::int, $1::bigint::bit(32)::int) THEN NULL ELSE pg_notify($2, $3) END AS notified";
-export const RELEASE = prepared(`SELECT pg_advisory_unlock($1::bigint) AS released, ${NOTIFY}`);
-export const RELEASE_SHARED = prepared(`SELECT pg_advisory_unlock_shared($1::bigint) AS released, ${NOTIFY}`);
-export const MARK = prepared("SELECT pg_advisory_lock_shared($1::int, $2::int) IS NULL AS marked");
-export const UNMARK = prepared("SELECT pg_advisory_unlock_shared($1::int, $2::int)");
+function release(unlock: string): Statement {
+  return prepared(`WITH s AS MATERIALIZED (SELECT ${sameSession(4)} AS same),
+  u AS MATERIALIZED (SELECT s.same, CASE WHEN s.same THEN ${unlock}($1::bigint) END AS released FROM s)
+  SELECT u.same, u.released,
+    CASE WHEN NOT u.same OR pg_try_advisory_xact_lock(($1::bigint >> 32)::int, $1::bigint::bit(32)::int) THEN NULL
+      ELSE pg_notify($2, $3) END AS notified
+  FROM u`);
+}
+export const RELEASE = release("pg_advisory_unlock");
+export const RELEASE_SHARED = release("pg_advisory_unlock_shared");
+export const MARK = prepared(
+  `SELECT CASE WHEN ${sameSession(3)} THEN pg_advisory_lock_shared($1::int, $2::int) IS NULL END AS marked, ${sameSession(3)} AS same`,
+);
+export const UNMARK = prepared(
+  `SELECT CASE WHEN ${sameSession(3)} THEN pg_advisory_unlock_shared($1::int, $2::int) END AS unmarked, ${sameSession(3)} AS same`,
+);
+/** Confirms the session (the extensions' and the idle session's statement). */
+export const PING = prepared(`SELECT ${sameSession(1)} AS same`);
 
 /** What an attempt answers. */
 export interface Row {
-  ok: boolean;
+  /** Null when the statement ran on another server connection (it then touched nothing). */
+  ok: boolean | null;
   /** The fencing token (TRY_FENCED, WRITE); absent from TRY and READ. */
   token?: string | null;
   marked?: boolean | null;

@@ -43,4 +43,10 @@ export interface PostgresPoolClient {
 export interface PostgresPool {
   /** Checks a connection out of the pool (waiting while the pool is exhausted). */
   connect(): Promise<PostgresPoolClient>;
+  /** Connections idle in the pool (`pg.Pool`'s; read to probe for a pooler without waiting). */
+  readonly idleCount?: number;
+  /** Connections the pool has open. */
+  readonly totalCount?: number;
+  /** The pool's settings: `max`, its size (pg's default 10). */
+  readonly options?: { readonly max?: number };
 }

@@ -1,18 +1,24 @@
 import type { Pool } from "pg";
 import { PostgresLocker, type PostgresLockerOptions } from "../../src/index.js";
+import type { PgBouncerServer } from "../../support/pgbouncer-server.mjs";
 import { PostgresServer } from "../../support/postgres-server.mjs";
 import type { LockerHarness } from "../contract.js";
 
 export { PostgresServer, startPostgresServers } from "../../support/postgres-server.mjs";
 
-/** Lockers on one real PostgreSQL server, each on its own pool (like separate processes). */
+/**
+ * Lockers on one real PostgreSQL server, each on its own pool (like separate processes); through
+ * `pooler` (a PgBouncer in front of the server) when one is given.
+ */
 export class PostgresFixture {
   readonly server: PostgresServer;
+  readonly pooler: PgBouncerServer | undefined;
   readonly pools: Pool[] = [];
   readonly lockers: PostgresLocker[] = [];
 
-  constructor(server: PostgresServer) {
+  constructor(server: PostgresServer, pooler?: PgBouncerServer) {
     this.server = server;
+    this.pooler = pooler;
   }
 
   static async start(): Promise<PostgresFixture> {
@@ -21,7 +27,7 @@ export class PostgresFixture {
 
   /** A new pool on the server (ended by `stop`). */
   pool(max = 4): Pool {
-    const pool = this.server.pool({ max, application_name: "globallock-test" });
+    const pool = (this.pooler ?? this.server).pool({ max, application_name: "globallock-test" });
     this.pools.push(pool);
     return pool;
   }
@@ -39,6 +45,7 @@ export class PostgresFixture {
    */
   async stop(): Promise<void> {
     await Promise.allSettled(this.lockers.map((locker) => locker.close()));
+    await this.pooler?.stop();
     await this.server.stop();
     await Promise.allSettled(this.pools.map((pool) => pool.end()));
   }
