@@ -1,10 +1,13 @@
 /**
  * FileLocker's waiting queue across real processes (see src/file/lock-queue.ts): waiters are
  * served in arrival order, and a waiter that is killed or frozen while queued holds up those behind
- * it no longer than its ticket lasts (a killed one: until the next look, which finds it dead).
+ * it no longer than its ticket lasts (a killed one: until the next look, which finds it dead); a
+ * frozen one whose ticket lapsed queues again behind those who came meanwhile.
  */
 import { readdirSync, rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { takeable } from "../src/file/entry.js";
+import { ticketEntry } from "../src/file/permits.js";
 import { FileLocker } from "../src/index.js";
 import { assertBuilt } from "./helpers/cli.js";
 import { tempLockDirectory } from "./helpers/file-harness.js";
@@ -24,8 +27,9 @@ afterAll(async () => {
   rmSync(directory, { recursive: true, force: true });
 });
 
-async function child(options: { backoffMax?: number } = {}): Promise<RemoteFileLocker> {
-  const backoff = options.backoffMax === undefined ? {} : { backoff: { min: 20, max: options.backoffMax } };
+async function child(options: { backoffMin?: number; backoffMax?: number } = {}): Promise<RemoteFileLocker> {
+  const { backoffMin = 20, backoffMax } = options;
+  const backoff = backoffMax === undefined ? {} : { backoff: { min: backoffMin, max: backoffMax } };
   const started = await RemoteFileLocker.start({ directory, ...backoff });
   children.push(started);
   return started;
@@ -44,6 +48,12 @@ function tickets(holder: FileLocker, key: string): string[] {
   } catch {
     return [];
   }
+}
+
+/** Whether the ticket `name` has lapsed (its deadline passed: whoever reads the queue removes it). */
+function lapsed(name: string): boolean {
+  const entry = ticketEntry(name);
+  return entry !== undefined && takeable(entry);
 }
 
 /**
@@ -121,6 +131,60 @@ describe("FileLocker's queue across processes", () => {
     }
     const releaseFrozen = await frozenWaits;
     await releaseFrozen();
+    expect(tickets(holder, key)).toEqual([]);
+  });
+
+  it("a head waiter frozen past its ticket's lapse queues again behind those who came meanwhile", async () => {
+    const key = "frozen-head";
+    const holder = here();
+    const release = await holder.lock(undefined, key);
+    // The frozen one's ticket lasts 3 × 500 ms + 1 s, and it polls every 250–500 ms: stopped as its
+    // ticket appears, it is stopped right after the read that found it first in line. b and c come
+    // meanwhile; their tickets last 3 × 5 s + 1 s, longer than they are stopped below.
+    const [frozen, b, c] = await Promise.all([
+      child({ backoffMin: 500, backoffMax: 500 }),
+      child({ backoffMax: 5000 }),
+      child({ backoffMax: 5000 }),
+    ]);
+    /** Who got the key, in turn (each gives it back at once). */
+    const order: string[] = [];
+    const serve = (name: string, locker: RemoteFileLocker): Promise<void> => {
+      const served = locker.lock(AbortSignal.timeout(25_000), key).then((releaseIt) => {
+        order.push(name);
+        return releaseIt();
+      });
+      served.catch(() => undefined);
+      return served;
+    };
+    const frozenServed = serve("frozen", frozen);
+    await eventually(() => tickets(holder, key).length === 1);
+    frozen.child.kill("SIGSTOP");
+    try {
+      const [frozenTicket] = tickets(holder, key) as [string];
+      await eventually(() => lapsed(frozenTicket), 20_000);
+      // b's read of the queue removes the lapsed ticket: b is first in line, c behind it.
+      const bServed = serve("b", b);
+      await eventually(() => {
+        const queue = tickets(holder, key);
+        return queue.length === 1 && queue[0] !== frozenTicket;
+      });
+      const cServed = serve("c", c);
+      await eventually(() => tickets(holder, key).length === 2);
+      // b and c are stopped across the release, so the key is free when the frozen one resumes
+      // (else b takes it within a few ms of the release, before the frozen one is back).
+      b.child.kill("SIGSTOP");
+      c.child.kill("SIGSTOP");
+      await release();
+      frozen.child.kill("SIGCONT");
+      // It queues again (a third ticket), or takes the key ahead of b and c.
+      await eventually(() => tickets(holder, key).length === 3 || order.length > 0, 20_000);
+      b.child.kill("SIGCONT");
+      c.child.kill("SIGCONT");
+      await Promise.all([frozenServed, bServed, cServed]);
+    } finally {
+      for (const stopped of [frozen, b, c]) stopped.child.kill("SIGCONT");
+    }
+    expect(order).toEqual(["b", "c", "frozen"]);
     expect(tickets(holder, key)).toEqual([]);
   });
 });

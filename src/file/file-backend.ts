@@ -280,8 +280,9 @@ class FileBackend implements StoreBackend {
     const sentAt = performance.now();
     await this.#leaving.get(hash);
     const { store } = this.#directory;
-    // First in line as last read (woken by the lock's release, most likely): take at once, with no
-    // look at the queue or the lock. A miss reads the queue again next time.
+    // First in line as last read (woken by the lock's release, most likely), a read younger than
+    // its ticket: take at once, with no look at the queue or the lock. A miss reads the queue again
+    // next time, and so does a waiter frozen past its ticket's lapse (others may have queued ahead).
     const head = queue.headTicket(hash, intent.claimToken);
     const look =
       head === undefined

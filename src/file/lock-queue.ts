@@ -10,6 +10,11 @@
  *   ignores the events of the key's lock (see {@link LockQueue.quiet}) and watches the queue
  *   directory for the ticket ahead to go. So a release wakes the first in line, and each departure
  *   from the queue the one behind it, instead of every waiting locker trying at every event.
+ * - **A view of the queue lasts no longer than a ticket.** The first in line takes the key on a
+ *   release without reading the queue again, but only while the read that found it first is
+ *   younger than its ticket's lapse: a waiter frozen (SIGSTOP, a blocked event loop) past it may
+ *   have lost its ticket to a reader of the queue, and those who queued meanwhile are ahead of it
+ *   now. It reads the queue again and, its ticket gone, queues at the back.
  * - **Nothing extra when uncontended.** A locker with no ticket, on a key whose queue it has not
  *   seen lately, tries at once without reading the queue. Such a first try may come before queued
  *   waiters: once, since a miss queues it at the back.
@@ -22,6 +27,7 @@ import { type FSWatcher, watch } from "node:fs";
 import { access } from "node:fs/promises";
 import { join } from "node:path";
 import { newToken } from "../internal/token.js";
+import { remainingMs } from "./entry.js";
 import { type PermitFiles, type Ticket, ticketName } from "./permits.js";
 
 /** How many keys a locker remembers as contended lately (past that, it starts afresh). */
@@ -34,8 +40,12 @@ interface Place {
   ticket: Ticket;
   /** The name of the live ticket just ahead, as last read; `undefined`: first in line. */
   ahead: string | undefined;
-  /** First in line by the last read of the queue (not only because the ticket ahead went). */
-  verified: boolean;
+  /**
+   * `performance.now()` until which the last read of the queue, which found this place first in
+   * line (not only because the ticket ahead went), holds; 0: none did, or a miss since says
+   * otherwise. See {@link LockQueue.join}.
+   */
+  verifiedUntil: number;
   /** Moves on each wake-up by the queue's watcher: an attempt's read older than that is stale. */
   wakes: number;
   watcher: FSWatcher | undefined;
@@ -49,8 +59,11 @@ export interface QueueLook {
   readonly ahead: readonly Ticket[];
   /** This locker's own ticket as read (`undefined`: none in the queue). */
   readonly own: Ticket | undefined;
-  /** Read from the queue (not taken from what this locker knew). */
-  readonly read: boolean;
+  /**
+   * `performance.now()` when the read of the queue began; `undefined`: not read (taken from what
+   * this locker knew).
+   */
+  readonly readAt: number | undefined;
 }
 
 /**
@@ -103,37 +116,38 @@ export class LockQueue {
 
   /**
    * This locker's ticket with `claimToken` when the last read of `hash`'s queue found it first in
-   * line (and nothing since says otherwise): an attempt may then take the key without reading the
-   * queue (see {@link lookAsHead}).
+   * line, and still holds (nothing since says otherwise, and it is not older than the ticket: see
+   * {@link join}): an attempt may then take the key without reading the queue (see {@link lookAsHead}).
    */
   headTicket(hash: string, claimToken: string | undefined): Ticket | undefined {
     const place = this.#places.get(hash);
-    if (place === undefined || !place.verified || place.ahead !== undefined) return undefined;
-    return place.ticket.entry.token === claimToken ? place.ticket : undefined;
+    if (place === undefined || place.ahead !== undefined || place.ticket.entry.token !== claimToken) return undefined;
+    return performance.now() < place.verifiedUntil ? place.ticket : undefined;
   }
 
   /** What {@link look} would say of a place {@link headTicket} found first in line, without reading. */
   lookAsHead(hash: string): QueueLook {
     const place = this.#places.get(hash) as Place;
-    return { wakes: place.wakes, ahead: [], own: place.ticket, read: false };
+    return { wakes: place.wakes, ahead: [], own: place.ticket, readAt: undefined };
   }
 
   /** An attempt as head missed (the lock was held): the next one reads the queue again. */
   unverify(hash: string): void {
     const place = this.#places.get(hash);
-    if (place !== undefined) place.verified = false;
+    if (place !== undefined) place.verifiedUntil = 0;
   }
 
   /** Reads `hash`'s live tickets: those ahead of `claimToken`'s (this locker's), and its own. */
   async look(hash: string, claimToken: string | undefined): Promise<QueueLook> {
     const wakes = this.#places.get(hash)?.wakes ?? 0;
+    const readAt = performance.now();
     const tickets = await this.#queue.tickets(hash);
     const index = claimToken === undefined ? -1 : tickets.findIndex((ticket) => ticket.entry.token === claimToken);
     const ahead = index < 0 ? tickets : tickets.slice(0, index);
     // Tickets besides its own: the key is contended (read its queue first for a while).
     if (tickets.length > (index < 0 ? 0 : 1)) this.#sawQueue(hash);
     else this.#contended.delete(hash);
-    return { wakes, ahead, own: index < 0 ? undefined : tickets[index], read: true };
+    return { wakes, ahead, own: index < 0 ? undefined : tickets[index], readAt };
   }
 
   /**
@@ -145,7 +159,7 @@ export class LockQueue {
     const ticket = await this.#queue.register(hash, true, own?.entry.token ?? newToken(), this.#ttl, look.own);
     let place = this.#places.get(hash);
     if (place === undefined) {
-      place = { resource, ticket, ahead: undefined, verified: false, wakes: 0, watcher: undefined };
+      place = { resource, ticket, ahead: undefined, verifiedUntil: 0, wakes: 0, watcher: undefined };
       this.#places.set(hash, place);
     }
     place.ticket = ticket;
@@ -155,7 +169,8 @@ export class LockQueue {
     // Verified first in line: the queue was read and nothing was ahead — of its own ticket, kept in
     // its place, or of a new one in a queue that was empty (one that replaced a lost ticket goes to
     // the back, behind those that were after it).
-    place.verified = look.read && look.ahead.length === 0 && (look.own === undefined || ticket.seq === look.own.seq);
+    const first = look.ahead.length === 0 && (look.own === undefined || ticket.seq === look.own.seq);
+    place.verifiedUntil = look.readAt !== undefined && first ? this.#verifiedUntil(look.readAt, ticket) : 0;
     // A new ticket (not one kept): the queue directory may be a new one too (it is removed once
     // empty), so the watcher is opened afresh.
     if (look.own === undefined || place.watcher === undefined) {
@@ -194,6 +209,16 @@ export class LockQueue {
       place.watcher = undefined;
     }
     this.#contended.clear();
+  }
+
+  /**
+   * Until when a read begun at `readAt` that found `ticket` first in line holds: while the ticket
+   * lives (whoever reads the queue after it lapsed removes it, and may queue ahead of its return;
+   * a ticket kept, not refreshed, may have only half a lapse left), and no longer than a lapse
+   * after the read (the ticket may be a new one, taken after a pause that followed the read).
+   */
+  #verifiedUntil(readAt: number, ticket: Ticket): number {
+    return Math.min(readAt + this.#ttl, performance.now() + remainingMs(ticket.entry));
   }
 
   #sawQueue(hash: string): void {
