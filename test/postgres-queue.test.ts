@@ -31,6 +31,18 @@ async function placesIn(key: string): Promise<number> {
   return Number(row?.n);
 }
 
+/** Backends with a place in `key`'s room: the one holding it (`granted`), or those queued, in queue order. */
+async function roomPids(key: string, granted: boolean): Promise<number[]> {
+  const room = lockIdText(`globallock:${key}\u0000room`);
+  const rows = await fixture.server.query<{ pid: number }>(
+    `SELECT l.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+     WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND ((l.classid::bigint << 32) | l.objid::bigint) = $1::bigint
+       AND l.granted = $2 ORDER BY a.query_start`,
+    [room, granted],
+  );
+  return rows.map((row) => row.pid);
+}
+
 /**
  * Each locker in turn calls `lock` on `key` and takes its place in the key's room before the next
  * one calls: the arrival order. Each pushes its index to `order` once it holds the key, holds it a
@@ -89,6 +101,43 @@ describe("PostgresLocker: waiting rooms", () => {
     await release();
     await Promise.all([calls[0], calls[2]]);
     expect(order).toEqual([0, 2]);
+  });
+
+  it("a waiter whose room connection is terminated queues again at the back: it never overtakes those in line", async () => {
+    const key = uniqueKey("pg-room");
+    const holder = fixture.locker();
+    const release = await holder.lock(undefined, key);
+    const order: number[] = [];
+    const lockers = Array.from({ length: 3 }, () => fixture.locker({ backoff: { min: 20_000, max: 20_000 } }));
+    const calls = await queueInTurn(lockers, key, order);
+    // The second in line loses its place (as an operator's pg_terminate_backend, a pooler or an
+    // idle timeout would end it); the process goes on (a destroyed connection's late error is
+    // not unhandled), and the locker queues again behind the third.
+    const queued = await roomPids(key, false);
+    expect(queued).toHaveLength(2);
+    const [second] = queued as [number, number];
+    await fixture.server.query("SELECT pg_terminate_backend($1)", [second]);
+    await eventually(async () => !(await roomPids(key, false)).includes(second));
+    await eventually(async () => (await placesIn(key)) === 3);
+    await release();
+    await Promise.all(calls);
+    expect(order).toEqual([0, 2, 1]);
+  });
+
+  it("the head whose room connection is terminated queues again behind the others (said in the reference)", async () => {
+    const key = uniqueKey("pg-room");
+    const holder = fixture.locker();
+    const release = await holder.lock(undefined, key);
+    const order: number[] = [];
+    const lockers = Array.from({ length: 3 }, () => fixture.locker({ backoff: { min: 20_000, max: 20_000 } }));
+    const calls = await queueInTurn(lockers, key, order);
+    const [head] = await roomPids(key, true);
+    await fixture.server.query("SELECT pg_terminate_backend($1)", [head]);
+    await eventually(async () => !(await roomPids(key, true)).includes(head as number));
+    await eventually(async () => (await placesIn(key)) === 3);
+    await release();
+    await Promise.all(calls);
+    expect(order).toEqual([1, 2, 0]);
   });
 
   it("takes no place for a key its own locker holds: the release here wakes the waiter", async () => {

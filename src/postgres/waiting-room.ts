@@ -1,5 +1,7 @@
 import { checkOutWithin } from "../internal/pool-checkout.js";
+import { newToken } from "../internal/token.js";
 import { lockIdText } from "./keys.js";
+import { CLAIM_SETTING, sameSession } from "./pooler.js";
 import type { PostgresPool, PostgresPoolClient } from "./types.js";
 
 /** What a {@link WaitingRooms} needs of its backend. */
@@ -56,13 +58,29 @@ interface Place {
   linger: NodeJS.Timeout | undefined;
   /** True once a cancel was sent for it. */
   cancelled: boolean;
-  /** True when it ended for want of a connection, or with a failed one: not taken again. */
+  /** True when it ended for want of a connection: not taken again while its key is waited for. */
   failed: boolean;
+  /**
+   * True when its connection failed after it had queued (terminated, or the server went away): its
+   * locker takes a new place at the back rather than race those still in line.
+   */
+  lost: boolean;
+  /** True for a place taken again after a lost one: it hears no release until its turn comes. */
+  readonly rejoining: boolean;
   /** True once its connection went back to the pool (or was destroyed). */
   released: boolean;
 }
 
 function ignore(): void {}
+
+/**
+ * A place whose connection is shared with other sessions (a pooler: see pooler.ts) fails for good:
+ * its locker waits without one.
+ */
+function moved(place: Place): Error {
+  place.failed = true;
+  return new Error("a waiting room's connection is shared with other sessions (a pooler)");
+}
 
 /** The room's lock id of `resource`: a lock of its own, apart from the key's lock and marker. */
 function roomOf(resource: string): string {
@@ -96,8 +114,8 @@ export class WaitingRooms {
   readonly #host: WaitingRoomsHost;
   readonly #places = new Map<string, Place>();
   /**
-   * Resources whose place failed (no connection, or a failed one): not taken again until nobody
-   * here waits for them (their waiters hear every release meanwhile, as without rooms).
+   * Resources whose place found no connection: not taken again until nobody here waits for them
+   * (their waiters hear every release meanwhile, as without rooms).
    */
   readonly #failed = new Set<string>();
   /** Settles when each place's connection is back (see {@link close}). */
@@ -136,10 +154,12 @@ export class WaitingRooms {
 
   /**
    * Whether a release notification of `resource` should wake its waiters here: not while this
-   * locker's place waits in the room behind others (the head tries; our turn comes).
+   * locker's place waits in the room behind others (the head tries; our turn comes), nor while a
+   * place taken again after a lost one is on its way to the back of the line.
    */
   hears(resource: string): boolean {
-    return this.#places.get(resource)?.state !== "queued";
+    const place = this.#places.get(resource);
+    return place === undefined || (place.state !== "queued" && !(place.rejoining && place.state === "connecting"));
   }
 
   /** This locker took `resource`: the head's turn ends, and its place queues again. */
@@ -153,7 +173,7 @@ export class WaitingRooms {
     await Promise.all(this.#running);
   }
 
-  #start(resource: string): void {
+  #start(resource: string, rejoining = false): void {
     const host = this.#host;
     if (this.#places.has(resource) || this.#failed.has(resource)) return;
     if (this.#places.size >= host.limit || host.closing()) return;
@@ -167,6 +187,8 @@ export class WaitingRooms {
       linger: undefined,
       cancelled: false,
       failed: false,
+      lost: false,
+      rejoining,
       released: false,
     };
     this.#places.set(resource, place);
@@ -175,8 +197,9 @@ export class WaitingRooms {
       this.#running.delete(running);
       if (this.#places.get(resource) === place) this.#places.delete(resource);
       if (place.failed && this.#host.waitedFor(resource)) this.#failed.add(resource);
-      // Given up, then waited for again before it was gone: take a new place.
-      else if (this.#host.waitedFor(resource)) this.#start(resource);
+      // Lost (its connection ended), or given up and then waited for again before it was gone: a
+      // new place, at the back of the line.
+      else if (this.#host.waitedFor(resource)) this.#start(resource, place.lost);
     });
     this.#running.add(running);
   }
@@ -194,20 +217,27 @@ export class WaitingRooms {
     }
     place.client = client;
     // A checked-out connection that fails emits "error" (the pool listens only while it is idle):
-    // the statement in flight rejects as well, which is what ends the place.
+    // the statement in flight rejects as well, which is what ends the place. A destroyed
+    // connection keeps this listener: a socket error after the end must not crash the process.
     client.on("error", ignore);
     let reusable = false;
-    let idleTimeoutSet = false;
+    let holdsRoom = false;
+    const token = newToken();
     try {
-      const [row] = (await client.query({ text: "SELECT pg_backend_pid() AS pid" })).rows as Array<{ pid: number }>;
-      place.pid = row?.pid ?? 0;
-      idleTimeoutSet = await this.#setIdleTimeout(client);
+      const idleBefore = await this.#claim(place, client, token);
       /** True once a cancel ended the wait for the room: none is left to arrive later. */
       let cancelTaken = false;
       while (place.state !== "leaving" && !this.#host.closing()) {
         place.state = "queued";
         try {
-          await client.query({ text: "SELECT pg_advisory_lock($1::bigint)", values: [place.room] });
+          // Only on the connection this place claimed (see pooler.ts): its pid is the one to cancel.
+          const { rows } = await client.query({
+            text: `WITH s AS MATERIALIZED (SELECT ${sameSession(2)} AS same)
+              SELECT s.same, CASE WHEN s.same THEN pg_advisory_lock($1::bigint) END AS entered FROM s`,
+            values: [place.room, token],
+          });
+          if ((rows[0] as { same?: unknown } | undefined)?.same !== true) throw moved(place);
+          holdsRoom = true;
         } catch (error) {
           // Given up while it queued: the cancel ended this statement, and the room was not taken.
           if (!place.cancelled || (error as { code?: unknown }).code !== QUERY_CANCELED) throw error;
@@ -219,22 +249,59 @@ export class WaitingRooms {
         // Nobody here waits any more (the place lingered): leave the room rather than queue again.
         if (!this.#host.waitedFor(place.resource)) break;
         await this.#takeTurn(place, client);
-        await client.query({ text: "SELECT pg_advisory_unlock($1::bigint)", values: [place.room] });
+        await this.#leaveRoom(place, client, token);
+        holdsRoom = false;
       }
-      if (!cancelTaken) await client.query({ text: "SELECT pg_advisory_unlock_all()" });
-      if (idleTimeoutSet) await client.query({ text: "RESET idle_session_timeout" });
+      if (holdsRoom) await this.#leaveRoom(place, client, token);
+      const reset = idleBefore === null ? "" : "AND set_config('idle_session_timeout', $2, false) IS NOT NULL";
+      await client.query({
+        text: `SELECT CASE WHEN ${sameSession(1)} THEN set_config('${CLAIM_SETTING}', '', false) = '' ${reset} END AS reset`,
+        values: idleBefore === null ? [token] : [token, idleBefore],
+      });
       // A cancel sent after the room was granted may still arrive: such a connection never goes back.
       reusable = cancelTaken || !place.cancelled;
     } catch {
-      place.failed = true;
+      // Its connection failed after it queued: its locker takes a new place, at the back.
+      place.lost = (place.state === "queued" || place.state === "head") && !place.cancelled && !place.failed;
     } finally {
       place.state = "leaving";
       if (!place.released) {
         place.released = true;
-        client.removeListener("error", ignore);
+        if (reusable) client.removeListener("error", ignore);
         client.release(!reusable);
       }
     }
+  }
+
+  /**
+   * Claims the place's connection (see pooler.ts), reads its pid for `pg_cancel_backend`, and sets
+   * its `idle_session_timeout` (PostgreSQL 14 and later); answers that setting as it was before
+   * (null where there is none), to put it back. Throws when the connection carries another
+   * session (a pooler shares it): the place fails.
+   */
+  async #claim(place: Place, client: PostgresPoolClient, token: string): Promise<string | null> {
+    const { rows } = await client.query({
+      text: `WITH c AS MATERIALIZED (SELECT coalesce(current_setting('${CLAIM_SETTING}', true), '') = '' AS free,
+          current_setting('idle_session_timeout', true) AS idle)
+        SELECT pg_backend_pid() AS pid, c.idle,
+          CASE WHEN c.free THEN set_config('${CLAIM_SETTING}', $1, false) = $1
+            AND (c.idle IS NULL OR set_config('idle_session_timeout', $2, false) IS NOT NULL) ELSE false END AS claimed
+        FROM c`,
+      values: [token, `${this.#host.idleTimeout}ms`],
+    });
+    const row = rows[0] as { pid: number; idle: string | null; claimed: boolean } | undefined;
+    if (row?.claimed !== true) throw moved(place);
+    place.pid = row.pid;
+    return row.idle;
+  }
+
+  /** Unlocks the room (only on the place's own connection: see pooler.ts). */
+  async #leaveRoom(place: Place, client: PostgresPoolClient, token: string): Promise<void> {
+    const { rows } = await client.query({
+      text: `SELECT CASE WHEN ${sameSession(2)} THEN pg_advisory_unlock($1::bigint) END AS left, ${sameSession(2)} AS same`,
+      values: [place.room, token],
+    });
+    if ((rows[0] as { same?: unknown } | undefined)?.same !== true) throw moved(place);
   }
 
   /**
@@ -243,9 +310,16 @@ export class WaitingRooms {
    * from ending it (it ends it only once this process stops sending them).
    */
   async #takeTurn(place: Place, client: PostgresPoolClient): Promise<void> {
-    const turn = new Promise<void>((resolve) => {
+    // A connection that ends during the turn has left the room (the server freed its lock): the
+    // turn ends with it, and the place queues again at the back.
+    let ended: (() => void) | undefined;
+    const turn = new Promise<void>((resolve, reject) => {
       place.endTurn = resolve;
+      ended = () => reject(new Error("the place's connection ended during its turn"));
     });
+    const onEnd = (): void => ended?.();
+    client.on("end", onEnd);
+    client.on("error", onEnd);
     const keepAlive = setInterval(() => {
       client.query({ text: "SELECT 1" }).catch(() => undefined);
     }, this.#host.idleTimeout / 2).unref();
@@ -254,21 +328,9 @@ export class WaitingRooms {
       await turn;
     } finally {
       clearInterval(keepAlive);
+      client.removeListener("end", onEnd);
+      client.removeListener("error", onEnd);
       place.endTurn = undefined;
-    }
-  }
-
-  /** Sets the place's `idle_session_timeout`; false before PostgreSQL 14, which has none. */
-  async #setIdleTimeout(client: PostgresPoolClient): Promise<boolean> {
-    try {
-      await client.query({
-        text: "SELECT set_config('idle_session_timeout', $1, false)",
-        values: [`${this.#host.idleTimeout}ms`],
-      });
-      return true;
-    } catch (error) {
-      if ((error as { severity?: unknown }).severity !== "ERROR") throw error;
-      return false;
     }
   }
 
