@@ -13,14 +13,14 @@ import type {
 import { LockHandle } from "../core/backend.js";
 import { withDefaults } from "../core/backend-defaults.js";
 import { confirmSession, type Heartbeat } from "../core/session-heartbeat.js";
-import { LockerClosedError } from "../errors.js";
+import { LockerClosedError, UnsupportedError } from "../errors.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { FencingTable } from "./fencing-table.js";
 import { lockName } from "./keys.js";
 import type { ResolvedMySqlLockerOptions } from "./options.js";
 import { ProbeWatcher } from "./probe-watcher.js";
-import { checkOut, isStatementError, Session, type SessionEnd, unavailable } from "./session.js";
+import { checkOut, isStatementError, SAME_SESSION, Session, type SessionEnd, unavailable } from "./session.js";
 import type { MySqlPool } from "./types.js";
 
 const HELD: AttemptOutcome = { kind: "held" };
@@ -64,6 +64,8 @@ class MySqlBackend implements StoreBackend {
   #ownerTable: Promise<boolean> | undefined;
   /** Keeps the session confirmed while idle (see #open). */
   #idle: NodeJS.Timeout | undefined;
+  /** Set once the session was found shared by a proxy (see `Session`): every attempt refuses. */
+  #refusal: Error | undefined;
   /** Why each ended session's leases were lost. */
   readonly #reasons = new WeakMap<Session, "taken" | "expired">();
   /** How {@link extendMany} confirms the session (see `confirmSession`). */
@@ -75,7 +77,7 @@ class MySqlBackend implements StoreBackend {
     this.#events = context.events;
     this.#owner = context.owner;
     this.#heartbeat = {
-      ping: (session) => session.query("DO 1"),
+      ping: (session) => session.ping(),
       unavailable,
       reasonOf: (session) => this.#reasons.get(session),
       expiry: options.expiry,
@@ -99,6 +101,7 @@ class MySqlBackend implements StoreBackend {
   }
 
   async acquire({ resource, duration, fencing }: AttemptRequest): Promise<AttemptOutcome> {
+    if (this.#refusal !== undefined) throw this.#refusal;
     const session = await this.#connect(resource);
     if (fencing) await this.#fencing.ensure(session, resource);
     // Held or tried here already: GET_LOCK is re-entrant on a connection, so no try.
@@ -108,7 +111,10 @@ class MySqlBackend implements StoreBackend {
     const sentAt = performance.now();
     let taken = false;
     try {
-      const [row] = await session.query<Array<{ ok: unknown }>>("SELECT GET_LOCK(?, 0) AS ok", [name]);
+      const [row] = await session.query<Array<{ ok: unknown }>>(
+        `SELECT IF(${SAME_SESSION}, GET_LOCK(?, 0), NULL) AS ok, ${SAME_SESSION} AS same`,
+        [session.token, name, session.token],
+      );
       taken = row?.ok === 1;
     } catch (error) {
       throw unavailable(resource, error);
@@ -148,9 +154,10 @@ class MySqlBackend implements StoreBackend {
       return "expired";
     }
     try {
-      const [row] = await session.query<Array<{ released: unknown }>>("SELECT RELEASE_LOCK(?) AS released", [
-        lockName(handle.resource),
-      ]);
+      const [row] = await session.query<Array<{ released: unknown }>>(
+        `SELECT IF(${SAME_SESSION}, RELEASE_LOCK(?), NULL) AS released, ${SAME_SESSION} AS same`,
+        [session.token, lockName(handle.resource), session.token],
+      );
       return row?.released === 1 ? "released" : "expired";
     } catch {
       return session.ended ? "expired" : "unknown";
@@ -246,9 +253,10 @@ class MySqlBackend implements StoreBackend {
     );
     try {
       // The server ends the connection (freeing its locks) once idle for `expiry`.
-      await session.query("SET SESSION wait_timeout = ?", [Math.max(1, Math.ceil(this.#options.expiry / 1000))]);
+      await session.setUp(Math.max(1, Math.ceil(this.#options.expiry / 1000)));
       await this.#writeOwner(session);
     } catch (error) {
+      if (error instanceof UnsupportedError) throw error;
       session.end("dropped", error);
       throw unavailable(resource, error);
     }
@@ -262,7 +270,7 @@ class MySqlBackend implements StoreBackend {
     const half = this.#options.expiry / 2;
     this.#idle = setInterval(() => {
       if (session.holds.size === 0 && performance.now() - session.confirmedAt >= half)
-        session.query("DO 1").catch(() => undefined);
+        session.ping().catch(() => undefined);
     }, half);
     this.#idle.unref();
     return session;
@@ -299,9 +307,11 @@ class MySqlBackend implements StoreBackend {
       clearInterval(this.#idle);
       this.#session = undefined;
     }
+    // Found shared by a proxy: its locks may live on where this locker can no longer reach them.
+    if (how === "moved") this.#refusal ??= cause instanceof Error ? cause : new Error(String(cause));
     // Killed (ER_CONNECTION_KILLED) or idle past wait_timeout: the server ended it; else it dropped.
     const errno = (cause as { errno?: unknown } | undefined)?.errno;
-    const reason = how === "unconfirmed" || errno === 4031 ? "expired" : "taken";
+    const reason = how === "unconfirmed" || how === "moved" || errno === 4031 ? "expired" : "taken";
     this.#reasons.set(session, reason);
     if (how !== "retired" && session.holds.size > 0) {
       const tokens = new Set(session.holds.keys());
