@@ -17,6 +17,7 @@ import { withDefaults } from "../core/backend-defaults.js";
 import { StoreUnavailableError } from "../errors.js";
 import { DeadlineGroup } from "../internal/deadline-group.js";
 import type { ReleaseOutcome } from "../locker.js";
+import { HeldWatch } from "./held-watch.js";
 import {
   directoryOf,
   type Entry,
@@ -29,11 +30,32 @@ import {
 } from "./layout.js";
 import { boundOf, type HeldEntry, isLeaseGone, type LeaseRecord, Leases, timedOut } from "./leases.js";
 import type { ResolvedEtcdLockerOptions } from "./options.js";
-import type { EtcdClient, EtcdKeyValue, EtcdRangeRequest, EtcdTxnRequest, EtcdTxnResponse } from "./types.js";
+import type {
+  EtcdClient,
+  EtcdKeyValue,
+  EtcdRangeRequest,
+  EtcdRangeResponse,
+  EtcdTxnRequest,
+  EtcdTxnResponse,
+} from "./types.js";
 import { EtcdReleaseWatcher } from "./watcher.js";
 
 /** Optimistic rounds of a counted attempt that fits before it gives up as "held" (see #fitAtBack). */
 const FIT_ROUNDS = 3;
+
+/**
+ * An entry found holding: its lease, key and value, its token, when the attempt was sent, its
+ * create revision (the fencing token) and a revision at which etcd had it.
+ */
+interface Granted {
+  readonly record: LeaseRecord;
+  readonly key: Buffer;
+  readonly value: Buffer;
+  readonly token: string;
+  readonly sentAt: number;
+  readonly created: string;
+  readonly seenAt: string;
+}
 
 /** A counted waiter's entry in a key's queue (its registration), until it holds or leaves. */
 interface Queued {
@@ -57,6 +79,9 @@ interface Queued {
  *   one that does not join (`tryLock`, `tryAcquire`) leaves nothing. Releases are heard as
  *   deletes of the directory (see {@link EtcdReleaseWatcher}): the core wakes its waiters, which
  *   read where their entry stands (a read, not a write: no WAL sync).
+ * - A holder watches its directory too (see {@link HeldWatch}): its own entry deleted — by hand,
+ *   or with every key of its lease when the lease is revoked — is a loss at once, not at the next
+ *   keepalive (which is still the safety net).
  * - Fencing tokens are the entry's create revision (raft-ordered: monotonic across failovers).
  * - A lock lives as long as its lease: `expires` is false, so a lease the core gives up on (its
  *   deadline passed, `autoExtend: false`) is deleted by the core's release.
@@ -79,8 +104,10 @@ class EtcdBackend implements StoreBackend {
   readonly #limit: number;
   readonly #owner: string;
   readonly #leases: Leases;
-  /** Held entries, by token (until released). */
+  /** Held entries, by token (until released, lost or handed off). */
   readonly #held = new Map<string, HeldEntry>();
+  /** Listens for the deletes of held entries. */
+  readonly #heldWatch: HeldWatch;
   /** Counted waiters' entries, by registration token. */
   readonly #queued = new Map<string, Queued>();
   /** The latest join of each key's queue sent (see #attemptCounted). */
@@ -116,10 +143,17 @@ class EtcdBackend implements StoreBackend {
         directoryOf: (resource) => this.#directory(resource).start.subarray(namespaceLength).toString("utf8"),
         keyOf: (resource) => resource.slice(options.prefix.length),
         timeoutMs: options.operationTimeout,
+        deleted: (key) => this.#deleted(Buffer.concat([client.prefix, key])),
         onClose: () => this.#close(),
       },
       context.events,
     );
+    this.#heldWatch = new HeldWatch({
+      watcher: this.watcher,
+      unheard: (token, held) => {
+        if (!this.#closing) this.#track(this.#check(token, held));
+      },
+    });
   }
 
   resourceOf(key: string): string {
@@ -164,22 +198,16 @@ class EtcdBackend implements StoreBackend {
     const claimed = intent.claimToken === undefined ? undefined : this.#queued.get(intent.claimToken);
     if (intent.claimToken !== undefined && claimed !== undefined) {
       const sentAt = performance.now();
-      const kvs = (await this.#range(resource, rangeOf(directory))).kvs;
+      const { kvs, header } = await this.#range(resource, rangeOf(directory));
       const mine = kvs.find((kv) => kv.key.equals(claimed.key) && kv.value.equals(claimed.value));
       if (mine !== undefined) {
         if (!fits(kvs, mine, limit)) {
           return { kind: "held", registration: { token: intent.claimToken, weight, sentAt, serverMs: 0 } };
         }
         this.#queued.delete(intent.claimToken);
-        return this.#granted(
-          request,
-          claimed.record,
-          claimed.key,
-          claimed.value,
-          intent.claimToken,
-          sentAt,
-          mine.create_revision,
-        );
+        const { record, key, value } = claimed;
+        const [token, created, seenAt] = [intent.claimToken, mine.create_revision, header.revision];
+        return this.#granted(request, { record, key, value, token, sentAt, created, seenAt });
       }
       // Its entry is gone (its lease expired): a fresh attempt, at the back.
       this.#queued.delete(intent.claimToken);
@@ -207,7 +235,8 @@ class EtcdBackend implements StoreBackend {
       const kvs = joined.responses[1]?.response_range?.kvs ?? [];
       const mine = kvs.find((kv) => kv.value.equals(value));
       if (mine !== undefined && fits(kvs, mine, limit)) {
-        return this.#granted(request, record, key, value, token, sentAt, mine.create_revision);
+        const seenAt = joined.header.revision;
+        return this.#granted(request, { record, key, value, token, sentAt, created: mine.create_revision, seenAt });
       }
       this.#queued.set(token, { key, value, record, weight });
       return { kind: "held", registration: { token, weight, sentAt, serverMs: 0 } };
@@ -258,41 +287,78 @@ class EtcdBackend implements StoreBackend {
         cleanUp: { key, value },
       });
     }
-    if (answer.succeeded) return this.#granted(request, record, key, value, token, sentAt, answer.header.revision);
+    if (answer.succeeded) {
+      const put = answer.header.revision;
+      return this.#granted(request, { record, key, value, token, sentAt, created: put, seenAt: put });
+    }
     const own = rangeIn(answer).find((kv) => kv.value.equals(value));
     if (own !== undefined && fits(rangeIn(answer), own, limit)) {
-      return this.#granted(request, record, key, value, token, sentAt, own.create_revision);
+      const seenAt = rangeRevision(answer);
+      return this.#granted(request, { record, key, value, token, sentAt, created: own.create_revision, seenAt });
     }
     if (own !== undefined) this.#deleteLater(key, value);
     return { kind: "held" };
   }
 
-  /** The outcome of a grant of the entry `key` on `record`, fenced by its create revision when asked. */
-  #granted(
-    request: AttemptRequest,
-    record: LeaseRecord,
-    key: Buffer,
-    value: Buffer,
-    token: string,
-    sentAt: number,
-    revision: string,
-  ): AttemptOutcome {
+  /** The outcome of a grant of `granted`'s entry, fenced by its create revision when asked. */
+  #granted(request: AttemptRequest, granted: Granted): AttemptOutcome {
+    const { record, key, value, token, sentAt } = granted;
+    const { resource } = request;
     const validUntil = Math.min(boundOf(sentAt, request.duration), record.validUntil);
-    const handle = this.#hold(token, request.resource, sentAt, validUntil, { key, value, record });
+    const handle = this.#hold(token, sentAt, validUntil, { resource, key, value, record }, granted.seenAt);
     if (performance.now() >= validUntil || record.dead) {
       void this.release(handle);
       return { kind: "expired-on-arrival" };
     }
     return request.fencing
-      ? { kind: "acquired", handle, fencingToken: BigInt(revision) }
+      ? { kind: "acquired", handle, fencingToken: BigInt(granted.created) }
       : { kind: "acquired", handle };
   }
 
-  /** Records a held entry and makes its handle. */
-  #hold(token: string, resource: string, sentAt: number, validUntil: number, held: HeldEntry): LockHandle {
+  /**
+   * Records a held entry, which etcd had at revision `seenAt`, and makes its handle; from now on
+   * its delete is a loss (see {@link #deleted}).
+   */
+  #hold(token: string, sentAt: number, validUntil: number, held: HeldEntry, seenAt: string): LockHandle {
     this.#held.set(token, held);
     held.record.tokens.add(token);
-    return new LockHandle(token, resource, sentAt, validUntil);
+    this.#heldWatch.add(token, held, seenAt, sentAt);
+    return new LockHandle(token, held.resource, sentAt, validUntil);
+  }
+
+  /** Reads a held entry the watch may have missed the delete of: gone or replaced, it is lost. */
+  async #check(token: string, held: HeldEntry): Promise<void> {
+    const { kvs } = await this.#range(held.resource, { key: held.key });
+    const current = kvs[0];
+    if (this.#held.get(token) !== held || current?.value.equals(held.value)) return;
+    this.#lose(token, held, current === undefined ? "expired" : "taken");
+  }
+
+  /**
+   * The watch heard `key` (with the client's namespace) deleted: where it is a held entry, the
+   * lock is lost. Not our own release: that forgets its entry before it sends the delete.
+   */
+  #deleted(key: Buffer): void {
+    const token = this.#heldWatch.tokenOf(key);
+    const held = token === undefined ? undefined : this.#held.get(token);
+    if (token !== undefined && held !== undefined) this.#lose(token, held, "expired");
+  }
+
+  /**
+   * Reports a held entry lost. One rule, as release and adopt answer: an entry gone is "expired"
+   * (its lease was revoked or ran out, or someone deleted it), one holding another value "taken".
+   * It is forgotten first, so the core's release of the lost lock sends nothing.
+   */
+  #lose(token: string, held: HeldEntry, reason: "taken" | "expired"): void {
+    this.#forget(token, held);
+    held.record.tokens.delete(token);
+    this.#events.lost(new Set([token]), reason, new EntryLostError(held.key, reason));
+  }
+
+  /** Stops keeping `held` (released, lost or handed off): no longer held here, nor watched for it. */
+  #forget(token: string, held: HeldEntry): void {
+    this.#held.delete(token);
+    this.#heldWatch.remove(token, held);
   }
 
   /**
@@ -337,7 +403,7 @@ class EtcdBackend implements StoreBackend {
   async release(handle: LockHandle): Promise<ReleaseOutcome> {
     const held = this.#held.get(handle.token);
     if (held === undefined) return "expired";
-    this.#held.delete(handle.token);
+    this.#forget(handle.token, held);
     const { key, value, record } = held;
     record.tokens.delete(handle.token);
     try {
@@ -461,7 +527,19 @@ class EtcdBackend implements StoreBackend {
     });
     if (!answer.succeeded) return rangeIn(answer).length > 0 ? "taken" : "expired";
     const validUntil = Math.min(boundOf(sentAt, duration), record.validUntil);
-    return this.#hold(fresh, resource, sentAt, validUntil, { key, value, record });
+    return this.#hold(fresh, sentAt, validUntil, { resource, key, value, record }, answer.header.revision);
+  }
+
+  /**
+   * A hand-off: extends the lease once, as an extension would, then forgets the entry here (no
+   * longer ours to watch or release). Its token stays on the lease's list: close must not revoke
+   * the lease under an entry that waits for its adopter.
+   */
+  async detach(handle: LockHandle, duration: number): Promise<ExtendOutcome> {
+    const [outcome = "taken"] = await this.extendMany([handle], duration);
+    const held = this.#held.get(handle.token);
+    if (outcome === "extended" && held !== undefined) this.#forget(handle.token, held);
+    return outcome;
   }
 
   /** Runs a transaction within the operation timeout; a failure is a StoreUnavailableError. */
@@ -483,7 +561,7 @@ class EtcdBackend implements StoreBackend {
     }
   }
 
-  #range(resource: string, range: EtcdRangeRequest): Promise<{ kvs: EtcdKeyValue[] }> {
+  #range(resource: string, range: EtcdRangeRequest): Promise<EtcdRangeResponse> {
     return this.#call(resource, (options) => this.#client.kv.range(range, options));
   }
 
@@ -526,6 +604,7 @@ class EtcdBackend implements StoreBackend {
 
   async #close(): Promise<void> {
     this.#closing = true;
+    this.#heldWatch.close();
     while (this.#cleanUps.size > 0) await Promise.all(this.#cleanUps);
     // Waiters' entries are left (their waits were rejected): delete them; held entries stay.
     await Promise.allSettled(
@@ -569,6 +648,16 @@ function fits(kvs: readonly EtcdKeyValue[], mine: EtcdKeyValue, limit: number): 
   let sum = parseEntry(mine.value, limit).weight;
   for (const kv of kvs) if (BigInt(kv.create_revision) < created) sum += parseEntry(kv.value, limit).weight;
   return sum <= limit;
+}
+
+/** The cause of a loss heard from etcd's side: the held entry deleted ("expired") or replaced ("taken"). */
+class EntryLostError extends Error {
+  constructor(key: Buffer, reason: "taken" | "expired") {
+    const what =
+      reason === "expired" ? "is gone (its lease revoked or run out, or the key deleted)" : "holds another value";
+    super(`etcd's entry ${key.toString("utf8")} of a held lock ${what}`);
+    this.name = "EntryLostError";
+  }
 }
 
 /** A failed etcd call about `resource`: a StoreUnavailableError with the error as its cause. */

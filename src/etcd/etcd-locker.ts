@@ -28,6 +28,10 @@ export function checkClient(client: unknown): asserts client is EtcdClient {
  *   keepalive, shared by every lock on it. Acquisitions with their own `expiry` get a lease of
  *   their own length. If etcd loses the lease (expired while this process was stopped, revoked),
  *   every lock on it is lost at once: each `lost` aborts and `onLockLost` is called.
+ * - **A key deleted under its holder.** A holder watches its key's directory (the watch its
+ *   waiters share; a lock opens its own once held for 100 ms): its key deleted — by hand, or with
+ *   every key of its lease by a `leaseRevoke` — is a loss (`"expired"`) as soon as etcd says so,
+ *   not at the next keepalive (which would not notice a key deleted by hand at all).
  * - **Keys.** A holder is an etcd key `<prefix><bytes>:<key>/<slot>` attached to the lease, its
  *   value the lease's token, weight and `owner`. A `lock` starts watching the key's directory and
  *   sends one transaction that puts its entry and reads the directory (uncontended, that is all);

@@ -37,6 +37,8 @@ export class LeaseRecord {
 
 /** A lock or permit held in etcd: its entry's key and value, and the lease it is attached to. */
 export interface HeldEntry {
+  /** The store's name for its key (what the watcher watches). */
+  readonly resource: string;
   /** Its entry's etcd key. */
   readonly key: Buffer;
   /** Its entry's value (compared before a release deletes it). */

@@ -151,6 +151,8 @@ export interface EtcdWatchBuilder {
   prefix(value: string | Buffer): EtcdWatchBuilder;
   /** Only these kinds of events (etcd3 maps `"delete"` to etcd's NOPUT filter). */
   only(...operations: Array<"put" | "delete">): EtcdWatchBuilder;
+  /** Starts at this revision (etcd replays every event since, unless it was compacted away). */
+  startRevision(revision: string): EtcdWatchBuilder;
   /** The watcher, not yet connected (its "connected" event says when it is). */
   watcher(): EtcdWatcher;
 }
