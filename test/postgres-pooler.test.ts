@@ -146,6 +146,39 @@ describe("PostgresLocker behind PgBouncer (pool_mode=transaction): a session tha
   });
 });
 
+describe("PostgresLocker behind PgBouncer (pool_mode=transaction, one server connection)", () => {
+  let server: PostgresServer;
+  let pooler: PgBouncerServer;
+  const pools: Pool[] = [];
+
+  beforeAll(async () => {
+    server = await PostgresServer.start();
+    pooler = await PgBouncerServer.start(server, { poolMode: "transaction", poolSize: 1 });
+  });
+  afterAll(async () => {
+    await pooler?.stop();
+    await server?.stop();
+    await Promise.allSettled(pools.map((pool) => pool.end()));
+  });
+
+  it("a locker that finds its prepared statement already on the server connection refuses, naming the pooler", async () => {
+    // Pools of one connection: no probe, so the first locker's statements all run on the one
+    // server connection, and prepare the lock statement there.
+    const [first, second] = [pooler.pool({ max: 1 }), pooler.pool({ max: 1 })];
+    pools.push(first, second);
+    const key = uniqueKey("pgb-prepared");
+    const earlier = new PostgresLocker(first);
+    await (await earlier.acquire(undefined, key)).release();
+    await earlier.close();
+    const later = new PostgresLocker(second);
+    const refusal = await later.tryAcquire(undefined, key).catch((error: unknown) => error);
+    expectRefusal(refusal);
+    expect((refusal as Error).message).toMatch(/prepared statement already existed/);
+    expect(await advisoryLocks(server)).toEqual([]);
+    await later.close();
+  });
+});
+
 lockerContract("PostgresLocker behind PgBouncer (pool_mode=session)", async () => {
   const server = await PostgresServer.start({ args: ["-c", "max_connections=150"] });
   const pooler = await PgBouncerServer.start(server, { poolMode: "session", poolSize: 120 });
