@@ -92,9 +92,27 @@ describe("flock(1)'s options, file store", () => {
     expect((await exclusive.exited).code).toBe(0);
   });
 
+  it("flock's own form: run [options] KEY command, run KEY -c 'command', status KEY", async () => {
+    const plain = await runCli(["run", ...dirArgs, "-n", "fl", "echo", "ran"]);
+    expect([plain.code, plain.stdout]).toEqual([0, "ran\n"]);
+    const shell = await runCli(["run", ...dirArgs, "fl", "-c", "echo ran; exit 3"]);
+    expect([shell.code, shell.stdout]).toEqual([3, "ran\n"]);
+    const lease = await files.write.acquire(undefined, "fl");
+    try {
+      expect((await runCli(["status", ...dirArgs, "fl"])).code).toBe(0);
+      expect((await runCli(["run", ...dirArgs, "-n", "fl", "echo", "ran"])).code).toBe(75);
+    } finally {
+      await lease.release();
+    }
+    expect((await runCli(["status", ...dirArgs, "fl"])).code).toBe(1);
+    const bare = await runCli([]);
+    expect(bare.code).toBe(64);
+    expect(bare.stderr).toMatch(/Usage:/);
+  });
+
   it("bad combinations and values are usage errors (64) naming them", async () => {
     const cases: Array<[string[], RegExp]> = [
-      [["-c", "true", "--", "true"], /either -c COMMAND or a command after --/],
+      [["-c", "true", "--", "true"], /either -c COMMAND or a command, not both/],
       [["-s", "-x", "--", "true"], /either --shared or --exclusive/],
       [["-E", "256", "--", "true"], /--conflict-exit-code: expected an exit status from 0 to 255, received "256"/],
       [["-E", "x", "--", "true"], /received "x"/],

@@ -293,7 +293,9 @@ describe("globallock run, file store", () => {
         /--expiry: expected at least 200ms, received "50ms"/,
       ],
       [["run", "--key", "k"], 64, /no command to run/],
-      [["run", "--", "true"], 64, /--key NAME is required/],
+      [["run", "--", "true"], 64, /no key: give the lock.s name as KEY/],
+      [["run", "--key", "", "--", "true"], 64, /the key is empty/],
+      [[], 64, /no command given\nUsage:\n {2}globallock run \[options\] KEY command/],
       [["run", "--key", "k", "--bogus", "--", "true"], 64, /Unknown option '--bogus'/],
       [["frobnicate"], 64, /unknown command "frobnicate"/],
       [
@@ -441,7 +443,8 @@ describe("globallock run, file store", () => {
   it("--help shows usage, examples and the exit codes", async () => {
     const help = await runCli(["--help"]);
     expect(help.code).toBe(0);
-    expect(help.stdout).toMatch(/globallock run \[options\] -- command \[args\.\.\.\]/);
+    expect(help.stdout).toMatch(/globallock run \[options\] KEY command \[args\.\.\.\]/);
+    expect(help.stdout).toMatch(/globallock run \[options\] --key KEY -- command \[args\.\.\.\]/);
     expect(help.stdout).toMatch(/Examples:/);
     for (const code of ["64", "69", "75", "124", "125", "127"]) expect(help.stdout).toContain(`  ${code} `);
   });

@@ -63,13 +63,17 @@ export type Invocation =
   | { readonly command: "help"; readonly topic?: "run" | "status" }
   | { readonly command: "version" };
 
-/** The help text (`globallock --help`). */
-export const HELP = `Usage:
-  globallock run [options] -- command [args...]
-  globallock run [options] -c 'shell command'
-  globallock status --key NAME [store options] [--json]
+/** The usage lines, printed with every usage error. */
+export const USAGE = `Usage:
+  globallock run [options] KEY command [args...]
+  globallock run [options] KEY -c 'shell command'
+  globallock run [options] --key KEY -- command [args...]
+  globallock status [store options] [--json] KEY
   globallock --help | --version
+`;
 
+/** The help text (`globallock --help`). */
+export const HELP = `${USAGE}
 Runs a command while holding a lock, so that only one copy of it runs at a time:
 among the processes of this host (the default: lock files, no server needed), or
 across hosts through Redis. The lock is extended while the command runs and
@@ -91,9 +95,13 @@ Store options (run and status):
                          In a directory writable by group or others, the lock
                          files get the same group/other write permission.
 
+KEY is the lock's name, as flock(1)'s file: the first argument that is not an
+option, unless --key gives it. The command starts after it; everything from
+there on is the command's, options included.
+
 Run options:
-  --key NAME             the lock's name (required)
-  -c COMMAND             run COMMAND through sh -c (instead of -- command args...)
+  --key NAME             the lock's name (instead of KEY)
+  -c COMMAND             run COMMAND through sh -c (instead of a command after KEY)
   -s, --shared           a shared lock: any number of shared holders at once, or
                          one exclusive (file store and one Redis server)
   -x, --exclusive        an exclusive lock (the default)
@@ -152,14 +160,14 @@ Exit status:
 
 Examples:
   # Only one backup at a time on this host (others wait):
-  npx globallock run --key backup -- ./backup.sh
+  npx globallock run backup ./backup.sh
   # A cron job that skips its turn when the previous run is still going:
-  globallock run --key report --no-wait -- node report.js || [ $? -eq 75 ]
+  globallock run --no-wait report node report.js || [ $? -eq 75 ]
   # flock(1)'s way: no wait, status 0 when skipped, a shell command:
-  globallock run -n -E 0 --key report -c 'node report.js > report.log'
+  globallock run -n -E 0 report -c 'node report.js > report.log'
   # Many readers at once, or one writer:
-  globallock run -s --key catalog -- ./read-catalog.sh
-  globallock run --key catalog -- ./rebuild-catalog.sh
+  globallock run -s catalog ./read-catalog.sh
+  globallock run catalog ./rebuild-catalog.sh
   # Across hosts, waiting at most 5 minutes:
   globallock run --redis redis://locks.internal:6379 --key deploy --wait 5m -- ./deploy.sh
   # A Redlock quorum, the fencing token for the protected resource, stop on loss:
@@ -167,7 +175,7 @@ Examples:
     --key migrate --on-lost kill -- ./migrate.sh
   globallock run --key db --fencing-env LOCK_TOKEN -- sh -c 'psql -v token=$LOCK_TOKEN ...'
   # Is it held?
-  globallock status --key backup
+  globallock status backup
 `;
 
 const STORE_OPTIONS = {
@@ -200,41 +208,82 @@ const RUN_OPTIONS = {
  */
 export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv): Invocation {
   const [first, ...rest] = argv;
-  if (first === undefined || first === "-h" || first === "--help" || first === "help") return { command: "help" };
+  if (first === undefined) throw new UsageError("no command given");
+  if (first === "-h" || first === "--help" || first === "help") return { command: "help" };
   if (first === "-v" || first === "--version") return { command: "version" };
   if (first === "run") return parseRun(rest, env);
   if (first === "status") return parseStatus(rest, env);
   throw new UsageError(`unknown command ${JSON.stringify(first)} (expected run or status)`);
 }
 
+/** The options of `options` that take a value: their long names, and their one-letter names. */
+function valued(options: Readonly<Record<string, { type: string; short?: string }>>): {
+  long: Set<string>;
+  short: Set<string>;
+} {
+  const entries = Object.entries(options).filter(([, option]) => option.type === "string");
+  return {
+    long: new Set(entries.map(([name]) => name)),
+    short: new Set(entries.flatMap(([, option]) => (option.short === undefined ? [] : [option.short]))),
+  };
+}
+
+const RUN_VALUED = valued(RUN_OPTIONS);
+
+/**
+ * Where the options of `argv` end, as getopt's `+` mode has it (flock(1)'s): the index of the first
+ * argument that is neither an option nor an option's value, or of `--`, or `argv.length`. A
+ * one-letter option that takes a value takes the rest of its cluster (`-w5`) or the next argument.
+ */
+function endOfOptions(argv: readonly string[], takesValue: { long: Set<string>; short: Set<string> }): number {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === "--") return i;
+    if (arg.startsWith("--")) {
+      if (!arg.includes("=") && takesValue.long.has(arg.slice(2))) i++;
+    } else if (arg.startsWith("-") && arg.length > 1) {
+      const at = Array.from(arg.slice(1)).findIndex((letter) => takesValue.short.has(letter));
+      if (at === arg.length - 2) i++;
+    } else return i;
+  }
+  return argv.length;
+}
+
+/**
+ * `run [options] KEY command [args...]`, `run [options] KEY -c 'command'`, and with `--key KEY`
+ * the command after the options (or after `--`).
+ */
 function parseRun(argv: readonly string[], env: NodeJS.ProcessEnv): Invocation {
-  const separator = argv.indexOf("--");
-  const before = separator < 0 ? argv : argv.slice(0, separator);
-  const { values, positionals, tokens } = guard(() =>
-    parseArgs({ args: [...before], options: RUN_OPTIONS, allowPositionals: true, strict: true, tokens: true }),
+  const end = endOfOptions(argv, RUN_VALUED);
+  const { values } = guard(() =>
+    parseArgs({ args: argv.slice(0, end), options: RUN_OPTIONS, allowPositionals: false, strict: true }),
   );
   if (values.help) return { command: "help", topic: "run" };
-  let command: string[];
-  if (separator >= 0) {
-    if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])} before --`);
-    command = argv.slice(separator + 1);
-  } else {
-    // Without "--", the command starts at the first argument that is not an option, and nothing
-    // after it may look like one of ours.
-    const firstPositional = tokens.findIndex((token) => token.kind === "positional");
-    if (firstPositional >= 0 && tokens.slice(firstPositional).some((token) => token.kind === "option")) {
-      throw new UsageError("put the command after -- (globallock run [options] -- command [args...])");
-    }
-    command = positionals;
+  let rest = argv.slice(end);
+  let key = values.key;
+  let shell = values.command;
+  if (rest[0] === "--") rest = rest.slice(1);
+  else {
+    if (key === undefined && rest.length > 0) [key, ...rest] = rest as [string, ...string[]];
+    if (rest[0] === "-c" || rest[0] === "--command") {
+      // flock(1)'s `file -c command`.
+      if (shell !== undefined) throw new UsageError("-c given twice");
+      if (rest.length !== 2)
+        throw new UsageError("-c takes one shell command: globallock run [options] KEY -c 'command'");
+      shell = rest[1];
+      rest = [];
+    } else if (rest[0] === "--") rest = rest.slice(1);
   }
-  if (values.command !== undefined) {
-    if (command.length > 0) throw new UsageError("give either -c COMMAND or a command after --, not both");
-    if (values.command === "") throw new UsageError('-c: expected a shell command, received ""');
-    command = ["sh", "-c", values.command];
+  let command = rest;
+  if (shell !== undefined) {
+    if (command.length > 0) throw new UsageError("give either -c COMMAND or a command, not both");
+    if (shell === "") throw new UsageError('-c: expected a shell command, received ""');
+    command = ["sh", "-c", shell];
   }
+  const checkedKey = keyOf(key);
   const [program, ...args] = command;
   if (program === undefined || program === "") {
-    throw new UsageError("no command to run (globallock run [options] -- command [args...])");
+    throw new UsageError("no command to run (globallock run [options] KEY command [args...])");
   }
   if (values.wait !== undefined && values["no-wait"]) throw new UsageError("give either --wait or --no-wait");
   if (values.shared && values.exclusive) throw new UsageError("give either --shared or --exclusive");
@@ -256,7 +305,7 @@ function parseRun(argv: readonly string[], env: NodeJS.ProcessEnv): Invocation {
   return {
     command: "run",
     store,
-    key: keyOf(values.key),
+    key: checkedKey,
     shared,
     waitMs: values["no-wait"] ? 0 : optionalDuration("--wait", values.wait),
     conflictExitCode: exitCodeOf(values["conflict-exit-code"]),
@@ -271,13 +320,15 @@ function parseRun(argv: readonly string[], env: NodeJS.ProcessEnv): Invocation {
   };
 }
 
+/** `status [options] KEY`, or `status --key KEY [options]`. */
 function parseStatus(argv: readonly string[], env: NodeJS.ProcessEnv): Invocation {
   const { values, positionals } = guard(() =>
     parseArgs({ args: [...argv], options: STORE_OPTIONS, allowPositionals: true, strict: true }),
   );
   if (values.help) return { command: "help", topic: "status" };
-  if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
-  return { command: "status", store: storeOf(values, env), key: keyOf(values.key), json: values.json === true };
+  const [key, extra] = values.key === undefined ? positionals : [values.key, ...positionals];
+  if (extra !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(extra)}`);
+  return { command: "status", store: storeOf(values, env), key: keyOf(key), json: values.json === true };
 }
 
 /** Runs a `parseArgs` call; its errors (unknown option, missing value…) become usage errors. */
@@ -290,7 +341,8 @@ function guard<T>(parse: () => T): T {
 }
 
 function keyOf(key: string | undefined): string {
-  if (key === undefined || key === "") throw new UsageError("--key NAME is required (the name of the lock)");
+  if (key === undefined) throw new UsageError("no key: give the lock's name as KEY (or --key KEY)");
+  if (key === "") throw new UsageError("the key is empty: give the lock's name as KEY (or --key KEY)");
   return key;
 }
 
@@ -378,7 +430,10 @@ function optionalDuration(option: string, text: string | undefined): number | un
   return text === undefined ? undefined : parseDuration(option, text);
 }
 
-/** What a usage error prints, and its exit status. */
+/** What a usage error prints (the message, then the usage lines), and its exit status. */
 export function usageMessage(error: UsageError): { text: string; code: number } {
-  return { text: `globallock: ${error.message}\nTry 'globallock --help' for more information.\n`, code: EXIT.USAGE };
+  return {
+    text: `globallock: ${error.message}\n${USAGE}Try 'globallock --help' for more information.\n`,
+    code: EXIT.USAGE,
+  };
 }
