@@ -119,6 +119,26 @@ describe("MemoryLocker specifics", () => {
     expect(locker.heldCount).toBe(0);
   });
 
+  it("inspect shows a fenced holder's fencing token, taken at once or granted from the queue", async () => {
+    const locker = new MemoryLocker();
+    const key = uniqueKey("inspect-fenced");
+    const first = await locker.acquire(undefined, key, { fencing: true });
+    expect((await locker.inspect(undefined, key)).holders).toEqual([
+      expect.objectContaining({ weight: 1, fencingToken: first.fencingToken }),
+    ]);
+    const waiting = locker.acquire(undefined, key, { fencing: true });
+    await first.release();
+    const second = await waiting;
+    expect(second.fencingToken).toBeGreaterThan(first.fencingToken as bigint);
+    expect((await locker.inspect(undefined, key)).holders).toEqual([
+      expect.objectContaining({ fencingToken: second.fencingToken }),
+    ]);
+    await second.release();
+    const plain = await locker.acquire(undefined, key);
+    expect((await locker.inspect(undefined, key)).holders[0]).not.toHaveProperty("fencingToken");
+    await plain.release();
+  });
+
   it("rejects options that are not an object", () => {
     expect(() => new MemoryLocker("x" as never)).toThrow(InvalidArgumentError);
   });

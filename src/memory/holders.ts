@@ -3,6 +3,8 @@ export interface Holder {
   readonly weight: number;
   /** `performance.now()` at which it expires; `Infinity`: held until released. */
   readonly deadline: number;
+  /** The latest fencing token issued to it, if it was fenced (shown by `inspect`). */
+  readonly fencingToken?: bigint;
 }
 
 /**
@@ -33,6 +35,12 @@ export class Holders {
       this.#more ??= new Map();
       this.#more.set(token, holder);
     }
+  }
+
+  /** Replaces the record of the holder with `token` (which holds the key). */
+  replace(token: string, holder: Holder): void {
+    if (this.#first !== undefined && token === this.#firstToken) this.#first = holder;
+    else this.#more?.set(token, holder);
   }
 
   /** Removes the holder with `token` and returns it, if there is one. */

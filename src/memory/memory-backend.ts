@@ -153,8 +153,14 @@ class MemoryBackend implements StoreBackend {
     if (slot === undefined) return { holders: [], waiting: 0 };
     const now = performance.now();
     const holders: StoredHolder[] = [];
-    for (const [, { weight, deadline }] of slot.holders.entries()) {
-      if (deadline > now) holders.push({ owner: this.#owner, weight, expiresInMs: Math.max(0, deadline - now) });
+    for (const [, { weight, deadline, fencingToken }] of slot.holders.entries()) {
+      if (deadline <= now) continue;
+      const expiresInMs = Math.max(0, deadline - now);
+      holders.push(
+        fencingToken === undefined
+          ? { owner: this.#owner, weight, expiresInMs }
+          : { owner: this.#owner, weight, expiresInMs, fencingToken },
+      );
     }
     return { holders, waiting: slot.size };
   }
@@ -186,7 +192,9 @@ class MemoryBackend implements StoreBackend {
       if (intent.onSuccess === "leave") this.#unqueue(slot, intent.waiterId);
       if (claimed) this.#admit(slot, now);
       const handle = new LockHandle(token, resource, now, (slot.holders.get(token) as Holder).deadline);
-      return fencing ? { kind: "acquired", handle, fencingToken: ++this.#fence } : { kind: "acquired", handle };
+      return fencing
+        ? { kind: "acquired", handle, fencingToken: this.#fenceHolder(slot, token) }
+        : { kind: "acquired", handle };
     }
     if (claimed) this.#admit(slot, now);
     if (!intent.join) return { kind: "held" };
@@ -254,8 +262,19 @@ class MemoryBackend implements StoreBackend {
 
   /** {@inheritDoc Backend.issueFencingTokenNow} */
   issueFencingTokenNow(handle: LockHandle): bigint | undefined {
-    const holder = this.#slots.get(handle.resource)?.holders.get(handle.token);
-    return holder !== undefined && holder.deadline > performance.now() ? ++this.#fence : undefined;
+    const slot = this.#slots.get(handle.resource);
+    const holder = slot?.holders.get(handle.token);
+    return slot !== undefined && holder !== undefined && holder.deadline > performance.now()
+      ? this.#fenceHolder(slot, handle.token)
+      : undefined;
+  }
+
+  /** Issues the next fencing token to holder `token` of `slot`, and records it for `inspect`. */
+  #fenceHolder(slot: Slot, token: string): bigint {
+    const fencingToken = ++this.#fence;
+    const { weight, deadline } = slot.holders.get(token) as Holder;
+    slot.holders.replace(token, { weight, deadline, fencingToken });
+    return fencingToken;
   }
 
   #newToken(): string {
