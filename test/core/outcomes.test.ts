@@ -141,7 +141,9 @@ describe("core: release", () => {
     const lost = await locker.acquire(undefined, key);
     const lostToken = store.holderOf(key) as string;
     store.emitLost([lostToken], "expired");
-    expect(((await whenAborted(lost.lost)) as LockLostError).reason).toBe("expired");
+    const reason = await whenAborted(lost.lost);
+    expect(reason).toBeInstanceOf(LockLostError);
+    expect((reason as LockLostError).reason).toBe("expired");
     const current = await locker.acquire(undefined, key);
     // The store found another token on the key: the release deleted nothing.
     expect(await lost.releaseWithOutcome()).toBe("taken");
