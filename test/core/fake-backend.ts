@@ -43,6 +43,8 @@ export interface CallRecord {
   readonly validUntil: number | undefined;
   /** A release's `ordered` flag (a clean-up of an abandoned attempt). */
   readonly ordered: boolean | undefined;
+  /** Which call it was part of: extensions of one `extendMany` call share it (numbered per op). */
+  readonly batch: number;
 }
 
 /** What the next attempt answers instead of the table's answer. */
@@ -55,8 +57,10 @@ export type ReleaseAnswer = ReleaseOutcome | Error;
 /** One holder of a resource in the table. */
 interface Holder {
   readonly token: string;
-  /** Whole ms, rounded down, as the core records a lease's deadline. */
+  /** Until when the store keeps it (its TTL); whole ms, rounded down, as the core's deadlines. */
   validUntil: number;
+  /** The validity the store's handle was given: {@link validUntil} less the drift allowance. */
+  handleValidUntil: number;
   /** Granted to the core (not planted by {@link FakeBackend.occupy}). */
   readonly mine: boolean;
   /** Its release was sent and has not answered yet. */
@@ -82,8 +86,17 @@ export class FakeBackend implements StoreBackend {
   };
   /** Real delay before each operation answers, in ms (0: the next microtask). */
   readonly latency: Partial<Record<Op, number>> = {};
+  /**
+   * Taken off the validity of every handle the store gives (ms), as a quorum store allows for clock
+   * drift: the key lives `duration` in the store, the handle says less.
+   */
+  drift = 0;
   /** Most attempts ever in flight at once, per resource. */
   readonly maxInFlight = new Map<string, number>();
+  /** Most extension calls ever in flight at once. */
+  maxExtendsInFlight = 0;
+  #extendsInFlight = 0;
+  readonly #batches: Record<Op, number> = { acquire: 0, extend: 0, release: 0, fence: 0 };
   /** The fencing tokens handed out with grants, in order. */
   readonly fencingTokens: bigint[] = [];
   readonly #id = ++fakes;
@@ -134,6 +147,7 @@ export class FakeBackend implements StoreBackend {
     this.#holders.set(this.resourceOf(key), {
       token: `foreign-${++this.#tokens}`,
       validUntil,
+      handleValidUntil: validUntil,
       mine: false,
       releasing: false,
     });
@@ -150,7 +164,7 @@ export class FakeBackend implements StoreBackend {
     const holder = this.#holders.get(resource);
     if (holder === undefined || !holder.mine) throw new Error(`${key} is not held by the core`);
     this.#holders.delete(resource);
-    this.#dropped.set(holder.token, { resource, validUntil: holder.validUntil });
+    this.#dropped.set(holder.token, { resource, validUntil: holder.handleValidUntil });
     return holder.token;
   }
 
@@ -207,9 +221,10 @@ export class FakeBackend implements StoreBackend {
       // The lease counts from when the command was sent, as a real store's does.
       const token = `t${this.#id}-${++this.#tokens}`;
       const validUntil = Math.floor(call.at + request.duration);
-      this.#holders.set(resource, { token, validUntil, mine: true, releasing: false });
+      const handleValidUntil = validUntil - this.drift;
+      this.#holders.set(resource, { token, validUntil, handleValidUntil, mine: true, releasing: false });
       call.token = token;
-      const handle = new LockHandle(token, resource, call.at, validUntil);
+      const handle = new LockHandle(token, resource, call.at, handleValidUntil);
       if (!request.fencing) return { kind: "acquired", handle };
       const fencingToken = ++this.#fence;
       this.fencingTokens.push(fencingToken);
@@ -224,12 +239,19 @@ export class FakeBackend implements StoreBackend {
       this.#violate(`an extension call of ${handles.length} handles`);
     }
     if (this.watcher.closed) this.#violate("an extension after close");
+    this.#batches.extend += 1;
     const sent = handles.map((handle) => this.#record("extend", handle.resourceInBulk, handle));
     for (const handle of handles) {
       if (this.#finished.has(handle.token)) this.#violate(`an extension of ${handle.token}, released or lost`);
     }
     const scripted = this.script.extend.shift();
-    await this.#pause("extend");
+    this.#extendsInFlight += 1;
+    this.maxExtendsInFlight = Math.max(this.maxExtendsInFlight, this.#extendsInFlight);
+    try {
+      await this.#pause("extend");
+    } finally {
+      this.#extendsInFlight -= 1;
+    }
     const now = performance.now();
     return handles.map((handle, index): ExtendOutcome => {
       if (scripted instanceof Error) return scripted;
@@ -287,7 +309,8 @@ export class FakeBackend implements StoreBackend {
     const holder = this.#holders.get(handle.resourceInBulk);
     if (holder?.token !== handle.token || holder.validUntil <= now) return "taken";
     holder.validUntil = Math.floor(sentAt + duration);
-    handle.renew(sentAt, holder.validUntil);
+    holder.handleValidUntil = holder.validUntil - this.drift;
+    handle.renew(sentAt, holder.handleValidUntil);
     return "extended";
   }
 
@@ -303,7 +326,7 @@ export class FakeBackend implements StoreBackend {
    */
   #heldHere(resource: string): boolean {
     const holder = this.#alive(resource);
-    if (holder?.mine === true && !holder.releasing) return true;
+    if (holder?.mine === true && !holder.releasing && holder.handleValidUntil > performance.now()) return true;
     const now = performance.now();
     for (const dropped of this.#dropped.values())
       if (dropped.resource === resource && dropped.validUntil > now) return true;
@@ -316,6 +339,7 @@ export class FakeBackend implements StoreBackend {
   }
 
   #record(op: Op, resource: string, handle?: LockHandle, ordered?: boolean): CallRecord {
+    if (op !== "extend") this.#batches[op] += 1;
     const call: CallRecord = {
       op,
       resource,
@@ -323,6 +347,7 @@ export class FakeBackend implements StoreBackend {
       at: performance.now(),
       validUntil: handle?.validUntil,
       ordered,
+      batch: this.#batches[op],
     };
     this.calls.push(call);
     return call;
