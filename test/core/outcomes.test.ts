@@ -157,4 +157,20 @@ describe("core: release", () => {
     expect(() => current.assertHeld()).not.toThrow();
     await current.release();
   });
+
+  it("the late release of a lease left to expire neither reports it again nor unbooks the later holder", async () => {
+    const locker = bed.locker();
+    const { store } = locker;
+    const key = uniqueKey("expired-then-released");
+    const expired = await locker.acquire(undefined, key, { expiry: 50, autoExtend: false });
+    await whenAborted(expired.lost);
+    const current = await locker.acquire(undefined, key);
+    // Past its deadline, another token on the key: what it found is that it had expired.
+    expect(await expired.releaseWithOutcome()).toBe("expired");
+    expect(locker.heldCount).toBe(1);
+    const attempts = store.callsOf("acquire", key).length;
+    expect((await locker.tryLock(undefined, key))[0]).toBe(false);
+    expect(store.callsOf("acquire", key)).toHaveLength(attempts);
+    await current.release();
+  });
 });
