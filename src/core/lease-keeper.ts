@@ -395,7 +395,7 @@ export class LeaseKeeper {
       const outcome = outcomes[index];
       if (outcome === "extended") {
         minDeadline = Math.min(minDeadline, deadlines[index] ?? now);
-        this.#extended(acquisition, lane);
+        this.#extended(acquisition, lane, now);
       } else if (outcome === "taken" || outcome === "expired") this.markLost(acquisition, outcome);
       else if (outcome instanceof LockLostError) this.markLost(acquisition, outcome.reason, outcome.cause);
       else this.#scheduleRetry(acquisition, now);
@@ -407,13 +407,25 @@ export class LeaseKeeper {
     this.#rearm();
   }
 
-  /** Files a lease whose extension was confirmed: next due, or (not to be extended) its deadline. */
-  #extended(acquisition: Acquisition, lane: Lane): void {
+  /**
+   * Files a lease whose extension was confirmed: next due, or (not to be extended) its deadline. A
+   * store may confirm less validity than half the lease (a quorum whose round trip and drift
+   * allowance took more than that): such a lease would be due again at once, and the keeper would
+   * extend it back to back. It waits an eighth of its lease instead (filed as a retry), so a pass
+   * that collects early, up to a sixteenth ahead, still leaves a gap.
+   */
+  #extended(acquisition: Acquisition, lane: Lane, now: number): void {
     this.#stats.extensions += 1;
     lane.unlist(acquisition);
     if (acquisition.keepAlive === "once") acquisition.keepAlive = "never";
     if (this.#stopped || acquisition.keepAlive === "never") {
       lane.watchDeadline(acquisition);
+      return;
+    }
+    const pause = acquisition.duration / 8;
+    if (this.#dueTime(acquisition) < now + pause) {
+      acquisition.retryAt = Math.floor(now + pause);
+      lane.scheduleRetry(acquisition);
       return;
     }
     lane.scheduleExtension(acquisition);
