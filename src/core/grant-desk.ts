@@ -3,7 +3,7 @@ import type { KeyState, Waiter } from "../internal/waiter.js";
 import type { Acquisition } from "./acquisition.js";
 import { type Grant, LockHandle } from "./backend.js";
 import type { AcquireCall, CoreParts } from "./core-parts.js";
-import { CountedWaiter, type QueuePlace } from "./waiters.js";
+import { type CoreWaiter, CountedWaiter, type QueuePlace } from "./waiters.js";
 
 /**
  * The hand-off side of the core: what happens when a backend with a hand-off queue reports that a
@@ -24,8 +24,9 @@ export class GrantDesk {
    * A release granted `resource` to the waiter named in "g:<id>:<token>:<server ms>". Another
    * locker's grant means nothing to try yet. Ours goes to the head of the key's queue — when its
    * token is this locker's latest registration and no attempt is in flight (an attempt sent after
-   * the registration takes the granted key itself). Nobody here waiting any more: the key is
-   * released at once instead of blocking everyone for the grace.
+   * the registration takes the granted key itself). Nobody here waiting any more, or a token that
+   * no waiter here will claim (a registration an attempt cut short made, learnt of too late): the
+   * key is released at once instead of blocking everyone for the grace.
    */
   onGrant(key: string, grant: Grant): void {
     const resource = this.#parts.resourceOf(key);
@@ -50,7 +51,10 @@ export class GrantDesk {
       state.earlyGrant = grant;
       return;
     }
-    if (registration?.token !== grant.token) return;
+    if (registration?.token !== grant.token) {
+      this.giveBack(grant.token, resource);
+      return;
+    }
     // Spent: no later attempt of this locker may take the key as "granted to us" again.
     state.handOff = undefined;
     head.grant(this.#parts.store.grantedHandle(resource, registration, grant.serverMs));
@@ -133,6 +137,22 @@ export class GrantDesk {
     }
     acquisition.fencingToken = fencingToken;
     return acquisition;
+  }
+
+  /**
+   * Passes on a grant handed to `waiter` that it left without taking (its caller gave up, or the
+   * locker closed, before it waited again): to the next waiter here, which holds the locker's place
+   * now (locks); else back to the store at once, leaving the queue in the same step — rather than
+   * block everyone for the grace.
+   */
+  passOn(state: KeyState<LockHandle>, waiter: CoreWaiter, handle: LockHandle): void {
+    const next = this.#parts.counted ? undefined : state.waiters.head;
+    if (next !== undefined) {
+      next.grant(handle);
+      return;
+    }
+    const { waiterId } = waiter.joinIntent(this.#parts);
+    void this.#parts.track(this.#parts.store.leaveQueue(handle.resource, waiterId, handle.token));
   }
 
   /** Releases a grant nobody here takes, at once, rather than block others for the grace. */

@@ -524,7 +524,11 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
       return;
     }
     if (leaving !== undefined && state !== undefined) state.handOff = undefined;
-    if (leaving === undefined && registered !== undefined && state !== undefined) state.handOff = registered;
+    // The late registration is the locker's latest unless a later attempt has answered since (the
+    // store keeps one per locker, and ran that attempt after this one).
+    if (leaving === undefined && registered !== undefined && state !== undefined) {
+      if (state.handOff?.token === intent.claimToken) state.handOff = registered;
+    }
     const releasing = late?.kind === "acquired" ? this.#store.release(late.handle, true) : undefined;
     await Promise.all([leaving, releasing]);
   }

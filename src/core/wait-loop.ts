@@ -73,6 +73,8 @@ export class WaitLoop {
     let acquired = false;
     /** An attempt was cut short in flight: its own clean-up leaves the hand-off queue. */
     let abandoned = false;
+    /** An attempt failed in flight (it timed out, say): it may have joined the queue all the same. */
+    let failed = false;
     let subscribed = false;
     /** Counted in `waitingCount` (from its first wait on). */
     let waiting = false;
@@ -126,6 +128,7 @@ export class WaitLoop {
             outcome = await parts.attempt(call, intent);
           } catch (error) {
             abandoned = parts.isAbandonment(error, signal);
+            failed = !abandoned;
             throw error;
           } finally {
             place.attempting = false;
@@ -191,9 +194,13 @@ export class WaitLoop {
       }
     } finally {
       if (waiting) this.#count.waiting -= 1;
+      // A grant handed to it that it never took: its caller gave up (or the locker closed) before
+      // it waited again.
+      const unused = acquired ? undefined : waiter.takeGrant();
       waiter.leave(parts, key, state, acquired, queued);
       if (subscribed) parts.store.watcher.unwatch(resource);
-      if (!acquired && !abandoned && waiter.leavesPlace(state, queued)) {
+      if (unused !== undefined) this.grants.passOn(state, waiter, unused);
+      else if (!acquired && !abandoned && waiter.leavesPlace(state, queued, failed)) {
         void parts.track(parts.store.leaveQueue(resource, waiter.joinIntent(parts).waiterId, place.handOff?.token));
         place.handOff = undefined;
       }

@@ -39,8 +39,11 @@ export abstract class CoreWaiter extends Waiter<LockHandle> {
   abstract joinIntent(parts: CoreParts): QueueIntent;
   /** Leaves the key's local FIFO (and this core's books), `acquired` or not. */
   abstract leave(parts: CoreParts, key: string, state: Key, acquired: boolean, queued: boolean): void;
-  /** Whether it leaves its place in the store's queue when it leaves without the key. */
-  abstract leavesPlace(state: Key, queued: boolean): boolean;
+  /**
+   * Whether it leaves its place in the store's queue when it leaves without the key; `failed`: its
+   * last attempt failed in flight, so it may have joined the queue unbeknown to this locker.
+   */
+  abstract leavesPlace(state: Key, queued: boolean, failed: boolean): boolean;
 }
 
 /**
@@ -85,7 +88,8 @@ export class LockWaiter extends CoreWaiter {
   /**
    * The locker's place is left once nobody here waits for the key: its place in a hand-off queue,
    * or a registration a store without one keeps (an entry in its queue: etcd, lock files), which
-   * would otherwise stand ahead of other lockers' waiters until it expired.
+   * would otherwise stand ahead of other lockers' waiters until it expired. (Whatever a failed
+   * attempt did: while others wait here, the place is theirs, and the next one's try renews it.)
    */
   leavesPlace(state: Key, queued: boolean): boolean {
     return (queued || state.handOff !== undefined) && state.waiters.size === 0;
@@ -131,9 +135,14 @@ export class CountedWaiter extends CoreWaiter implements QueuePlace {
     return true;
   }
 
-  /** Leaves its place if it has one; permits granted to it meanwhile go back (and on to those behind it). */
-  leavesPlace(): boolean {
-    return this.handOff !== undefined;
+  /**
+   * Leaves its place if it has one, or may have one: an attempt that failed in flight may have
+   * joined the queue (a timeout here, after it ran in the store), and would stand ahead of later
+   * waiters until its liveness ran out. Permits granted to it meanwhile go back (and on to those
+   * behind it).
+   */
+  leavesPlace(_state: Key, _queued: boolean, failed: boolean): boolean {
+    return failed || this.handOff !== undefined;
   }
 
   /** Every waiter competes on its own. */

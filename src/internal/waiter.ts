@@ -53,6 +53,8 @@ export class Waiter<G = unknown> implements Linked<Waiter<G>> {
   /**
    * Waits for a notification, `timeoutMs` (if given), or the abort of any of `signals`, whichever
    * comes first; an abort rejects with that signal's reason. Leaves no timer or listener behind.
+   * An abort comes before a grant not taken yet (the caller gave up): whoever ends the wait passes
+   * that grant on ({@link takeGrant}), or the key stays blocked for the store's grace.
    */
   wait(timeoutMs: number | undefined, signals: ReadonlyArray<AbortSignal | undefined>): Promise<WaitOutcome> {
     for (const signal of signals) {
