@@ -520,7 +520,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
         ? this.#store.leaveQueue(resource, intent.waiterId, registered?.token ?? intent.claimToken)
         : undefined;
     if (ownEntry) {
-      await Promise.all([leaving, late?.kind === "acquired" ? this.#store.release(late.handle, true) : undefined]);
+      await Promise.all([leaving, late?.kind === "acquired" ? this.#releaseLate(key, late.handle) : undefined]);
       return;
     }
     if (leaving !== undefined && state !== undefined) state.handOff = undefined;
@@ -529,7 +529,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     if (leaving === undefined && registered !== undefined && state !== undefined) {
       if (state.handOff?.token === intent.claimToken) state.handOff = registered;
     }
-    const releasing = late?.kind === "acquired" ? this.#store.release(late.handle, true) : undefined;
+    const releasing = late?.kind === "acquired" ? this.#releaseLate(key, late.handle) : undefined;
     await Promise.all([leaving, releasing]);
   }
 
@@ -657,14 +657,28 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     // woken here.
     // (The store is asked last: naming the resource costs a lookup or two, and most releases
     // answer first.)
-    if (handle.handedTo === "" || outcome === "unknown" || !this.#store.hasQueue(handle.resource)) {
-      // Counted, no queue: every waiter here competes on its own.
-      if (this.#counted && !this.#store.hasQueue(handle.resource)) this.#keys.notifyAll(acquisition.key);
-      else this.#keys.notifyHead(acquisition.key);
-    }
+    this.#wakeAfterRelease(acquisition.key, handle, outcome);
     // A lease left to expire that ran out before its release expired, whoever holds the key now.
     const found = outcome === "taken" && acquisition.keepAlive === "never" && wasPastDeadline ? "expired" : outcome;
     return publishRelease(acquisition.owner, acquisition.key, acquisition.grantedAt, found);
+  }
+
+  /**
+   * After a release of `key` here (a lease's, or an abandoned attempt's late grant): wakes this
+   * process's waiters unless the store handed the key to a queued waiter, whose grant says whose
+   * turn it is.
+   */
+  #wakeAfterRelease(key: string, handle: LockHandle, outcome: ReleaseOutcome): void {
+    if (handle.handedTo === "" || outcome === "unknown" || !this.#store.hasQueue(handle.resource)) {
+      // Counted, no queue: every waiter here competes on its own.
+      if (this.#counted && !this.#store.hasQueue(handle.resource)) this.#keys.notifyAll(key);
+      else this.#keys.notifyHead(key);
+    }
+  }
+
+  /** Releases an abandoned attempt's late grant (ordered after it), then wakes waiters here. */
+  async #releaseLate(key: string, handle: LockHandle): Promise<void> {
+    this.#wakeAfterRelease(key, handle, await this.#store.release(handle, true));
   }
 
   #track<T>(promise: Promise<T>): Promise<T> {

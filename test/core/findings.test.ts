@@ -1,7 +1,6 @@
 /**
- * Rules the core does not keep yet, found with the test bed and reported (not fixed here: src/core
- * is another engineer's). Each test asserts the rule and is marked `it.fails`: once the core keeps
- * the rule, the test "fails" and its mark comes off.
+ * Rules the core did not keep, found with the test bed and since fixed in the core: each test
+ * failed before its fix.
  */
 import { describe, expect, it } from "vitest";
 import { uniqueKey } from "../contract.js";
@@ -10,14 +9,13 @@ import { expectAbortReason, useBed } from "./bed.js";
 
 const bed = useBed();
 
-describe("core: findings (reported)", () => {
-  // Finding 1. When the core itself releases the late grant of an attempt abandoned in flight
-  // (LockCore.#cleanUpAbandoned calls store.release directly, not #release), it does not wake the
-  // key's next waiter here, as #release does ("wake this process's next waiter without waiting for
-  // our own message"). A waiter whose attempt the late grant made miss then waits for the store's
-  // release message or a whole safety-net interval (rule 4: a hand-off must not cost a polling
-  // interval). Redis's pub/sub message masks it; a store that cannot hear releases does not.
-  it.fails("the core's release of an abandoned attempt's late grant wakes the next waiter here", async () => {
+describe("core: findings of the test bed", () => {
+  // Finding 1. The core's release of the late grant of an attempt abandoned in flight
+  // (LockCore.#cleanUpAbandoned) woke no waiter here, as a lease's release does: a waiter whose
+  // attempt the late grant made miss waited for the store's release message or a whole
+  // safety-net interval (rule 4: a hand-off must not cost a polling interval). Redis's pub/sub
+  // message masked it; a store that cannot hear releases did not.
+  it("the core's release of an abandoned attempt's late grant wakes the next waiter here", async () => {
     const locker = bed.locker(); // 60 s safety net, and the fake announces no release
     const { store } = locker;
     const key = uniqueKey("abandoned-wake");
@@ -46,11 +44,10 @@ describe("core: findings (reported)", () => {
     await (await second)();
   });
 
-  // Finding 2. LeaseKeeper says "the margin is capped at an eighth of the lease, so extensions
-  // never run back to back". A handle whose validity is shorter than half its lease (a quorum store
-  // whose round trip and drift allowance take more than half the lease: validity = lease - elapsed
-  // - drift) is due again as soon as each extension answers: the keeper extends back to back, and
-  // with a store that answers at once it spins (about ten extension calls per millisecond here).
+  // Finding 2. A handle whose validity is shorter than half its lease (a quorum store whose round
+  // trip and drift allowance take more than half the lease: validity = lease - elapsed - drift) was
+  // due again as soon as each extension answered: the keeper extended back to back, and with a
+  // store that answers at once it spun (about ten extension calls per millisecond).
   it("extensions of a lease never run back to back, whatever validity the store confirms", async () => {
     const locker = bed.locker();
     const { store } = locker;
