@@ -47,6 +47,9 @@ export interface PostgresPool {
   readonly idleCount?: number;
   /** Connections the pool has open. */
   readonly totalCount?: number;
-  /** The pool's settings: `max`, its size (pg's default 10). */
-  readonly options?: { readonly max?: number };
+  /** The pool's settings (read: its size). */
+  readonly options?: {
+    /** The most connections the pool opens (pg's default 10). */
+    readonly max?: number;
+  };
 }
