@@ -1,5 +1,7 @@
 export { CombinedLocker, type CombinedLockerOptions, type CombinedStrategy } from "./combined/combined-locker.js";
 export type { LeaseKeeperStats } from "./core/lease-keeper.js";
+export { checkDeployment } from "./deployment/check-deployment.js";
+export type { Finding } from "./deployment/finding.js";
 export {
   ACQUIRE_CHANNEL,
   type AcquireMessage,

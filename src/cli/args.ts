@@ -56,11 +56,19 @@ export interface StatusCommand {
   readonly json: boolean;
 }
 
+/** `globallock doctor`: the deployment check of the chosen store. */
+export interface DoctorCommand {
+  readonly command: "doctor";
+  readonly store: StoreChoice;
+  readonly json: boolean;
+}
+
 /** What the command line asks for. */
 export type Invocation =
   | RunCommand
   | StatusCommand
-  | { readonly command: "help"; readonly topic?: "run" | "status" }
+  | DoctorCommand
+  | { readonly command: "help"; readonly topic?: "run" | "status" | "doctor" }
   | { readonly command: "version" };
 
 /** The usage lines, printed with every usage error. */
@@ -69,6 +77,7 @@ export const USAGE = `Usage:
   globallock run [options] KEY -c 'shell command'
   globallock run [options] --key KEY -- command [args...]
   globallock status [store options] [--json] KEY
+  globallock doctor [store options] [--json]
   globallock --help | --version
 `;
 
@@ -79,7 +88,12 @@ among the processes of this host (the default: lock files, no server needed), or
 across hosts through Redis. The lock is extended while the command runs and
 released when it exits; the command's exit status is passed through.
 
-Store options (run and status):
+\`globallock doctor\` checks the store's setup (an eviction policy that can drop
+lock keys, no persistence, replication, refused scripts, a lock directory on a
+network file system…) and prints what it finds, with the fix for each: exit 0
+nothing to fix, 1 warnings, 2 errors.
+
+Store options (run, status and doctor):
   --redis URL            a Redis server: redis://[user:password@]host[:port][/db]
                          (rediss:// for TLS). Repeat it for a Redlock quorum of
                          independent servers (an odd number). Default: the URLs in
@@ -157,6 +171,7 @@ Exit status:
   127                   the command was not found
   128+N                 interrupted by signal N while waiting for the lock
   status: 0 held, 1 free, 64 bad usage, 69 store unreachable
+  doctor: 0 nothing to fix, 1 warnings, 2 errors, 64 bad usage
 
 Examples:
   # Only one backup at a time on this host (others wait):
@@ -176,6 +191,8 @@ Examples:
   globallock run --key db --fencing-env LOCK_TOKEN -- sh -c 'psql -v token=$LOCK_TOKEN ...'
   # Is it held?
   globallock status backup
+  # Is the store set up so that locks hold?
+  globallock doctor --redis redis://locks.internal:6379
 `;
 
 const STORE_OPTIONS = {
@@ -213,7 +230,8 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
   if (first === "-v" || first === "--version") return { command: "version" };
   if (first === "run") return parseRun(rest, env);
   if (first === "status") return parseStatus(rest, env);
-  throw new UsageError(`unknown command ${JSON.stringify(first)} (expected run or status)`);
+  if (first === "doctor") return parseDoctor(rest, env);
+  throw new UsageError(`unknown command ${JSON.stringify(first)} (expected run, status or doctor)`);
 }
 
 /** The options of `options` that take a value: their long names, and their one-letter names. */
@@ -329,6 +347,17 @@ function parseStatus(argv: readonly string[], env: NodeJS.ProcessEnv): Invocatio
   const [key, extra] = values.key === undefined ? positionals : [values.key, ...positionals];
   if (extra !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(extra)}`);
   return { command: "status", store: storeOf(values, env), key: keyOf(key), json: values.json === true };
+}
+
+/** `doctor [store options] [--json]`. */
+function parseDoctor(argv: readonly string[], env: NodeJS.ProcessEnv): Invocation {
+  const { values, positionals } = guard(() =>
+    parseArgs({ args: [...argv], options: STORE_OPTIONS, allowPositionals: true, strict: true }),
+  );
+  if (values.help) return { command: "help", topic: "doctor" };
+  if (values.key !== undefined) throw new UsageError("doctor checks the store, not a key: drop --key");
+  if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
+  return { command: "doctor", store: storeOf(values, env), json: values.json === true };
 }
 
 /** Runs a `parseArgs` call; its errors (unknown option, missing value…) become usage errors. */

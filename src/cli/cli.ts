@@ -5,6 +5,7 @@
 import { readFileSync, realpathSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { HELP, parseCommandLine, UsageError, usageMessage } from "./args.js";
+import { doctorCommand } from "./doctor.js";
 import { EXIT } from "./exit-codes.js";
 import { Reporter } from "./reporter.js";
 import { runCommand } from "./run.js";
@@ -32,6 +33,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       return runCommand(invocation, new Reporter(invocation.json, process.stderr));
     case "status":
       return statusCommand(invocation, new Reporter(invocation.json, process.stderr), process.stdout);
+    case "doctor":
+      return doctorCommand(invocation, new Reporter(invocation.json, process.stderr), process.stdout);
   }
 }
 

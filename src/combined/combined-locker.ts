@@ -1,4 +1,6 @@
 import { decodeHandOff } from "../core/hand-off-handle.js";
+import { attachDeploymentCheck } from "../deployment/check-deployment.js";
+import { checkMembers } from "../deployment/combined.js";
 import {
   InvalidArgumentError,
   LockerClosedError,
@@ -102,6 +104,8 @@ export class CombinedLocker extends TracedLocker implements Locker {
       throw new InvalidArgumentError("options.strategy", '"all" or "majority"', strategy);
     }
     this.#members = [...lockers];
+    const members = this.#members;
+    attachDeploymentCheck([this], (signal) => checkMembers(members, signal));
     this.#strategy = strategy ?? "all";
     this.#quorum = this.#strategy === "all" ? lockers.length : Math.floor(lockers.length / 2) + 1;
   }

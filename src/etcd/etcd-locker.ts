@@ -1,5 +1,7 @@
 import { CoreLocker } from "../core/core-locker.js";
 import { LockCore } from "../core/lock-core.js";
+import { attachDeploymentCheck } from "../deployment/check-deployment.js";
+import { checkEtcd } from "../deployment/etcd.js";
 import { InvalidArgumentError } from "../errors.js";
 import { validateOptionsObject } from "../internal/validate.js";
 import { etcdBackend } from "./etcd-backend.js";
@@ -60,5 +62,6 @@ export class EtcdLocker extends CoreLocker<ResolvedEtcdLockerOptions> {
     validateOptionsObject("options", options);
     const resolved = resolveEtcdOptions(options);
     super(new LockCore(resolved, etcdBackend(client, resolved, 1)), "etcd-lock");
+    attachDeploymentCheck([this], () => checkEtcd(client));
   }
 }

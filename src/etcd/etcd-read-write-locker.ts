@@ -1,4 +1,6 @@
 import { CoreReadWriteLocker, READ_WRITE_PERMITS, type ReadWriteStore } from "../core/read-write-views.js";
+import { attachDeploymentCheck } from "../deployment/check-deployment.js";
+import { checkEtcd } from "../deployment/etcd.js";
 import { validateOptionsObject } from "../internal/validate.js";
 import { etcdBackend } from "./etcd-backend.js";
 import { checkClient } from "./etcd-locker.js";
@@ -31,5 +33,6 @@ export class EtcdReadWriteLocker extends CoreReadWriteLocker {
     if (given.prefix === undefined) given.prefix = ETCD_READ_WRITE_PREFIX;
     const resolved = resolveEtcdOptions(given);
     super(resolved, etcdBackend(client, resolved, READ_WRITE_PERMITS), ETCD);
+    attachDeploymentCheck([this, this.read, this.write], () => checkEtcd(client));
   }
 }

@@ -1,4 +1,6 @@
 import { CoreSemaphore } from "../core/core-semaphore.js";
+import { attachDeploymentCheck } from "../deployment/check-deployment.js";
+import { checkEtcd } from "../deployment/etcd.js";
 import { InvalidArgumentError } from "../errors.js";
 import { validateOptionsObject } from "../internal/validate.js";
 import { etcdBackend } from "./etcd-backend.js";
@@ -46,6 +48,7 @@ export class EtcdSemaphore extends CoreSemaphore<ResolvedEtcdLockerOptions> {
     if (given.prefix === undefined) given.prefix = ETCD_SEMAPHORE_PREFIX;
     const resolved = resolveEtcdOptions(given);
     super(resolved, etcdBackend(client, resolved, limit), limit, "etcd-semaphore");
+    attachDeploymentCheck([this], () => checkEtcd(client));
   }
 
   /** @internal */

@@ -1,5 +1,7 @@
 import { CoreLocker } from "../core/core-locker.js";
 import { LockCore } from "../core/lock-core.js";
+import { attachDeploymentCheck } from "../deployment/check-deployment.js";
+import { checkFiles } from "../deployment/files.js";
 import { abortable } from "../internal/abortable.js";
 import type { AcquireCall } from "../internal/traced-locker.js";
 import { validateKey } from "../internal/validate.js";
@@ -86,6 +88,7 @@ export class FileLocker extends CoreLocker<ResolvedFileLockerOptions> {
     const directory = new LockDirectory(resolved);
     const core = new LockCore(resolved, fileBackend(directory, resolved));
     super(core, "file-lock");
+    attachDeploymentCheck([this], () => checkFiles(resolved.directory));
     this.#core = core;
     this.#directory = directory;
   }

@@ -1,4 +1,6 @@
 import { CoreReadWriteLocker, READ_WRITE_PERMITS, type ReadWriteStore } from "../core/read-write-views.js";
+import { attachDeploymentCheck } from "../deployment/check-deployment.js";
+import { checkFiles } from "../deployment/files.js";
 // Referenced from doc comments only.
 import type { UnsupportedError } from "../errors.js";
 import type { Locker } from "../locker.js";
@@ -36,6 +38,7 @@ export class FileReadWriteLocker extends CoreReadWriteLocker<ResolvedFileLockerO
     const resolved = resolveFileOptions(options);
     const directory = new LockDirectory(resolved);
     super(resolved, fileBackend(directory, resolved, READ_WRITE_PERMITS), FILE);
+    attachDeploymentCheck([this, this.read, this.write], () => checkFiles(resolved.directory));
     this.#directory = directory;
   }
 

@@ -1,5 +1,7 @@
 import { CoreLocker } from "../core/core-locker.js";
 import { type CoreSettings, LockCore } from "../core/lock-core.js";
+import { attachDeploymentCheck } from "../deployment/check-deployment.js";
+import { checkMemory } from "../deployment/memory.js";
 import { type ResolvedAcquireOptions, snapshotOptions } from "../internal/validate.js";
 import { type MemoryOptions, memoryBackend, memoryRequest, memorySettings } from "./memory-backend.js";
 
@@ -26,6 +28,7 @@ export class MemoryLocker extends CoreLocker<CoreSettings> {
   constructor(options?: MemoryLockerOptions) {
     const { owner } = snapshotOptions("options", options, ["owner"]);
     super(new LockCore(memorySettings(owner), memoryBackend(1)), "memory-lock");
+    attachDeploymentCheck([this], checkMemory);
   }
 
   /** @internal */

@@ -1,5 +1,7 @@
 import type { CoreSettings } from "../core/lock-core.js";
 import { CoreReadWriteLocker, type ReadWriteStore } from "../core/read-write-views.js";
+import { attachDeploymentCheck } from "../deployment/check-deployment.js";
+import { checkMemory } from "../deployment/memory.js";
 import { snapshotOptions } from "../internal/validate.js";
 import type { ReadWriteLocker } from "../read-write.js";
 import { type MemoryOptions, memoryBackend, memoryRequest, memorySettings } from "./memory-backend.js";
@@ -40,5 +42,6 @@ export class MemoryReadWriteLocker extends CoreReadWriteLocker<CoreSettings> {
   constructor(options?: MemoryReadWriteLockerOptions) {
     const { owner } = snapshotOptions("options", options, ["owner"]);
     super(memorySettings(owner), memoryBackend(ALL_PERMITS), MEMORY);
+    attachDeploymentCheck([this, this.read, this.write], checkMemory);
   }
 }

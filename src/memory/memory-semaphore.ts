@@ -1,5 +1,7 @@
 import { CoreSemaphore } from "../core/core-semaphore.js";
 import type { CoreSettings } from "../core/lock-core.js";
+import { attachDeploymentCheck } from "../deployment/check-deployment.js";
+import { checkMemory } from "../deployment/memory.js";
 import { InvalidArgumentError } from "../errors.js";
 import { type OptionResolvers, type ResolvedAcquireOptions, resolveEachOption } from "../internal/validate.js";
 import { type MemoryOptions, memoryBackend, memoryRequest, memorySettings } from "./memory-backend.js";
@@ -47,6 +49,7 @@ export class MemorySemaphore extends CoreSemaphore<CoreSettings> {
   constructor(options: MemorySemaphoreOptions) {
     const { limit, owner } = resolveEachOption("options", options, SEMAPHORE_OPTIONS);
     super(memorySettings(owner), memoryBackend(limit), limit, "memory-semaphore");
+    attachDeploymentCheck([this], checkMemory);
   }
 
   /** @internal */

@@ -1,5 +1,7 @@
 import { CoreLocker } from "../core/core-locker.js";
 import { LockCore } from "../core/lock-core.js";
+import { attachDeploymentCheck } from "../deployment/check-deployment.js";
+import { checkMySql } from "../deployment/mysql.js";
 import { InvalidArgumentError } from "../errors.js";
 import { validateOptionsObject } from "../internal/validate.js";
 import { mySqlBackend } from "./mysql-backend.js";
@@ -56,5 +58,6 @@ export class MySqlLocker extends CoreLocker<ResolvedMySqlLockerOptions> {
     validateOptionsObject("options", options);
     const resolved = resolveMySqlOptions(options);
     super(new LockCore(resolved, mySqlBackend(pool, resolved)), "mysql-lock");
+    attachDeploymentCheck([this], () => checkMySql(pool));
   }
 }

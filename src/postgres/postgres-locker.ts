@@ -1,5 +1,7 @@
 import { CoreLocker } from "../core/core-locker.js";
 import { LockCore } from "../core/lock-core.js";
+import { attachDeploymentCheck } from "../deployment/check-deployment.js";
+import { checkPostgres } from "../deployment/postgres.js";
 import { InvalidArgumentError } from "../errors.js";
 import { validateOptionsObject } from "../internal/validate.js";
 import { type PostgresLockerOptions, type ResolvedPostgresLockerOptions, resolvePostgresOptions } from "./options.js";
@@ -61,5 +63,6 @@ export class PostgresLocker extends CoreLocker<ResolvedPostgresLockerOptions> {
     validateOptionsObject("options", options);
     const resolved = resolvePostgresOptions(options);
     super(new LockCore(resolved, postgresBackend(pool, resolved)), "postgres-lock");
+    attachDeploymentCheck([this], () => checkPostgres(pool));
   }
 }

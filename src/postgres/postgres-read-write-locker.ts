@@ -1,4 +1,6 @@
 import { CoreReadWriteLocker, READ_WRITE_PERMITS, type ReadWriteStore } from "../core/read-write-views.js";
+import { attachDeploymentCheck } from "../deployment/check-deployment.js";
+import { checkPostgres } from "../deployment/postgres.js";
 // Referenced from doc comments only.
 import type { UnsupportedError } from "../errors.js";
 import { validateOptionsObject } from "../internal/validate.js";
@@ -47,5 +49,6 @@ export class PostgresReadWriteLocker extends CoreReadWriteLocker {
     if (given.prefix === undefined) given.prefix = READ_WRITE_PREFIX;
     const resolved = resolvePostgresOptions(given);
     super(resolved, postgresBackend(pool, resolved, READ_WRITE_PERMITS), POSTGRES);
+    attachDeploymentCheck([this, this.read, this.write], () => checkPostgres(pool));
   }
 }

@@ -1,5 +1,7 @@
 import { CoreLocker } from "../core/core-locker.js";
 import { LockCore } from "../core/lock-core.js";
+import { attachDeploymentCheck } from "../deployment/check-deployment.js";
+import { checkRedis } from "../deployment/redis.js";
 import { type RedisLockerOptions, type ResolvedRedisLockerOptions, resolveClients, resolveOptions } from "./options.js";
 import { redisBackend } from "./redis-backend.js";
 import type { RedisClient } from "./types.js";
@@ -35,5 +37,6 @@ export class RedisLocker extends CoreLocker<ResolvedRedisLockerOptions> {
     const list = resolveClients(clients);
     const resolved = resolveOptions(options);
     super(new LockCore(resolved, redisBackend(list, resolved)), "redis-lock");
+    attachDeploymentCheck([this], () => checkRedis(list));
   }
 }

@@ -1,4 +1,6 @@
 import { CoreReadWriteLocker, READ_WRITE_PERMITS, type ReadWriteStore } from "../core/read-write-views.js";
+import { attachDeploymentCheck } from "../deployment/check-deployment.js";
+import { checkRedis } from "../deployment/redis.js";
 // Referenced from doc comments only.
 import type { UnsupportedError } from "../errors.js";
 import type { Locker } from "../locker.js";
@@ -36,5 +38,6 @@ export class RedisReadWriteLocker extends CoreReadWriteLocker {
     refuseQuorum(list, "RedisReadWriteLocker");
     const resolved = resolveOptions(withDefaultPrefix(options, READ_WRITE_PREFIX));
     super(resolved, redisBackend(list, resolved, READ_WRITE_PERMITS), REDIS);
+    attachDeploymentCheck([this, this.read, this.write], () => checkRedis(list));
   }
 }

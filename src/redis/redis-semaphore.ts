@@ -1,4 +1,6 @@
 import { CoreSemaphore } from "../core/core-semaphore.js";
+import { attachDeploymentCheck } from "../deployment/check-deployment.js";
+import { checkRedis } from "../deployment/redis.js";
 import { InvalidArgumentError } from "../errors.js";
 import { validateOptionsObject } from "../internal/validate.js";
 import type { RedisLockerOptions, ResolvedRedisLockerOptions } from "./options.js";
@@ -56,6 +58,7 @@ export class RedisSemaphore extends CoreSemaphore<ResolvedRedisLockerOptions> {
     );
     const resolved = resolveOptions(withDefaultPrefix(rest, SEMAPHORE_PREFIX));
     super(resolved, redisBackend(list, resolved, limit), limit, "redis-semaphore");
+    attachDeploymentCheck([this], () => checkRedis(list));
   }
 
   /** @internal */
