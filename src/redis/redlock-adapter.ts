@@ -177,6 +177,22 @@ export class RedlockStore implements StoreBackend {
     return true;
   }
 
+  /**
+   * Resolves once every node that could be reached was found to run scripts (`undefined`, no
+   * promise, when all were); rejects with the first refusal (an UnsupportedError naming the
+   * command, see scripting.ts).
+   */
+  #scriptsChecked(): Promise<unknown> | undefined {
+    let checks: Promise<void>[] | undefined;
+    for (const runner of this.#runners) {
+      const check = runner.scriptsChecked();
+      if (check === undefined) continue;
+      if (checks === undefined) checks = [];
+      checks.push(check);
+    }
+    return checks === undefined ? undefined : Promise.all(checks);
+  }
+
   /** Whether no token holds `resource` on a majority of the nodes (false when that is not known). */
   async #nobodyHolds(resource: string): Promise<boolean> {
     try {
@@ -283,6 +299,11 @@ export class RedlockStore implements StoreBackend {
         { cause },
       );
     });
+    // Every node is asked whether it runs scripts before the first vote (once per node): a node
+    // that refuses them would otherwise be outvoted in silence, and the quorum would live on one
+    // node less than the user deployed.
+    const checked = this.#scriptsChecked();
+    if (checked !== undefined) await checked;
     let lock: Lock;
     try {
       lock = await redlock.acquire([resource], duration);

@@ -1,12 +1,24 @@
 import { createHash } from "node:crypto";
+import { performance } from "node:perf_hooks";
+import { UnsupportedError } from "../errors.js";
 import { DeadlineGroup } from "../internal/deadline-group.js";
 import { isNoScriptError, type RedisConnection, type ScriptArgument } from "./client/redis-connection.js";
+import { CHECK_SCRIPT, isScriptRefusal, scriptingRefused } from "./scripting.js";
 
 /** A Lua script with its SHA1, for EVALSHA with a fallback to EVAL. */
 export interface Script {
   readonly source: string;
   readonly sha: string;
 }
+
+/** A command that waits for the scripting check (see {@link ScriptRunner}): sent, or failed, when it ends. */
+interface Gated {
+  go(): void;
+  fail(error: unknown): void;
+}
+
+/** The check's script and its SHA1 (not loaded with the others: only the check runs it). */
+const CHECK = { source: CHECK_SCRIPT, sha: createHash("sha1").update(CHECK_SCRIPT).digest("hex") };
 
 /** Every script defined so far: what a runner loads into a node before its first call. */
 const defined: Script[] = [];
@@ -29,6 +41,19 @@ export function defineScript(source: string): Script {
  * ahead of that call: a cache miss costs one extra round trip per flush, not one per script, and
  * an extension on a slow link is not delayed by a miss it could have avoided. (On a Cluster the
  * scripts load on each master at their first `NOSCRIPT`.)
+ *
+ * A node that refuses scripts (an ACL user without `@scripting`, EVAL or EVALSHA renamed away)
+ * must be found before the first lock, not after: the lean attempt is a plain `SET NX`, which
+ * such a node accepts, and its release (a script) would then fail, leaving the key for a whole
+ * lease. So the runner's first command waits for one check — `SCRIPT LOAD`, `EVALSHA` and `EVAL`
+ * of a trivial script, pipelined (one round trip; `NOSCRIPT` counts as allowed) — and every
+ * command sent meanwhile waits with it, in call order. A refusal rejects them all with an
+ * {@link UnsupportedError} naming the command (see scripting.ts), and is not remembered: the next
+ * command checks again, so a node whose ACL was fixed works without a restart, and a refused
+ * attempt costs the round trip it fails with anyway. A check that fails otherwise (the node cannot
+ * be reached) fails those commands with its error, and is not remembered either. A script call
+ * that meets a refusal later (the ACL changed) rejects with the same UnsupportedError and makes
+ * the next command check again.
  */
 export class ScriptRunner {
   readonly #connection: RedisConnection;
@@ -42,6 +67,18 @@ export class ScriptRunner {
 
   /** Reject at once, instead of queueing, while the client's connection is down (see constructor). */
   readonly #failFast: boolean;
+  /** The node was found to run scripts (see the class comment): commands go out at once. */
+  #allowed = false;
+  /** Commands waiting for the check in flight, in call order; undefined while none runs. */
+  #gated: Gated[] | undefined;
+  /** What a refused EVAL becomes (one function for every call). */
+  readonly #evalRefused = (error: unknown): never => {
+    throw this.#refusal(error, "EVAL");
+  };
+  /** What a refused EVALSHA becomes (one function for every call). */
+  readonly #evalshaRefused = (error: unknown): never => {
+    throw this.#refusal(error, "EVALSHA");
+  };
 
   /**
    * @param failFast reject a call at once while the client is reconnecting or closed, instead of
@@ -107,7 +144,7 @@ export class ScriptRunner {
     keys: readonly string[],
     args: readonly ScriptArgument[],
   ): Promise<unknown> {
-    if (!isNoScriptError(error)) throw error;
+    if (!isNoScriptError(error)) throw this.#refusal(error, "EVALSHA");
     if (!this.#connection.isCluster) this.#loaded = false;
     return this.eval(script.source, keys, args);
   }
@@ -130,17 +167,17 @@ export class ScriptRunner {
    * clean-up that must follow a command the client may re-send once it reconnects.
    */
   evalWhenConnected(source: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
-    return this.#send(false, () => this.#connection.eval(source, keys, args));
+    return this.#send(false, () => this.#connection.eval(source, keys, args), undefined, this.#evalRefused);
   }
 
   /** EVALSHA with the timeout (redlock calls this too); `now` as in {@link run}. */
   evalsha(sha: string, keys: readonly string[], args: readonly ScriptArgument[], now?: number): Promise<unknown> {
-    return this.#send(this.#failFast, () => this.#connection.evalsha(sha, keys, args), now);
+    return this.#send(this.#failFast, () => this.#connection.evalsha(sha, keys, args), now, this.#evalshaRefused);
   }
 
   /** EVAL with the timeout (redlock calls this too); `now` as in {@link run}. */
   eval(source: string, keys: readonly string[], args: readonly ScriptArgument[], now?: number): Promise<unknown> {
-    return this.#send(this.#failFast, () => this.#connection.eval(source, keys, args), now);
+    return this.#send(this.#failFast, () => this.#connection.eval(source, keys, args), now, this.#evalRefused);
   }
 
   /**
@@ -165,6 +202,113 @@ export class ScriptRunner {
    * {@link run}.
    */
   #send(
+    refuse: boolean,
+    send: () => Promise<unknown>,
+    now?: number,
+    onError?: (error: unknown) => unknown,
+  ): Promise<unknown> {
+    if (!this.#allowed) return this.#afterCheck(refuse, send, now ?? performance.now(), onError);
+    return this.#sendNow(refuse, send, now, onError);
+  }
+
+  /**
+   * Resolves once the node was found to run scripts (at once, without a promise, when it already
+   * was: `undefined`); rejects with the refusal (an UnsupportedError) when it refuses them. A check
+   * that could not reach the node resolves: the call that follows fails on its own. A quorum asks
+   * every node before its vote, so that one node's refusal is not outvoted.
+   */
+  scriptsChecked(): Promise<void> | undefined {
+    if (this.#allowed) return undefined;
+    return new Promise((resolve, reject) => {
+      this.#gate({
+        go: resolve,
+        fail: (error) => (error instanceof UnsupportedError ? reject(error) : resolve()),
+      });
+    });
+  }
+
+  /**
+   * {@link #sendNow} once the check passed; its timeout still counts from `now`, when the call was
+   * made, so the check and the command together settle within it.
+   */
+  #afterCheck(
+    refuse: boolean,
+    send: () => Promise<unknown>,
+    now: number,
+    onError?: (error: unknown) => unknown,
+  ): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.#gate({ go: () => resolve(this.#sendNow(refuse, send, now, onError)), fail: reject });
+    });
+  }
+
+  /**
+   * Queues `entry` behind the check in flight, or starts one. When it ends, the queued entries go
+   * (or fail) synchronously, in call order: a command called later cannot overtake one that
+   * waited (a clean-up sent right behind the attempt it undoes stays behind it).
+   */
+  #gate(entry: Gated): void {
+    if (this.#gated !== undefined) {
+      this.#gated.push(entry);
+      return;
+    }
+    this.#gated = [entry];
+    this.#check().then(
+      () => {
+        this.#allowed = true;
+        for (const gated of this.#takeGated()) gated.go();
+      },
+      (error: unknown) => {
+        for (const gated of this.#takeGated()) gated.fail(error);
+      },
+    );
+  }
+
+  #takeGated(): Gated[] {
+    const gated = this.#gated ?? [];
+    this.#gated = undefined;
+    return gated;
+  }
+
+  /**
+   * The scripting check (see the class comment): resolves when both EVALSHA (or its NOSCRIPT) and
+   * EVAL answered, rejects with the refusal, or with the first other failure.
+   */
+  async #check(): Promise<void> {
+    const connection = this.#connection;
+    const load = this.#sendNow(this.#failFast, () => connection.scriptLoad(CHECK.source));
+    const bySha = this.#sendNow(this.#failFast, () => connection.evalsha(CHECK.sha, [], []));
+    const byBody = this.#sendNow(this.#failFast, () => connection.eval(CHECK.source, [], []));
+    const [, sha, body] = await Promise.allSettled([load, bySha, byBody]);
+    const refused: string[] = [];
+    let cause: unknown;
+    let failure: unknown;
+    for (const [answer, command] of [
+      [sha, "EVALSHA"],
+      [body, "EVAL"],
+    ] as const) {
+      if (answer.status === "fulfilled" || isNoScriptError(answer.reason)) continue;
+      if (isScriptRefusal(answer.reason, true)) {
+        refused.push(command);
+        cause ??= answer.reason;
+      } else failure ??= answer.reason;
+    }
+    if (refused.length > 0) throw scriptingRefused(refused, cause);
+    if (failure !== undefined) throw failure;
+  }
+
+  /**
+   * `error` as a script call (`command`) rejects with it: a refusal of the command becomes the
+   * UnsupportedError of {@link scriptingRefused}, and the next command checks again.
+   */
+  #refusal(error: unknown, command: string): unknown {
+    if (!isScriptRefusal(error)) return error;
+    this.#allowed = false;
+    return scriptingRefused([command], error);
+  }
+
+  /** {@link #send} without the check. */
+  #sendNow(
     refuse: boolean,
     send: () => Promise<unknown>,
     now?: number,

@@ -259,6 +259,7 @@ export class SingleNodeStore implements Backend {
     try {
       reply = await this.#runner.run(this.#scripts.adopt, [resource], [token, fresh, duration], true);
     } catch (error) {
+      if (error instanceof UnsupportedError) throw error; // refused: nothing was swapped
       this.#runner.run(this.#scripts.adopt, [resource], [fresh, token, duration], true).catch(() => undefined);
       throw unavailable(resource, "adopt", [error], "single");
     }
@@ -290,6 +291,8 @@ export class SingleNodeStore implements Backend {
         ? await this.#runner.setIfAbsent(resource, token, duration, start)
         : await this.#runAttemptScript(resource, token, duration, intent, fencing, start);
     } catch (error) {
+      // A node that refuses scripts refused before anything was sent (see ScriptRunner): nothing to undo.
+      if (error instanceof UnsupportedError) throw error;
       // The attempt may still run when the node answers again (it timed out here, not there):
       // queue a compare-and-delete with its token right behind it, so it cannot leave a lock that
       // nobody owns for a whole expiry. Same connection, so Redis runs it after the attempt; sent
