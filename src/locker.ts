@@ -21,9 +21,10 @@ export type ReleaseFunc = (() => Promise<void>) & AsyncDisposable;
  * - `"released"`: the lock was still ours and is now deleted;
  * - `"expired"`: the key was already gone (expired, or deleted behind our back);
  * - `"taken"`: the key now belongs to another holder (it was left alone);
+ * - `"handed-off"`: the lease was handed to another process ({@link Lease.handOff}): nothing was sent;
  * - `"unknown"`: the store could not be asked; the lock expires on its own.
  */
-export type ReleaseOutcome = "released" | "expired" | "taken" | "unknown";
+export type ReleaseOutcome = "released" | "expired" | "taken" | "handed-off" | "unknown";
 
 /** Options of {@link Locker.acquire} and {@link Locker.tryAcquire}. */
 export interface AcquireOptions {
@@ -126,7 +127,7 @@ export interface Lease extends AsyncDisposable {
    * Hands the lease to another process: extends it once (so the receiver gets a full lease), stops
    * keeping it here, and resolves to a handle (a string naming the store, its prefix, the key, the
    * token, the weight, the fencing token and the lease length) for {@link Locker.adopt}. This
-   * lease's `release` then does nothing (`releaseWithOutcome` says `"taken"`), its `lost` stays
+   * lease's `release` then does nothing (`releaseWithOutcome` says `"handed-off"`), its `lost` stays
    * quiet, and `assertHeld` throws (reason `"handed-off"`). The handle is a secret: whoever has it
    * can take over and release the lock. Until it is adopted the lease runs out on its own.
    * Rejects with {@link UnsupportedError} where the store ties a lock to its holder's connection or

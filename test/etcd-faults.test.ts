@@ -150,7 +150,7 @@ describe("etcd faults (3-member cluster)", () => {
     const adopted = await b.adopt(undefined, handle);
     expect(adopted.fencingToken).toBe(lease.fencingToken);
     await expect(a.adopt(undefined, handle)).rejects.toBeInstanceOf(LockLostError);
-    expect(await lease.releaseWithOutcome()).toBe("taken"); // handed off: left alone
+    expect(await lease.releaseWithOutcome()).toBe("handed-off"); // left alone
     const after = await a.inspect(undefined, key);
     expect(after.holders.map((each) => [each.owner, each.fencingToken])).toEqual([["host-b:2", lease.fencingToken]]);
     expect(await adopted.releaseWithOutcome()).toBe("released");

@@ -63,7 +63,7 @@ describe("FileLocker hand-off across processes", () => {
     expect(await lostReason(rival.adopt(undefined, handle))).toBe("taken");
     expect(await lostReason(worker.adopt(undefined, handle))).toBe("taken");
     // The child's own release is a no-op now; the adopter's frees the key.
-    expect(await handed.releaseWithOutcome()).toBe("taken");
+    expect(await handed.releaseWithOutcome()).toBe("handed-off");
     lease.assertHeld();
     expect(await rival.tryAcquire(undefined, "job")).toBeUndefined();
     expect(await lease.releaseWithOutcome()).toBe("released");

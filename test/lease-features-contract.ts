@@ -122,7 +122,7 @@ export function leaseFeaturesContract(
       expect(typeof handle).toBe("string");
       // Not ours any more: its release leaves the key alone; its lost stays quiet.
       expect(() => lease.assertHeld()).toThrow(/handed off/);
-      expect(await lease.releaseWithOutcome()).toBe("taken");
+      expect(await lease.releaseWithOutcome()).toBe("handed-off");
       expect(lease.lost.aborted).toBe(false);
       expect((await l.tryLock(undefined, key))[0]).toBe(false);
       const adopted = await other.adopt(undefined, handle);

@@ -37,7 +37,13 @@ export interface CombinedLockerOptions {
 }
 
 /** Order of badness of release outcomes: the combined release reports the worst. */
-const OUTCOME_RANK: Record<ReleaseOutcome, number> = { released: 0, expired: 1, taken: 2, unknown: 3 };
+const OUTCOME_RANK: Record<ReleaseOutcome, number> = {
+  released: 0,
+  "handed-off": 0,
+  expired: 1,
+  taken: 2,
+  unknown: 3,
+};
 
 /**
  * A {@link Locker} over several member lockers (the Symfony `CombinedStore`): a key is held when

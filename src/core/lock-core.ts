@@ -591,7 +591,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
    */
   #release(acquisition: Acquisition): Promise<ReleaseOutcome> | ReleaseOutcome {
     // Handed to another process: not ours to delete any more.
-    if (acquisition.state === "handed-off") return "taken";
+    if (acquisition.state === "handed-off") return "handed-off";
     const { handle } = acquisition;
     // A lease valid until Infinity (memory) never passes its deadline: no need to read the clock.
     const now = handle.validUntil === Number.POSITIVE_INFINITY ? undefined : performance.now();

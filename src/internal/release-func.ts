@@ -93,6 +93,7 @@ const ANSWERED: Readonly<Record<ReleaseOutcome, Promise<ReleaseOutcome>>> = {
   released: Promise.resolve("released"),
   expired: Promise.resolve("expired"),
   taken: Promise.resolve("taken"),
+  "handed-off": Promise.resolve("handed-off"),
   unknown: Promise.resolve("unknown"),
 };
 
@@ -105,6 +106,7 @@ function answeredAtOnce(outcome: Promise<ReleaseOutcome>): boolean {
     outcome === ANSWERED.released ||
     outcome === ANSWERED.expired ||
     outcome === ANSWERED.taken ||
+    outcome === ANSWERED["handed-off"] ||
     outcome === ANSWERED.unknown
   );
 }
