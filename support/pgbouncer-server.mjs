@@ -13,6 +13,7 @@ import { chownSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
+import { answersQueries } from "./postgres-server.mjs";
 import { ExitBackstop, findBinary, freePort, HOST, ServerProcess, startWithRetries } from "./server-process.mjs";
 
 const INSTALL_HINT =
@@ -116,17 +117,7 @@ export class PgBouncerServer {
     });
   }
 
-  async #ready() {
-    const client = new pg.Client({ ...this.connection, connectionTimeoutMillis: 1000 });
-    client.on("error", () => undefined);
-    try {
-      await client.connect();
-      await client.query("SELECT 1");
-      return true;
-    } catch {
-      return false;
-    } finally {
-      await client.end().catch(() => undefined);
-    }
+  #ready() {
+    return answersQueries(this.connection);
   }
 }

@@ -63,3 +63,11 @@ export declare function killAllPostgresServers(): void;
 
 /** Starts `count` independent servers; if one fails, the others are stopped and the error is thrown. */
 export declare function startPostgresServers(count: number, options?: PostgresServerOptions): Promise<PostgresServer[]>;
+
+/** Whether a server (or a pooler) at `connection` answers `SELECT 1` on a new connection. */
+export declare function answersQueries(connection: {
+  host: string;
+  port: number;
+  user: string;
+  database: string;
+}): Promise<boolean>;

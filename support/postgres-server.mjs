@@ -268,18 +268,23 @@ export class PostgresServer {
     });
   }
 
-  async #ready() {
-    const client = new pg.Client({ ...this.connection, connectionTimeoutMillis: 1000 });
-    client.on("error", () => undefined);
-    try {
-      await client.connect();
-      await client.query("SELECT 1");
-      return true;
-    } catch {
-      return false;
-    } finally {
-      await client.end().catch(() => undefined);
-    }
+  #ready() {
+    return answersQueries(this.connection);
+  }
+}
+
+/** Whether a server (or a pooler) at `connection` answers `SELECT 1` on a new connection. */
+export async function answersQueries(connection) {
+  const client = new pg.Client({ ...connection, connectionTimeoutMillis: 1000 });
+  client.on("error", () => undefined);
+  try {
+    await client.connect();
+    await client.query("SELECT 1");
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
   }
 }
 

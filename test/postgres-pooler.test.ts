@@ -105,26 +105,39 @@ for (const poolMode of ["transaction", "statement"] as const) {
   });
 }
 
-describe("PostgresLocker behind PgBouncer (pool_mode=transaction): a session that moves later", () => {
-  let server: PostgresServer;
-  let pooler: PgBouncerServer;
+/**
+ * A PostgreSQL server behind a transaction pooler with `poolSize` server connections, for one
+ * describe block (started before its tests, stopped after); `pool` makes a pool through it.
+ */
+function transactionPooler(poolSize: number) {
   const pools: Pool[] = [];
-
+  const setup = { server: undefined as unknown as PostgresServer, pooler: undefined as unknown as PgBouncerServer };
   beforeAll(async () => {
-    server = await PostgresServer.start();
-    pooler = await PgBouncerServer.start(server, { poolMode: "transaction", poolSize: 2 });
+    setup.server = await PostgresServer.start();
+    setup.pooler = await PgBouncerServer.start(setup.server, { poolMode: "transaction", poolSize });
   });
   afterAll(async () => {
-    await pooler?.stop();
-    await server?.stop();
+    await setup.pooler?.stop();
+    await setup.server?.stop();
     await Promise.allSettled(pools.map((pool) => pool.end()));
   });
+  return {
+    setup,
+    pool(max: number): Pool {
+      const made = setup.pooler.pool({ max });
+      pools.push(made);
+      return made;
+    },
+  };
+}
+
+describe("PostgresLocker behind PgBouncer (pool_mode=transaction): a session that moves later", () => {
+  const { setup, pool: poolOf } = transactionPooler(2);
 
   it("a held lease whose statements land on another server connection is lost (expired), and the locker refuses", async () => {
     // A pool of one: no second connection to probe with, so the first attempt cannot tell.
-    const pool = pooler.pool({ max: 1 });
-    const busy = pooler.pool({ max: 1 });
-    pools.push(pool, busy);
+    const [pool, busy] = [poolOf(1), poolOf(1)];
+    const server = setup.server;
     const locker = new PostgresLocker(pool, { expiry: 1000 });
     const lost: LockLostError[] = [];
     const key = uniqueKey("pgb-moved");
@@ -147,25 +160,13 @@ describe("PostgresLocker behind PgBouncer (pool_mode=transaction): a session tha
 });
 
 describe("PostgresLocker behind PgBouncer (pool_mode=transaction, one server connection)", () => {
-  let server: PostgresServer;
-  let pooler: PgBouncerServer;
-  const pools: Pool[] = [];
-
-  beforeAll(async () => {
-    server = await PostgresServer.start();
-    pooler = await PgBouncerServer.start(server, { poolMode: "transaction", poolSize: 1 });
-  });
-  afterAll(async () => {
-    await pooler?.stop();
-    await server?.stop();
-    await Promise.allSettled(pools.map((pool) => pool.end()));
-  });
+  const { setup, pool: poolOf } = transactionPooler(1);
 
   it("a locker that finds its prepared statement already on the server connection refuses, naming the pooler", async () => {
     // Pools of one connection: no probe, so the first locker's statements all run on the one
     // server connection, and prepare the lock statement there.
-    const [first, second] = [pooler.pool({ max: 1 }), pooler.pool({ max: 1 })];
-    pools.push(first, second);
+    const [first, second] = [poolOf(1), poolOf(1)];
+    const server = setup.server;
     const key = uniqueKey("pgb-prepared");
     const earlier = new PostgresLocker(first);
     await (await earlier.acquire(undefined, key)).release();

@@ -63,6 +63,19 @@ async function queueInTurn(lockers: PostgresLocker[], key: string, order: number
   return calls;
 }
 
+/**
+ * A key held here, and three lockers (polling only every 20 s) queued for it in its room in turn:
+ * the first is the head.
+ */
+async function threeInLine() {
+  const key = uniqueKey("pg-room");
+  const release = await fixture.locker().lock(undefined, key);
+  const order: number[] = [];
+  const lockers = Array.from({ length: 3 }, () => fixture.locker({ backoff: { min: 20_000, max: 20_000 } }));
+  const calls = await queueInTurn(lockers, key, order);
+  return { key, release, order, calls };
+}
+
 describe("PostgresLocker: waiting rooms", () => {
   it("serves lockers waiting for one key in the order they came", async () => {
     const key = uniqueKey("pg-room");
@@ -104,12 +117,7 @@ describe("PostgresLocker: waiting rooms", () => {
   });
 
   it("a waiter whose room connection is terminated queues again at the back: it never overtakes those in line", async () => {
-    const key = uniqueKey("pg-room");
-    const holder = fixture.locker();
-    const release = await holder.lock(undefined, key);
-    const order: number[] = [];
-    const lockers = Array.from({ length: 3 }, () => fixture.locker({ backoff: { min: 20_000, max: 20_000 } }));
-    const calls = await queueInTurn(lockers, key, order);
+    const { key, release, order, calls } = await threeInLine();
     // The second in line loses its place (as an operator's pg_terminate_backend, a pooler or an
     // idle timeout would end it); the process goes on (a destroyed connection's late error is
     // not unhandled), and the locker queues again behind the third.
@@ -125,12 +133,7 @@ describe("PostgresLocker: waiting rooms", () => {
   });
 
   it("the head whose room connection is terminated queues again behind the others (said in the reference)", async () => {
-    const key = uniqueKey("pg-room");
-    const holder = fixture.locker();
-    const release = await holder.lock(undefined, key);
-    const order: number[] = [];
-    const lockers = Array.from({ length: 3 }, () => fixture.locker({ backoff: { min: 20_000, max: 20_000 } }));
-    const calls = await queueInTurn(lockers, key, order);
+    const { key, release, order, calls } = await threeInLine();
     const [head] = await roomPids(key, true);
     await fixture.server.query("SELECT pg_terminate_backend($1)", [head]);
     await eventually(async () => !(await roomPids(key, true)).includes(head as number));
