@@ -10,15 +10,15 @@ import type {
 } from "../core/backend.js";
 import { LockHandle } from "../core/backend.js";
 import { withDefaults } from "../core/backend-defaults.js";
-import { confirmSession, type Heartbeat } from "../core/session-heartbeat.js";
-import { LockerClosedError } from "../errors.js";
+import { confirmSession } from "../core/session-heartbeat.js";
+import { type SessionEnd, SessionSlot } from "../core/session-slot.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { inspectKey } from "./inspect.js";
 import { channelOf, lockIdText } from "./keys.js";
 import { MarkerWatcher } from "./marker-watcher.js";
 import type { ResolvedPostgresLockerOptions } from "./options.js";
-import { FencingSequence, openSession, type Session, type SessionEnd, unavailable } from "./session.js";
+import { FencingSequence, openSession, type Session, unavailable } from "./session.js";
 import { READ, RELEASE, RELEASE_SHARED, type Row, rwMarkers, TRY, TRY_FENCED, UNMARK, WRITE } from "./statements.js";
 import type { PostgresPool } from "./types.js";
 import { WaitingRooms } from "./waiting-room.js";
@@ -63,10 +63,10 @@ class PostgresBackend implements StoreBackend {
     unsupported: "a PostgreSQL advisory lock belongs to the session (connection) that took it",
   } as const;
   readonly watcher = new MarkerWatcher({
-    current: () => (this.#session?.ended === false ? this.#session : undefined),
-    connect: (resource) => this.#connect(resource),
-    closing: () => this.#closing,
-    close: () => this.#close(),
+    current: () => this.#slot.current,
+    connect: (resource) => this.#slot.connect(resource),
+    closing: () => this.#slot.closing,
+    close: () => this.#slot.close(async () => this.#rooms?.close()),
     firstWatcher: (resource) => this.#rooms?.enter(resource),
     lastWatcherLeft: (resource) => this.#rooms?.leave(resource),
   });
@@ -79,20 +79,11 @@ class PostgresBackend implements StoreBackend {
   readonly #owner: string;
   readonly #channel: string;
   readonly #limit: number | undefined;
-  #session: Session | undefined;
-  #connecting: Promise<Session> | undefined;
+  /** The locker's one session (see `SessionSlot`). */
+  readonly #slot: SessionSlot<Session>;
   readonly #sequence: FencingSequence;
-  #closing = false;
-  /** Keeps the session confirmed while idle (see #open). */
-  #idle: NodeJS.Timeout | undefined;
-  /** Why each ended session's leases were lost. */
-  readonly #reasons = new WeakMap<Session, "taken" | "expired">();
-  /** How {@link extendMany} confirms the session (see `confirmSession`). */
-  readonly #heartbeat: Heartbeat<Session>;
   /** Read-write mode: queued waiters holding a marker, by their id in the core. */
   readonly #queued = new Map<string, QueuedWaiter>();
-  /** Set once a session was found shared by a pooler (see pooler.ts): every attempt refuses. */
-  #refusal: Error | undefined;
 
   constructor(
     pool: PostgresPool,
@@ -105,13 +96,22 @@ class PostgresBackend implements StoreBackend {
     this.#options = options;
     this.#events = events;
     this.#owner = owner;
-    this.#heartbeat = {
-      ping: (session) => session.ping(),
-      unavailable,
-      reasonOf: (session) => this.#reasons.get(session),
+    this.#slot = new SessionSlot<Session>({
       expiry: options.expiry,
       prefixLength: options.prefix.length,
-    };
+      events,
+      unavailable,
+      open: (resource) => this.#open(resource),
+      // Ended by the server for idleness (57P05), unconfirmed or found shared: expired; else taken.
+      reasonOf: (how, cause) =>
+        how === "dropped" && (cause as { code?: unknown } | undefined)?.code !== "57P05" ? "taken" : "expired",
+      // Markers died with the previous session: take them again here.
+      opened: () => this.watcher.sessionOpened(),
+      forget: (session, current) => {
+        if (current) this.watcher.sessionEnded();
+        for (const [id, queued] of this.#queued) if (queued.session === session) this.#queued.delete(id);
+      },
+    });
     this.#channel = channelOf(options.prefix);
     this.#sequence = new FencingSequence(options.fencingSequence);
     this.#limit = limit;
@@ -125,11 +125,10 @@ class PostgresBackend implements StoreBackend {
             limit: options.waitingRooms,
             wake: (resource) => events.released(resource.slice(options.prefix.length)),
             cancel: (pid) =>
-              this.#session === undefined
-                ? Promise.reject(new Error("no session"))
-                : this.#session.query("SELECT pg_cancel_backend($1)", [pid]),
-            closing: () => this.#closing,
-            heldHere: (resource) => this.#session?.resources.has(resource) === true,
+              this.#slot.current?.query("SELECT pg_cancel_backend($1)", [pid]) ??
+              Promise.reject(new Error("no session")),
+            closing: () => this.#slot.closing,
+            heldHere: (resource) => this.#slot.current?.resources.has(resource) === true,
             waitedFor: (resource) => this.watcher.isWatched(resource),
           })
         : undefined;
@@ -147,9 +146,8 @@ class PostgresBackend implements StoreBackend {
   }
 
   async acquire(request: AttemptRequest): Promise<AttemptOutcome> {
-    if (this.#refusal !== undefined) throw this.#refusal;
-    const current = this.#session;
-    const session = current !== undefined && !current.ended ? current : await this.#connect(request.resource);
+    this.#slot.checkRefusal();
+    const session = this.#slot.current ?? (await this.#slot.connect(request.resource));
     if (request.fencing) await this.#sequence.ensure(session, request.resource);
     return this.#limit === undefined ? this.#tryLock(session, request) : this.#tryReadWrite(session, request);
   }
@@ -264,7 +262,8 @@ class PostgresBackend implements StoreBackend {
    */
   #waitingHere(resource: string, reader: boolean): boolean {
     for (const queued of this.#queued.values()) {
-      if (queued.resource === resource && queued.writer === reader && queued.session === this.#session) return true;
+      if (queued.resource === resource && queued.writer === reader && queued.session === this.#slot.current)
+        return true;
     }
     return false;
   }
@@ -283,21 +282,17 @@ class PostgresBackend implements StoreBackend {
 
   /** One `SELECT 1` confirms the session, and so every lease of the batch on it. */
   async extendMany(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
-    return confirmSession(this.#session, handles, duration, this.#heartbeat);
+    return confirmSession(this.#slot.current, handles, duration, this.#slot.heartbeat);
   }
 
   async release(handle: LockHandle): Promise<ReleaseOutcome> {
-    const session = this.#session;
+    const session = this.#slot.current;
     const shared = session?.holds.get(handle.token);
-    if (session === undefined || session.ended || shared === undefined) return "expired";
+    if (session === undefined || shared === undefined) return "expired";
     session.holds.delete(handle.token);
     this.#untake(session, handle.resource, shared);
-    const last = this.#closing && session.holds.size === 0;
-    if (last && performance.now() >= handle.validUntil) {
-      // Closed, and the last lease ran out: the session is not confirmed any more; the server frees it.
-      session.end("unconfirmed", new LockerClosedError());
-      return "expired";
-    }
+    // Closed, and the last lease ran out: the session is not confirmed any more; the server frees it.
+    if (this.#slot.endIfLastExpired(session, handle.validUntil)) return "expired";
     try {
       const key = handle.resource.slice(this.#options.prefix.length);
       const [row] = await session.query<{ released: boolean }>(shared ? RELEASE_SHARED : RELEASE, [
@@ -310,7 +305,7 @@ class PostgresBackend implements StoreBackend {
     } catch {
       return session.ended ? "expired" : "unknown";
     } finally {
-      if (this.#closing && session.holds.size === 0) await session.retire();
+      await this.#slot.afterRelease(session);
     }
   }
 
@@ -323,7 +318,7 @@ class PostgresBackend implements StoreBackend {
   }
 
   async issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
-    const session = this.#session;
+    const session = this.#slot.current;
     if (session === undefined || !session.holds.has(handle.token)) return undefined;
     await this.#sequence.ensure(session, handle.resource);
     const [row] = await this.#sequence.run<{ token: string }>(
@@ -335,34 +330,10 @@ class PostgresBackend implements StoreBackend {
     return row === undefined ? undefined : BigInt(row.token);
   }
 
-  /** Stops: gives the session back clean when no lease is held, else ends it `expiry` from now. */
-  async #close(): Promise<void> {
-    this.#closing = true;
-    clearInterval(this.#idle);
-    await this.#rooms?.close();
-    await this.#connecting?.catch(() => undefined);
-    const session = this.#session;
-    if (session === undefined) return;
-    if (session.holds.size === 0) {
-      await session.retire();
-      return;
-    }
-    setTimeout(() => session.end("unconfirmed", new LockerClosedError()), this.#options.expiry).unref();
-  }
-
-  /** The locker's session, checked out of the pool (and set up) if there is none. */
-  #connect(resource: string): Promise<Session> {
-    const session = this.#session;
-    if (session !== undefined && !session.ended) return Promise.resolve(session);
-    this.#connecting ??= this.#open(resource).finally(() => {
-      this.#connecting = undefined;
-    });
-    return this.#connecting;
-  }
-
-  async #open(resource: string): Promise<Session> {
+  /** A new session, checked out of the pool and set up (see `SessionSlot`). */
+  #open(resource: string): Promise<Session> {
     const { connectTimeout, operationTimeout, expiry } = this.#options;
-    const session = await openSession(
+    return openSession(
       this.#pool,
       { connectTimeout, operationTimeout, expiry, channel: this.#channel, owner: this.#owner },
       {
@@ -370,46 +341,9 @@ class PostgresBackend implements StoreBackend {
         notified: (key) => {
           if (this.#rooms?.hears(this.#options.prefix + key) !== false) this.#events.released(key);
         },
-        ended: (ended, how, cause) => this.#ended(ended, how, cause),
+        ended: (ended, how: SessionEnd, cause) => this.#slot.ended(ended, how, cause),
       },
       resource,
     );
-    if (this.#closing) {
-      await session.retire();
-      throw new LockerClosedError();
-    }
-    this.#session = session;
-    // Confirms an idle session (nothing held or waited for) so the server does not end it for
-    // idleness under the next call; leases are confirmed by their extensions.
-    const half = this.#options.expiry / 2;
-    this.#idle = setInterval(() => {
-      if (session.holds.size === 0 && performance.now() - session.confirmedAt >= half)
-        session.ping().catch(() => undefined);
-    }, half);
-    this.#idle.unref();
-    // Markers died with the previous session: take them again here.
-    this.watcher.sessionOpened();
-    return session;
-  }
-
-  /** A session ended: unless it was retired, every lease on it is lost; waiters try again. */
-  #ended(session: Session, how: SessionEnd, cause: unknown): void {
-    if (this.#session === session) {
-      clearInterval(this.#idle);
-      this.#session = undefined;
-      this.watcher.sessionEnded();
-    }
-    for (const [id, queued] of this.#queued) if (queued.session === session) this.#queued.delete(id);
-    // Found shared by a pooler: its locks may live on where this locker can no longer reach them.
-    if (how === "moved") this.#refusal ??= cause instanceof Error ? cause : new Error(String(cause));
-    const reason =
-      how === "dropped" && (cause as { code?: unknown } | undefined)?.code !== "57P05" ? "taken" : "expired";
-    this.#reasons.set(session, reason);
-    if (how !== "retired" && session.holds.size > 0) {
-      const tokens = new Set(session.holds.keys());
-      // After an extension in flight on it has reported the loss (with its error) itself.
-      setImmediate(() => this.#events.lost(tokens, reason, cause));
-    }
-    this.#events.missed();
   }
 }

@@ -1,4 +1,5 @@
 import { performance } from "node:perf_hooks";
+import type { SessionEnd } from "../core/session-slot.js";
 import { StoreUnavailableError, UnsupportedError } from "../errors.js";
 import { CreateOnce } from "../internal/create-once.js";
 import { DeadlineGroup } from "../internal/deadline-group.js";
@@ -7,12 +8,6 @@ import { newToken } from "../internal/token.js";
 import { CLAIM_SETTING, poolerRefusal, sameSession } from "./pooler.js";
 import { PING, type Statement } from "./statements.js";
 import type { PostgresNotification, PostgresPool, PostgresPoolClient } from "./types.js";
-
-/**
- * Why a session ended: its connection failed or ended, it could not be confirmed in time, it was
- * cleaned up, or it was found shared with other clients (a pooler: see pooler.ts).
- */
-export type SessionEnd = "dropped" | "unconfirmed" | "retired" | "moved";
 
 /** What a session tells its locker. */
 export interface SessionEvents {
