@@ -14,11 +14,14 @@
  * default 20,000 pairs; `INSTRUCTIONS_PAIRS` sets another count) and writes
  * bench/results/instructions.md and instructions.json; given rows (by id), it prints their table
  * only, or with `INSTRUCTIONS_UPDATE=1` counts them again into the saved results and rewrites both.
+ * A peer that is not installed (redlock-universal, which needs Node.js 22: see
+ * bench/lib/optional-peers.mjs) is skipped with a note, on stderr and under the table's header.
  */
 import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
+import { missingPeer } from "./lib/optional-peers.mjs";
 
 const INSTRUCTIONS = fileURLToPath(new URL("./instructions.mjs", import.meta.url));
 const RESULTS = fileURLToPath(new URL("./results/", import.meta.url));
@@ -160,7 +163,15 @@ const saved = updating ? JSON.parse(readFileSync(jsonFile, "utf8")) : { runs: []
 const results = new Map(Object.entries(saved.results));
 const startedAt = new Date();
 const loadBefore = loadavg()[0];
+/** Rows skipped because their peer is not installed: id → the note. */
+const skipped = new Map();
 for (const row of rows) {
+  const missing = missingPeer(row.mode);
+  if (missing !== undefined) {
+    process.stderr.write(`instructions: skipped ${row.id}: ${missing}\n`);
+    skipped.set(row.id, missing);
+    continue;
+  }
   process.stderr.write(`instructions: ${row.id}…\n`);
   results.set(row.id, count(row));
 }
@@ -170,7 +181,7 @@ const run = {
   pairs: PAIRS,
   loadBefore: Math.round(loadBefore * 10) / 10,
   loadAfter: Math.round(loadavg()[0] * 10) / 10,
-  rows: rows.map((row) => row.id),
+  rows: rows.map((row) => row.id).filter((id) => !skipped.has(id)),
 };
 const runs = [...saved.runs, run];
 const table = render(GROUPS, results);
@@ -182,6 +193,7 @@ const header = [
     (r) =>
       `- ${r.startedAt.slice(0, 16).replace("T", " ")} UTC, ${r.minutes} minutes, n = ${r.pairs}, load average ${r.loadBefore} before and ${r.loadAfter} after: ${r.rows.join(", ")}`,
   ),
+  ...[...skipped.values()].map((note) => `- not counted: ${note}`),
 ].join("\n");
 console.log(`${header}\n\n${table}`);
 if (chosen.length === 0 || updating) {

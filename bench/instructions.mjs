@@ -3,7 +3,8 @@
  * change: `node bench/instructions.mjs [mode] [pairs] [keys]`, mode one of redis, redis-raw (the
  * floor: `SET NX PX` with a fresh token, then an EVALSHA compare-and-delete), redlock (redlock 5,
  * `retryCount: 0`), sesame-redlock (@sesamecare-oss/redlock, the same), redlock-universal (its
- * `createLock`, default settings, one lock object per key), redis-semaphore (limit 4,
+ * `createLock`, default settings, one lock object per key; counted only when installed, see
+ * bench/lib/optional-peers.mjs), redis-semaphore (limit 4,
  * weight 1), peer-semaphore (redis-semaphore's Semaphore, limit 4), peer-mutex (redis-semaphore's
  * Mutex), memory, async-mutex (one async-mutex Mutex: the in-process peer of memory), file,
  * file-pool, file-raw, proper-lockfile, postgres, postgres-raw, postgres-raw-prepared (every mode's table:
@@ -53,6 +54,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { markMeasured, measuredInstructions, runChildUnderCallgrind, WARM_UP } from "./lib/callgrind.mjs";
+import { missingPeer } from "./lib/optional-peers.mjs";
 import { COMPARE_AND_DELETE, LEASE_MS } from "./lib/raw-floor.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
@@ -120,6 +122,13 @@ if (process.argv[5] === "--child") {
 }
 
 async function parent() {
+  // A peer that is not installed is skipped with a note, not counted: a line saying so.
+  const missing = missingPeer(store);
+  if (missing !== undefined) {
+    process.stderr.write(`instructions: skipped ${store}: ${missing}\n`);
+    console.log(JSON.stringify({ store, skipped: missing }));
+    return;
+  }
   execFileSync("valgrind", ["--version"], { stdio: "ignore" });
   let server;
   let port = "";
