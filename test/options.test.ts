@@ -19,6 +19,7 @@ const VALID: Required<Omit<RedisLockerOptions, "backoff">> = {
   sweepConcurrency: 7,
   onLockLost: () => undefined,
   owner: "worker-1",
+  scripts: false,
 };
 
 /**
@@ -87,6 +88,7 @@ describe("each option is read exactly once", () => {
         backoffMax: 900,
         sweepConcurrency: 7,
         onLockLost: VALID.onLockLost,
+        scripts: false,
       });
       expect(Object.fromEntries(reads)).toEqual({
         expiry: 1,
@@ -97,6 +99,7 @@ describe("each option is read exactly once", () => {
         backoff: 1,
         sweepConcurrency: 1,
         onLockLost: 1,
+        scripts: 1,
       });
       expect(Object.fromEntries(backoffReads)).toEqual({ min: 1, max: 1 });
     });

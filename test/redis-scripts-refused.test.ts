@@ -86,6 +86,7 @@ function expectRefusal(error: unknown, command: RegExp): void {
   expect(refusal.message).toMatch(command);
   expect(refusal.message).toMatch(/@scripting/);
   expect(refusal.message).toMatch(/rename-command/);
+  expect(refusal.message).toMatch(/scripts: false/);
   expect(refusal.cause).toBeInstanceOf(Error);
   expect((refusal.cause as Error).message).toMatch(/^(NOPERM|ERR unknown command)/);
 }

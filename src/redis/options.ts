@@ -17,6 +17,17 @@ export interface RedisLockerOptions extends ServerLockerOptions {
    * up to 256 locks of one node (one Cluster hash tag).
    */
   sweepConcurrency?: number | undefined;
+  /**
+   * Whether the locker runs Lua scripts (default `true`). `false` is for a Redis that refuses them
+   * (an ACL user without `@scripting`, EVAL or EVALSHA renamed away): locks through WATCH/MULTI/EXEC
+   * transactions on a connection of the locker's own instead — compare-and-delete and
+   * compare-and-extend, fencing tokens included — on one node, a Cluster or a Sentinel's master.
+   * It gives up the cross-process hand-off queue (waiters of other processes hear a release and try
+   * again, and poll for a key that expired) and costs a release two round trips. `RedisLocker`
+   * only: a Redlock quorum, `RedisSemaphore` and `RedisReadWriteLocker` refuse it with an
+   * UnsupportedError.
+   */
+  scripts?: boolean | undefined;
 }
 
 /** {@link RedisLockerOptions} with every default filled in and validated. */
@@ -25,14 +36,20 @@ export interface ResolvedRedisLockerOptions extends ResolvedLockerOptions {
   readonly prefix: string;
   /** Clock drift allowance, a fraction of the lease. */
   readonly driftFactor: number;
+  /** Whether the locker runs Lua scripts (see {@link RedisLockerOptions.scripts}). */
+  readonly scripts: boolean;
 }
 
 export { MIN_EXPIRY_MS } from "../core/limits.js";
 
 /** The Redis options beside the server options, in the order error messages list them. */
-const OWN_OPTION_NAMES = ["driftFactor", "backoff", "sweepConcurrency", "onLockLost"] as const satisfies ReadonlyArray<
-  keyof RedisLockerOptions
->;
+const OWN_OPTION_NAMES = [
+  "driftFactor",
+  "backoff",
+  "sweepConcurrency",
+  "onLockLost",
+  "scripts",
+] as const satisfies ReadonlyArray<keyof RedisLockerOptions>;
 
 /**
  * Validates `options` and fills in the defaults. Each option (and each of `backoff`'s) is read
@@ -48,7 +65,30 @@ export function resolveOptions(options: RedisLockerOptions | undefined): Resolve
   const sweepConcurrency = given.sweepConcurrency === undefined ? 256 : given.sweepConcurrency;
   validatePositiveInteger("options.sweepConcurrency", sweepConcurrency);
   const onLockLost = resolveOnLockLost(given.onLockLost);
-  return { expiry, prefix, operationTimeout, owner, driftFactor, backoffMin, backoffMax, sweepConcurrency, onLockLost };
+  const scripts = given.scripts === undefined ? true : given.scripts;
+  if (typeof scripts !== "boolean") throw new InvalidArgumentError("options.scripts", "a boolean", scripts);
+  return {
+    expiry,
+    prefix,
+    operationTimeout,
+    owner,
+    driftFactor,
+    backoffMin,
+    backoffMax,
+    sweepConcurrency,
+    onLockLost,
+    scripts,
+  };
+}
+
+/**
+ * Throws an {@link UnsupportedError} when `options` turn scripts off for a locker that needs them
+ * (`locker`, such as `"RedisSemaphore"`; `why` ends the message).
+ */
+export function refuseScriptless(options: ResolvedRedisLockerOptions, locker: string, why: string): void {
+  if (!options.scripts) {
+    throw new UnsupportedError(`${locker} needs Lua scripts (${why}); options.scripts: false is for RedisLocker only`);
+  }
 }
 
 /** What the `clients` argument may be, for error messages. */

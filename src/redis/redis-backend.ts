@@ -1,15 +1,21 @@
 import type { BackendFactory } from "../core/backend.js";
 import { withDefaults } from "../core/backend-defaults.js";
+import { connectionOf } from "./client/connection-of.js";
+import type { RedisConnection } from "./client/redis-connection.js";
+import { ClusterLanes } from "./cluster-lanes.js";
 import type { ResolvedRedisLockerOptions } from "./options.js";
 import { RedlockStore } from "./redlock-adapter.js";
 import { RedisReleaseWatcher } from "./release-watcher.js";
+import { ScriptlessStore } from "./scriptless-store.js";
 import { SingleNodeStore } from "./single-node-store.js";
+import { type LaneRouter, oneLane, TransactionLane } from "./transaction-lane.js";
 import type { RedisClient } from "./types.js";
 
 /**
  * The backend of a Redis locker: one node or a Cluster ({@link SingleNodeStore}), or a Redlock
- * quorum of independent nodes ({@link RedlockStore}, locks only), with releases heard over
- * pub/sub ({@link RedisReleaseWatcher}).
+ * quorum of independent nodes ({@link RedlockStore}, locks only), or without scripts one node or a
+ * Cluster ({@link ScriptlessStore}, locks only), with releases heard over pub/sub
+ * ({@link RedisReleaseWatcher}).
  *
  * @param list validated clients: one, or one per independent node of a quorum.
  * @param limit permits per key for counted locks; `undefined` for locks.
@@ -36,6 +42,17 @@ export function redisBackend(
       events,
     );
     const [only] = list;
+    if (!options.scripts && only !== undefined) {
+      const connection = connectionOf(only);
+      const store = new ScriptlessStore(lanesOf(connection, operationTimeout), {
+        driftFactor,
+        prefix,
+        owner,
+        cluster: connection.isCluster,
+        watcher,
+      });
+      return withDefaults(store);
+    }
     const store = withDefaults(
       list.length === 1 && only !== undefined
         ? new SingleNodeStore(only, {
@@ -54,4 +71,11 @@ export function redisBackend(
     hasQueue = (resource) => store.hasQueue(resource);
     return store;
   };
+}
+
+/** The lanes of a locker without scripts (see transaction-lane.ts): one node's, or a Cluster's masters'. */
+function lanesOf(connection: RedisConnection, timeoutMs: number): LaneRouter {
+  const nodes = connection.clusterNodes;
+  if (nodes !== undefined) return new ClusterLanes(nodes, timeoutMs);
+  return oneLane(new TransactionLane(() => connection.openTransactions(), "server", timeoutMs));
 }

@@ -2,6 +2,7 @@ import { CoreLocker } from "../core/core-locker.js";
 import { LockCore } from "../core/lock-core.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkRedis } from "../deployment/redis.js";
+import { UnsupportedError } from "../errors.js";
 import { type RedisLockerOptions, type ResolvedRedisLockerOptions, resolveClients, resolveOptions } from "./options.js";
 import { redisBackend } from "./redis-backend.js";
 import type { RedisClient } from "./types.js";
@@ -23,6 +24,11 @@ import type { RedisClient } from "./types.js";
  * - Fencing (`acquire(…, { fencing: true })`) needs a single client (one node or a Cluster): across
  *   independent Redlock nodes there is no single counter to rise with every grant, so it is an
  *   {@link UnsupportedError} there, thrown before anything is sent.
+ * - `scripts: false` (one node, a Cluster or a Sentinel's master): no Lua at all, for a Redis that
+ *   refuses scripts — compare-and-delete and compare-and-extend through WATCH/MULTI/EXEC on a
+ *   connection of the locker's own, fencing included; no cross-process hand-off queue (waiters of
+ *   other processes hear a release and try again). With scripts on, a Redis that refuses them is
+ *   an {@link UnsupportedError} at the first attempt, nothing taken.
  * - The caller owns the clients: `close()` never closes them.
  */
 export class RedisLocker extends CoreLocker<ResolvedRedisLockerOptions> {
@@ -36,6 +42,11 @@ export class RedisLocker extends CoreLocker<ResolvedRedisLockerOptions> {
   constructor(clients: RedisClient | RedisClient[], options?: RedisLockerOptions) {
     const list = resolveClients(clients);
     const resolved = resolveOptions(options);
+    if (!resolved.scripts && list.length > 1) {
+      throw new UnsupportedError(
+        `options.scripts: false needs one Redis node, a Cluster or a Sentinel's master, not a Redlock quorum of ${list.length} nodes (its votes and their undoing are scripts)`,
+      );
+    }
     super(new LockCore(resolved, redisBackend(list, resolved)), "redis-lock");
     attachDeploymentCheck([this], () => checkRedis(list));
   }

@@ -5,7 +5,7 @@ import { checkRedis } from "../deployment/redis.js";
 import type { UnsupportedError } from "../errors.js";
 import type { Locker } from "../locker.js";
 import type { RedisLockerOptions } from "./options.js";
-import { refuseQuorum, resolveClients, resolveOptions, withDefaultPrefix } from "./options.js";
+import { refuseQuorum, refuseScriptless, resolveClients, resolveOptions, withDefaultPrefix } from "./options.js";
 import { redisBackend } from "./redis-backend.js";
 import type { RedisClient } from "./types.js";
 
@@ -37,6 +37,7 @@ export class RedisReadWriteLocker extends CoreReadWriteLocker {
     const list = resolveClients(clients);
     refuseQuorum(list, "RedisReadWriteLocker");
     const resolved = resolveOptions(withDefaultPrefix(options, READ_WRITE_PREFIX));
+    refuseScriptless(resolved, "RedisReadWriteLocker", "its readers, writer and queue are counted by scripts");
     super(resolved, redisBackend(list, resolved, READ_WRITE_PERMITS), REDIS);
     attachDeploymentCheck([this, this.read, this.write], () => checkRedis(list));
   }

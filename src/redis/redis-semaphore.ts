@@ -4,7 +4,7 @@ import { checkRedis } from "../deployment/redis.js";
 import { InvalidArgumentError } from "../errors.js";
 import { validateOptionsObject } from "../internal/validate.js";
 import type { RedisLockerOptions, ResolvedRedisLockerOptions } from "./options.js";
-import { refuseQuorum, resolveClients, resolveOptions, withDefaultPrefix } from "./options.js";
+import { refuseQuorum, refuseScriptless, resolveClients, resolveOptions, withDefaultPrefix } from "./options.js";
 import { redisBackend } from "./redis-backend.js";
 import type { RedisClient } from "./types.js";
 
@@ -57,6 +57,7 @@ export class RedisSemaphore extends CoreSemaphore<ResolvedRedisLockerOptions> {
       ": permits counted on each node can exceed the limit when holders win different majorities",
     );
     const resolved = resolveOptions(withDefaultPrefix(rest, SEMAPHORE_PREFIX));
+    refuseScriptless(resolved, "RedisSemaphore", "its permits and their queue are counted by scripts");
     super(resolved, redisBackend(list, resolved, limit), limit, "redis-semaphore");
     attachDeploymentCheck([this], () => checkRedis(list));
   }

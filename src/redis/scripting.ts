@@ -33,8 +33,9 @@ export function scriptingRefused(commands: readonly string[], cause: unknown): U
   const detail = cause instanceof Error ? cause.message : String(cause);
   return new UnsupportedError(
     `Redis refused ${commands.join(" and ")} (${detail}): the Redis lockers run Lua scripts, and nothing was ` +
-      "locked. Grant the locker's ACL user the @scripting category (ACL SETUSER <user> +@scripting), and do " +
-      "not rename EVAL or EVALSHA away (rename-command).",
+      "locked. Grant the locker's ACL user the @scripting category (ACL SETUSER <user> +@scripting), do not " +
+      "rename EVAL or EVALSHA away (rename-command), or use new RedisLocker(client, { scripts: false }): plain " +
+      "locks through WATCH/MULTI/EXEC, no script needed (no semaphores, read-write locks or Redlock quorum).",
     { cause },
   );
 }

@@ -1,9 +1,12 @@
 import {
+  type ClusterNodes,
+  type Command,
   ignore,
   type RedisConnection,
   type ScriptArgument,
   type SubscriberConnection,
   type SubscriberEvents,
+  type TransactionConnection,
 } from "./redis-connection.js";
 
 /** An ioredis command as {@link IoRedisLike.sendCommand} takes it (ioredis's `Command`). */
@@ -40,11 +43,19 @@ export interface IoRedisLike {
   set(key: string, value: string, px: "PX", ttlMs: number, nx: "NX"): Promise<unknown>;
   zrem(key: string, ...members: string[]): Promise<unknown>;
   script(subcommand: "LOAD", source: string): Promise<unknown>;
-  duplicate(): IoRedisLike;
+  /** Any command, by name (the transactions of a locker without scripts). */
+  call(name: string, ...args: string[]): Promise<unknown>;
+  /** A new client with the same options, `override` replacing some (a standalone `Redis`'s form). */
+  duplicate(override?: object): IoRedisLike;
   subscribe(channel: string): Promise<unknown>;
   unsubscribe(channel: string): Promise<unknown>;
   disconnect(): void;
   on(event: string, listener: (...args: never[]) => void): unknown;
+  once(event: string, listener: (...args: never[]) => void): unknown;
+  /** A Cluster's slots: per slot, the master's address ("host:port") first. */
+  readonly slots?: ReadonlyArray<readonly string[] | undefined>;
+  /** A Cluster's node clients (standalone `Redis` instances). */
+  nodes?(role: "all" | "master"): IoRedisLike[];
 }
 
 /**
@@ -58,10 +69,13 @@ export class IoRedisConnection implements RedisConnection {
   /** Makes commands whose arguments this adapter lays out itself (see {@link directCommands}). */
   readonly #Command: IoRedisCommandClass | undefined;
 
+  readonly clusterNodes: ClusterNodes | undefined;
+
   constructor(client: IoRedisLike) {
     this.#client = client;
     this.isCluster = client.isCluster === true;
     this.#Command = directCommands(client);
+    this.clusterNodes = this.isCluster ? new IoRedisClusterNodes(client) : undefined;
   }
 
   unavailableReason(): string | undefined {
@@ -121,6 +135,129 @@ export class IoRedisConnection implements RedisConnection {
       },
       close: () => subscriber.disconnect(),
     };
+  }
+
+  openTransactions(): TransactionConnection {
+    if (this.isCluster) throw new TypeError("A Cluster's transactions go to each node's own connection");
+    return new IoRedisTransactions(this.#client);
+  }
+}
+
+/** An ioredis `Cluster`'s masters, for transactions (see ClusterNodes). */
+class IoRedisClusterNodes implements ClusterNodes {
+  readonly #cluster: IoRedisLike;
+  #ready: Promise<void> | undefined;
+
+  constructor(cluster: IoRedisLike) {
+    this.#cluster = cluster;
+  }
+
+  ready(): Promise<void> | undefined {
+    if (this.#cluster.status === "ready") return undefined;
+    this.#ready ??= new Promise<void>((resolve) => {
+      this.#cluster.once("ready", () => {
+        this.#ready = undefined;
+        resolve();
+      });
+    });
+    return this.#ready;
+  }
+
+  masterOf(slot: number): string | undefined {
+    return this.#cluster.slots?.[slot]?.[0];
+  }
+
+  openTransactions(address: string): TransactionConnection {
+    const nodes = this.#cluster.nodes?.("all") ?? [];
+    const node = nodes.find((candidate) => addressOf(candidate) === address);
+    if (node === undefined) throw new Error(`the Cluster client knows no node at ${address}`);
+    return new IoRedisTransactions(node);
+  }
+}
+
+/** A node client's "host:port", as a Cluster's slots name it. */
+function addressOf(node: IoRedisLike): string {
+  const options = node.options as { host?: unknown; port?: unknown } | undefined;
+  return `${String(options?.host)}:${String(options?.port)}`;
+}
+
+/**
+ * A duplicate of an ioredis `Redis` (one node, a Sentinel's master, or a Cluster's master) for WATCH transactions:
+ * no offline queue (a command sent while it is down fails at once, it never waits to go out on
+ * the next connection), no re-sending of unanswered commands after a reconnection, no
+ * auto-pipelining (commands go in call order, each as sent). A transaction whose connection closed
+ * after its WATCH is not sent: {@link exec} answers `null`, as for a watched key that changed.
+ */
+class IoRedisTransactions implements TransactionConnection {
+  readonly #client: IoRedisLike;
+  /** Connections closed so far: a WATCH belongs to the connection it was sent on. */
+  #closes = 0;
+  /** {@link #closes} when the pending WATCH was sent; undefined when none is pending. */
+  #watchedOn: number | undefined;
+  /** Resolves at the next `ready`, while the connection is not ready. */
+  #ready: Promise<void> | undefined;
+
+  constructor(source: IoRedisLike) {
+    this.#client = source.duplicate({
+      enableOfflineQueue: false,
+      autoResendUnfulfilledCommands: false,
+      enableAutoPipelining: false,
+      lazyConnect: false,
+    });
+    this.#client.on("error", ignore);
+    this.#client.on("close", () => {
+      this.#closes += 1;
+    });
+  }
+
+  ready(): Promise<void> | undefined {
+    if (this.#client.status === "ready") return undefined;
+    this.#ready ??= new Promise<void>((resolve) => {
+      this.#client.once("ready", () => {
+        this.#ready = undefined;
+        resolve();
+      });
+    });
+    return this.#ready;
+  }
+
+  unavailableReason(): string | undefined {
+    const status = this.#client.status;
+    return status === "ready" ? undefined : status;
+  }
+
+  send(command: Command): Promise<unknown> {
+    return this.#client.call(...(command as [string, ...string[]]));
+  }
+
+  watchAndRead(keys: readonly string[], reads: readonly Command[]): Promise<unknown[]> {
+    this.#watchedOn = this.#closes;
+    const sent = [this.#client.call("WATCH", ...keys)];
+    for (const read of reads) sent.push(this.send(read));
+    return Promise.all(sent).then((replies) => replies.slice(1));
+  }
+
+  exec(writes: readonly Command[]): Promise<unknown[] | null> {
+    const watchedOn = this.#watchedOn;
+    this.#watchedOn = undefined;
+    if (watchedOn !== undefined && watchedOn !== this.#closes) return Promise.resolve(null);
+    if (this.#client.status !== "ready") {
+      return Promise.reject(new Error(`the connection is not ready (${this.#client.status})`));
+    }
+    // Sent in one synchronous run: nothing of this client can come between MULTI and EXEC. A
+    // queued command's own error shows in EXEC's (EXECABORT).
+    this.#client.call("MULTI").catch(ignore);
+    for (const write of writes) this.send(write).catch(ignore);
+    return this.#client.call("EXEC") as Promise<unknown[] | null>;
+  }
+
+  unwatch(): void {
+    this.#watchedOn = undefined;
+    if (this.#client.status === "ready") this.#client.call("UNWATCH").catch(ignore);
+  }
+
+  close(): void {
+    this.#client.disconnect();
   }
 }
 

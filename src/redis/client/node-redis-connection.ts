@@ -1,9 +1,12 @@
 import {
+  type ClusterNodes,
+  type Command,
   ignore,
   type RedisConnection,
   type ScriptArgument,
   type SubscriberConnection,
   type SubscriberEvents,
+  type TransactionConnection,
 } from "./redis-connection.js";
 
 /** A node-redis pub/sub message listener. */
@@ -20,23 +23,41 @@ interface NodeRedisCommon {
   unsubscribe(channel: string, listener: Listener): Promise<unknown>;
   destroy(): unknown;
   on(event: string, listener: (...args: never[]) => void): unknown;
+  once(event: string, listener: (...args: never[]) => void): unknown;
 }
 
 /** A node-redis client (`createClient()`), as this adapter uses it. */
 export interface NodeRedisClientLike extends NodeRedisCommon {
   sendCommand(args: string[], options?: object): Promise<unknown>;
   duplicate(): NodeRedisClientLike;
+  /** WATCH (the client remembers its connection, so an EXEC after a reconnection fails). */
+  watch(keys: string[]): Promise<unknown>;
+  unwatch(): Promise<unknown>;
+  /** A transaction: MULTI, the commands added, EXEC; `exec` rejects with a `WatchError` when aborted. */
+  multi(): NodeRedisMulti;
+  /** The same client with other reply types (v5 and later). */
+  withTypeMapping?(typeMapping: object): NodeRedisClientLike;
+}
+
+/** A node-redis transaction being built (`client.multi()`). */
+interface NodeRedisMulti {
+  addCommand(args: string[]): NodeRedisMulti;
+  exec(): Promise<unknown[]>;
 }
 
 /** A master of a node-redis cluster (`cluster.masters`): its client once the cluster connected to it. */
 interface NodeRedisMaster {
   readonly client?: NodeRedisClientLike | undefined;
+  /** "host:port". */
+  readonly address?: string;
 }
 
 /** A node-redis cluster (`createCluster()`), as this adapter uses it. */
 export interface NodeRedisClusterLike extends NodeRedisCommon {
   sendCommand(firstKey: string | undefined, isReadonly: boolean, args: string[], options?: object): Promise<unknown>;
   readonly masters: readonly NodeRedisMaster[];
+  /** Per slot, its shard (the master first). */
+  readonly slots?: ReadonlyArray<{ readonly master?: NodeRedisMaster } | undefined>;
   nodeClient(node: NodeRedisMaster): NodeRedisClientLike | Promise<NodeRedisClientLike>;
 }
 
@@ -71,12 +92,15 @@ export class NodeRedisConnection implements RedisConnection {
   readonly #client: NodeRedisClientLike | undefined;
   readonly #cluster: NodeRedisClusterLike | undefined;
 
+  readonly clusterNodes: ClusterNodes | undefined;
+
   constructor(
     client: { kind: "client"; client: NodeRedisClientLike } | { kind: "cluster"; client: NodeRedisClusterLike },
   ) {
     this.isCluster = client.kind === "cluster";
     this.#client = client.kind === "client" ? client.client : undefined;
     this.#cluster = client.kind === "cluster" ? client.client : undefined;
+    this.clusterNodes = this.#cluster === undefined ? undefined : new NodeRedisClusterNodes(this.#cluster);
   }
 
   unavailableReason(): string | undefined {
@@ -113,9 +137,39 @@ export class NodeRedisConnection implements RedisConnection {
     return new NodeRedisSubscriber(duplicate, events);
   }
 
+  openTransactions(): TransactionConnection {
+    if (this.#client === undefined) throw new TypeError("A Cluster's transactions go to each node's own connection");
+    const client = this.#client;
+    return new NodeRedisTransactions(async () => client.duplicate());
+  }
+
   #send(firstKey: string | undefined, command: string[]): Promise<unknown> {
     if (this.#client !== undefined) return this.#client.sendCommand(command, COMMAND_OPTIONS);
     return (this.#cluster as NodeRedisClusterLike).sendCommand(firstKey, false, command, COMMAND_OPTIONS);
+  }
+}
+
+/** A node-redis cluster's masters, for transactions (see ClusterNodes); connected by the caller. */
+class NodeRedisClusterNodes implements ClusterNodes {
+  readonly #cluster: NodeRedisClusterLike;
+
+  constructor(cluster: NodeRedisClusterLike) {
+    this.#cluster = cluster;
+  }
+
+  ready(): undefined {
+    return undefined;
+  }
+
+  masterOf(slot: number): string | undefined {
+    return this.#cluster.slots?.[slot]?.master?.address;
+  }
+
+  openTransactions(address: string): TransactionConnection {
+    const cluster = this.#cluster;
+    const master = cluster.masters.find((candidate) => candidate.address === address);
+    if (master === undefined) throw new Error(`the node-redis cluster knows no master at ${address}`);
+    return new NodeRedisTransactions(async () => (master.client ?? (await cluster.nodeClient(master))).duplicate());
   }
 }
 
@@ -176,6 +230,101 @@ class NodeRedisSubscriber implements SubscriberConnection {
   async unsubscribe(channel: string): Promise<void> {
     if (this.#closed) return;
     await (await this.#connected).unsubscribe(channel, this.#listener);
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#destroy();
+  }
+
+  #destroy(): void {
+    try {
+      if (this.#client?.isOpen) Promise.resolve(this.#client.destroy()).catch(ignore);
+    } catch {
+      // already closed
+    }
+  }
+}
+
+/** Whether `error` is node-redis's `WatchError`: a transaction aborted (a watched key changed, or a reconnection). */
+function isWatchError(error: unknown): boolean {
+  return error instanceof Error && error.constructor.name === "WatchError";
+}
+
+/**
+ * A node-redis connection of ours (a duplicate of the caller's client, or of a Cluster node's
+ * client) for WATCH transactions, connected here and destroyed by {@link close}. node-redis itself
+ * fails an EXEC whose WATCH was sent before a reconnection (a `WatchError`, answered as `null`
+ * here), and writes a transaction's MULTI, commands and EXEC together.
+ */
+export class NodeRedisTransactions implements TransactionConnection {
+  readonly #connected: Promise<NodeRedisClientLike>;
+  #client: NodeRedisClientLike | undefined;
+  /** The client with node-redis's default reply types (see COMMAND_OPTIONS), for transactions. */
+  #typed: NodeRedisClientLike | undefined;
+  /** Resolves at the next `ready`, while the connection reconnects. */
+  #ready: Promise<void> | undefined;
+  #closed = false;
+
+  /** @param duplicate makes the connection (not yet connected). */
+  constructor(duplicate: () => Promise<NodeRedisClientLike>) {
+    this.#connected = duplicate().then(async (connection) => {
+      this.#client = connection;
+      this.#typed = connection.withTypeMapping?.({}) ?? connection;
+      connection.on("error", ignore);
+      if (this.#closed) throw new Error("closed");
+      await connection.connect();
+      return connection;
+    });
+    this.#connected.then(
+      () => this.#closed && this.#destroy(),
+      () => this.#closed && this.#destroy(),
+    );
+  }
+
+  ready(): Promise<void> | undefined {
+    const client = this.#client;
+    if (client?.isReady === true) return undefined;
+    if (client === undefined || !client.isOpen) return this.#connected.then(() => undefined);
+    // Reconnecting: the next `ready`, one listener for every caller.
+    this.#ready ??= new Promise((resolve) => {
+      client.once("ready", () => {
+        this.#ready = undefined;
+        resolve();
+      });
+    });
+    return this.#ready;
+  }
+
+  unavailableReason(): string | undefined {
+    const client = this.#client;
+    if (client === undefined) return "connecting";
+    if (!client.isOpen) return "closed";
+    return client.isReady === false ? "reconnecting" : undefined;
+  }
+
+  send(command: Command): Promise<unknown> {
+    return (this.#client as NodeRedisClientLike).sendCommand(command as string[], COMMAND_OPTIONS);
+  }
+
+  watchAndRead(keys: readonly string[], reads: readonly Command[]): Promise<unknown[]> {
+    const sent = [(this.#client as NodeRedisClientLike).watch(keys as string[])];
+    for (const read of reads) sent.push(this.send(read));
+    return Promise.all(sent).then((replies) => replies.slice(1));
+  }
+
+  exec(writes: readonly Command[]): Promise<unknown[] | null> {
+    const multi = (this.#typed as NodeRedisClientLike).multi();
+    for (const write of writes) multi.addCommand(write as string[]);
+    return multi.exec().catch((error: unknown) => {
+      if (isWatchError(error)) return null;
+      throw error;
+    });
+  }
+
+  unwatch(): void {
+    this.#client?.unwatch().catch(ignore);
   }
 
   close(): void {

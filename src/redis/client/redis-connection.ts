@@ -42,6 +42,63 @@ export interface RedisConnection {
    * reaches every node) and owned by the caller of this method, who closes it. It connects on its own.
    */
   duplicateForPubSub(events: SubscriberEvents): SubscriberConnection;
+  /**
+   * A new connection of the caller's node (one node, or a Sentinel's master; not a Cluster), made
+   * from the caller's client like {@link duplicateForPubSub}, for the WATCH transactions of a
+   * locker without scripts (see scriptless-store.ts), owned and closed by the caller of this
+   * method. It connects on its own.
+   */
+  openTransactions(): TransactionConnection;
+  /** The Cluster's masters for such transactions; `undefined` for one node. */
+  readonly clusterNodes: ClusterNodes | undefined;
+}
+
+/**
+ * A Cluster as the transactions of a locker without scripts reach it: WATCH, MULTI and EXEC must
+ * go to the master of the keys' slot on one connection, which a Cluster client does not give (it
+ * may send a keyless EXEC anywhere, or re-send a transaction elsewhere after a redirection, where
+ * nothing is watched). So each master gets a connection of its own (see cluster-lanes.ts).
+ */
+export interface ClusterNodes {
+  /** `undefined` once the client knows the Cluster's slots; else a promise that resolves when it does. */
+  ready(): Promise<void> | undefined;
+  /** The address ("host:port") of the master the client believes serves `slot`, if it knows one. */
+  masterOf(slot: number): string | undefined;
+  /** A new connection to the master at `address`, for transactions (throws when no such node is known). */
+  openTransactions(address: string): TransactionConnection;
+}
+
+/** A command as the transaction connection sends it: its name, then its arguments, as strings. */
+export type Command = readonly string[];
+
+/**
+ * A connection of the locker's own for optimistic transactions (WATCH, reads, MULTI, writes,
+ * EXEC). WATCH is per connection, so only one transaction may be between its WATCH and its EXEC
+ * at a time (see TransactionLane); commands outside transactions (a SET NX) may go in between.
+ *
+ * A client that reconnects between a WATCH and its EXEC must not send the EXEC on the new
+ * connection, where nothing is watched and the writes would run unconditionally: {@link exec}
+ * answers `null` (aborted) instead, and commands are neither queued while the connection is down
+ * nor re-sent after a reconnection.
+ */
+export interface TransactionConnection {
+  /** `undefined` while the connection is ready; else a promise that resolves once it is. */
+  ready(): Promise<void> | undefined;
+  /** Why a command sent now would fail at once (connecting, reconnecting, closed), or `undefined`. */
+  unavailableReason(): string | undefined;
+  /** One command, outside any transaction. */
+  send(command: Command): Promise<unknown>;
+  /** WATCH `keys`, then `reads`, pipelined (one round trip): the replies of the reads. */
+  watchAndRead(keys: readonly string[], reads: readonly Command[]): Promise<unknown[]>;
+  /**
+   * MULTI, `writes`, EXEC, pipelined: the writes' replies, or `null` when the transaction was
+   * aborted (a watched key changed, or the connection changed since the WATCH).
+   */
+  exec(writes: readonly Command[]): Promise<unknown[] | null>;
+  /** UNWATCH, not waited for (a transaction that decided not to write). */
+  unwatch(): void;
+  /** Closes the connection at once (commands in flight fail). Never throws. */
+  close(): void;
 }
 
 /** What a {@link SubscriberConnection} reports. */

@@ -1,0 +1,377 @@
+import { performance } from "node:perf_hooks";
+import type {
+  AdoptRequest,
+  AttemptOutcome,
+  AttemptRequest,
+  ExtendOutcome,
+  ReleaseWatcher,
+  StoreBackend,
+  StoredView,
+} from "../core/backend.js";
+import { LockHandle } from "../core/backend.js";
+import type { ReleaseOutcome } from "../locker.js";
+import type { Command } from "./client/redis-connection.js";
+import { FENCING_COUNTER_TTL_MS, fencingCounterKey } from "./fencing.js";
+import { hashTagOf } from "./keys.js";
+import { ownedToken, ownerOfToken, ownerTokenPrefix } from "./owner-token.js";
+import { WAITERS_MARK } from "./scripts.js";
+import { unavailable } from "./store-errors.js";
+import type { LaneRouter } from "./transaction-lane.js";
+
+/** Settings of {@link ScriptlessStore}. */
+export interface ScriptlessStoreSettings {
+  readonly driftFactor: number;
+  /** The locker's key prefix (see {@link ScriptlessStore.resourceOf}). */
+  readonly prefix: string;
+  /** The locker's owner: carried in every token it writes (see owner-token.ts). */
+  readonly owner: string;
+  /** True on a Cluster: keys of one transaction share a hash tag. */
+  readonly cluster: boolean;
+  /** How the locker hears releases (see redis-backend.ts). */
+  readonly watcher: ReleaseWatcher;
+}
+
+/**
+ * Hooks for tests only (never set in production): `beforeExec` runs between a transaction's reads
+ * and its EXEC, so a test can change a watched key there, deterministically.
+ */
+export const scriptlessHooks: { beforeExec?: ((resource: string) => Promise<void> | void) | undefined } = {};
+
+/**
+ * How many times a transaction is tried again after a watched key changed under it before the
+ * operation gives up (an extension then fails as a transient error, a release says "unknown"). A
+ * lock's own key changes under its holder only when it expires or is taken, and the next read
+ * sees that, so more than one retry is already rare.
+ */
+const MAX_ABORTS = 8;
+
+/**
+ * Locks on one Redis node, a Redis Cluster or a Sentinel's master without Lua scripts, for a
+ * Redis whose operators refuse them (an ACL without `@scripting`, EVAL and EVALSHA renamed away).
+ * What a script does in one step is done by optimistic transactions on a connection of the
+ * locker's own (see TransactionLane): WATCH the lock key, read it, and only if it holds our token
+ * MULTI, the write, EXEC; an EXEC that finds the key changed since the WATCH does nothing, and the
+ * operation reads again. So:
+ *
+ * - acquire: `SET key token NX PX lease` (one command, as the scripted lean attempt); with fencing,
+ *   a transaction that watches the key and its fencing counter, reads both and the server's TIME,
+ *   and sets the key and the counter to max(TIME in µs, last + 1) together — the same tokens as
+ *   the scripts issue, and the counter rises only with a grant.
+ * - release: compare-and-delete (WATCH, GET, MULTI DEL PUBLISH EXEC), publishing the released
+ *   token on the key's channel as a scripted release does where there is no queue.
+ * - extend: compare-and-PEXPIRE of a whole batch (WATCH the keys, MGET, MULTI PEXPIRE… EXEC);
+ *   never re-creates an expired key.
+ * - adopt: compare-and-swap of the token; inspect: MULTI GET PTTL EXEC.
+ *
+ * What it gives up: the cross-process hand-off queue (its scripts keep it): waiters of other
+ * processes hear a release on the key's channel and try again, and poll (`backoff`) for a key
+ * that expired; locks only (no semaphores or read-write locks: their permits are counted by
+ * scripts); and a release costs two round trips instead of one.
+ */
+export class ScriptlessStore implements StoreBackend {
+  readonly #lanes: LaneRouter;
+  readonly #settings: ScriptlessStoreSettings;
+  readonly #tokenPrefix: string;
+  readonly supportsFencing = true;
+  readonly countsPermits = false;
+  readonly watcher: ReleaseWatcher;
+  /** Handles adopt between lockers of one topology and prefix, scripted or not (same keys, same tokens). */
+  readonly handOff: { readonly scope: string };
+
+  constructor(lanes: LaneRouter, settings: ScriptlessStoreSettings) {
+    this.#lanes = lanes;
+    this.#settings = settings;
+    this.#tokenPrefix = ownerTokenPrefix(settings.owner);
+    this.handOff = { scope: `redis:${settings.cluster ? "cluster" : "node"}:${settings.prefix}` };
+    const watcher = settings.watcher;
+    // The lanes close with the locker: the core closes its watcher last, once nothing is in flight.
+    this.watcher = {
+      watch: (resource) => watcher.watch(resource),
+      unwatch: (resource) => watcher.unwatch(resource),
+      isWatching: (resource) => watcher.isWatching(resource),
+      close: async () => {
+        await watcher.close();
+        lanes.close();
+      },
+    };
+  }
+
+  resourceOf(key: string): string {
+    return this.#settings.prefix + key;
+  }
+
+  checkFencing(resource: string): void {
+    fencingCounterKey(resource, this.#settings.cluster);
+  }
+
+  async acquire({ resource, duration, fencing }: AttemptRequest): Promise<AttemptOutcome> {
+    const token = ownedToken(this.#tokenPrefix, 1);
+    const start = performance.now();
+    let fencingToken: bigint | undefined;
+    try {
+      if (fencing) {
+        const outcome = await this.#acquireFenced(resource, token, duration);
+        if (typeof outcome !== "bigint") return outcome;
+        fencingToken = outcome;
+      } else if (
+        (await this.#lanes.send(resource, ["SET", resource, token, "PX", String(duration), "NX"], start)) === null
+      ) {
+        return { kind: "held" };
+      }
+    } catch (error) {
+      // The attempt may still run when the node answers again: a compare-and-delete queued behind
+      // it on the same connection undoes it, so it cannot leave a key nobody owns for a lease.
+      void this.release(new LockHandle(token, resource, 0, 0));
+      throw unavailable(resource, "acquire", [error], "single");
+    }
+    const handle = new LockHandle(token, resource, start, start + duration - this.#drift(duration));
+    if (performance.now() >= handle.validUntil) {
+      void this.release(handle);
+      return { kind: "expired-on-arrival" };
+    }
+    return fencingToken === undefined ? { kind: "acquired", handle } : { kind: "acquired", handle, fencingToken };
+  }
+
+  /**
+   * A fenced attempt: the key set and its counter raised in one transaction, only while the key is
+   * absent. Answers the fencing token, or the outcome when the key is held.
+   */
+  #acquireFenced(resource: string, token: string, duration: number): Promise<bigint | AttemptOutcome> {
+    const counter = fencingCounterKey(resource, this.#settings.cluster);
+    return this.#lanes.transaction(resource, async (transaction) => {
+      for (let tries = 0; tries < MAX_ABORTS; tries++) {
+        const [current, last, time, left] = await transaction.watch(
+          [resource, counter],
+          [["GET", resource], ["GET", counter], ["TIME"], ["PTTL", resource]],
+        );
+        if (current !== null) {
+          transaction.unwatch();
+          return { kind: "held", retryAfterMs: Math.max(1, Number(left) || 1) };
+        }
+        const fence = nextFence(time, last);
+        if (scriptlessHooks.beforeExec !== undefined) await scriptlessHooks.beforeExec(resource);
+        const done = await transaction.exec([
+          ["SET", resource, token, "PX", String(duration), "NX"],
+          ["SET", counter, fence.toString(), "PX", String(FENCING_COUNTER_TTL_MS)],
+        ]);
+        if (done !== null) return fence;
+      }
+      throw new Error(`the key kept changing (${MAX_ABORTS} transactions aborted)`);
+    });
+  }
+
+  async extendMany(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
+    const outcomes = new Array<ExtendOutcome>(handles.length).fill("expired");
+    const now = performance.now();
+    // One transaction per hash tag on a Cluster (its keys share a slot), per batch on one node.
+    const groups = new Map<string, number[]>();
+    for (let index = 0; index < handles.length; index++) {
+      const handle = handles[index] as LockHandle;
+      if (now >= handle.validUntil) continue; // "expired": nothing is sent
+      const group = this.#settings.cluster ? (hashTagOf(handle.resource) ?? handle.resource) : "";
+      const members = groups.get(group);
+      if (members === undefined) groups.set(group, [index]);
+      else members.push(index);
+    }
+    await Promise.all(
+      Array.from(groups.values(), (indexes) => this.#extendGroup(handles, indexes, duration, outcomes)),
+    );
+    return outcomes;
+  }
+
+  /** Compare-and-PEXPIRE of the handles at `indexes` (keys of one slot), in one transaction. */
+  async #extendGroup(
+    handles: readonly LockHandle[],
+    indexes: readonly number[],
+    duration: number,
+    outcomes: ExtendOutcome[],
+  ): Promise<void> {
+    const keys = indexes.map((index) => (handles[index] as LockHandle).resource);
+    const first = keys[0] as string;
+    try {
+      await this.#lanes.transaction(first, async (transaction) => {
+        for (let tries = 0; tries < MAX_ABORTS; tries++) {
+          const [values] = await transaction.watch(keys, [["MGET", ...keys]]);
+          const found = Array.isArray(values) ? values : [];
+          const writes: Command[] = [];
+          const extending: number[] = [];
+          indexes.forEach((index, position) => {
+            const handle = handles[index] as LockHandle;
+            outcomes[index] = "taken";
+            if (holds(found[position], handle.token)) {
+              writes.push(["PEXPIRE", handle.resource, String(duration)]);
+              extending.push(index);
+            }
+          });
+          if (writes.length === 0) {
+            transaction.unwatch();
+            return;
+          }
+          if (scriptlessHooks.beforeExec !== undefined) await scriptlessHooks.beforeExec(first);
+          const sentAt = performance.now();
+          const replies = await transaction.exec(writes);
+          if (replies === null) continue;
+          const validUntil = sentAt + duration - this.#drift(duration);
+          extending.forEach((index, position) => {
+            if (Number(replies[position]) !== 1) return;
+            (handles[index] as LockHandle).renew(sentAt, validUntil);
+            outcomes[index] = "extended";
+          });
+          return;
+        }
+        throw new Error(`the keys kept changing (${MAX_ABORTS} transactions aborted)`);
+      });
+    } catch (error) {
+      const failure = unavailable(first, "extend", [error], "single");
+      for (const index of indexes) if (outcomes[index] !== "extended") outcomes[index] = failure;
+    }
+  }
+
+  /**
+   * Compare-and-delete, publishing the released token on the key's channel (as a scripted release
+   * of a key without a hand-off queue: waiters of every process listen there). Never rejects.
+   */
+  async release(handle: LockHandle): Promise<ReleaseOutcome> {
+    const { resource, token } = handle;
+    try {
+      return await this.#lanes.transaction(resource, async (transaction) => {
+        for (let tries = 0; tries < MAX_ABORTS; tries++) {
+          const [current] = await transaction.watch([resource], [["GET", resource]]);
+          if (!holds(current, token)) {
+            transaction.unwatch();
+            return current === null ? "expired" : "taken";
+          }
+          if (scriptlessHooks.beforeExec !== undefined) await scriptlessHooks.beforeExec(resource);
+          if (
+            (await transaction.exec([
+              ["DEL", resource],
+              ["PUBLISH", resource, token],
+            ])) !== null
+          ) {
+            return "released";
+          }
+        }
+        return "unknown";
+      });
+    } catch {
+      return "unknown";
+    }
+  }
+
+  /** Who holds `resource` (its token's owner) and for how long: one MULTI GET PTTL EXEC. */
+  async inspect(resource: string): Promise<StoredView> {
+    let replies: unknown[];
+    try {
+      replies = await this.#lanes.transaction(resource, async (transaction) => {
+        // Nothing is watched, so only a reconnection can abort it: read again.
+        for (let tries = 0; tries < MAX_ABORTS; tries++) {
+          const read = await transaction.exec([
+            ["GET", resource],
+            ["PTTL", resource],
+          ]);
+          if (read !== null) return read;
+        }
+        throw new Error(`the reads kept being aborted (${MAX_ABORTS} transactions)`);
+      });
+    } catch (error) {
+      throw unavailable(resource, "inspect", [error], "single");
+    }
+    const [value, left] = replies;
+    if (typeof value !== "string" || value === "") return { holders: [], waiting: 0 };
+    const token = value.endsWith(WAITERS_MARK) ? value.slice(0, -WAITERS_MARK.length) : value;
+    const pttl = Number(left);
+    const expiresInMs = pttl === -1 ? Number.POSITIVE_INFINITY : Math.max(0, pttl);
+    return { holders: [{ owner: ownerOfToken(token), weight: 1, expiresInMs }], waiting: 0 };
+  }
+
+  /**
+   * Swaps the handed-off token for a fresh one of this locker with a lease of `duration`, only
+   * while the key still holds it. A failure is undone by a swap back queued behind it on the same
+   * connection, so the handle stays adoptable and no key is left with a token nobody has.
+   */
+  async adopt({ resource, token, duration }: AdoptRequest): Promise<LockHandle | "taken" | "expired"> {
+    const fresh = ownedToken(this.#tokenPrefix, 1);
+    const start = performance.now();
+    let swapped: "swapped" | "taken" | "expired";
+    try {
+      swapped = await this.#swap(resource, token, fresh, duration);
+    } catch (error) {
+      this.#swap(resource, fresh, token, duration).catch(() => undefined);
+      throw unavailable(resource, "adopt", [error], "single");
+    }
+    if (swapped !== "swapped") return swapped;
+    const handle = new LockHandle(fresh, resource, start, start + duration - this.#drift(duration));
+    if (performance.now() >= handle.validUntil) {
+      void this.release(handle);
+      return "expired";
+    }
+    return handle;
+  }
+
+  /** Where `resource` holds `from` (marked or not), puts `to` there (keeping the mark) for `duration` ms. */
+  #swap(resource: string, from: string, to: string, duration: number): Promise<"swapped" | "taken" | "expired"> {
+    return this.#lanes.transaction(resource, async (transaction) => {
+      for (let tries = 0; tries < MAX_ABORTS; tries++) {
+        const [current] = await transaction.watch([resource], [["GET", resource]]);
+        if (!holds(current, from)) {
+          transaction.unwatch();
+          return current === null ? "expired" : "taken";
+        }
+        const mark = (current as string).endsWith(WAITERS_MARK) ? WAITERS_MARK : "";
+        if (scriptlessHooks.beforeExec !== undefined) await scriptlessHooks.beforeExec(resource);
+        if ((await transaction.exec([["SET", resource, to + mark, "PX", String(duration)]])) !== null) return "swapped";
+      }
+      throw new Error(`the key kept changing (${MAX_ABORTS} transactions aborted)`);
+    });
+  }
+
+  /** A fencing token for `handle` while its key still holds its token: the counter raised in one transaction. */
+  async issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
+    const { resource, token } = handle;
+    const counter = fencingCounterKey(resource, this.#settings.cluster);
+    try {
+      return await this.#lanes.transaction(resource, async (transaction) => {
+        for (let tries = 0; tries < MAX_ABORTS; tries++) {
+          const [current, last, time] = await transaction.watch(
+            [resource, counter],
+            [["GET", resource], ["GET", counter], ["TIME"]],
+          );
+          if (!holds(current, token)) {
+            transaction.unwatch();
+            return undefined;
+          }
+          const fence = nextFence(time, last);
+          if (scriptlessHooks.beforeExec !== undefined) await scriptlessHooks.beforeExec(resource);
+          const done = await transaction.exec([
+            ["SET", counter, fence.toString(), "PX", String(FENCING_COUNTER_TTL_MS)],
+          ]);
+          if (done !== null) return fence;
+        }
+        throw new Error(`the key kept changing (${MAX_ABORTS} transactions aborted)`);
+      });
+    } catch (error) {
+      throw unavailable(resource, "fencing token", [error], "single");
+    }
+  }
+
+  #drift(duration: number): number {
+    // Redis expires keys with 1 ms precision; the same 2 ms redlock adds.
+    return Math.round(this.#settings.driftFactor * duration) + 2;
+  }
+}
+
+/** Whether a lock's value holds `token`, with or without a scripted waiter's mark (see scripts.ts). */
+function holds(value: unknown, token: string): boolean {
+  return value === token || value === token + WAITERS_MARK;
+}
+
+/**
+ * The next fencing token, as the scripts issue it (see nextFence in scripts.ts): max(the server's
+ * TIME in µs, the last token + 1). `time` is TIME's reply, `last` the counter's value (null: none).
+ */
+function nextFence(time: unknown, last: unknown): bigint {
+  const [seconds, micros] = Array.isArray(time) ? time : [];
+  const now = BigInt(String(seconds ?? 0)) * 1_000_000n + BigInt(String(micros ?? 0));
+  const previous = typeof last === "string" && /^\d+$/.test(last) ? BigInt(last) : 0n;
+  return now > previous ? now : previous + 1n;
+}
