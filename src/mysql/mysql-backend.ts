@@ -12,15 +12,16 @@ import type {
 } from "../core/backend.js";
 import { LockHandle } from "../core/backend.js";
 import { withDefaults } from "../core/backend-defaults.js";
-import { confirmSession, type Heartbeat } from "../core/session-heartbeat.js";
-import { LockerClosedError, UnsupportedError } from "../errors.js";
+import { confirmSession } from "../core/session-heartbeat.js";
+import { SessionSlot } from "../core/session-slot.js";
+import { UnsupportedError } from "../errors.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { FencingTable } from "./fencing-table.js";
 import { lockName } from "./keys.js";
 import type { ResolvedMySqlLockerOptions } from "./options.js";
 import { ProbeWatcher } from "./probe-watcher.js";
-import { checkOut, isStatementError, SAME_SESSION, Session, type SessionEnd, unavailable } from "./session.js";
+import { checkOut, isStatementError, SAME_SESSION, Session, unavailable } from "./session.js";
 import type { MySqlPool } from "./types.js";
 
 const HELD: AttemptOutcome = { kind: "held" };
@@ -57,42 +58,39 @@ class MySqlBackend implements StoreBackend {
   readonly #events: BackendEvents;
   readonly #owner: string;
   readonly #fencing: FencingTable;
-  #session: Session | undefined;
-  #connecting: Promise<Session> | undefined;
-  #closing = false;
+  /** The locker's one lock connection (see `SessionSlot`). */
+  readonly #slot: SessionSlot<Session>;
   /** Whether the owner table was made (or found) by this locker. */
   #ownerTable: Promise<boolean> | undefined;
-  /** Keeps the session confirmed while idle (see #open). */
-  #idle: NodeJS.Timeout | undefined;
-  /** Set once the session was found shared by a proxy (see `Session`): every attempt refuses. */
-  #refusal: Error | undefined;
-  /** Why each ended session's leases were lost. */
-  readonly #reasons = new WeakMap<Session, "taken" | "expired">();
-  /** How {@link extendMany} confirms the session (see `confirmSession`). */
-  readonly #heartbeat: Heartbeat<Session>;
 
   constructor(pool: MySqlPool, options: ResolvedMySqlLockerOptions, context: BackendContext) {
     this.#pool = pool;
     this.#options = options;
     this.#events = context.events;
     this.#owner = context.owner;
-    this.#heartbeat = {
-      ping: (session) => session.ping(),
-      unavailable,
-      reasonOf: (session) => this.#reasons.get(session),
+    this.#slot = new SessionSlot<Session>({
       expiry: options.expiry,
       prefixLength: options.prefix.length,
-    };
+      events: context.events,
+      unavailable,
+      open: (resource) => this.#open(resource),
+      // Killed (ER_CONNECTION_KILLED), idle past wait_timeout, unconfirmed or found shared:
+      // expired; else it dropped: taken.
+      reasonOf: (how, cause) =>
+        how === "unconfirmed" || how === "moved" || (cause as { errno?: unknown } | undefined)?.errno === 4031
+          ? "expired"
+          : "taken",
+    });
     this.#fencing = new FencingTable(options.fencingTable);
     this.watcher = new ProbeWatcher({
       pool,
       connectTimeout: options.connectTimeout,
       limit: options.watchConnections,
-      heldHere: (resource) => this.#session?.resources.has(resource) === true,
+      heldHere: (resource) => this.#slot.current?.resources.has(resource) === true,
       released: (resource) => this.#events.released(resource.slice(options.prefix.length)),
       cancel: (id) => this.#cancel(id),
-      closing: () => this.#closing,
-      close: () => this.#close(),
+      closing: () => this.#slot.closing,
+      close: () => this.#slot.close(() => this.watcher.stop()),
     });
   }
 
@@ -101,8 +99,8 @@ class MySqlBackend implements StoreBackend {
   }
 
   async acquire({ resource, duration, fencing }: AttemptRequest): Promise<AttemptOutcome> {
-    if (this.#refusal !== undefined) throw this.#refusal;
-    const session = await this.#connect(resource);
+    this.#slot.checkRefusal();
+    const session = await this.#slot.connect(resource);
     if (fencing) await this.#fencing.ensure(session, resource);
     // Held or tried here already: GET_LOCK is re-entrant on a connection, so no try.
     if (session.resources.has(resource)) return HELD;
@@ -140,19 +138,16 @@ class MySqlBackend implements StoreBackend {
 
   /** One `DO 1` confirms the connection, and so every lease of the batch on it. */
   async extendMany(handles: readonly LockHandleType[], duration: number): Promise<ExtendOutcome[]> {
-    return confirmSession(this.#session, handles, duration, this.#heartbeat);
+    return confirmSession(this.#slot.current, handles, duration, this.#slot.heartbeat);
   }
 
   async release(handle: LockHandleType): Promise<ReleaseOutcome> {
-    const session = this.#session;
-    if (session === undefined || session.ended || !session.holds.has(handle.token)) return "expired";
+    const session = this.#slot.current;
+    if (session === undefined || !session.holds.has(handle.token)) return "expired";
     session.holds.delete(handle.token);
     session.resources.delete(handle.resource);
-    if (this.#closing && session.holds.size === 0 && performance.now() >= handle.validUntil) {
-      // Closed, and the last lease ran out: the connection is not confirmed any more; drop it.
-      session.end("unconfirmed", new LockerClosedError());
-      return "expired";
-    }
+    // Closed, and the last lease ran out: the connection is not confirmed any more; drop it.
+    if (this.#slot.endIfLastExpired(session, handle.validUntil)) return "expired";
     try {
       const [row] = await session.query<Array<{ released: unknown }>>(
         `SELECT IF(${SAME_SESSION}, RELEASE_LOCK(?), NULL) AS released, ${SAME_SESSION} AS same`,
@@ -162,12 +157,12 @@ class MySqlBackend implements StoreBackend {
     } catch {
       return session.ended ? "expired" : "unknown";
     } finally {
-      if (this.#closing && session.holds.size === 0) await session.retire(this.#options.ownerTable);
+      await this.#slot.afterRelease(session);
     }
   }
 
   async issueFencingToken(handle: LockHandleType): Promise<bigint | undefined> {
-    const session = this.#session;
+    const session = this.#slot.current;
     if (session === undefined || !session.holds.has(handle.token)) return undefined;
     await this.#fencing.ensure(session, handle.resource);
     return this.#fencing.next(session, handle.resource, lockName(handle.resource));
@@ -179,7 +174,7 @@ class MySqlBackend implements StoreBackend {
    * anyone's blocking calls, as far as the processlist shows them to this user). Reads only.
    */
   async inspect(resource: string): Promise<StoredView> {
-    const session = await this.#connect(resource);
+    const session = await this.#slot.connect(resource);
     const name = lockName(resource);
     const waiting =
       "(SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User lock' AND LOCATE(?, INFO) > 0)";
@@ -210,8 +205,8 @@ class MySqlBackend implements StoreBackend {
 
   /** `KILL QUERY id` on the lock connection; false when there is none or it failed. */
   async #cancel(id: number): Promise<boolean> {
-    const session = this.#session;
-    if (session === undefined || session.ended) return false;
+    const session = this.#slot.current;
+    if (session === undefined) return false;
     try {
       await session.query("KILL QUERY ?", [id]);
       return true;
@@ -220,36 +215,14 @@ class MySqlBackend implements StoreBackend {
     }
   }
 
-  /** Stops: cancels probes, gives the connection back clean when no lease is held, else ends it `expiry` from now. */
-  async #close(): Promise<void> {
-    this.#closing = true;
-    clearInterval(this.#idle);
-    await this.#connecting?.catch(() => undefined);
-    await this.watcher.stop();
-    const session = this.#session;
-    if (session === undefined) return;
-    if (session.holds.size === 0) {
-      await session.retire(this.#options.ownerTable);
-      return;
-    }
-    setTimeout(() => session.end("unconfirmed", new LockerClosedError()), this.#options.expiry).unref();
-  }
-
-  /** The locker's session, checked out of the pool (and set up) if there is none. */
-  #connect(resource: string): Promise<Session> {
-    const session = this.#session;
-    if (session !== undefined && !session.ended) return Promise.resolve(session);
-    if (this.#closing) return Promise.reject(new LockerClosedError());
-    this.#connecting ??= this.#open(resource).finally(() => {
-      this.#connecting = undefined;
-    });
-    return this.#connecting;
-  }
-
+  /** A new lock connection, checked out of the pool and set up (see `SessionSlot`). */
   async #open(resource: string): Promise<Session> {
     const connection = await checkOut(this.#pool, this.#options.connectTimeout, resource);
-    const session = new Session(connection, this.#options.operationTimeout, (ended, how, cause) =>
-      this.#ended(ended, how, cause),
+    const session = new Session(
+      connection,
+      this.#options.operationTimeout,
+      this.#options.ownerTable,
+      (ended, how, cause) => this.#slot.ended(ended, how, cause),
     );
     try {
       // The server ends the connection (freeing its locks) once idle for `expiry`.
@@ -260,19 +233,6 @@ class MySqlBackend implements StoreBackend {
       session.end("dropped", error);
       throw unavailable(resource, error);
     }
-    if (this.#closing) {
-      await session.retire(this.#options.ownerTable);
-      throw new LockerClosedError();
-    }
-    this.#session = session;
-    // Confirms an idle connection (nothing held) so the server does not end it for idleness
-    // under the next call; leases are confirmed by their extensions.
-    const half = this.#options.expiry / 2;
-    this.#idle = setInterval(() => {
-      if (session.holds.size === 0 && performance.now() - session.confirmedAt >= half)
-        session.ping().catch(() => undefined);
-    }, half);
-    this.#idle.unref();
     return session;
   }
 
@@ -299,25 +259,5 @@ class MySqlBackend implements StoreBackend {
     } catch (error) {
       if (!isStatementError(error)) throw error;
     }
-  }
-
-  /** A session ended: unless it was retired, every lease on it is lost; waiters try again. */
-  #ended(session: Session, how: SessionEnd, cause: unknown): void {
-    if (this.#session === session) {
-      clearInterval(this.#idle);
-      this.#session = undefined;
-    }
-    // Found shared by a proxy: its locks may live on where this locker can no longer reach them.
-    if (how === "moved") this.#refusal ??= cause instanceof Error ? cause : new Error(String(cause));
-    // Killed (ER_CONNECTION_KILLED) or idle past wait_timeout: the server ended it; else it dropped.
-    const errno = (cause as { errno?: unknown } | undefined)?.errno;
-    const reason = how === "unconfirmed" || how === "moved" || errno === 4031 ? "expired" : "taken";
-    this.#reasons.set(session, reason);
-    if (how !== "retired" && session.holds.size > 0) {
-      const tokens = new Set(session.holds.keys());
-      // After an extension in flight on it has reported the loss (with its error) itself.
-      setImmediate(() => this.#events.lost(tokens, reason, cause));
-    }
-    this.#events.missed();
   }
 }

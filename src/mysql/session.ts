@@ -1,16 +1,11 @@
 import { performance } from "node:perf_hooks";
+import type { SessionEnd } from "../core/session-slot.js";
 import { StoreUnavailableError, UnsupportedError } from "../errors.js";
 import { DeadlineGroup } from "../internal/deadline-group.js";
 import { checkOutWithin } from "../internal/pool-checkout.js";
 import { type SharingSign, sharedSessionError } from "../internal/shared-session.js";
 import { newToken } from "../internal/token.js";
 import type { MySqlPool, MySqlPoolConnection } from "./types.js";
-
-/**
- * Why a session ended: its connection failed or ended, it could not be confirmed in time, it was
- * cleaned up, or it was found shared with other clients (a multiplexing proxy).
- */
-export type SessionEnd = "dropped" | "unconfirmed" | "retired" | "moved";
 
 /**
  * The user variable that names the locker session a server connection carries: a session claims
@@ -78,12 +73,17 @@ export class Session {
   readonly #onError = (error: Error): void => this.end("dropped", error);
   readonly #onEnd = (): void => this.end("dropped", new Error("the connection to MySQL ended"));
 
+  /** The locker's owner table, where this session's row is deleted on retirement. */
+  readonly #ownerTable: string;
+
   constructor(
     connection: MySqlPoolConnection,
     timeout: number,
+    ownerTable: string,
     ended: (session: Session, how: SessionEnd, cause: unknown) => void,
   ) {
     this.connection = connection;
+    this.#ownerTable = ownerTable;
     this.id = connection.connection.threadId ?? 0;
     this.#timeout = timeout;
     this.#deadlines = new DeadlineGroup(timeout, { inOrder: true });
@@ -180,14 +180,14 @@ export class Session {
    * proxy shares may carry other clients' locks. Only a connection proven the session's own goes
    * back.
    */
-  async retire(ownerTable: string): Promise<void> {
+  async retire(): Promise<void> {
     if (this.#ended) return;
     try {
       if (this.resources.size > 0) throw new Error("a lock of this session is still held or tried");
       await this.ping();
       await this.query(`SET SESSION wait_timeout = @@GLOBAL.wait_timeout, ${CLAIM} = NULL`);
       if (this.ownerWritten) {
-        await this.query(`DELETE FROM ${ownerTable} WHERE connection_id = ?`, [this.id]).catch(ignore);
+        await this.query(`DELETE FROM ${this.#ownerTable} WHERE connection_id = ?`, [this.id]).catch(ignore);
       }
       if (this.#ended) return;
       this.end("retired", undefined);
