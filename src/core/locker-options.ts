@@ -89,6 +89,18 @@ export interface ServerLockerOptions extends LockerOptions {
 }
 
 /**
+ * Options of a locker whose locks live on a connection of the caller's pool (PostgreSQL, MySQL),
+ * beside {@link ServerLockerOptions}.
+ */
+export interface PooledLockerOptions extends ServerLockerOptions {
+  /**
+   * How long the locker waits for a connection from the pool, in ms (default `5000`). An exhausted
+   * pool or an unreachable server then rejects with a `StoreUnavailableError`.
+   */
+  connectTimeout?: number | undefined;
+}
+
+/**
  * The options of {@link LockerOptions} and {@link ServerLockerOptions} with defaults filled in:
  * the core's settings (but for `minExpiry`, which only the in-process stores set).
  */
@@ -196,4 +208,52 @@ export function resolveBackoff(value: unknown, expiry: number): [min: number, ma
   validateTimerDelay("options.backoff.max", max, min);
   const capped = Math.min(max, Math.floor(expiry / 2), MAX_TIMER_DELAY_MS);
   return [min, Math.max(min, capped)];
+}
+
+/** {@link PooledLockerOptions} resolved; `sweepConcurrency` is 1 (extensions share one session). */
+export interface ResolvedPooledLockerOptions extends ResolvedLockerOptions {
+  /** Prepended to every key. */
+  readonly prefix: string;
+  /** How long to wait for a pool connection, in ms. */
+  readonly connectTimeout: number;
+}
+
+/** What {@link snapshotPooledOptions} returns: the snapshot, and the shared options resolved. */
+export interface PooledOptionsSnapshot<K extends string> {
+  /** Every option, read once (see `snapshotOptions`). */
+  readonly given: OptionsSnapshot<
+    K | (typeof SERVER_OPTION_NAMES)[number] | "connectTimeout" | "backoff" | "onLockLost"
+  >;
+  readonly resolved: ResolvedPooledLockerOptions;
+}
+
+/**
+ * Reads a pooled locker's options bag once (the server options, `connectTimeout`, `backoff`, the
+ * store's `names`, `onLockLost`) and resolves the ones every pooled locker shares; the store
+ * resolves its own from `given`.
+ */
+export function snapshotPooledOptions<const K extends string>(
+  options: unknown,
+  names: readonly K[],
+): PooledOptionsSnapshot<K> {
+  const snapshot = snapshotServerOptions(options, ["connectTimeout", "backoff", ...names, "onLockLost"], true);
+  const { given, expiry, prefix, operationTimeout, owner } = snapshot;
+  const connectTimeout = given.connectTimeout === undefined ? 5000 : given.connectTimeout;
+  validateTimerDelay("options.connectTimeout", connectTimeout);
+  const [backoffMin, backoffMax] = resolveBackoff(given.backoff, expiry);
+  const onLockLost = resolveOnLockLost(given.onLockLost);
+  return {
+    given,
+    resolved: {
+      expiry,
+      prefix,
+      operationTimeout,
+      owner,
+      connectTimeout: connectTimeout as number,
+      backoffMin,
+      backoffMax,
+      onLockLost,
+      sweepConcurrency: 1,
+    },
+  };
 }

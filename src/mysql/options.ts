@@ -1,18 +1,13 @@
-import type { ResolvedLockerOptions, ServerLockerOptions } from "../core/locker-options.js";
-import { resolveBackoff, resolveOnLockLost, snapshotServerOptions } from "../core/locker-options.js";
+import type { PooledLockerOptions, ResolvedPooledLockerOptions } from "../core/locker-options.js";
+import { snapshotPooledOptions } from "../core/locker-options.js";
 import { InvalidArgumentError } from "../errors.js";
-import { validateCount, validateTimerDelay } from "../internal/validate.js";
+import { validateCount } from "../internal/validate.js";
 
 /**
  * Options of {@link MySqlLocker}. Every one is optional; `undefined` means the default, `null` and
  * unknown names are rejected.
  */
-export interface MySqlLockerOptions extends ServerLockerOptions {
-  /**
-   * How long the locker waits for a connection from the pool, in ms (default `5000`). An exhausted
-   * pool or an unreachable server then rejects with a `StoreUnavailableError`.
-   */
-  connectTimeout?: number | undefined;
+export interface MySqlLockerOptions extends PooledLockerOptions {
   /**
    * The table fencing tokens come from (default `"globallock_fencing"`, optionally
    * database-qualified), created with `CREATE TABLE IF NOT EXISTS` on the first fenced acquisition.
@@ -37,11 +32,7 @@ export interface MySqlLockerOptions extends ServerLockerOptions {
  * {@link MySqlLockerOptions} with every default filled in and validated; `sweepConcurrency` is 1
  * (extension statements share the locker's one lock connection).
  */
-export interface ResolvedMySqlLockerOptions extends ResolvedLockerOptions {
-  /** Prepended to every key. */
-  readonly prefix: string;
-  /** How long to wait for a pool connection, in ms. */
-  readonly connectTimeout: number;
+export interface ResolvedMySqlLockerOptions extends ResolvedPooledLockerOptions {
   /** The table fencing tokens come from. */
   readonly fencingTable: string;
   /** The table of lock connections' owners. */
@@ -50,14 +41,9 @@ export interface ResolvedMySqlLockerOptions extends ResolvedLockerOptions {
   readonly watchConnections: number;
 }
 
-const OWN_OPTION_NAMES = [
-  "connectTimeout",
-  "backoff",
-  "fencingTable",
-  "ownerTable",
-  "watchConnections",
-  "onLockLost",
-] as const satisfies ReadonlyArray<keyof MySqlLockerOptions>;
+const OWN_OPTION_NAMES = ["fencingTable", "ownerTable", "watchConnections"] as const satisfies ReadonlyArray<
+  keyof MySqlLockerOptions
+>;
 
 /** An identifier, optionally database-qualified: used in SQL as written. */
 const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}(\.[A-Za-z_][A-Za-z0-9_]{0,63})?$/;
@@ -79,27 +65,10 @@ function resolveTable(option: string, value: unknown, fallback: string): string 
  * {@link InvalidArgumentError}.
  */
 export function resolveMySqlOptions(options: unknown): ResolvedMySqlLockerOptions {
-  const { given, expiry, prefix, operationTimeout, owner } = snapshotServerOptions(options, OWN_OPTION_NAMES, true);
-  const connectTimeout = given.connectTimeout === undefined ? 5000 : given.connectTimeout;
-  validateTimerDelay("options.connectTimeout", connectTimeout);
-  const [backoffMin, backoffMax] = resolveBackoff(given.backoff, expiry);
+  const { given, resolved } = snapshotPooledOptions(options, OWN_OPTION_NAMES);
   const fencingTable = resolveTable("options.fencingTable", given.fencingTable, "globallock_fencing");
   const ownerTable = resolveTable("options.ownerTable", given.ownerTable, "globallock_owners");
   const watchConnections = given.watchConnections === undefined ? 4 : given.watchConnections;
   validateCount("options.watchConnections", watchConnections);
-  const onLockLost = resolveOnLockLost(given.onLockLost);
-  return {
-    expiry,
-    prefix,
-    operationTimeout,
-    owner,
-    connectTimeout,
-    backoffMin,
-    backoffMax,
-    fencingTable,
-    ownerTable,
-    watchConnections,
-    onLockLost,
-    sweepConcurrency: 1,
-  };
+  return { ...resolved, fencingTable, ownerTable, watchConnections };
 }

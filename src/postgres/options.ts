@@ -1,18 +1,13 @@
-import type { ResolvedLockerOptions, ServerLockerOptions } from "../core/locker-options.js";
-import { resolveBackoff, resolveOnLockLost, snapshotServerOptions } from "../core/locker-options.js";
+import type { PooledLockerOptions, ResolvedPooledLockerOptions } from "../core/locker-options.js";
+import { snapshotPooledOptions } from "../core/locker-options.js";
 import { InvalidArgumentError } from "../errors.js";
-import { validateCount, validateTimerDelay } from "../internal/validate.js";
+import { validateCount } from "../internal/validate.js";
 
 /**
  * Options of {@link PostgresLocker}. Every one is optional; `undefined` means the default, `null`
  * and unknown names are rejected.
  */
-export interface PostgresLockerOptions extends ServerLockerOptions {
-  /**
-   * How long the locker waits for a connection from the pool, in ms (default `5000`). An exhausted
-   * pool or an unreachable server then rejects with a `StoreUnavailableError`.
-   */
-  connectTimeout?: number | undefined;
+export interface PostgresLockerOptions extends PooledLockerOptions {
   /**
    * The sequence fencing tokens come from (default `"globallock_fencing"`, optionally
    * schema-qualified), created with `CREATE SEQUENCE IF NOT EXISTS` on the first fenced acquisition.
@@ -32,24 +27,16 @@ export interface PostgresLockerOptions extends ServerLockerOptions {
  * {@link PostgresLockerOptions} with every default filled in and validated; `sweepConcurrency` is 1
  * (extension statements share the locker's one session).
  */
-export interface ResolvedPostgresLockerOptions extends ResolvedLockerOptions {
-  /** Prepended to every key. */
-  readonly prefix: string;
-  /** How long to wait for a pool connection, in ms. */
-  readonly connectTimeout: number;
+export interface ResolvedPostgresLockerOptions extends ResolvedPooledLockerOptions {
   /** The sequence fencing tokens come from. */
   readonly fencingSequence: string;
   /** How many keys a locker keeps a place in a waiting room for at once. */
   readonly waitingRooms: number;
 }
 
-const OWN_OPTION_NAMES = [
-  "connectTimeout",
-  "backoff",
-  "fencingSequence",
-  "waitingRooms",
-  "onLockLost",
-] as const satisfies ReadonlyArray<keyof PostgresLockerOptions>;
+const OWN_OPTION_NAMES = ["fencingSequence", "waitingRooms"] as const satisfies ReadonlyArray<
+  keyof PostgresLockerOptions
+>;
 
 /** A lowercase identifier, optionally schema-qualified: used in SQL as written. */
 const SEQUENCE_NAME = /^[a-z_][a-z0-9_]{0,62}(\.[a-z_][a-z0-9_]{0,62})?$/;
@@ -59,10 +46,7 @@ const SEQUENCE_NAME = /^[a-z_][a-z0-9_]{0,62}(\.[a-z_][a-z0-9_]{0,62})?$/;
  * {@link InvalidArgumentError}.
  */
 export function resolvePostgresOptions(options: unknown): ResolvedPostgresLockerOptions {
-  const { given, expiry, prefix, operationTimeout, owner } = snapshotServerOptions(options, OWN_OPTION_NAMES, true);
-  const connectTimeout = given.connectTimeout === undefined ? 5000 : given.connectTimeout;
-  validateTimerDelay("options.connectTimeout", connectTimeout);
-  const [backoffMin, backoffMax] = resolveBackoff(given.backoff, expiry);
+  const { given, resolved } = snapshotPooledOptions(options, OWN_OPTION_NAMES);
   const fencingSequence = given.fencingSequence === undefined ? "globallock_fencing" : given.fencingSequence;
   if (typeof fencingSequence !== "string" || !SEQUENCE_NAME.test(fencingSequence)) {
     throw new InvalidArgumentError(
@@ -73,18 +57,5 @@ export function resolvePostgresOptions(options: unknown): ResolvedPostgresLocker
   }
   const waitingRooms = given.waitingRooms === undefined ? 4 : given.waitingRooms;
   validateCount("options.waitingRooms", waitingRooms);
-  const onLockLost = resolveOnLockLost(given.onLockLost);
-  return {
-    expiry,
-    prefix,
-    operationTimeout,
-    owner,
-    connectTimeout,
-    backoffMin,
-    backoffMax,
-    fencingSequence,
-    waitingRooms,
-    onLockLost,
-    sweepConcurrency: 1,
-  };
+  return { ...resolved, fencingSequence, waitingRooms };
 }
