@@ -56,6 +56,7 @@ export {
   type AdoptOptions,
   type HolderInfo,
   type Lease,
+  type ListOptions,
   type Locker,
   type LockInfo,
   lockAndDo,

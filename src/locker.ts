@@ -81,6 +81,18 @@ export interface LockInfo {
   readonly waiting: number;
 }
 
+/** Options of {@link Locker.list}. */
+export interface ListOptions {
+  /**
+   * List only keys that start with this string (default `""`: every key). A filter on the keys
+   * the caller passes to `lock` and the like, not on the store's own names (a locker's `prefix`
+   * option is added by the locker and never shown).
+   */
+  prefix?: string | undefined;
+  /** The most keys listed (default 1000): an integer from 1 to 10000. */
+  limit?: number | undefined;
+}
+
 /** One holder of a key (see {@link LockInfo}). */
 export interface HolderInfo {
   /** The holder locker's `owner` option (default `${os.hostname()}:${process.pid}`; `""` if unknown). */
@@ -211,6 +223,23 @@ export interface Locker {
    * fails and {@link InvalidArgumentError} on bad input.
    */
   inspect(signal: AbortSignal | undefined, key: string): Promise<LockInfo>;
+
+  /**
+   * Which keys are held now, in every process that uses the store: a {@link LockInfo} (holders and
+   * waiters, as {@link Locker.inspect} tells them) for each held key that starts with
+   * `options.prefix`, at most `options.limit` of them (default 1000, at most 10000), sorted by key.
+   * A key nobody holds is left out. Bounded and read-only: the store is read in small steps (Redis:
+   * `SCAN` with a `COUNT`, never `KEYS`; etcd: a range read with a limit), nothing is changed, and
+   * the store is never blocked. A store that reads its keys in no particular order (Redis) lists
+   * the first `limit` it finds, not the first by key. Not a snapshot: a key taken or released while
+   * the list is read may or may not be in it.
+   *
+   * Rejects with {@link UnsupportedError}, naming why, where the store cannot name its keys
+   * (PostgreSQL and MySQL locks and lock files are named by a hash of the key); with
+   * {@link InvalidArgumentError} for a bad `prefix` or `limit`; with `signal.reason` on abort
+   * (at once when it has aborted already); with {@link StoreUnavailableError} when the store fails.
+   */
+  list(signal: AbortSignal | undefined, options?: ListOptions): Promise<LockInfo[]>;
 
   /**
    * Stops the locker: idempotent; stops auto-extension at once, refuses new calls, rejects waiters

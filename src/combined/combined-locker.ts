@@ -17,10 +17,20 @@ import {
   publishLost,
   publishRelease,
 } from "../internal/diagnostics.js";
+import { mapBounded, resolveListOptions, sortedByKey } from "../internal/list-options.js";
 import { Releasable } from "../internal/release-func.js";
 import { type AcquireCall, TracedLocker } from "../internal/traced-locker.js";
 import { checkCall, checkWeight, resolveAcquireOptions, snapshotOptions } from "../internal/validate.js";
-import type { AcquireOptions, AdoptOptions, HolderInfo, Lease, Locker, LockInfo, ReleaseOutcome } from "../locker.js";
+import type {
+  AcquireOptions,
+  AdoptOptions,
+  HolderInfo,
+  Lease,
+  ListOptions,
+  Locker,
+  LockInfo,
+  ReleaseOutcome,
+} from "../locker.js";
 
 /**
  * How many members must hold a key for the {@link CombinedLocker} to hold it: `"all"` of them
@@ -161,6 +171,34 @@ export class CombinedLocker extends TracedLocker implements Locker {
       throw this.#unavailable(key, errors);
     }
     return combineInfos(key, infos, this.#quorum);
+  }
+
+  /**
+   * The keys held on the members, as {@link inspect} tells them: every member lists its held keys
+   * (the same `prefix` and `limit`), and each key any of them names is inspected across the
+   * members; those held by the strategy's quorum are kept (at most `limit`, sorted by key).
+   * Rejects with a member's {@link UnsupportedError} when a member cannot list its keys, and with
+   * {@link StoreUnavailableError} when fewer than the quorum of members answer.
+   */
+  async list(signal: AbortSignal | undefined, options?: ListOptions): Promise<LockInfo[]> {
+    const { prefix, limit } = resolveListOptions(signal, options);
+    if (this.#closing.signal.aborted) throw this.#closing.signal.reason;
+    signal?.throwIfAborted();
+    const settled = await Promise.allSettled(this.#members.map((member) => member.list(signal, { prefix, limit })));
+    const keys = new Set<string>();
+    const errors: unknown[] = [];
+    for (const result of settled) {
+      if (result.status === "rejected") errors.push(result.reason);
+      else for (const info of result.value) keys.add(info.key);
+    }
+    const refused = errors.find((error) => error instanceof UnsupportedError);
+    if (refused !== undefined) throw refused;
+    if (settled.length - errors.length < this.#quorum) {
+      if (errors.length === settled.length && !(errors[0] instanceof StoreUnavailableError)) throw errors[0];
+      throw this.#unavailable(prefix, errors);
+    }
+    const infos = await mapBounded([...keys].sort(), 16, (key) => this.inspect(signal, key));
+    return sortedByKey(infos.filter((info) => info.holders.length > 0)).slice(0, limit);
   }
 
   /** A combined lease over `taken`, counted in {@link heldCount} until it is released or lost. */

@@ -13,6 +13,7 @@ const DEFAULTS: Pick<Backend, DefaultedMember> = {
   leaveQueue: async () => {},
   handOff: { unsupported: NO_HAND_OFF },
   adopt: () => Promise.reject(new UnsupportedError(`Adopting a lease: ${NO_HAND_OFF}`)),
+  list: () => Promise.reject(new UnsupportedError("Listing held locks: this store cannot name its keys")),
   grantedHandle: (): LockHandle => {
     throw new Error("This store has no hand-off queue: nothing is granted");
   },

@@ -177,6 +177,13 @@ export interface StoredView {
   readonly waiting: number;
 }
 
+/** A held key as {@link Backend.list} names it: the caller's key and what {@link Backend.inspect} reads. */
+export interface ListedResource {
+  /** The caller's key (without the locker's prefix). */
+  readonly key: string;
+  readonly view: StoredView;
+}
+
 /** A lease handed off by another process, to take over (see {@link Backend.adopt}). */
 export interface AdoptRequest {
   /** The store's name for the key (see {@link Backend.resourceOf}). */
@@ -300,6 +307,13 @@ export interface Backend {
    * sends at most a few commands. Store failures throw StoreUnavailableError.
    */
   inspect(resource: string): Promise<StoredView>;
+  /**
+   * Names up to `limit` held resources whose caller's key starts with `prefix`, each with its
+   * view (at least one holder), in any order; reads in bounded steps and never blocks the store.
+   * Store failures throw StoreUnavailableError. Default: rejects with an UnsupportedError (a store
+   * that cannot name its keys writes its own, saying why).
+   */
+  list(prefix: string, limit: number): Promise<ListedResource[]>;
   /** Whether leases can be handed to another process (see {@link adopt}). Default: unsupported. */
   readonly handOff: HandOffSupport;
   /**
@@ -341,7 +355,8 @@ export type DefaultedMember =
   | "leaveQueue"
   | "checkFencing"
   | "handOff"
-  | "adopt";
+  | "adopt"
+  | "list";
 
 /**
  * A backend as a store writes it: {@link Backend} with the defaulted members optional (a store

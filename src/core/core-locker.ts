@@ -1,10 +1,11 @@
 import type { LockerKind } from "../diagnostics.js";
 // Referenced from doc comments only.
 import type { LockerClosedError } from "../errors.js";
+import { resolveListOptions, sortedByKey } from "../internal/list-options.js";
 import { noopRelease } from "../internal/release-func.js";
 import { type AcquireCall, type LockCall, TracedLocker } from "../internal/traced-locker.js";
 import { checkWeight, DEFAULT_ACQUIRE_OPTIONS, type ResolvedAcquireOptions } from "../internal/validate.js";
-import type { AdoptOptions, HolderInfo, Lease, Locker, LockInfo, ReleaseFunc } from "../locker.js";
+import type { AdoptOptions, HolderInfo, Lease, ListOptions, Locker, LockInfo, ReleaseFunc } from "../locker.js";
 import type { AcquisitionOwner } from "./acquisition.js";
 import type { StoredHolder } from "./backend.js";
 import { decodeHandOff } from "./hand-off-handle.js";
@@ -112,6 +113,19 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
     const view = await this.#engine.inspect(signal, key);
     const holders = view.holders.map((holder) => this.describeHolder(holder));
     return { key, holders, waiting: view.waiting };
+  }
+
+  /** {@inheritDoc Locker.list} */
+  async list(signal: AbortSignal | undefined, options?: ListOptions): Promise<LockInfo[]> {
+    const { prefix, limit } = resolveListOptions(signal, options);
+    this.#engine.checkList(signal);
+    const listed = await this.#engine.list(signal, prefix, limit);
+    const infos = listed.map(({ key, view }) => ({
+      key,
+      holders: view.holders.map((holder) => this.describeHolder(holder)),
+      waiting: view.waiting,
+    }));
+    return sortedByKey(infos).slice(0, limit);
   }
 
   /**

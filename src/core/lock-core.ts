@@ -27,6 +27,7 @@ import type {
   AttemptRequest,
   Backend,
   BackendFactory,
+  ListedResource,
   LockHandle,
   QueueIntent,
   Registration,
@@ -323,6 +324,28 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     // A store may queue a locker once per key, however many of its callers wait: count those here.
     const here = this.#keys.get(key)?.waiters.size ?? 0;
     return here > view.waiting ? { holders: view.holders, waiting: here } : view;
+  }
+
+  /**
+   * Up to `limit` held keys that start with `prefix`, as the store sees them (see `Locker.list`),
+   * in any order; call {@link checkList} first. Abortable; store failures reject with
+   * StoreUnavailableError.
+   */
+  async list(signal: AbortSignal | undefined, prefix: string, limit: number): Promise<ListedResource[]> {
+    const listed = await this.#gate.race(this.#store.list(prefix, limit), signal, this.#inFlight);
+    // As in inspect: callers of this locker that wait, where the store counts the locker once.
+    return listed.map((entry) => {
+      const here = this.#keys.get(entry.key)?.waiters.size ?? 0;
+      return here > entry.view.waiting
+        ? { key: entry.key, view: { holders: entry.view.holders, waiting: here } }
+        : entry;
+    });
+  }
+
+  /** The checks of a `list` call before anything is sent: not closed, `signal` not aborted. */
+  checkList(signal: AbortSignal | undefined): void {
+    if (this.#closing.signal.aborted) throw this.#closing.signal.reason;
+    signal?.throwIfAborted();
   }
 
   /**

@@ -8,6 +8,7 @@ import type {
   BackendFactory,
   ExtendOutcome,
   HandOffSupport,
+  ListedResource,
   StoreBackend,
   StoredHolder,
   StoredView,
@@ -16,6 +17,7 @@ import { LockHandle } from "../core/backend.js";
 import { withDefaults } from "../core/backend-defaults.js";
 import { StoreUnavailableError } from "../errors.js";
 import { DeadlineGroup } from "../internal/deadline-group.js";
+import { mapBounded } from "../internal/list-options.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { HeldWatch } from "./held-watch.js";
 import {
@@ -25,6 +27,7 @@ import {
   entryValue,
   freshToken,
   type KeyDirectory,
+  keyOfEntry,
   parseEntry,
   slotOf,
 } from "./layout.js";
@@ -502,6 +505,48 @@ class EtcdBackend implements StoreBackend {
   }
 
   /**
+   * Held keys under the locker's prefix: range reads of the prefix, keys only, at most
+   * {@link LIST_PAGE} etcd keys each, each page starting past the directory of the last key seen
+   * (its other entries are skipped), until `limit` keys that start with `prefix` are named; then
+   * each is inspected (at most {@link LIST_CONCURRENCY} at once) and those held are kept.
+   */
+  async list(prefix: string, limit: number): Promise<ListedResource[]> {
+    const base = Buffer.concat([this.#client.prefix, Buffer.from(this.#options.prefix, "utf8")]);
+    const rangeEnd = prefixEnd(base);
+    const keys: string[] = [];
+    let start: Buffer = base;
+    while (keys.length < limit) {
+      const { kvs } = await this.#range(this.#options.prefix, {
+        key: start,
+        range_end: rangeEnd,
+        limit: LIST_PAGE,
+        keys_only: true,
+      });
+      let next: Buffer | undefined;
+      for (const { key: name } of kvs) {
+        if (next !== undefined && Buffer.compare(name, next) < 0) continue;
+        const key = keyOfEntry(name.subarray(base.length));
+        if (key === undefined) {
+          next = Buffer.concat([name, ZERO]);
+          continue;
+        }
+        next = this.#directory(this.resourceOf(key)).end;
+        if (key.startsWith(prefix)) keys.push(key);
+        if (keys.length >= limit) break;
+      }
+      if (kvs.length < LIST_PAGE || next === undefined) break;
+      start = next;
+    }
+    const views = await mapBounded(keys, LIST_CONCURRENCY, (key) => this.inspect(this.resourceOf(key)));
+    const listed: ListedResource[] = [];
+    keys.forEach((key, index) => {
+      const view = views[index] as StoredView;
+      if (view.holders.length > 0) listed.push({ key, view });
+    });
+    return listed;
+  }
+
+  /**
    * Takes over a handed-off entry: where it still holds the handed token, puts it again (same
    * key: same create revision, so the same fencing token) with a fresh token and this locker's
    * lease, in a transaction that checks it was not changed since it was read.
@@ -621,6 +666,26 @@ function ttlSecondsOf(duration: number): number {
 }
 
 /** The range request of a key's directory, oldest entry first. */
+/** etcd keys a listing's range read answers at most. */
+const LIST_PAGE = 128;
+
+/** Keys a listing inspects at once. */
+const LIST_CONCURRENCY = 16;
+
+const ZERO = Buffer.from([0]);
+
+/** The first key past every key that starts with `prefix` (etcd's "prefix end"; `\0`: no end). */
+function prefixEnd(prefix: Buffer): Buffer {
+  const end = Buffer.from(prefix);
+  for (let index = end.length - 1; index >= 0; index--) {
+    if ((end[index] as number) < 0xff) {
+      end[index] = (end[index] as number) + 1;
+      return end.subarray(0, index + 1);
+    }
+  }
+  return ZERO;
+}
+
 function rangeOf(directory: KeyDirectory): EtcdRangeRequest {
   return { key: directory.start, range_end: directory.end, sort_target: "Create", sort_order: "Ascend" };
 }

@@ -30,6 +30,21 @@ export function directoryOf(namespace: Buffer, prefix: string, key: string): Key
   };
 }
 
+/**
+ * The key whose directory holds the etcd key `name` (a key of the client's namespace, without the
+ * namespace and the locker's prefix: `<bytes>:<key>/<slot>`), or `undefined` when `name` is not an
+ * entry of a key's directory.
+ */
+export function keyOfEntry(name: Buffer): string | undefined {
+  const colon = name.indexOf(0x3a);
+  if (colon < 1 || colon > 6) return undefined;
+  const digits = name.subarray(0, colon).toString("latin1");
+  if (!/^\d+$/.test(digits)) return undefined;
+  const end = colon + 1 + Number(digits);
+  if (name[end] !== 0x2f) return undefined;
+  return name.subarray(colon + 1, end).toString("utf8");
+}
+
 /** A fresh holder token: a slot (names the etcd key) and a secret, `<16 hex>.<32 hex>`. */
 export function freshToken(slot = newToken().slice(0, 16)): string {
   return `${slot}.${newToken()}`;

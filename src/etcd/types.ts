@@ -35,6 +35,10 @@ export interface EtcdRangeRequest {
   sort_order?: "None" | "Ascend" | "Descend";
   /** What the answer is sorted by. */
   sort_target?: "Key" | "Version" | "Create" | "Mod" | "Value";
+  /** The most keys answered (0 or absent: no limit). */
+  limit?: number;
+  /** Answer the keys without their values. */
+  keys_only?: boolean;
 }
 
 /** The answer of a range request. */

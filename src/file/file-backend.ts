@@ -2,12 +2,14 @@ import type {
   AdoptRequest,
   BackendEvents,
   BackendFactory,
+  ListedResource,
   StoreBackend,
   StoredHolder,
   StoredView,
 } from "../core/backend.js";
 import { type AttemptOutcome, type AttemptRequest, type ExtendOutcome, LockHandle } from "../core/backend.js";
 import { withDefaults } from "../core/backend-defaults.js";
+import { UnsupportedError } from "../errors.js";
 import { DeadlineGroup } from "../internal/deadline-group.js";
 import { toUnknown } from "../internal/release-func.js";
 import { pause } from "../internal/sleep.js";
@@ -139,6 +141,15 @@ class FileBackend implements StoreBackend {
     this.#lastKey = key;
     this.#lastHash = hash;
     return hash;
+  }
+
+  /** Refused: lock files are named by a hash of the key and do not record the key. */
+  list(): Promise<ListedResource[]> {
+    return Promise.reject(
+      new UnsupportedError(
+        "Listing held locks: lock files are named by a hash of the key and do not record it, so the key cannot be read back",
+      ),
+    );
   }
 
   /**

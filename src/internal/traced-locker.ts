@@ -1,5 +1,5 @@
 import type { LockerKind } from "../diagnostics.js";
-import type { AcquireOptions, AdoptOptions, Lease, Locker, LockInfo, ReleaseFunc } from "../locker.js";
+import type { AcquireOptions, AdoptOptions, Lease, ListOptions, Locker, LockInfo, ReleaseFunc } from "../locker.js";
 import { type AcquireProbe, acquireTraced, type DiagnosticSource, traceAcquire } from "./diagnostics.js";
 import { noopRelease } from "./release-func.js";
 
@@ -73,6 +73,9 @@ export abstract class TracedLocker implements Locker {
 
   /** {@inheritDoc Locker.inspect} */
   abstract inspect(signal: AbortSignal | undefined, key: string): Promise<LockInfo>;
+
+  /** {@inheritDoc Locker.list} */
+  abstract list(signal: AbortSignal | undefined, options?: ListOptions): Promise<LockInfo[]>;
 
   /** {@inheritDoc Locker.close} */
   abstract close(): Promise<void>;

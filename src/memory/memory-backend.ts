@@ -6,6 +6,7 @@ import type {
   BackendFactory,
   ExtendOutcome,
   Grant,
+  ListedResource,
   Registration,
   ReleaseWatcher,
   StoreBackend,
@@ -163,6 +164,18 @@ class MemoryBackend implements StoreBackend {
       );
     }
     return { holders, waiting: slot.size };
+  }
+
+  /** This locker's held keys (from the map of its keys), the first `limit` by key. */
+  async list(prefix: string, limit: number): Promise<ListedResource[]> {
+    const listed: ListedResource[] = [];
+    const resources = [...this.#slots.keys()].filter((resource) => resource.startsWith(prefix)).sort();
+    for (const resource of resources) {
+      if (listed.length >= limit) break;
+      const view = await this.inspect(resource);
+      if (view.holders.length > 0) listed.push({ key: resource, view });
+    }
+    return listed;
   }
 
   hasQueue(): boolean {

@@ -6,6 +6,7 @@ import type {
   BackendEvents,
   BackendFactory,
   ExtendOutcome,
+  ListedResource,
   LockHandle as LockHandleType,
   StoreBackend,
   StoredView,
@@ -166,6 +167,15 @@ class MySqlBackend implements StoreBackend {
     if (session === undefined || !session.holds.has(handle.token)) return undefined;
     await this.#fencing.ensure(session, handle.resource);
     return this.#fencing.next(session, handle.resource, lockName(handle.resource));
+  }
+
+  /** Refused: a user-level lock is named by a hash of the key. */
+  list(): Promise<ListedResource[]> {
+    return Promise.reject(
+      new UnsupportedError(
+        "Listing held locks: MySQL user-level locks (GET_LOCK) are named by a hash of the key, so the key cannot be read back",
+      ),
+    );
   }
 
   /**

@@ -5,6 +5,7 @@ import type {
   BackendEvents,
   BackendFactory,
   ExtendOutcome,
+  ListedResource,
   StoreBackend,
   StoredView,
 } from "../core/backend.js";
@@ -12,6 +13,7 @@ import { LockHandle } from "../core/backend.js";
 import { withDefaults } from "../core/backend-defaults.js";
 import { confirmSession } from "../core/session-heartbeat.js";
 import { type SessionEnd, SessionSlot } from "../core/session-slot.js";
+import { UnsupportedError } from "../errors.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { inspectKey } from "./inspect.js";
@@ -143,6 +145,15 @@ class PostgresBackend implements StoreBackend {
     const { connectTimeout, operationTimeout } = this.#options;
     const settings = { pool: this.#pool, connectTimeout, operationTimeout, exclusiveWeight: this.#limit ?? 1 };
     return inspectKey(settings, resource);
+  }
+
+  /** Refused: an advisory lock is named by two integers hashed from the key. */
+  list(): Promise<ListedResource[]> {
+    return Promise.reject(
+      new UnsupportedError(
+        "Listing held locks: PostgreSQL advisory locks are named by a hash of the key, so the key cannot be read back",
+      ),
+    );
   }
 
   async acquire(request: AttemptRequest): Promise<AttemptOutcome> {

@@ -5,6 +5,7 @@ import type {
   AttemptRequest,
   Backend,
   ExtendOutcome,
+  ListedResource,
   QueueIntent,
   Registration,
   ReleaseWatcher,
@@ -242,6 +243,10 @@ export class SingleNodeStore implements Backend {
       holders.push({ owner: ownerOfToken(member), weight: weightOfToken(member), expiresInMs });
     }
     return { holders, waiting: Number(waiting) || 0 };
+  }
+
+  list(): Promise<ListedResource[]> {
+    return Promise.reject(new UnsupportedError("Listing held locks: not yet on Redis"));
   }
 
   /**

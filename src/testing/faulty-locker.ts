@@ -1,7 +1,16 @@
 import { InvalidArgumentError, LockLostError, type LockLostReason, StoreUnavailableError } from "../errors.js";
 import { noopRelease, Releasable } from "../internal/release-func.js";
 import { validateKey } from "../internal/validate.js";
-import type { AcquireOptions, AdoptOptions, Lease, Locker, LockInfo, ReleaseFunc, ReleaseOutcome } from "../locker.js";
+import type {
+  AcquireOptions,
+  AdoptOptions,
+  Lease,
+  ListOptions,
+  Locker,
+  LockInfo,
+  ReleaseFunc,
+  ReleaseOutcome,
+} from "../locker.js";
 import { MemoryLocker } from "../memory/memory-locker.js";
 
 /** The store operations a {@link FaultyLocker} can fail (see {@link FaultyLocker.failNext}). */
@@ -113,6 +122,11 @@ export class FaultyLocker implements Locker {
   /** `Locker.inspect` of the wrapped locker. */
   inspect(signal: AbortSignal | undefined, key: string): Promise<LockInfo> {
     return this.#inner.inspect(signal, key);
+  }
+
+  /** `Locker.list` of the wrapped locker. */
+  list(signal: AbortSignal | undefined, options?: ListOptions): Promise<LockInfo[]> {
+    return this.#inner.list(signal, options);
   }
 
   /** Closes the wrapped locker (see {@link Locker.close}). */

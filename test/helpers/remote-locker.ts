@@ -188,6 +188,11 @@ export class RemoteFileLocker implements Locker {
     return { ...reply.info, holders };
   }
 
+  /** A file store cannot list its keys (lock files are named by a hash of the key). */
+  async list(): Promise<LockInfo[]> {
+    throw new Error("RemoteFileLocker does not forward list: a file store cannot list its keys");
+  }
+
   #lease(id: number, key: string, fencingToken: string | undefined): Lease {
     const lost = new AbortController();
     this.#lost.set(id, lost);
