@@ -6,6 +6,7 @@
  * their keys (PostgreSQL, MySQL, lock files: named by a hash of the key) refuse with an
  * UnsupportedError before anything is sent.
  */
+import { Cluster, Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   CombinedLocker,
@@ -18,11 +19,16 @@ import {
   MySqlLocker,
   PostgresLocker,
   type ReadWriteLocker,
+  RedisLocker,
+  RedisReadWriteLocker,
+  RedisSemaphore,
   UnsupportedError,
 } from "../src/index.js";
 import { FaultyLocker } from "../src/testing/index.js";
 import { uniqueKey } from "./contract.js";
 import { EtcdFixture } from "./helpers/etcd-harness.js";
+import { nodeRedisClient, nodeRedisCluster } from "./helpers/node-redis.js";
+import { RedisServer, startCluster, stopServers } from "./helpers/redis.js";
 import { eventually } from "./helpers/wait.js";
 
 /** What a store's suite is given: lockers on one store (each like another process, where it can be). */
@@ -119,7 +125,9 @@ function listSuite(name: string, start: () => Promise<ListStore>, stop: () => Pr
       const rwLister = store.shared ? store.readWrite() : rw;
       const [read] = await rwLister.read.list(undefined, { prefix: rwKey });
       expect(read?.holders.map((holder) => holder.mode)).toEqual(["shared", "shared"]);
-      expect(await rwLister.write.list(undefined, { prefix: rwKey })).toEqual([read]);
+      const [asWriter] = await rwLister.write.list(undefined, { prefix: rwKey });
+      expect(asWriter?.key).toBe(rwKey);
+      expect(asWriter?.holders.map((holder) => holder.mode)).toEqual(["shared", "shared"]);
       await Promise.all(readers.map((lease) => lease.release()));
       const writer = await rw.write.acquire(undefined, rwKey);
       const [written] = await rwLister.read.list(undefined, { prefix: rwKey });
@@ -221,6 +229,187 @@ function listSuite(name: string, start: () => Promise<ListStore>, stop: () => Pr
       await Promise.all(releases.map((release) => release()));
       await foreign();
       expect(await lister.list(undefined)).toEqual([]);
+    }, 60_000);
+  });
+}
+
+// Redis: SCAN with MATCH and COUNT, on one node and on each master of a Cluster; every locker
+// on a client of its own (like another process).
+{
+  let servers: RedisServer[] = [];
+  const clients: Array<Redis | Cluster> = [];
+  const lockers: Array<{ close(): Promise<void> }> = [];
+  const keep = <T extends { close(): Promise<void> }>(locker: T): T => {
+    lockers.push(locker);
+    return locker;
+  };
+  const stop = async (): Promise<void> => {
+    await Promise.allSettled(lockers.map((locker) => locker.close()));
+    for (const client of clients) client.disconnect();
+    await stopServers(servers);
+  };
+  const redisStore = (client: () => Redis | Cluster): ListStore => {
+    const made = (): Redis | Cluster => {
+      const one = client();
+      one.on("error", () => undefined);
+      clients.push(one);
+      return one;
+    };
+    return {
+      locker: () => keep(new RedisLocker(made())),
+      semaphore: (limit) => keep(new RedisSemaphore(made(), { limit })),
+      readWrite: () => keep(new RedisReadWriteLocker(made())),
+      shared: true,
+    };
+  };
+  listSuite(
+    "Redis, one node",
+    async () => {
+      const server = await RedisServer.start();
+      servers = [server];
+      return redisStore(() => new Redis({ port: server.port, host: server.host }));
+    },
+    stop,
+  );
+}
+{
+  let servers: RedisServer[] = [];
+  const clusters: Cluster[] = [];
+  const lockers: Array<{ close(): Promise<void> }> = [];
+  const keep = <T extends { close(): Promise<void> }>(locker: T): T => {
+    lockers.push(locker);
+    return locker;
+  };
+  const connect = (): Cluster => {
+    const cluster = new Cluster(
+      servers.map((server) => ({ host: server.host, port: server.port })),
+      { redisOptions: { maxRetriesPerRequest: 1 } },
+    );
+    cluster.on("error", () => undefined);
+    clusters.push(cluster);
+    return cluster;
+  };
+  listSuite(
+    "Redis Cluster",
+    async () => {
+      servers = await startCluster(3);
+      return {
+        locker: () => keep(new RedisLocker(connect())),
+        semaphore: (limit) => keep(new RedisSemaphore(connect(), { limit })),
+        readWrite: () => keep(new RedisReadWriteLocker(connect())),
+        shared: true,
+      };
+    },
+    async () => {
+      await Promise.allSettled(lockers.map((locker) => locker.close()));
+      for (const cluster of clusters) cluster.disconnect();
+      await stopServers(servers);
+    },
+  );
+
+  describe("list: Redis, every client and topology", () => {
+    let single: RedisServer;
+    let quorum: RedisServer[] = [];
+    let masters: RedisServer[] = [];
+    beforeAll(async () => {
+      [single, masters, ...quorum] = await Promise.all([
+        RedisServer.start(),
+        startCluster(3),
+        RedisServer.start(),
+        RedisServer.start(),
+        RedisServer.start(),
+      ]);
+    }, 120_000);
+    afterAll(async () => {
+      await stopServers([single, ...quorum, ...masters].filter((server) => server !== undefined));
+    });
+
+    const client = (server: RedisServer): Redis => {
+      const one = new Redis({ port: server.port, host: server.host, maxRetriesPerRequest: 1 });
+      one.on("error", () => undefined);
+      return one;
+    };
+
+    it("one node: many keys (past SCAN's COUNT), leaving out queues, fencing counters and a semaphore's sets", async () => {
+      const holderClient = client(single);
+      const listerClient = client(single);
+      const holder = new RedisLocker(holderClient);
+      // A semaphore under the lock's prefix: its sets are no lock keys (WRONGTYPE for a lock's read).
+      const semaphore = new RedisSemaphore(holderClient, { limit: 2, prefix: "globallock:" });
+      const lister = new RedisLocker(listerClient);
+      const base = `${uniqueKey("many")}/`;
+      const keys = Array.from({ length: 450 }, (_, index) => `${base}${index}`);
+      const leases = await Promise.all(keys.map((key) => holder.acquire(undefined, key, { fencing: true })));
+      // A hash-tagged key with a waiter: its queue and waiters' mark sit beside it, under the prefix.
+      const tagged = `{${base}}tagged`;
+      const taggedLease = await holder.acquire(undefined, tagged, { fencing: true });
+      const waiter = new RedisLocker(client(single));
+      const stopWaiting = new AbortController();
+      const waiting = waiter.lock(stopWaiting.signal, tagged).catch((error: unknown) => error);
+      await eventually(async () => (await lister.inspect(undefined, tagged)).waiting === 1, 20_000);
+      const permit = await semaphore.acquire(undefined, `${base}sem`);
+      expect(await listerClient.exists(`globallock:${tagged}:queue`, `globallock:${tagged}:fence`)).toBe(2);
+
+      const listed = await lister.list(undefined, { prefix: base });
+      expect(listed.map((info) => info.key)).toEqual([...keys].sort());
+      const taggedInfo = await lister.list(undefined, { prefix: "{" });
+      expect(taggedInfo.map((info) => [info.key, info.waiting])).toEqual([[tagged, 1]]);
+      expect(await lister.list(undefined, { prefix: base, limit: 7 })).toHaveLength(7);
+      // Glob characters in the prefix are matched literally.
+      expect(await lister.list(undefined, { prefix: `${base}*` })).toEqual([]);
+      const [semaphoreInfo] = await new RedisSemaphore(listerClient, { limit: 2, prefix: "globallock:" }).list(
+        undefined,
+        { prefix: `${base}sem` },
+      );
+      expect(semaphoreInfo?.holders).toHaveLength(1);
+
+      stopWaiting.abort(new Error("done"));
+      await waiting;
+      await Promise.all([...leases, taggedLease, permit].map((lease) => lease.release()));
+      expect(await lister.list(undefined, { prefix: base })).toEqual([]);
+      await Promise.all([holder, semaphore, lister, waiter].map((locker) => locker.close()));
+      holderClient.disconnect();
+      listerClient.disconnect();
+    }, 60_000);
+
+    it("a Cluster: keys on every master are listed", async () => {
+      const cluster = new Cluster(
+        masters.map((server) => ({ host: server.host, port: server.port })),
+        { redisOptions: { maxRetriesPerRequest: 1 } },
+      );
+      cluster.on("error", () => undefined);
+      const locker = new RedisLocker(cluster);
+      const base = `${uniqueKey("spread")}/`;
+      const keys = Array.from({ length: 60 }, (_, index) => `${base}${index}`);
+      const releases = await Promise.all(keys.map((key) => locker.lock(undefined, key)));
+      const perNode = await Promise.all(cluster.nodes("master").map((node) => node.dbsize()));
+      expect(perNode.filter((count) => count > 0)).toHaveLength(3);
+      expect((await locker.list(undefined, { prefix: base })).map((info) => info.key)).toEqual([...keys].sort());
+      await Promise.all(releases.map((release) => release()));
+      await locker.close();
+      cluster.disconnect();
+    }, 60_000);
+
+    it("scripts: false, a quorum, and node-redis (a client and a cluster) list too", async () => {
+      const opened: Array<{ disconnect?: () => void; close?: () => Promise<unknown> }> = [];
+      const scriptless = new RedisLocker(client(single), { scripts: false, prefix: "scriptless:" });
+      const quorumLocker = new RedisLocker(quorum.map(client), { prefix: "quorum:" });
+      const nodeRedis = await nodeRedisClient(single);
+      const nodeCluster = await nodeRedisCluster(masters);
+      opened.push(nodeRedis as never, nodeCluster as never);
+      const viaNodeRedis = new RedisLocker(nodeRedis as never, { prefix: "node-redis:" });
+      const viaNodeCluster = new RedisLocker(nodeCluster as never, { prefix: "node-cluster:" });
+      for (const locker of [scriptless, quorumLocker, viaNodeRedis, viaNodeCluster]) {
+        const key = uniqueKey("any");
+        const lease = await locker.acquire(undefined, key);
+        const listed = await locker.list(undefined);
+        expect(listed.map((info) => info.key)).toEqual([key]);
+        expect(listed[0]?.holders).toHaveLength(1);
+        await lease.release();
+        expect(await locker.list(undefined)).toEqual([]);
+        await locker.close();
+      }
+      for (const one of opened) await one.close?.();
     }, 60_000);
   });
 }

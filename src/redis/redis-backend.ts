@@ -50,6 +50,7 @@ export function redisBackend(
         owner,
         cluster: connection.isCluster,
         watcher,
+        scanNodes: () => connection.scanNodes(),
       });
       return withDefaults(store);
     }

@@ -24,6 +24,7 @@ import type {
   AttemptOutcome,
   AttemptRequest,
   ExtendOutcome,
+  ListedResource,
   ReleaseWatcher,
   StoreBackend,
   StoredHolder,
@@ -34,6 +35,7 @@ import { StoreUnavailableError, UnsupportedError } from "../errors.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { connectionOf } from "./client/connection-of.js";
 import { ignore, type ScriptArgument } from "./client/redis-connection.js";
+import { listHeld } from "./list-keys.js";
 import { ownedToken, ownerOfToken, ownerTokenPrefix } from "./owner-token.js";
 import { ScriptRunner } from "./script-runner.js";
 import { ADOPT, EXTEND_MANY, INSPECT, REDLOCK_RELEASE_SCRIPT, RELEASE, RESTORE_MANY } from "./scripts.js";
@@ -66,6 +68,7 @@ export class RedlockStore implements StoreBackend {
   /** redlock over this store's nodes, once the package is loaded (rejects when it is missing). */
   readonly #redlock: Promise<LoadedRedlock>;
   readonly #runners: readonly ScriptRunner[];
+  readonly #clients: readonly RedisClient[];
   readonly #driftFactor: number;
   /**
    * Per node: tokens of calls (attempts) sent there and not (yet) answered, with until when they
@@ -92,7 +95,23 @@ export class RedlockStore implements StoreBackend {
    */
   readonly handOff: { readonly scope: string };
 
+  /**
+   * SCAN steps on every node (a key held on a quorum is on at least one of them), then the quorum's
+   * {@link inspect} of each lock key found.
+   */
+  list(prefix: string, limit: number): Promise<ListedResource[]> {
+    const connections = this.#clients.map((client) => connectionOf(client));
+    const listing = {
+      nodes: async () => (await Promise.all(connections.map((connection) => connection.scanNodes()))).flat(),
+      prefix: this.#prefix,
+      cluster: false,
+      inspect: (resource: string) => this.inspect(resource),
+    };
+    return listHeld(listing, prefix, limit);
+  }
+
   constructor(clients: readonly RedisClient[], settings: RedlockStoreSettings) {
+    this.#clients = clients;
     this.#driftFactor = settings.driftFactor;
     this.#prefix = settings.prefix;
     this.#tokenPrefix = ownerTokenPrefix(settings.owner);

@@ -4,15 +4,17 @@ import type {
   AttemptOutcome,
   AttemptRequest,
   ExtendOutcome,
+  ListedResource,
   ReleaseWatcher,
   StoreBackend,
   StoredView,
 } from "../core/backend.js";
 import { LockHandle } from "../core/backend.js";
 import type { ReleaseOutcome } from "../locker.js";
-import type { Command } from "./client/redis-connection.js";
+import type { Command, ScanStep } from "./client/redis-connection.js";
 import { FENCING_COUNTER_TTL_MS, fencingCounterKey } from "./fencing.js";
 import { hashTagOf } from "./keys.js";
+import { listHeld } from "./list-keys.js";
 import { ownedToken, ownerOfToken, ownerTokenPrefix } from "./owner-token.js";
 import { WAITERS_MARK } from "./scripts.js";
 import { unavailable } from "./store-errors.js";
@@ -29,6 +31,8 @@ export interface ScriptlessStoreSettings {
   readonly cluster: boolean;
   /** How the locker hears releases (see redis-backend.ts). */
   readonly watcher: ReleaseWatcher;
+  /** A SCAN step for the node, or each master of a Cluster (see {@link ScriptlessStore.list}). */
+  readonly scanNodes: () => Promise<ScanStep[]>;
 }
 
 /**
@@ -256,6 +260,18 @@ export class ScriptlessStore implements StoreBackend {
     } catch {
       return "unknown";
     }
+  }
+
+  /** SCAN steps on the node (a Cluster: each master), then {@link inspect} of each lock key found. */
+  list(prefix: string, limit: number): Promise<ListedResource[]> {
+    const { scanNodes, cluster } = this.#settings;
+    const listing = {
+      nodes: scanNodes,
+      prefix: this.#settings.prefix,
+      cluster,
+      inspect: (r: string) => this.inspect(r),
+    };
+    return listHeld(listing, prefix, limit);
   }
 
   /** Who holds `resource` (its token's owner) and for how long: one MULTI GET PTTL EXEC. */

@@ -19,6 +19,7 @@ import type { ReleaseOutcome } from "../locker.js";
 import { connectionOf } from "./client/connection-of.js";
 import { FENCING_COUNTER_TTL_MS, fencingCounterKey } from "./fencing.js";
 import { companionKey, hashTagOf } from "./keys.js";
+import { listHeld, type RedisListing } from "./list-keys.js";
 import { ownedToken, ownerOfToken, ownerTokenPrefix, weightOfToken } from "./owner-token.js";
 import {
   ACQUIRE_PERMITS,
@@ -158,9 +159,16 @@ export class SingleNodeStore implements Backend {
   readonly supportsFencing = true;
   readonly countsPermits = true;
   readonly watcher: ReleaseWatcher;
+  readonly #listing: RedisListing;
 
   constructor(client: RedisClient, settings: SingleNodeStoreSettings) {
     const connection = connectionOf(client);
+    this.#listing = {
+      nodes: () => connection.scanNodes(),
+      prefix: settings.prefix,
+      cluster: connection.isCluster,
+      inspect: (resource) => this.inspect(resource),
+    };
     this.#cluster = connection.isCluster;
     this.#runner = new ScriptRunner(connection, this.#cluster ? "Cluster" : "server", settings.commandTimeout);
     this.#settings = settings;
@@ -245,8 +253,9 @@ export class SingleNodeStore implements Backend {
     return { holders, waiting: Number(waiting) || 0 };
   }
 
-  list(): Promise<ListedResource[]> {
-    return Promise.reject(new UnsupportedError("Listing held locks: not yet on Redis"));
+  /** SCAN steps on the node (a Cluster: each master), then {@link inspect} of each lock key found. */
+  list(prefix: string, limit: number): Promise<ListedResource[]> {
+    return listHeld(this.#listing, prefix, limit);
   }
 
   /**

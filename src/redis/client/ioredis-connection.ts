@@ -3,6 +3,7 @@ import {
   type Command,
   ignore,
   type RedisConnection,
+  type ScanStep,
   type ScriptArgument,
   type SubscriberConnection,
   type SubscriberEvents,
@@ -114,6 +115,14 @@ export class IoRedisConnection implements RedisConnection {
 
   scriptLoad(source: string): Promise<unknown> {
     return this.#client.script("LOAD", source);
+  }
+
+  async scanNodes(): Promise<ScanStep[]> {
+    if (this.clusterNodes !== undefined) await this.clusterNodes.ready();
+    const nodes = this.isCluster ? (this.#client.nodes?.("master") ?? []) : [this.#client];
+    return nodes.map(
+      (node) => (cursor, match, count) => node.call("scan", cursor, "MATCH", match, "COUNT", String(count)),
+    );
   }
 
   duplicateForPubSub(events: SubscriberEvents): SubscriberConnection {

@@ -3,6 +3,7 @@ import {
   type Command,
   ignore,
   type RedisConnection,
+  type ScanStep,
   type ScriptArgument,
   type SubscriberConnection,
   type SubscriberEvents,
@@ -135,6 +136,19 @@ export class NodeRedisConnection implements RedisConnection {
     // Made asynchronously: a client that throws here costs wake-ups (polling covers them), never a lock.
     const duplicate = client !== undefined ? async () => client.duplicate() : () => duplicateOfAMaster(cluster);
     return new NodeRedisSubscriber(duplicate, events);
+  }
+
+  async scanNodes(): Promise<ScanStep[]> {
+    const scan = (client: NodeRedisClientLike): ScanStep => {
+      return (cursor, match, count) =>
+        client.sendCommand(["SCAN", cursor, "MATCH", match, "COUNT", String(count)], COMMAND_OPTIONS);
+    };
+    if (this.#client !== undefined) return [scan(this.#client)];
+    const cluster = this.#cluster as NodeRedisClusterLike;
+    const clients = await Promise.all(
+      cluster.masters.map(async (master) => master.client ?? (await cluster.nodeClient(master))),
+    );
+    return clients.map(scan);
   }
 
   openTransactions(): TransactionConnection {

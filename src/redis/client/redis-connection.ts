@@ -51,7 +51,18 @@ export interface RedisConnection {
   openTransactions(): TransactionConnection;
   /** The Cluster's masters for such transactions; `undefined` for one node. */
   readonly clusterNodes: ClusterNodes | undefined;
+  /**
+   * A {@link ScanStep} for each node that holds keys: the one node, or each master of a Cluster
+   * (as the client knows them; once it knows the Cluster's slots). For a listing of held locks.
+   */
+  scanNodes(): Promise<ScanStep[]>;
 }
+
+/**
+ * One SCAN step on one node, `SCAN cursor MATCH match COUNT count`: resolves to the reply as the
+ * client gives it (the next cursor and the names found, as strings).
+ */
+export type ScanStep = (cursor: string, match: string, count: number) => Promise<unknown>;
 
 /**
  * A Cluster as the transactions of a locker without scripts reach it: WATCH, MULTI and EXEC must
