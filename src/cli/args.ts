@@ -63,12 +63,24 @@ export interface DoctorCommand {
   readonly json: boolean;
 }
 
+/** `globallock list`: the held keys of the chosen store. */
+export interface ListCommand {
+  readonly command: "list";
+  readonly store: StoreChoice;
+  /** `--prefix`: only keys that start with it (default `""`: every key). */
+  readonly prefix: string;
+  /** `--limit`: the most keys listed (`undefined`: the library's default, 1000). */
+  readonly limit: number | undefined;
+  readonly json: boolean;
+}
+
 /** What the command line asks for. */
 export type Invocation =
   | RunCommand
   | StatusCommand
   | DoctorCommand
-  | { readonly command: "help"; readonly topic?: "run" | "status" | "doctor" }
+  | ListCommand
+  | { readonly command: "help"; readonly topic?: "run" | "status" | "doctor" | "list" }
   | { readonly command: "version" };
 
 /** The usage lines, printed with every usage error. */
@@ -77,6 +89,7 @@ export const USAGE = `Usage:
   globallock run [options] KEY -c 'shell command'
   globallock run [options] --key KEY -- command [args...]
   globallock status [store options] [--json] KEY
+  globallock list [store options] [--prefix P] [--limit N] [--json]
   globallock doctor [store options] [--json]
   globallock --help | --version
 `;
@@ -88,12 +101,18 @@ among the processes of this host (the default: lock files, no server needed), or
 across hosts through Redis. The lock is extended while the command runs and
 released when it exits; the command's exit status is passed through.
 
+\`globallock list\` prints every held key of the store (at most --limit N, default
+1000, at most 10000; --prefix P: only keys that start with P): its holder (or
+how many share it), mode, time left and waiters, in 80 columns (--json: one JSON
+object). On Redis only: lock files are named by a hash of the key, which cannot
+be read back (exit 64).
+
 \`globallock doctor\` checks the store's setup (an eviction policy that can drop
 lock keys, no persistence, replication, refused scripts, a lock directory on a
 network file system…) and prints what it finds, with the fix for each: exit 0
 nothing to fix, 1 warnings, 2 errors.
 
-Store options (run, status and doctor):
+Store options (run, status, list and doctor):
   --redis URL            a Redis server: redis://[user:password@]host[:port][/db]
                          (rediss:// for TLS). Repeat it for a Redlock quorum of
                          independent servers (an odd number). Default: the URLs in
@@ -171,6 +190,8 @@ Exit status:
   127                   the command was not found
   128+N                 interrupted by signal N while waiting for the lock
   status: 0 held, 1 free, 64 bad usage, 69 store unreachable
+  list: 0 listed (none held too), 64 bad usage or a store that cannot list,
+        69 store unreachable
   doctor: 0 nothing to fix, 1 warnings, 2 errors, 64 bad usage
 
 Examples:
@@ -191,6 +212,8 @@ Examples:
   globallock run --key db --fencing-env LOCK_TOKEN -- sh -c 'psql -v token=$LOCK_TOKEN ...'
   # Is it held?
   globallock status backup
+  # Which locks are held on this Redis, and by whom?
+  globallock list --redis redis://locks.internal:6379 --prefix deploy
   # Is the store set up so that locks hold?
   globallock doctor --redis redis://locks.internal:6379
 `;
@@ -231,7 +254,8 @@ export function parseCommandLine(argv: readonly string[], env: NodeJS.ProcessEnv
   if (first === "run") return parseRun(rest, env);
   if (first === "status") return parseStatus(rest, env);
   if (first === "doctor") return parseDoctor(rest, env);
-  throw new UsageError(`unknown command ${JSON.stringify(first)} (expected run, status or doctor)`);
+  if (first === "list") return parseList(rest, env);
+  throw new UsageError(`unknown command ${JSON.stringify(first)} (expected run, status, list or doctor)`);
 }
 
 /** The options of `options` that take a value: their long names, and their one-letter names. */
@@ -358,6 +382,36 @@ function parseDoctor(argv: readonly string[], env: NodeJS.ProcessEnv): Invocatio
   if (values.key !== undefined) throw new UsageError("doctor checks the store, not a key: drop --key");
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
   return { command: "doctor", store: storeOf(values, env), json: values.json === true };
+}
+
+const LIST_OPTIONS = {
+  ...STORE_OPTIONS,
+  prefix: { type: "string" },
+  limit: { type: "string" },
+} as const;
+
+/** `list [store options] [--prefix P] [--limit N] [--json]`. */
+function parseList(argv: readonly string[], env: NodeJS.ProcessEnv): Invocation {
+  const { values, positionals } = guard(() =>
+    parseArgs({ args: [...argv], options: LIST_OPTIONS, allowPositionals: true, strict: true }),
+  );
+  if (values.help) return { command: "help", topic: "list" };
+  if (values.key !== undefined) throw new UsageError("list shows every key: drop --key (--prefix narrows it)");
+  if (positionals.length > 0) {
+    throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])} (--prefix narrows the list)`);
+  }
+  const text = values.limit;
+  const limit = text === undefined ? undefined : /^\d{1,5}$/.test(text) ? Number(text) : Number.NaN;
+  if (limit !== undefined && !(limit >= 1 && limit <= 10_000)) {
+    throw new UsageError(`--limit: expected a number from 1 to 10000, received ${JSON.stringify(text)}`);
+  }
+  return {
+    command: "list",
+    store: storeOf(values, env),
+    prefix: values.prefix ?? "",
+    limit,
+    json: values.json === true,
+  };
 }
 
 /** Runs a `parseArgs` call; its errors (unknown option, missing value…) become usage errors. */

@@ -1,12 +1,13 @@
 /**
  * The `globallock` command: `globallock run [options] -- command [args...]` and
- * `globallock status --key NAME` (see {@link HELP}). The bin entry is `main.ts`.
+ * `globallock status --key NAME`, `globallock list`, `globallock doctor` (see {@link HELP}). The bin entry is `main.ts`.
  */
 import { readFileSync, realpathSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { HELP, parseCommandLine, UsageError, usageMessage } from "./args.js";
 import { doctorCommand } from "./doctor.js";
 import { EXIT } from "./exit-codes.js";
+import { listCommand } from "./list.js";
 import { Reporter } from "./reporter.js";
 import { runCommand } from "./run.js";
 import { statusCommand } from "./status.js";
@@ -35,6 +36,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       return statusCommand(invocation, new Reporter(invocation.json, process.stderr), process.stdout);
     case "doctor":
       return doctorCommand(invocation, new Reporter(invocation.json, process.stderr), process.stdout);
+    case "list":
+      return listCommand(invocation, new Reporter(invocation.json, process.stderr), process.stdout);
   }
 }
 
