@@ -13,6 +13,7 @@ import {
   FileLocker,
   InvalidArgumentError,
   type Locker,
+  LockerClosedError,
   MemoryLocker,
   MemoryReadWriteLocker,
   MemorySemaphore,
@@ -22,6 +23,7 @@ import {
   RedisLocker,
   RedisReadWriteLocker,
   RedisSemaphore,
+  StoreUnavailableError,
   UnsupportedError,
 } from "../src/index.js";
 import { FaultyLocker } from "../src/testing/index.js";
@@ -411,6 +413,31 @@ function listSuite(name: string, start: () => Promise<ListStore>, stop: () => Pr
       }
       for (const one of opened) await one.close?.();
     }, 60_000);
+
+    it("a quorum lists with a node down; a lone node down is a StoreUnavailableError, within the timeout", async () => {
+      const locker = new RedisLocker(quorum.map(client), { prefix: "quorum-down:", operationTimeout: 1000 });
+      const key = uniqueKey("down");
+      const release = await locker.lock(undefined, key);
+      await (quorum[2] as RedisServer).stop();
+      expect((await locker.list(undefined)).map((info) => info.key)).toEqual([key]);
+      await release();
+      await locker.close();
+
+      const lone = await RedisServer.start();
+      const alone = new RedisLocker(client(lone), { operationTimeout: 1000 });
+      await alone.lock(undefined, uniqueKey("alone"));
+      await lone.stop();
+      const started = performance.now();
+      await expect(alone.list(undefined)).rejects.toBeInstanceOf(StoreUnavailableError);
+      expect(performance.now() - started).toBeLessThan(10_000);
+      await alone.close();
+    }, 60_000);
+
+    it("a closed locker refuses with LockerClosedError", async () => {
+      const locker = new RedisLocker(client(single));
+      await locker.close();
+      await expect(locker.list(undefined)).rejects.toBeInstanceOf(LockerClosedError);
+    });
   });
 }
 

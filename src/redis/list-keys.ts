@@ -23,6 +23,13 @@ export interface RedisListing {
   readonly cluster: boolean;
   /** The store's inspect of one lock key. */
   readonly inspect: (resource: string) => Promise<StoredView>;
+  /** How long one SCAN step may take, in ms (the locker's operation timeout). */
+  readonly timeoutMs: number;
+  /**
+   * How many nodes may fail to answer (a quorum's minority: the keys it holds are on the others);
+   * default 0.
+   */
+  readonly tolerated?: number;
 }
 
 /**
@@ -45,14 +52,17 @@ export async function listHeld(listing: RedisListing, filter: string, limit: num
   } catch (error) {
     throw unavailable(prefix, "list", [error], "single");
   }
-  for (const step of steps) {
+  const failures: unknown[] = [];
+  nodes: for (const step of steps) {
     let cursor = "0";
     do {
       let reply: unknown;
       try {
-        reply = await step(cursor, match, SCAN_COUNT);
+        reply = await bounded(step(cursor, match, SCAN_COUNT), listing.timeoutMs);
       } catch (error) {
-        throw unavailable(prefix, "list", [error], "single");
+        failures.push(error);
+        if (failures.length > (listing.tolerated ?? 0)) throw unavailable(prefix, "list", failures, "single");
+        continue nodes;
       }
       const [next, names] = Array.isArray(reply) ? (reply as [unknown, unknown]) : [];
       if (!Array.isArray(names)) throw unavailable(prefix, "list", [new Error("unexpected SCAN reply")], "single");
@@ -80,6 +90,15 @@ export async function listHeld(listing: RedisListing, filter: string, limit: num
     } while (cursor !== "0");
   }
   return listed;
+}
+
+/** `promise`, or a rejection once `ms` have passed without its answer. */
+function bounded<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`SCAN not answered within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
 /** True when `name` is a companion of a lock key (see keys.ts), not a lock key. */

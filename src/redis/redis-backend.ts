@@ -51,6 +51,7 @@ export function redisBackend(
         cluster: connection.isCluster,
         watcher,
         scanNodes: () => connection.scanNodes(),
+        scanTimeout: operationTimeout,
       });
       return withDefaults(store);
     }

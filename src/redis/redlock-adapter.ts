@@ -69,6 +69,7 @@ export class RedlockStore implements StoreBackend {
   readonly #redlock: Promise<LoadedRedlock>;
   readonly #runners: readonly ScriptRunner[];
   readonly #clients: readonly RedisClient[];
+  readonly #commandTimeout: number;
   readonly #driftFactor: number;
   /**
    * Per node: tokens of calls (attempts) sent there and not (yet) answered, with until when they
@@ -106,12 +107,15 @@ export class RedlockStore implements StoreBackend {
       prefix: this.#prefix,
       cluster: false,
       inspect: (resource: string) => this.inspect(resource),
+      timeoutMs: this.#commandTimeout,
+      tolerated: connections.length - (Math.floor(connections.length / 2) + 1),
     };
     return listHeld(listing, prefix, limit);
   }
 
   constructor(clients: readonly RedisClient[], settings: RedlockStoreSettings) {
     this.#clients = clients;
+    this.#commandTimeout = settings.commandTimeout;
     this.#driftFactor = settings.driftFactor;
     this.#prefix = settings.prefix;
     this.#tokenPrefix = ownerTokenPrefix(settings.owner);

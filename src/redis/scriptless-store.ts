@@ -33,6 +33,8 @@ export interface ScriptlessStoreSettings {
   readonly watcher: ReleaseWatcher;
   /** A SCAN step for the node, or each master of a Cluster (see {@link ScriptlessStore.list}). */
   readonly scanNodes: () => Promise<ScanStep[]>;
+  /** How long one SCAN step may take, in ms (the locker's operation timeout). */
+  readonly scanTimeout: number;
 }
 
 /**
@@ -264,12 +266,13 @@ export class ScriptlessStore implements StoreBackend {
 
   /** SCAN steps on the node (a Cluster: each master), then {@link inspect} of each lock key found. */
   list(prefix: string, limit: number): Promise<ListedResource[]> {
-    const { scanNodes, cluster } = this.#settings;
+    const { scanNodes, cluster, scanTimeout } = this.#settings;
     const listing = {
       nodes: scanNodes,
       prefix: this.#settings.prefix,
       cluster,
-      inspect: (r: string) => this.inspect(r),
+      inspect: (resource: string) => this.inspect(resource),
+      timeoutMs: scanTimeout,
     };
     return listHeld(listing, prefix, limit);
   }

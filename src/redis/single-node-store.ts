@@ -168,6 +168,7 @@ export class SingleNodeStore implements Backend {
       prefix: settings.prefix,
       cluster: connection.isCluster,
       inspect: (resource) => this.inspect(resource),
+      timeoutMs: settings.commandTimeout,
     };
     this.#cluster = connection.isCluster;
     this.#runner = new ScriptRunner(connection, this.#cluster ? "Cluster" : "server", settings.commandTimeout);
