@@ -50,6 +50,7 @@ const GROUPS = [
     unit: "Redis commands",
     rows: [
       rowOf("redis", "globallock RedisLocker", "ours"),
+      rowOf("redis-noscripts", "globallock RedisLocker, scripts: false", "ours"),
       rowOf("peer-mutex", "redis-semaphore Mutex", "peer"),
       rowOf("redlock", "redlock 5 (retryCount 0)", "peer"),
       rowOf("sesame-redlock", "@sesamecare-oss/redlock (retryCount 0)", "peer"),

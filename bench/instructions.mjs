@@ -1,6 +1,7 @@
 /**
  * Instructions per warm lock+release pair, counted by callgrind (valgrind), which load does not
- * change: `node bench/instructions.mjs [mode] [pairs] [keys]`, mode one of redis, redis-raw (the
+ * change: `node bench/instructions.mjs [mode] [pairs] [keys]`, mode one of redis, redis-noscripts
+ * (RedisLocker with `scripts: false`: WATCH/MULTI/EXEC instead of Lua), redis-raw (the
  * floor: `SET NX PX` with a fresh token, then an EVALSHA compare-and-delete), redlock (redlock 5,
  * `retryCount: 0`), sesame-redlock (@sesamecare-oss/redlock, the same), redlock-universal (its
  * `createLock`, default settings, one lock object per key; counted only when installed, see
@@ -67,6 +68,7 @@ const keys = Number(keysArgument);
 if (!Number.isInteger(keys) || keys < 1) throw new Error(`keys must be a positive integer; received ${keysArgument}`);
 const REDIS_MODES = new Set([
   "redis",
+  "redis-noscripts",
   "redis-raw",
   "redis-semaphore",
   "peer-semaphore",
@@ -276,10 +278,10 @@ async function child(kind, n, port) {
   }
   let locker;
   let cleanUp = async () => {};
-  if (kind === "redis") {
+  if (kind === "redis" || kind === "redis-noscripts") {
     const { Redis } = await import("ioredis");
     const client = new Redis({ host: "127.0.0.1", port: Number(port) });
-    locker = new lib.RedisLocker(client);
+    locker = new lib.RedisLocker(client, kind === "redis" ? {} : { scripts: false });
     cleanUp = async () => client.disconnect();
   } else if (kind === "redis-semaphore") {
     const { Redis } = await import("ioredis");
@@ -400,7 +402,7 @@ async function child(kind, n, port) {
     }
   } else {
     throw new Error(
-      `unknown mode ${kind}: redis, redis-raw, redlock, sesame-redlock, redlock-universal, redis-semaphore, peer-semaphore, peer-mutex, memory, memory-handoff, async-mutex, file, file-pool, file-raw, proper-lockfile, postgres, postgres-raw or postgres-raw-prepared`,
+      `unknown mode ${kind}: redis, redis-noscripts, redis-raw, redlock, sesame-redlock, redlock-universal, redis-semaphore, peer-semaphore, peer-mutex, memory, memory-handoff, async-mutex, file, file-pool, file-raw, proper-lockfile, postgres, postgres-raw or postgres-raw-prepared`,
     );
   }
   let counted = 0;

@@ -120,7 +120,7 @@ export class ScriptlessStore implements StoreBackend {
         if (typeof outcome !== "bigint") return outcome;
         fencingToken = outcome;
       } else if (
-        (await this.#lanes.send(resource, ["SET", resource, token, "PX", String(duration), "NX"], start)) === null
+        (await this.#lanes.send(resource, ["set", resource, token, "PX", String(duration), "NX"], start)) === null
       ) {
         return { kind: "held" };
       }
@@ -148,7 +148,7 @@ export class ScriptlessStore implements StoreBackend {
       for (let tries = 0; tries < MAX_ABORTS; tries++) {
         const [current, last, time, left] = await transaction.watch(
           [resource, counter],
-          [["GET", resource], ["GET", counter], ["TIME"], ["PTTL", resource]],
+          [["get", resource], ["get", counter], ["time"], ["pttl", resource]],
         );
         if (current !== null) {
           transaction.unwatch();
@@ -157,8 +157,8 @@ export class ScriptlessStore implements StoreBackend {
         const fence = nextFence(time, last);
         if (scriptlessHooks.beforeExec !== undefined) await scriptlessHooks.beforeExec(resource);
         const done = await transaction.exec([
-          ["SET", resource, token, "PX", String(duration), "NX"],
-          ["SET", counter, fence.toString(), "PX", String(FENCING_COUNTER_TTL_MS)],
+          ["set", resource, token, "PX", String(duration), "NX"],
+          ["set", counter, fence.toString(), "PX", String(FENCING_COUNTER_TTL_MS)],
         ]);
         if (done !== null) return fence;
       }
@@ -197,7 +197,7 @@ export class ScriptlessStore implements StoreBackend {
     try {
       await this.#lanes.transaction(first, async (transaction) => {
         for (let tries = 0; tries < MAX_ABORTS; tries++) {
-          const [values] = await transaction.watch(keys, [["MGET", ...keys]]);
+          const [values] = await transaction.watch(keys, [["mget", ...keys]]);
           const found = Array.isArray(values) ? values : [];
           const writes: Command[] = [];
           const extending: number[] = [];
@@ -205,7 +205,7 @@ export class ScriptlessStore implements StoreBackend {
             const handle = handles[index] as LockHandle;
             outcomes[index] = "taken";
             if (holds(found[position], handle.token)) {
-              writes.push(["PEXPIRE", handle.resource, String(duration)]);
+              writes.push(["pexpire", handle.resource, String(duration)]);
               extending.push(index);
             }
           });
@@ -242,7 +242,7 @@ export class ScriptlessStore implements StoreBackend {
     try {
       return await this.#lanes.transaction(resource, async (transaction) => {
         for (let tries = 0; tries < MAX_ABORTS; tries++) {
-          const [current] = await transaction.watch([resource], [["GET", resource]]);
+          const [current] = await transaction.watch([resource], [["get", resource]]);
           if (!holds(current, token)) {
             transaction.unwatch();
             return current === null ? "expired" : "taken";
@@ -250,8 +250,8 @@ export class ScriptlessStore implements StoreBackend {
           if (scriptlessHooks.beforeExec !== undefined) await scriptlessHooks.beforeExec(resource);
           if (
             (await transaction.exec([
-              ["DEL", resource],
-              ["PUBLISH", resource, token],
+              ["del", resource],
+              ["publish", resource, token],
             ])) !== null
           ) {
             return "released";
@@ -285,8 +285,8 @@ export class ScriptlessStore implements StoreBackend {
         // Nothing is watched, so only a reconnection can abort it: read again.
         for (let tries = 0; tries < MAX_ABORTS; tries++) {
           const read = await transaction.exec([
-            ["GET", resource],
-            ["PTTL", resource],
+            ["get", resource],
+            ["pttl", resource],
           ]);
           if (read !== null) return read;
         }
@@ -331,14 +331,14 @@ export class ScriptlessStore implements StoreBackend {
   #swap(resource: string, from: string, to: string, duration: number): Promise<"swapped" | "taken" | "expired"> {
     return this.#lanes.transaction(resource, async (transaction) => {
       for (let tries = 0; tries < MAX_ABORTS; tries++) {
-        const [current] = await transaction.watch([resource], [["GET", resource]]);
+        const [current] = await transaction.watch([resource], [["get", resource]]);
         if (!holds(current, from)) {
           transaction.unwatch();
           return current === null ? "expired" : "taken";
         }
         const mark = (current as string).endsWith(WAITERS_MARK) ? WAITERS_MARK : "";
         if (scriptlessHooks.beforeExec !== undefined) await scriptlessHooks.beforeExec(resource);
-        if ((await transaction.exec([["SET", resource, to + mark, "PX", String(duration)]])) !== null) return "swapped";
+        if ((await transaction.exec([["set", resource, to + mark, "PX", String(duration)]])) !== null) return "swapped";
       }
       throw new Error(`the key kept changing (${MAX_ABORTS} transactions aborted)`);
     });
@@ -353,7 +353,7 @@ export class ScriptlessStore implements StoreBackend {
         for (let tries = 0; tries < MAX_ABORTS; tries++) {
           const [current, last, time] = await transaction.watch(
             [resource, counter],
-            [["GET", resource], ["GET", counter], ["TIME"]],
+            [["get", resource], ["get", counter], ["time"]],
           );
           if (!holds(current, token)) {
             transaction.unwatch();
@@ -362,7 +362,7 @@ export class ScriptlessStore implements StoreBackend {
           const fence = nextFence(time, last);
           if (scriptlessHooks.beforeExec !== undefined) await scriptlessHooks.beforeExec(resource);
           const done = await transaction.exec([
-            ["SET", counter, fence.toString(), "PX", String(FENCING_COUNTER_TTL_MS)],
+            ["set", counter, fence.toString(), "PX", String(FENCING_COUNTER_TTL_MS)],
           ]);
           if (done !== null) return fence;
         }

@@ -69,39 +69,35 @@ export class TransactionLane {
   /** One command outside any transaction, sent at once (once connected); `now` as in ScriptRunner.run. */
   send(command: Command, now?: number): Promise<unknown> {
     this.#busy += 1;
-    return this.#whenReady(now)
-      .then((connection) => this.#bound(connection.send(command), now))
-      .finally(() => this.#settled());
+    const connection = this.#connection;
+    // Ready (the usual case): sent at once, without waiting a turn.
+    const sent =
+      connection !== undefined && connection.ready() === undefined
+        ? this.#bound(connection.send(command), now)
+        : this.#whenReady(now).then((ready) => this.#bound(ready.send(command), now));
+    return sent.finally(this.#settled);
   }
 
   /** Runs `body` once every transaction queued before it has settled; settles as it does. */
   transaction<T>(body: (transaction: LaneTransaction) => Promise<T>): Promise<T> {
     this.#busy += 1;
-    const run = this.#tail.then(async () => {
-      const connection = await this.#whenReady();
-      let open = false;
-      const transaction: LaneTransaction = {
-        watch: (keys, reads) => {
-          open = true;
-          return this.#bound(connection.watchAndRead(keys, reads));
-        },
-        exec: (writes) => {
-          open = false;
-          return this.#bound(connection.exec(writes));
-        },
-        unwatch: () => {
-          open = false;
-          connection.unwatch();
-        },
-      };
-      try {
-        return await body(transaction);
-      } finally {
-        if (open) connection.unwatch();
-      }
-    });
-    this.#tail = run.catch(() => undefined);
-    return run.finally(() => this.#settled());
+    const run = this.#tail.then(() => this.#run(body));
+    this.#tail = run.catch(ignore);
+    return run.finally(this.#settled);
+  }
+
+  async #run<T>(body: (transaction: LaneTransaction) => Promise<T>): Promise<T> {
+    const transaction = new Transaction(await this.#whenReady(), this);
+    try {
+      return await body(transaction);
+    } finally {
+      transaction.end();
+    }
+  }
+
+  /** {@link #bound}, for a {@link Transaction}. */
+  bound<T>(promise: Promise<T>): Promise<T> {
+    return this.#deadlines.run(promise, this.#timeoutError);
   }
 
   /** Closes the connection once nothing is in flight (see the class comment). Idempotent. */
@@ -123,13 +119,55 @@ export class TransactionLane {
     return this.#deadlines.run(promise, this.#timeoutError, now);
   }
 
-  #settled(): void {
+  /** One command or transaction settled (one function for every call). */
+  readonly #settled = (): void => {
     this.#busy -= 1;
     if (this.#busy === 0 && this.#closed) this.#shut();
-  }
+  };
 
   #shut(): void {
     this.#connection?.close();
     this.#connection = undefined;
+  }
+}
+
+/** Swallows an error (a transaction's failure is its caller's; the queue goes on). */
+function ignore(): undefined {
+  return undefined;
+}
+
+/**
+ * One transaction's view of its lane's connection (see {@link LaneTransaction}): remembers whether
+ * a WATCH is pending, so that one left pending when the transaction ends (a failure between its
+ * WATCH and its EXEC) is cleared for the next.
+ */
+class Transaction implements LaneTransaction {
+  readonly #connection: TransactionConnection;
+  readonly #lane: TransactionLane;
+  #watching = false;
+
+  constructor(connection: TransactionConnection, lane: TransactionLane) {
+    this.#connection = connection;
+    this.#lane = lane;
+  }
+
+  watch(keys: readonly string[], reads: readonly Command[]): Promise<unknown[]> {
+    this.#watching = true;
+    return this.#lane.bound(this.#connection.watchAndRead(keys, reads));
+  }
+
+  exec(writes: readonly Command[]): Promise<unknown[] | null> {
+    this.#watching = false;
+    return this.#lane.bound(this.#connection.exec(writes));
+  }
+
+  unwatch(): void {
+    this.#watching = false;
+    this.#connection.unwatch();
+  }
+
+  /** Clears a WATCH left pending. */
+  end(): void {
+    if (this.#watching) this.unwatch();
   }
 }

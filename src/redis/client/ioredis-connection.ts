@@ -205,6 +205,8 @@ class IoRedisTransactions implements TransactionConnection {
   #watchedOn: number | undefined;
   /** Resolves at the next `ready`, while the connection is not ready. */
   #ready: Promise<void> | undefined;
+  /** Makes commands whose arguments are laid out here (see {@link directCommands}). */
+  readonly #Command: IoRedisCommandClass | undefined;
 
   constructor(source: IoRedisLike) {
     this.#client = source.duplicate({
@@ -213,6 +215,7 @@ class IoRedisTransactions implements TransactionConnection {
       enableAutoPipelining: false,
       lazyConnect: false,
     });
+    this.#Command = directCommands(this.#client);
     this.#client.on("error", ignore);
     this.#client.on("close", () => {
       this.#closes += 1;
@@ -236,12 +239,20 @@ class IoRedisTransactions implements TransactionConnection {
   }
 
   send(command: Command): Promise<unknown> {
-    return this.#client.call(...(command as [string, ...string[]]));
+    return this.#call(command[0] as string, command.slice(1));
+  }
+
+  /** Sends command `name` with `args`, built directly where the client allows (see {@link directCommands}). */
+  #call(name: string, args: string[]): Promise<unknown> {
+    if (this.#Command === undefined) return this.#client.call(name, ...args);
+    const command = new this.#Command(name, NO_ARGUMENTS, UTF8);
+    command.args = args;
+    return (this.#client as Required<Pick<IoRedisLike, "sendCommand">>).sendCommand(command);
   }
 
   watchAndRead(keys: readonly string[], reads: readonly Command[]): Promise<unknown[]> {
     this.#watchedOn = this.#closes;
-    const sent = [this.#client.call("WATCH", ...keys)];
+    const sent = [this.#call("watch", keys as string[])];
     for (const read of reads) sent.push(this.send(read));
     return Promise.all(sent).then((replies) => replies.slice(1));
   }
@@ -255,14 +266,14 @@ class IoRedisTransactions implements TransactionConnection {
     }
     // Sent in one synchronous run: nothing of this client can come between MULTI and EXEC. A
     // queued command's own error shows in EXEC's (EXECABORT).
-    this.#client.call("MULTI").catch(ignore);
+    this.#call("multi", []).catch(ignore);
     for (const write of writes) this.send(write).catch(ignore);
-    return this.#client.call("EXEC") as Promise<unknown[] | null>;
+    return this.#call("exec", []) as Promise<unknown[] | null>;
   }
 
   unwatch(): void {
     this.#watchedOn = undefined;
-    if (this.#client.status === "ready") this.#client.call("UNWATCH").catch(ignore);
+    if (this.#client.status === "ready") this.#call("unwatch", []).catch(ignore);
   }
 
   close(): void {
