@@ -8,8 +8,6 @@ import { resolveMySqlOptions } from "../src/mysql/options.js";
 import { resolvePostgresOptions } from "../src/postgres/options.js";
 import { type RedisLockerOptions, resolveOptions } from "../src/redis/options.js";
 
-const DAY_MS = 24 * 60 * 60 * 1000;
-
 /** Valid values for every Redis option; each has a different "second read" below. */
 const VALID: Required<Omit<RedisLockerOptions, "backoff">> = {
   expiry: 10_000,
@@ -255,11 +253,10 @@ describe("timer delays stay within Node's limit (2147483647 ms)", () => {
   });
 
   const tooLong = MAX_TIMER_DELAY_MS + 1;
-  const huge = 400 * DAY_MS; // so that expiry / 2 is not what rejects the values
+  // (An operationTimeout past the limit is past expiry / 2 as well, which rejects it first.)
   const cases: Array<[string, RedisLockerOptions]> = [
-    ["operationTimeout", { expiry: huge, operationTimeout: tooLong }],
-    ["backoff.min", { expiry: huge, backoff: { min: tooLong } }],
-    ["backoff.max", { expiry: huge, backoff: { max: tooLong } }],
+    ["backoff.min", { expiry: MAX_TIMER_DELAY_MS, backoff: { min: tooLong } }],
+    ["backoff.max", { expiry: MAX_TIMER_DELAY_MS, backoff: { max: tooLong } }],
   ];
   for (const [name, options] of cases) {
     it(`rejects options.${name} above it, naming the maximum`, () => {
@@ -267,22 +264,19 @@ describe("timer delays stay within Node's limit (2147483647 ms)", () => {
     });
   }
 
-  it("accepts an expiry of 60 days, with defaults that are valid timer delays", () => {
-    const expiry = 60 * DAY_MS;
-    expect(expiry).toBe(5_184_000_000);
-    const resolved = resolveOptions({ expiry });
-    expect(resolved).toMatchObject({ expiry, operationTimeout: 2000, backoffMin: 50, backoffMax: 1000 });
+  it("accepts an expiry up to the limit (about 24.8 days), with defaults that are valid timer delays", () => {
+    const resolved = resolveOptions({ expiry: MAX_TIMER_DELAY_MS });
+    expect(resolved).toMatchObject({
+      expiry: MAX_TIMER_DELAY_MS,
+      operationTimeout: 2000,
+      backoffMin: 50,
+      backoffMax: 1000,
+    });
   });
 
-  it("caps backoff.max at expiry / 2 without exceeding the timer limit", () => {
-    const expiry = 60 * DAY_MS; // expiry / 2 is above the limit
-    const resolved = resolveOptions({
-      expiry,
-      operationTimeout: MAX_TIMER_DELAY_MS,
-      backoff: { max: MAX_TIMER_DELAY_MS },
-    });
-    expect(resolved.operationTimeout).toBe(MAX_TIMER_DELAY_MS);
-    expect(resolved.backoffMax).toBe(MAX_TIMER_DELAY_MS);
+  it("caps backoff.max at expiry / 2", () => {
+    const resolved = resolveOptions({ expiry: MAX_TIMER_DELAY_MS, backoff: { max: MAX_TIMER_DELAY_MS } });
+    expect(resolved.backoffMax).toBe(Math.floor(MAX_TIMER_DELAY_MS / 2));
     expect(resolveOptions({ expiry: 1000, backoff: { max: 5000 } }).backoffMax).toBe(500);
   });
 
@@ -290,9 +284,23 @@ describe("timer delays stay within Node's limit (2147483647 ms)", () => {
     expect(resolveOptions({ backoff: { min: 5000 } })).toMatchObject({ backoffMin: 5000, backoffMax: 5000 });
   });
 
-  it("still accepts any large expiry that is a safe integer, and rejects an unsafe one", () => {
-    expect(resolveOptions({ expiry: Number.MAX_SAFE_INTEGER }).expiry).toBe(Number.MAX_SAFE_INTEGER);
-    expectInvalid(() => resolveOptions({ expiry: 2 ** 60 }), "options.expiry", /safe integer/);
+  it("rejects an expiry above the limit on every locker, naming it (one constructor call works on every store or on none)", () => {
+    const resolvers: Array<(options: { expiry: number }) => unknown> = [
+      (options) => resolveOptions(options),
+      (options) => resolvePostgresOptions(options),
+      (options) => resolveMySqlOptions(options),
+      (options) => resolveEtcdOptions(options as never),
+      (options) => resolveFileOptions(options as never),
+    ];
+    for (const resolve of resolvers) {
+      expect(() => resolve({ expiry: MAX_TIMER_DELAY_MS })).not.toThrow();
+      expectInvalid(
+        () => resolve({ expiry: MAX_TIMER_DELAY_MS + 1 }),
+        "options.expiry",
+        /2147483647.*received number 2147483648$/,
+      );
+      expectInvalid(() => resolve({ expiry: 2 ** 60 }), "options.expiry", /safe integer/);
+    }
   });
 });
 

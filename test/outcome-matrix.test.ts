@@ -9,6 +9,9 @@ import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   CombinedLocker,
+  EtcdLocker,
+  EtcdReadWriteLocker,
+  EtcdSemaphore,
   FileLocker,
   FileReadWriteLocker,
   type Locker,
@@ -16,6 +19,7 @@ import {
   MemoryReadWriteLocker,
   MemorySemaphore,
   MySqlLocker,
+  PostgresLocker,
   PostgresReadWriteLocker,
   RedisLocker,
   RedisReadWriteLocker,
@@ -287,4 +291,43 @@ describe("one outcome everywhere", () => {
     }
     expect(disagreements).toEqual([]);
   }, 120_000);
+
+  it("accepts the same constructor expiry on every locker that takes one: up to 2^31 - 1 ms, not past it", async () => {
+    const directory = lockDirectory as string;
+    const redisClient = clients[0] as Redis;
+    const pg = postgres as PostgresFixture;
+    const my = mysql as MySqlFixture;
+    const etcdClient = (etcd as EtcdFixture).client();
+    const constructors: Record<string, (expiry: number) => { close(): Promise<void> }> = {
+      RedisLocker: (expiry) => new RedisLocker(redisClient, { expiry }),
+      RedisSemaphore: (expiry) => new RedisSemaphore(redisClient, { expiry, limit: 2 }),
+      RedisReadWriteLocker: (expiry) => new RedisReadWriteLocker(redisClient, { expiry }),
+      FileLocker: (expiry) => new FileLocker({ directory, expiry }),
+      FileReadWriteLocker: (expiry) => new FileReadWriteLocker({ directory, expiry }),
+      PostgresLocker: (expiry) => new PostgresLocker(pg.pool(), { expiry }),
+      PostgresReadWriteLocker: (expiry) => new PostgresReadWriteLocker(pg.pool(), { expiry }),
+      MySqlLocker: (expiry) => new MySqlLocker(my.pool(), { expiry }),
+      EtcdLocker: (expiry) => new EtcdLocker(etcdClient, { expiry }),
+      EtcdSemaphore: (expiry) => new EtcdSemaphore(etcdClient, { expiry, limit: 2 }),
+      EtcdReadWriteLocker: (expiry) => new EtcdReadWriteLocker(etcdClient, { expiry }),
+    };
+    const outcomes: Record<string, string> = {};
+    for (const [name, make] of Object.entries(constructors)) {
+      for (const expiry of [2 ** 31 - 1, 2 ** 31]) {
+        try {
+          await make(expiry).close();
+          outcomes[`${name} ${expiry}`] = "accepted";
+        } catch (error) {
+          outcomes[`${name} ${expiry}`] = (error as Error).constructor.name;
+        }
+      }
+    }
+    const expected = Object.fromEntries(
+      Object.keys(constructors).flatMap((name) => [
+        [`${name} ${2 ** 31 - 1}`, "accepted"],
+        [`${name} ${2 ** 31}`, "InvalidArgumentError"],
+      ]),
+    );
+    expect(outcomes).toEqual(expected);
+  });
 });

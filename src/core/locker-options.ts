@@ -114,13 +114,15 @@ export interface ResolvedLockerOptions extends Omit<CoreSettings, "minExpiry" | 
 }
 
 /**
- * `expiry`: by default {@link DEFAULT_EXPIRY_MS}; a lease length every locker accepts, and with
- * `timer` also a Node.js timer delay (a store whose expiry arms a timer of that length).
+ * A locker's `expiry`: by default {@link DEFAULT_EXPIRY_MS}; a lease length that is also a Node.js
+ * timer delay (at most 2147483647 ms, about 24.8 days). Every locker accepts the same values: some
+ * stores arm a timer of that length (a session's idle bound, its end after `close()`), and one
+ * constructor call must not work on one store and fail on another.
  */
-export function resolveExpiry(value: unknown, timer: boolean): number {
+export function resolveExpiry(value: unknown): number {
   const expiry = value === undefined ? DEFAULT_EXPIRY_MS : value;
   validateExpiry("options.expiry", expiry);
-  if (timer) validateTimerDelay("options.expiry", expiry);
+  validateTimerDelay("options.expiry", expiry);
   return expiry;
 }
 
@@ -157,10 +159,9 @@ export interface ServerOptionsSnapshot<K extends string> {
 export function snapshotServerOptions<const K extends string>(
   options: unknown,
   names: readonly K[],
-  timer: boolean,
 ): ServerOptionsSnapshot<K> {
   const given = snapshotOptions("options", options, [...SERVER_OPTION_NAMES, ...names]);
-  const expiry = resolveExpiry(given.expiry, timer);
+  const expiry = resolveExpiry(given.expiry);
   const prefix = resolvePrefix(given.prefix);
   const operationTimeout = resolveOperationTimeout(given.operationTimeout, expiry);
   return { given, expiry, prefix, operationTimeout, owner: resolveOwner(given.owner) };
@@ -236,7 +237,7 @@ export function snapshotPooledOptions<const K extends string>(
   options: unknown,
   names: readonly K[],
 ): PooledOptionsSnapshot<K> {
-  const snapshot = snapshotServerOptions(options, ["connectTimeout", "backoff", ...names, "onLockLost"], true);
+  const snapshot = snapshotServerOptions(options, ["connectTimeout", "backoff", ...names, "onLockLost"]);
   const { given, expiry, prefix, operationTimeout, owner } = snapshot;
   const connectTimeout = given.connectTimeout === undefined ? 5000 : given.connectTimeout;
   validateTimerDelay("options.connectTimeout", connectTimeout);

@@ -30,7 +30,7 @@ const SWEEP_CONCURRENCY = 4;
  * `InvalidArgumentError`.
  */
 export function resolveEtcdOptions(options: unknown): ResolvedEtcdLockerOptions {
-  const { given, expiry, prefix, operationTimeout, owner } = snapshotServerOptions(options, OWN_OPTION_NAMES, true);
+  const { given, expiry, prefix, operationTimeout, owner } = snapshotServerOptions(options, OWN_OPTION_NAMES);
   const [backoffMin, backoffMax] = resolveBackoff(given.backoff, expiry);
   const onLockLost = resolveOnLockLost(given.onLockLost);
   return {

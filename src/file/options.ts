@@ -94,7 +94,7 @@ export function resolveFileOptions(options: FileLockerOptions | undefined): Reso
   if (directory !== undefined && (typeof directory !== "string" || directory === "" || directory.includes("\0"))) {
     throw new InvalidArgumentError("options.directory", "a non-empty path without NUL characters", directory);
   }
-  const expiry = resolveExpiry(given.expiry, true);
+  const expiry = resolveExpiry(given.expiry);
   const [backoffMin, backoffMax] = resolveBackoff(given.backoff, expiry);
   const onLockLost = resolveOnLockLost(given.onLockLost);
   const owner = resolveOwner(given.owner);

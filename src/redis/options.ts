@@ -56,7 +56,7 @@ const OWN_OPTION_NAMES = [
  * exactly once; unknown names and `null` values are rejected. Throws {@link InvalidArgumentError}.
  */
 export function resolveOptions(options: RedisLockerOptions | undefined): ResolvedRedisLockerOptions {
-  const { given, expiry, prefix, operationTimeout, owner } = snapshotServerOptions(options, OWN_OPTION_NAMES, false);
+  const { given, expiry, prefix, operationTimeout, owner } = snapshotServerOptions(options, OWN_OPTION_NAMES);
   const driftFactor = given.driftFactor === undefined ? 0.01 : given.driftFactor;
   if (typeof driftFactor !== "number" || !(driftFactor >= 0 && driftFactor < 0.5)) {
     throw new InvalidArgumentError("options.driftFactor", "a number in [0, 0.5)", driftFactor);
