@@ -17,6 +17,25 @@ interface Gated {
   fail(error: unknown): void;
 }
 
+/** See {@link ScriptRunner}'s `#scripting`. */
+interface ScriptingGate {
+  allowed: boolean;
+  gated: Gated[] | undefined;
+}
+
+/** The scripting gate of each caller's client. */
+const gates = new WeakMap<object, ScriptingGate>();
+
+/** The scripting gate of `client` (made on first use). */
+function gateOf(client: object): ScriptingGate {
+  let gate = gates.get(client);
+  if (gate === undefined) {
+    gate = { allowed: false, gated: undefined };
+    gates.set(client, gate);
+  }
+  return gate;
+}
+
 /** The check's script and its SHA1 (not loaded with the others: only the check runs it). */
 const CHECK = { source: CHECK_SCRIPT, sha: createHash("sha1").update(CHECK_SCRIPT).digest("hex") };
 
@@ -67,10 +86,14 @@ export class ScriptRunner {
 
   /** Reject at once, instead of queueing, while the client's connection is down (see constructor). */
   readonly #failFast: boolean;
-  /** The node was found to run scripts (see the class comment): commands go out at once. */
-  #allowed = false;
-  /** Commands waiting for the check in flight, in call order; undefined while none runs. */
-  #gated: Gated[] | undefined;
+  /**
+   * What every runner on this runner's client shares about scripting: whether the node was found
+   * to run scripts, and the commands waiting for the check in flight, in call order across the
+   * lockers. Shared, so that lockers on one client check once and their waiting commands go out
+   * interleaved as they were called: released runner by runner, one runner's commands would wait
+   * behind all the others' answers, and its own timeout would count that wait as the node's silence.
+   */
+  readonly #scripting: ScriptingGate;
   /** What a refused EVAL becomes (one function for every call). */
   readonly #evalRefused = (error: unknown): never => {
     throw this.#refusal(error, "EVAL");
@@ -88,6 +111,7 @@ export class ScriptRunner {
    */
   constructor(connection: RedisConnection, label: string, timeoutMs: number, failFast = false) {
     this.#connection = connection;
+    this.#scripting = gateOf(connection.client);
     this.#label = label;
     this.#timeoutMs = timeoutMs;
     this.#failFast = failFast;
@@ -207,7 +231,7 @@ export class ScriptRunner {
     now?: number,
     onError?: (error: unknown) => unknown,
   ): Promise<unknown> {
-    if (!this.#allowed) return this.#afterCheck(refuse, send, now ?? performance.now(), onError);
+    if (!this.#scripting.allowed) return this.#afterCheck(refuse, send, now ?? performance.now(), onError);
     return this.#sendNow(refuse, send, now, onError);
   }
 
@@ -218,7 +242,7 @@ export class ScriptRunner {
    * every node before its vote, so that one node's refusal is not outvoted.
    */
   scriptsChecked(): Promise<void> | undefined {
-    if (this.#allowed) return undefined;
+    if (this.#scripting.allowed) return undefined;
     return new Promise((resolve, reject) => {
       this.#gate({
         go: resolve,
@@ -248,14 +272,14 @@ export class ScriptRunner {
    * waited (a clean-up sent right behind the attempt it undoes stays behind it).
    */
   #gate(entry: Gated): void {
-    if (this.#gated !== undefined) {
-      this.#gated.push(entry);
+    if (this.#scripting.gated !== undefined) {
+      this.#scripting.gated.push(entry);
       return;
     }
-    this.#gated = [entry];
+    this.#scripting.gated = [entry];
     this.#check().then(
       () => {
-        this.#allowed = true;
+        this.#scripting.allowed = true;
         for (const gated of this.#takeGated()) gated.go();
       },
       (error: unknown) => {
@@ -265,8 +289,8 @@ export class ScriptRunner {
   }
 
   #takeGated(): Gated[] {
-    const gated = this.#gated ?? [];
-    this.#gated = undefined;
+    const gated = this.#scripting.gated ?? [];
+    this.#scripting.gated = undefined;
     return gated;
   }
 
@@ -303,7 +327,7 @@ export class ScriptRunner {
    */
   #refusal(error: unknown, command: string): unknown {
     if (!isScriptRefusal(error)) return error;
-    this.#allowed = false;
+    this.#scripting.allowed = false;
     return scriptingRefused([command], error);
   }
 

@@ -66,6 +66,7 @@ export interface IoRedisLike {
  */
 export class IoRedisConnection implements RedisConnection {
   readonly isCluster: boolean;
+  readonly client: object;
   readonly #client: IoRedisLike;
   /** Makes commands whose arguments this adapter lays out itself (see {@link directCommands}). */
   readonly #Command: IoRedisCommandClass | undefined;
@@ -74,6 +75,7 @@ export class IoRedisConnection implements RedisConnection {
 
   constructor(client: IoRedisLike) {
     this.#client = client;
+    this.client = client;
     this.isCluster = client.isCluster === true;
     this.#Command = directCommands(client);
     this.clusterNodes = this.isCluster ? new IoRedisClusterNodes(client) : undefined;

@@ -15,6 +15,8 @@ export type ScriptArgument = string | number;
 export interface RedisConnection {
   /** True for a Cluster client: a script may only touch keys of one slot, and routes by its first key. */
   readonly isCluster: boolean;
+  /** The caller's client itself: what several lockers on one client share (see `ScriptRunner`). */
+  readonly client: object;
   /**
    * Why a command sent now could not be sent at once (reconnecting, closed), or `undefined` while
    * the connection is up. A quorum fails such a node at once instead of queueing behind it.
