@@ -90,6 +90,7 @@ function scriptCommand(
  */
 export class NodeRedisConnection implements RedisConnection {
   readonly isCluster: boolean;
+  readonly client: object;
   readonly #client: NodeRedisClientLike | undefined;
   readonly #cluster: NodeRedisClusterLike | undefined;
 
@@ -99,6 +100,7 @@ export class NodeRedisConnection implements RedisConnection {
     client: { kind: "client"; client: NodeRedisClientLike } | { kind: "cluster"; client: NodeRedisClusterLike },
   ) {
     this.isCluster = client.kind === "cluster";
+    this.client = client.client;
     this.#client = client.kind === "client" ? client.client : undefined;
     this.#cluster = client.kind === "cluster" ? client.client : undefined;
     this.clusterNodes = this.#cluster === undefined ? undefined : new NodeRedisClusterNodes(this.#cluster);
@@ -253,11 +255,7 @@ class NodeRedisSubscriber implements SubscriberConnection {
   }
 
   #destroy(): void {
-    try {
-      if (this.#client?.isOpen) Promise.resolve(this.#client.destroy()).catch(ignore);
-    } catch {
-      // already closed
-    }
+    destroyQuietly(this.#client);
   }
 }
 
@@ -348,10 +346,15 @@ export class NodeRedisTransactions implements TransactionConnection {
   }
 
   #destroy(): void {
-    try {
-      if (this.#client?.isOpen) Promise.resolve(this.#client.destroy()).catch(ignore);
-    } catch {
-      // already closed
-    }
+    destroyQuietly(this.#client);
+  }
+}
+
+/** Closes a connection of the locker's own at once, if it is open; never throws or rejects. */
+function destroyQuietly(client: NodeRedisClientLike | undefined): void {
+  try {
+    if (client?.isOpen) Promise.resolve(client.destroy()).catch(ignore);
+  } catch {
+    // already closed
   }
 }
