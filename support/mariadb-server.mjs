@@ -10,7 +10,7 @@
  * that kills Node itself. Run as root, it runs the server as root (`--user=root`).
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import mysql from "mysql2/promise";
@@ -19,8 +19,10 @@ import {
   findBinary,
   freePort as freeTcpPort,
   HOST,
+  killAndRemoveSync,
   ServerProcess,
   startWithRetries,
+  stopAndRemove,
 } from "./server-process.mjs";
 
 export { HOST };
@@ -133,22 +135,13 @@ export class MariaDbServer {
   }
 
   /** Stops the server for good (SIGKILL) and removes its directory. Never rejects. */
-  async stop() {
-    this.#server.stopped = true;
-    await this.kill();
-    rmSync(this.dir, { recursive: true, force: true });
-    live.delete(this);
+  stop() {
+    return stopAndRemove(this.#server, this.dir, live, this);
   }
 
   /** Synchronous kill and directory removal, for exit handlers. Prefer stop(). */
   killSync() {
-    this.#server.killSync();
-    try {
-      rmSync(this.dir, { recursive: true, force: true });
-    } catch {
-      // best effort in an exit handler
-    }
-    live.delete(this);
+    killAndRemoveSync(this.#server, this.dir, live, this);
   }
 
   #install() {

@@ -9,12 +9,21 @@
  * its directory removed) by stop(), and killed when this process exits.
  */
 import { execFileSync } from "node:child_process";
-import { chownSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chownSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { answersQueries } from "./postgres-server.mjs";
-import { ExitBackstop, findBinary, freePort, HOST, ServerProcess, startWithRetries } from "./server-process.mjs";
+import {
+  ExitBackstop,
+  findBinary,
+  freePort,
+  HOST,
+  killAndRemoveSync,
+  ServerProcess,
+  startWithRetries,
+  stopAndRemove,
+} from "./server-process.mjs";
 
 const INSTALL_HINT =
   "The pooler tests start their own PgBouncer; install it (Debian/Ubuntu: `apt-get update && apt-get install -y pgbouncer`).";
@@ -68,22 +77,13 @@ export class PgBouncerServer {
   }
 
   /** Stops the pooler (SIGKILL) and removes its directory. Never rejects. */
-  async stop() {
-    this.#server.stopped = true;
-    await this.#server.kill();
-    rmSync(this.dir, { recursive: true, force: true });
-    live.delete(this);
+  stop() {
+    return stopAndRemove(this.#server, this.dir, live, this);
   }
 
   /** Synchronous kill, for exit handlers. */
   killSync() {
-    this.#server.killSync();
-    try {
-      rmSync(this.dir, { recursive: true, force: true });
-    } catch {
-      // best effort in an exit handler
-    }
-    live.delete(this);
+    killAndRemoveSync(this.#server, this.dir, live, this);
   }
 
   #spawn(binary) {

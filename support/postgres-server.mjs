@@ -11,11 +11,19 @@
  * are then run as the `postgres` user, or a `globallock-pg` user created for the purpose.
  */
 import { execFileSync } from "node:child_process";
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { chownSync, existsSync, mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { ExitBackstop, freePort as freeTcpPort, HOST, ServerProcess, startWithRetries } from "./server-process.mjs";
+import {
+  ExitBackstop,
+  freePort as freeTcpPort,
+  HOST,
+  killAndRemoveSync,
+  ServerProcess,
+  startWithRetries,
+  stopAndRemove,
+} from "./server-process.mjs";
 
 export { HOST };
 
@@ -205,22 +213,13 @@ export class PostgresServer {
   }
 
   /** Stops the server for good (SIGKILL of its process group) and removes its directory. Never rejects. */
-  async stop() {
-    this.#server.stopped = true;
-    await this.kill();
-    rmSync(this.dir, { recursive: true, force: true });
-    live.delete(this);
+  stop() {
+    return stopAndRemove(this.#server, this.dir, live, this);
   }
 
   /** Synchronous kill and directory removal, for exit handlers. Prefer stop(). */
   killSync() {
-    this.#server.killSync();
-    try {
-      rmSync(this.dir, { recursive: true, force: true });
-    } catch {
-      // best effort in an exit handler
-    }
-    live.delete(this);
+    killAndRemoveSync(this.#server, this.dir, live, this);
   }
 
   /** Options for spawn: run as the unprivileged user when root. */

@@ -6,7 +6,7 @@
  * answers, killed, restarted. Plain JavaScript (runnable by `node`); only the other launchers use it.
  */
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 
@@ -213,4 +213,26 @@ export async function startWithRetries(create, begin) {
       if (attempt >= 3) throw error;
     }
   }
+}
+
+/**
+ * Stops `server` (a {@link ServerProcess}) for good, removes its directory `dir` and forgets `owner`
+ * in `live` (an {@link ExitBackstop}). Never rejects.
+ */
+export async function stopAndRemove(server, dir, live, owner) {
+  server.stopped = true;
+  await server.kill();
+  rmSync(dir, { recursive: true, force: true });
+  live.delete(owner);
+}
+
+/** {@link stopAndRemove}, synchronously, for exit handlers. */
+export function killAndRemoveSync(server, dir, live, owner) {
+  server.killSync();
+  try {
+    rmSync(dir, { recursive: true, force: true });
+  } catch {
+    // best effort in an exit handler
+  }
+  live.delete(owner);
 }
