@@ -1,7 +1,5 @@
 import type { EtcdClient } from "../etcd/types.js";
-import { type Finding, finding, within } from "./finding.js";
-
-const CHECK_TIMEOUT_MS = 5000;
+import { CHECK_TIMEOUT_MS, type Finding, finding, within } from "./finding.js";
 
 /** The part of an `Etcd3` client the check uses: its cluster API's member list. */
 interface MemberLister {

@@ -1,3 +1,5 @@
+import { withTimeout } from "../internal/sleep.js";
+
 /**
  * What `checkDeployment` reports: one thing it found about the store a locker runs on, in the
  * user's words, with what to change.
@@ -24,18 +26,10 @@ export function unchecked(code: string, what: string, error: unknown): Finding {
   return finding("info", code, `Could not check ${what}: ${detail}`);
 }
 
+/** How long one store may take to answer the few commands of a check, in ms. */
+export const CHECK_TIMEOUT_MS = 5000;
+
 /** Runs `check` with a bound: a store that does not answer within `ms` gives its own finding. */
-export async function within<T>(ms: number, what: string, check: () => Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([
-      check(),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms);
-        timer.unref();
-      }),
-    ]);
-  } finally {
-    clearTimeout(timer);
-  }
+export function within<T>(ms: number, what: string, check: () => Promise<T>): Promise<T> {
+  return withTimeout(check(), ms, () => new Error(`${what} did not answer within ${ms} ms`));
 }

@@ -1,8 +1,6 @@
 import { checkOutWithin } from "../internal/pool-checkout.js";
 import type { MySqlPool, MySqlPoolConnection } from "../mysql/types.js";
-import { type Finding, finding, within } from "./finding.js";
-
-const CHECK_TIMEOUT_MS = 5000;
+import { CHECK_TIMEOUT_MS, type Finding, finding, within } from "./finding.js";
 
 /** Runs one read-only statement on `connection` and returns its first row. */
 async function row<R>(connection: MySqlPoolConnection, sql: string): Promise<R | undefined> {

@@ -1,8 +1,6 @@
 import { checkOutWithin } from "../internal/pool-checkout.js";
 import type { PostgresPool, PostgresPoolClient } from "../postgres/types.js";
-import { type Finding, finding, within } from "./finding.js";
-
-const CHECK_TIMEOUT_MS = 5000;
+import { CHECK_TIMEOUT_MS, type Finding, finding, within } from "./finding.js";
 
 /** Runs one read-only statement on `client` and returns its first row. */
 async function row<R>(client: PostgresPoolClient, text: string): Promise<R | undefined> {

@@ -1,9 +1,7 @@
 import { clientKind } from "../redis/client/connection-of.js";
+import { isScriptRefusal } from "../redis/scripting.js";
 import type { RedisClient } from "../redis/types.js";
-import { type Finding, finding, unchecked, within } from "./finding.js";
-
-/** How long one node may take to answer the few commands of a check. */
-const CHECK_TIMEOUT_MS = 5000;
+import { CHECK_TIMEOUT_MS, type Finding, finding, unchecked, within } from "./finding.js";
 
 /** Sends one command to `client` as it is, whichever library made it; resolves to the raw reply. */
 function command(client: RedisClient, args: readonly string[]): Promise<unknown> {
@@ -34,7 +32,7 @@ async function infoField(client: RedisClient, section: string, field: string): P
   return new RegExp(`^${field}:(.*)$`, "m").exec(text)?.[1]?.trim();
 }
 
-/** True for a reply that refuses a command: an ACL refusal, or a command renamed away. */
+/** True for a reply that refuses a command (here `CONFIG`): an ACL refusal, or a command renamed away. */
 function isRefusal(error: unknown): boolean {
   const message = error instanceof Error ? error.message : String(error);
   return /^NOPERM|unknown command/i.test(message);
@@ -48,7 +46,7 @@ async function checkNode(client: RedisClient, where: string): Promise<Finding[]>
   try {
     await command(client, ["EVAL", "return 1", "0"]);
   } catch (error) {
-    if (!isRefusal(error)) throw error;
+    if (!isScriptRefusal(error, true)) throw error;
     found.push(
       finding(
         "error",
