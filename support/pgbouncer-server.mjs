@@ -12,8 +12,7 @@ import { execFileSync } from "node:child_process";
 import { chownSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import pg from "pg";
-import { answersQueries } from "./postgres-server.mjs";
+import { answersQueries, poolOf } from "./postgres-server.mjs";
 import {
   ExitBackstop,
   findBinary,
@@ -71,9 +70,7 @@ export class PgBouncerServer {
 
   /** A new `pg.Pool` through the pooler (errors of idle clients swallowed). The caller ends it. */
   pool(options = {}) {
-    const pool = new pg.Pool({ ...this.connection, ...options });
-    pool.on("error", () => undefined);
-    return pool;
+    return poolOf(this.connection, options);
   }
 
   /** Stops the pooler (SIGKILL) and removes its directory. Never rejects. */

@@ -71,3 +71,9 @@ export declare function answersQueries(connection: {
   user: string;
   database: string;
 }): Promise<boolean>;
+
+/** A new `pg.Pool` on `connection` (a server or a pooler; errors of idle clients swallowed). The caller ends it. */
+export declare function poolOf(
+  connection: { host: string; port: number; user: string; database: string },
+  options?: PoolConfig,
+): Pool;

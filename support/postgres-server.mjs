@@ -172,9 +172,7 @@ export class PostgresServer {
 
   /** A new `pg.Pool` for this server (errors of idle clients swallowed). The caller ends it. */
   pool(options = {}) {
-    const pool = new pg.Pool({ ...this.connection, ...options });
-    pool.on("error", () => undefined);
-    return pool;
+    return poolOf(this.connection, options);
   }
 
   /** Runs one SQL statement on a short-lived connection and returns its rows. */
@@ -270,6 +268,13 @@ export class PostgresServer {
   #ready() {
     return answersQueries(this.connection);
   }
+}
+
+/** A new `pg.Pool` on `connection` (a server or a pooler; errors of idle clients swallowed). */
+export function poolOf(connection, options = {}) {
+  const pool = new pg.Pool({ ...connection, ...options });
+  pool.on("error", () => undefined);
+  return pool;
 }
 
 /** Whether a server (or a pooler) at `connection` answers `SELECT 1` on a new connection. */
