@@ -8,7 +8,7 @@ import { FileLocker } from "../src/index.js";
 import { tempLockDirectory } from "./helpers/file-harness.js";
 
 /** libuv's thread pool size in this process (Node.js reads `UV_THREADPOOL_SIZE` at start; default 4). */
-const POOL_THREADS = Number(process.env["UV_THREADPOOL_SIZE"] ?? 4) || 4;
+const POOL_THREADS = Number(process.env.UV_THREADPOOL_SIZE ?? 4) || 4;
 /** A tmpfs every Linux host has. */
 const SHM = "/dev/shm";
 

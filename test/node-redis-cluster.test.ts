@@ -61,7 +61,7 @@ describe("RedisLocker on node-redis clusters", () => {
     return channel === undefined ? 0 : await listeners(channel);
   }
 
-  /** The grant channel of the first registration in the hand-off queue `waiters`, if any. */
+  /** The grant channel of the first registration in the grant queue `waiters`, if any. */
   async function registeredChannel(waiters: string): Promise<string | undefined> {
     const entries = await Promise.all(admins.map((admin) => admin.hvals(waiters).catch(() => [])));
     const registration = entries.flat()[0];

@@ -1,5 +1,5 @@
 /**
- * Grants of the single-node hand-off queue that reach nobody able to use them, in scripted
+ * Grants of the single-node grant queue that reach nobody able to use them, in scripted
  * interleavings: a caller that gives up just as its grant arrives, a grant to a registration its
  * locker does not count on (a late one, from an attempt cut short), and an attempt that timed out
  * here after it had joined the queue in Redis. Each time the key must go on to the next waiter at
@@ -139,10 +139,10 @@ function semaphore(client: Redis, options: RedisLockerOptions): RedisSemaphore {
   return made;
 }
 
-/** The liveness hash of a key's hand-off queue: one registration per queued waiter. */
+/** The liveness hash of a key's grant queue: one registration per queued waiter. */
 const waitersOf = (resource: string): string => `{${resource}}:waiters`;
 
-/** Waits until `count` waiters are registered in `resource`'s hand-off queue (their attempt ran in Redis). */
+/** Waits until `count` waiters are registered in `resource`'s grant queue (their attempt ran in Redis). */
 async function untilQueued(resource: string, count: number): Promise<void> {
   await eventually(async () => (await admin.hlen(waitersOf(resource))) === count, 20_000);
 }

@@ -1,4 +1,4 @@
-/** The cross-process hand-off queue of a single node: FIFO between lockers, one wake-up per release. */
+/** The cross-process grant queue of a single node: FIFO between lockers, one wake-up per release. */
 
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -29,7 +29,7 @@ async function calls(commands: string[]): Promise<number> {
 }
 
 /**
- * Waits until `count` lockers are registered in `key`'s hand-off queue (its liveness hash in Redis):
+ * Waits until `count` lockers are registered in `key`'s grant queue (its liveness hash in Redis):
  * their attempt that joined the queue has run. (`waitingCount` alone counts a waiter from its
  * first failed try on, which can come before the try that joins.)
  */
@@ -39,7 +39,7 @@ async function untilQueued(key: string, count: number): Promise<void> {
 
 /**
  * Each locker in turn calls `lock` on `key` and is observably queued (it tried, failed, joined the
- * hand-off queue and waits) before the next one calls: the arrival order, whatever the machine's
+ * grant queue and waits) before the next one calls: the arrival order, whatever the machine's
  * load. Each pushes its index to `order` once it holds the key, then releases. Resolves to the calls.
  */
 async function queueInTurn(lockers: RedisLocker[], key: string, order: number[]): Promise<Array<Promise<void>>> {
@@ -58,7 +58,7 @@ async function queueInTurn(lockers: RedisLocker[], key: string, order: number[])
   return calls;
 }
 
-describe("hand-off queue across lockers (separate connections, as separate processes)", () => {
+describe("grant queue across lockers (separate connections, as separate processes)", () => {
   it("serves lockers in arrival order", async () => {
     const key = uniqueKey();
     const holder = fixture.locker();
@@ -214,7 +214,7 @@ describe("hand-off queue across lockers (separate connections, as separate proce
     timeout: 20_000,
   }, async () => {
     // Found by the torture suite: a waiter postponed by every grant to another locker never tried
-    // again, so its place in the hand-off queue went stale and was dropped; and a call behind its
+    // again, so its place in the grant queue went stale and was dropped; and a call behind its
     // own locker's holder joined the queue only at its first poll.
     const key = uniqueKey();
     const lockers = [0, 1].map(() => fixture.locker({ expiry: 1000, backoff: { min: 20, max: 250 } }));

@@ -204,7 +204,7 @@ describe("the owner on the uncontended path", () => {
       await eventually(() => seen.length >= 3);
       seen.pop();
       monitor.disconnect();
-      // The release's script: no look at the hand-off queue, nothing published (nobody waits).
+      // The release's script: no look at the grant queue, nothing published (nobody waits).
       expect(scripted).toEqual(["get", "del"]);
       const [set, releaseCall] = seen as [string[], string[]];
       expect(set.length).toBe(6);

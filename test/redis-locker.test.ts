@@ -158,7 +158,7 @@ describe("RedisLocker on one node", () => {
     await Promise.all(releases.map((release) => release()));
     expect(locker.heldCount).toBe(0);
     await eventually(async () => ((await admin.pubsub("CHANNELS", "leakcheck:*")) as string[]).length === 0);
-    expect(await admin.keys("*leakcheck*")).toEqual([]); // lock keys and hand-off queues
+    expect(await admin.keys("*leakcheck*")).toEqual([]); // lock keys and grant queues
   });
 
   it("leaves no timers behind once its locks are released and it is closed", async () => {

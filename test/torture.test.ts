@@ -187,7 +187,7 @@ describe("torture, short profile", () => {
     async () => {
       const { metrics } = await run("script-flush", [
         "EVALSHA met NOSCRIPT",
-        "with nobody waiting, key free and hand-off queue empty after the settle time",
+        "with nobody waiting, key free and grant queue empty after the settle time",
         "a key nobody holds never stays unavailable (while others wait) longer than the bound",
         "C1 no overlap",
         "C2 no lost update",

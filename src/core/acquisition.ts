@@ -29,10 +29,10 @@ const LIST_BITS = 3 << LIST_SHIFT;
 /** Set when waiters may be queued behind it (see {@link Acquisition.contended}). */
 const CONTENDED = 1 << 8;
 /**
- * Set when its release handed the key to nobody (`handedTo === ""`, what most releases find): a
+ * Set when its release handed the key to nobody (`grantedTo === ""`, what most releases find): a
  * flag, so that such a release makes no {@link Rare}.
  */
-const HANDED_TO_NOBODY = 1 << 9;
+const GRANTED_TO_NOBODY = 1 << 9;
 
 /** When each acquisition granted with a `maxHold` must stop being extended (made on first use). */
 let holdLimits: WeakMap<Acquisition, number> | undefined;
@@ -54,8 +54,8 @@ export interface AcquisitionOwner extends DiagnosticSource {
    * found. Never throws or rejects (a release that failed reports "unknown").
    */
   releaseAcquisition(acquisition: Acquisition): Promise<ReleaseOutcome> | ReleaseOutcome;
-  /** The store's name for `key` (see `Backend.resourceOf`, and `once` there). */
-  resourceOf(key: string, once?: boolean): string;
+  /** The store's name for `key` (see `Naming.resourceOf`). */
+  resourceOf(key: string): string;
   /** Declares `acquisition` lost to its expiry (its deadline passed before the keeper noticed). */
   expireAcquisition(acquisition: Acquisition): void;
   /** Hands `acquisition`, `weight` permits as the store counts them, off (see `Lease.handOff`). */
@@ -83,7 +83,7 @@ class Rare {
    * signal, why the lock was lost, once it was.
    */
   lost: AbortController | Error | undefined;
-  handedTo: string | undefined;
+  grantedTo: string | undefined;
   fencingToken: bigint | undefined;
   /** When the lease keeper retries its failed extension (monotonic ms; see {@link Acquisition.retryAt}). */
   retryAt = 0;
@@ -153,11 +153,6 @@ export class Acquisition extends ReleaseRunner implements Chained<Acquisition>, 
     return this.owner.resourceOf(this.key);
   }
 
-  /** {@inheritDoc LockHandle.resourceInBulk} */
-  get resourceInBulk(): string {
-    return this.owner.resourceOf(this.key, true);
-  }
-
   /**
    * No earlier than the command that last set its lease was sent (see {@link LockHandle.validFrom}):
    * its deadline minus its lease, not recorded (the keeper schedules from deadlines).
@@ -178,19 +173,19 @@ export class Acquisition extends ReleaseRunner implements Chained<Acquisition>, 
     this.rareFields().retryAt = retryAt;
   }
 
-  /** Where a release handed its key (see {@link LockHandle.handedTo}). */
-  get handedTo(): string | undefined {
-    return (this.#flags & HANDED_TO_NOBODY) !== 0 ? "" : this.#rare?.handedTo;
+  /** Where a release handed its key (see {@link LockHandle.grantedTo}). */
+  get grantedTo(): string | undefined {
+    return (this.#flags & GRANTED_TO_NOBODY) !== 0 ? "" : this.#rare?.grantedTo;
   }
 
-  set handedTo(handedTo: string | undefined) {
-    if (handedTo === "") {
-      this.#flags |= HANDED_TO_NOBODY;
-      if (this.#rare !== undefined) this.#rare.handedTo = undefined;
+  set grantedTo(grantedTo: string | undefined) {
+    if (grantedTo === "") {
+      this.#flags |= GRANTED_TO_NOBODY;
+      if (this.#rare !== undefined) this.#rare.grantedTo = undefined;
       return;
     }
-    this.#flags &= ~HANDED_TO_NOBODY;
-    if (handedTo !== undefined || this.#rare !== undefined) this.rareFields().handedTo = handedTo;
+    this.#flags &= ~GRANTED_TO_NOBODY;
+    if (grantedTo !== undefined || this.#rare !== undefined) this.rareFields().grantedTo = grantedTo;
   }
 
   /**

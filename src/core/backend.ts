@@ -4,7 +4,7 @@ import type { ReleaseOutcome } from "../locker.js";
 export class LockHandle {
   /** Its ownership token (random, or the store's own: a counter, a token with a weight). */
   readonly token: string;
-  /** The store's name for the key (see {@link Backend.resourceOf}). */
+  /** The store's name for the key (see {@link Naming.resourceOf}). */
   readonly resource: string;
   /**
    * `performance.now()` when the command that last set the lock's lease was sent: the lease
@@ -14,17 +14,15 @@ export class LockHandle {
   /** `performance.now()` past which the lock may have expired (on a quorum of nodes). */
   validUntil: number;
   /**
-   * Set by a release on a store with a hand-off queue: the waiter id the key was handed to, or
-   * `""` when nobody was queued (nothing was published).
+   * Set by a release on a store whose {@link WaitQueue} grants: the waiter id the key was granted to,
+   * or `""` when nobody was queued (nothing was published).
    */
-  handedTo: string | undefined;
+  grantedTo: string | undefined;
   /**
    * Waiters may be queued for the key behind this holder: it was granted from the queue, the
    * attempt that took it saw the queue, callers of its locker wait for the key, or its locker's
-   * latest release of the key handed it on to a waiter (a key contended a moment ago likely still
-   * is; a release that hands it to nobody ends that). A store whose release has a cheaper path for
-   * a key nobody waits for (counted locks on Redis: one ZREM, and a second round trip only when it
-   * finds waiters) takes its full path at once instead. A hint: either value releases correctly.
+   * latest release of the key granted it onward (a key contended a moment ago likely still is).
+   * A hint a store may use to choose how it releases; either value releases correctly.
    */
   contended = false;
 
@@ -35,14 +33,6 @@ export class LockHandle {
     this.validUntil = validUntil;
   }
 
-  /**
-   * {@link resource}, read by an operation on many locks at once (an extension round): a store that
-   * caches its names need not keep this one, asked for once among thousands.
-   */
-  get resourceInBulk(): string {
-    return this.resource;
-  }
-
   /** Records a successful (re)set of the TTL by a command sent at `sentAt`. */
   renew(sentAt: number, validUntil: number): void {
     this.validFrom = sentAt;
@@ -50,20 +40,20 @@ export class LockHandle {
   }
 }
 
-/** How an attempt relates to the key's cross-process hand-off queue. */
-export interface QueueIntent {
-  /** This locker's id in the queue. */
+/** How one attempt relates to the key's {@link WaitQueue} (a store without one ignores it). */
+export interface Queueing {
+  /** The queue entry the attempt uses: this locker's id, or (counted locks) a waiter's own id. */
   readonly waiterId: string;
-  /** Enter the queue on failure and register this attempt's token for a grant. */
-  readonly join: boolean;
-  /** On success: leave the queue, or leave it as it is (the attempt was not in it). */
-  readonly onSuccess: "leave" | "keep";
-  /** The token of this locker's registration not yet seen granted: take the key if it holds it. */
-  readonly claimToken?: string | undefined;
+  /** On a miss, enter the queue and register this attempt's token for a grant. */
+  readonly joinOnMiss: boolean;
+  /** On success, leave the queue (the attempt was in it), or leave it as it is. */
+  readonly leaveOnSuccess: boolean;
+  /** The token of the entry's registration not yet seen granted: take the key if it holds it. */
+  readonly grantedToken?: string | undefined;
 }
 
 /**
- * A failed attempt that joined the hand-off queue registered its token there: a release may grant
+ * A failed attempt that joined the store's queue registered its token there: a release may grant
  * the key to that token. `sentAt` (local, monotonic ms) and `serverMs` (the node's clock when it
  * registered) let the grantee bound when a grant happened without comparing clocks.
  */
@@ -75,6 +65,20 @@ export interface Registration {
   readonly serverMs: number;
 }
 
+/** One acquisition attempt, as the core asks a backend for it. */
+export interface AttemptRequest {
+  /** The store's name for the key (see {@link Naming.resourceOf}). */
+  readonly resource: string;
+  /** The lease length in ms. */
+  readonly duration: number;
+  /** How the attempt relates to the key's queue in the store. */
+  readonly queueing: Queueing;
+  /** The grant carries a fencing token issued in the same atomic step (see {@link Fencing}). */
+  readonly fencing: boolean;
+  /** Permits to take (1 for a lock; see {@link Capabilities.permits}). */
+  readonly weight: number;
+}
+
 /** Result of one acquisition attempt. */
 export type AttemptOutcome =
   | { readonly kind: "acquired"; readonly handle: LockHandle; readonly fencingToken?: bigint }
@@ -84,27 +88,23 @@ export type AttemptOutcome =
   | { readonly kind: "expired-on-arrival" };
 
 /**
- * Result of one extension attempt: `taken` when the key is gone or has another token, `expired`
- * when the lock's validity had already run out locally (nothing is sent). A transient failure is
- * the error itself (a StoreUnavailableError): the lock may still be held; retry. A
- * `LockLostError` is a loss the store can explain: lost for its `reason`, its `cause` published
- * as the extension's error (a session-bound lock whose session was found dead).
+ * Result of one extension: `taken` when the key is gone or has another token, `expired` when the
+ * lock's validity had already run out locally (nothing is sent). A transient failure is the error
+ * itself (a StoreUnavailableError): the lock may still be held; retry. A `LockLostError` is a loss
+ * the store can explain: lost for its `reason`, its `cause` published as the extension's error.
  */
 export type ExtendOutcome = "extended" | "taken" | "expired" | Error;
 
-/** The most locks one {@link Backend.extendMany} call is given (one script call per node). */
+/** The most locks one {@link Backend.extend} call is given. */
 export const MAX_EXTEND_BATCH = 256;
 
-/**
- * A grant a release made, as a backend reports it (see {@link BackendEvents.granted}): the queue
- * entry it names, the token that entry registered, and the store's clock when it was granted.
- */
+/** A grant a release made, as a backend reports it (see {@link BackendEvents.granted}). */
 export interface Grant {
   /** The queue entry granted: a locker's id, or (counted locks) a locker's id, a dot, a number. */
   readonly waiterId: string;
   /** The token the entry registered (see {@link Registration}); the key now holds it. */
   readonly token: string;
-  /** The store's clock at the grant, in ms (see {@link Backend.grantedHandle}). */
+  /** The store's clock at the grant, in ms (see {@link WaitQueue.grantedHandle}). */
   readonly serverMs: number;
 }
 
@@ -115,7 +115,7 @@ export interface Grant {
 export interface BackendEvents {
   /** `key` (the caller's key, not the store's name) was released and granted to nobody: try. */
   released(key: string): void;
-  /** A release handed `key` to a queue entry (maybe another locker's: then nothing to try yet). */
+  /** A release granted `key` to a queue entry (maybe another locker's: then nothing to try yet). */
   granted(key: string, grant: Grant): void;
   /** Notifications may have been missed (a subscriber reconnected): every waiter should try. */
   missed(): void;
@@ -128,12 +128,11 @@ export interface BackendEvents {
 
 /** What the core gives a backend when it makes it. */
 export interface BackendContext {
-  /** The locker's id in cross-process hand-off queues (random, 16 hex characters). */
+  /** The locker's id in the stores' queues (random, 16 hex characters). */
   readonly waiterId: string;
   /**
    * The locker's `owner` option (at most 256 bytes): a backend stores it with each holder without
-   * adding a command to the uncontended path (inside the value it already writes, or once per
-   * connection), and {@link Backend.inspect} reads it back.
+   * adding a command to the uncontended path, and {@link Backend.inspect} reads it back.
    */
   readonly owner: string;
   /** Where the backend reports releases. */
@@ -177,16 +176,126 @@ export interface StoredView {
   readonly waiting: number;
 }
 
-/** A held key as {@link Backend.list} names it: the caller's key and what {@link Backend.inspect} reads. */
+/** A held key as {@link Listing.list} names it: the caller's key and what {@link Backend.inspect} reads. */
 export interface ListedResource {
   /** The caller's key (without the locker's prefix). */
   readonly key: string;
   readonly view: StoredView;
 }
 
-/** A lease handed off by another process, to take over (see {@link Backend.adopt}). */
+/**
+ * A store, as the lock core drives it: six members. The core owns everything else a lock does
+ * (validation, the per-key waiter queue and wait loop, the lease record and its keeping, loss
+ * reporting, release outcomes, counts, diagnostics); a backend only talks to its store.
+ *
+ * - Every method that takes a `resource` gets the name chosen by {@link Naming.resourceOf} (the
+ *   key itself for a store without {@link Capabilities.naming}).
+ * - Operations that can fail throw (or answer) a `StoreUnavailableError` with the store's error as
+ *   `cause`; "someone else holds it" is never an error.
+ * - A grant is valid until the handle's `validUntil`, a local monotonic time the backend bounds
+ *   conservatively (a store's clock is not a clock two processes share).
+ *
+ * What a store can do beyond this it says in {@link can}: each capability is one object it
+ * provides or leaves out (see {@link Capabilities}).
+ */
+export interface Backend {
+  /**
+   * One attempt to take `request.resource` (`request.weight` permits of it) for
+   * `request.duration` ms; with `request.fencing`, the grant carries a fencing token issued in the
+   * same atomic step. Store failures throw StoreUnavailableError.
+   */
+  acquire(request: AttemptRequest): Promise<AttemptOutcome>;
+  /**
+   * Extends each of `handles` (at most {@link MAX_EXTEND_BATCH}) to `duration` ms from now where
+   * its token still matches, renewing the handle's validity. Never rejects: the outcome of
+   * `handles[i]` is at index `i`.
+   */
+  extend(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]>;
+  /**
+   * Deletes the lock where it still has `handle`'s token (or, with a grant queue, grants it to the
+   * next waiter) and publishes the release. Never rejects. `cleanUp`: the core cleans up after
+   * something it gave up on (an attempt cut short, a grant nobody takes, a lost lease): the release
+   * must run after every command this backend sent before it, and depend on no cache of the store's.
+   */
+  release(handle: LockHandle, cleanUp?: boolean): Promise<ReleaseOutcome>;
+  /** How the core hears of releases. */
+  readonly watcher: ReleaseWatcher;
+  /**
+   * Reads who holds `resource` and how many wait for it, in every process; changes nothing and
+   * sends at most a few commands. Store failures throw StoreUnavailableError.
+   */
+  inspect(resource: string): Promise<StoredView>;
+  /** What the store can do beyond the above (see {@link Capabilities}). */
+  readonly can: Capabilities;
+}
+
+/**
+ * What a store can do beyond the six members of {@link Backend}: one member per capability, each
+ * left out when the store lacks it (the core then does without, or refuses the call with an
+ * UnsupportedError that says why).
+ */
+export interface Capabilities {
+  /** Its own names for keys, and keys it cannot use. Without: the key is its name, every key works. */
+  readonly naming?: Naming;
+  /** It counts permits: semaphores and read-write locks as well as locks. */
+  readonly permits?: boolean;
+  /**
+   * Its locks stay held until released, whatever their lease (a lock bound to a session or a
+   * process): a lease the core declares lost is then released in the store by the core.
+   */
+  readonly heldUntilReleased?: boolean;
+  /** Waiters queue in the store, across processes, and releases may grant to them (see {@link WaitQueue}). */
+  readonly queue?: WaitQueue;
+  /** Leases can move to another process (see {@link HandOff}); or why they cannot. */
+  readonly handOff?: HandOff | Unsupported;
+  /** It issues fencing tokens (see {@link Fencing}). */
+  readonly fencing?: Fencing | Unsupported;
+  /** It lives in this process and answers at once (see {@link InProcess}). */
+  readonly inProcess?: InProcess;
+  /** It can name its held keys (see {@link Listing}); or why it cannot. */
+  readonly listing?: Listing | Unsupported;
+}
+
+/** Why a store lacks a capability: the core's refusal (an UnsupportedError) says it. */
+export interface Unsupported {
+  readonly unsupported: string;
+}
+
+/** A store's names for keys (see {@link Capabilities.naming}). */
+export interface Naming {
+  /** The store's name for `key` (a prefixed key, a path, a hash): asked for once per key state. */
+  resourceOf(key: string): string;
+  /** Throws an UnsupportedError when `resource` cannot be used for counted locks, before anything is sent. */
+  checkPermits?(resource: string): void;
+}
+
+/**
+ * A queue of waiters across processes: an attempt whose {@link Queueing} says `joinOnMiss`
+ * registers its token on a miss (see {@link Registration}), and keeps its place by trying again.
+ * Where {@link grants} says so, a release grants the key to the longest-waiting live entry and
+ * reports it through {@link BackendEvents.granted}; elsewhere releases are reported through
+ * {@link BackendEvents.released} and waiters try, in queue order.
+ */
+export interface WaitQueue {
+  /** True when releases of `resource` grant it to queued waiters (a store may grant some keys only). */
+  grants(resource: string): boolean;
+  /**
+   * The handle of a grant a release made to `registration` at the store's time
+   * `grantedServerMs`: valid for the grant grace from then, as bounded locally. Called only for
+   * grants the backend reported.
+   */
+  grantedHandle?(resource: string, registration: Registration, grantedServerMs: number): LockHandle;
+  /**
+   * Removes `waiterId`'s entry (or what a failed attempt that joined left queued) from `resource`'s
+   * queue, and hands the key over at once if it was granted to `grantedToken` (the leaver's
+   * registration, not seen granted). Never rejects.
+   */
+  leaveQueue(resource: string, waiterId: string, grantedToken?: string): Promise<void>;
+}
+
+/** A lease handed off by another process, to take over (see {@link HandOff.adopt}). */
 export interface AdoptRequest {
-  /** The store's name for the key (see {@link Backend.resourceOf}). */
+  /** The store's name for the key. */
   readonly resource: string;
   /** The token the lease is held with. */
   readonly token: string;
@@ -196,174 +305,53 @@ export interface AdoptRequest {
   readonly duration: number;
 }
 
-/**
- * Whether a store's leases can be handed to another process: the scope a handle belongs to (the
- * store and its namespace, such as `"redis:" + prefix`; a handle of another scope is refused), or
- * why not (a lock tied to its holder's connection or process).
- */
-export type HandOffSupport = { readonly scope: string } | { readonly unsupported: string };
-
-/** One acquisition attempt, as the core asks a backend for it (one object per attempt). */
-export interface AttemptRequest {
-  /** The store's name for the key (see {@link Backend.resourceOf}). */
-  readonly resource: string;
-  /** The lease length in ms. */
-  readonly duration: number;
-  /** How the attempt relates to the key's hand-off queue (a store without one may ignore it). */
-  readonly intent: QueueIntent;
-  /** The grant carries a fencing token issued in the same atomic step. */
-  readonly fencing: boolean;
-  /** Permits to take (1 for a lock; counted locks only). */
-  readonly weight: number;
-}
-
-/**
- * A store, as the lock core drives it. The core owns everything else a lock does: validation, the
- * per-key waiter queue and wait loop, the lease record and its keeping, loss reporting, release
- * outcomes, counts and diagnostics. A backend only talks to its store:
- *
- * - Every method that takes a `resource` gets the name the backend chose with {@link resourceOf}.
- * - Operations that can fail throw (or answer) a `StoreUnavailableError` with the store's error as
- *   `cause`; "someone else holds it" is never an error.
- * - A grant is valid until the handle's `validUntil`, a local monotonic time the backend bounds
- *   conservatively (a store's clock is not a clock two processes share).
- * - A backend with a hand-off queue ({@link hasQueue}) registers failed attempts that ask to join
- *   (see {@link QueueIntent}) and has releases grant the key to the longest-waiting live entry,
- *   reporting it through {@link BackendEvents.granted}; the core hands that grant to its waiter.
- *   Without a queue, releases are reported through {@link BackendEvents.released} and waiters try.
- *
- * A store writes a {@link StoreBackend}: the members marked "default" below may be left out, and
- * `withDefaults` (core/backend-defaults.ts) supplies them.
- */
-export interface Backend {
+/** Moving a lease to another process: `Lease.handOff` here, `Locker.adopt` there. */
+export interface HandOff {
+  /** The store and namespace a handle belongs to (such as `"redis:node:" + prefix`): others are refused. */
+  readonly scope: string;
   /**
-   * The store's name for `key` (a prefixed key, a path, a hash): computed once per key state.
-   * Default: the key itself. `once`: asked for once among many keys (an extension round), so a
-   * store that caches names need not keep this one.
-   */
-  resourceOf(key: string, once?: boolean): string;
-  /** True when the store counts permits (semaphores, read-write locks) besides plain locks. */
-  readonly countsPermits: boolean;
-  /**
-   * `false` when a lock stays held until released, whatever its lease (a lock bound to a session
-   * or a process): a lease the core declares lost (its deadline passed) is then released in the
-   * store by the core, so the key is freed. Default: locks expire on their own (a TTL).
-   */
-  readonly expires?: boolean;
-  /**
-   * True when releases of `resource` hand it to the next queued waiter (and publish its id).
-   * Default: `false` (no hand-off queue).
-   */
-  hasQueue(resource: string): boolean;
-  /** How the core hears of releases. */
-  readonly watcher: ReleaseWatcher;
-  /**
-   * One attempt to take `request.resource` (`request.weight` permits of it, for counted locks) for
-   * `request.duration` ms; with `request.fencing`, the grant carries a fencing token issued in the
-   * same atomic step. Store failures throw StoreUnavailableError.
-   */
-  acquire(request: AttemptRequest): Promise<AttemptOutcome>;
-  /**
-   * A store in this process (memory) may also answer an attempt synchronously: the same as
-   * {@link acquire}, without a promise (the core's uncontended path then allocates none).
-   */
-  acquireNow?(request: AttemptRequest): AttemptOutcome;
-  /**
-   * Throws an UnsupportedError when `resource` cannot be used by this store (before anything is
-   * sent). Default: every resource can.
-   */
-  checkResource(resource: string): void;
-  /**
-   * Extends each of `handles` (at most {@link MAX_EXTEND_BATCH}) to `duration` ms from now where
-   * its token still matches, renewing the handle's validity. Never rejects: the outcome of
-   * `handles[i]` is at index `i`.
-   */
-  extendMany(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]>;
-  /**
-   * Compare-and-delete (or hand-off) with publication. Never rejects. `ordered`: the release
-   * compensates for an earlier command on the same connection (an attempt that timed out or was
-   * abandoned); it must run after that command and must not depend on a script cache. `now`:
-   * `performance.now()` as the caller read it just before the call, for a store that reads the
-   * clock to release (a clock read saved); a store reads its own when it is not given.
-   */
-  release(handle: LockHandle, ordered?: boolean, now?: number): Promise<ReleaseOutcome>;
-  /** Like {@link acquireNow}: {@link release}, answered synchronously (a store in this process). */
-  releaseNow?(handle: LockHandle): ReleaseOutcome;
-  /**
-   * The handle of a grant a release made to `registration` (see {@link Registration}) at the
-   * store's time `grantedServerMs`: valid for the hand-off grace from then, as bounded locally.
-   * Called only for grants the backend reported. Default: throws (a store without a hand-off
-   * queue reports none).
-   */
-  grantedHandle(resource: string, registration: Registration, grantedServerMs: number): LockHandle;
-  /**
-   * Removes `waiterId` from `resource`'s hand-off queue (or whatever a failed attempt that joined
-   * left queued), and hands the key over at once if it was granted to `claimToken` (the leaver's
-   * registration, not seen granted). Never rejects. Default: nothing to leave.
-   */
-  leaveQueue(resource: string, waiterId: string, claimToken?: string): Promise<void>;
-  /**
-   * Reads who holds `resource` and how many wait for it, in every process; changes nothing and
-   * sends at most a few commands. Store failures throw StoreUnavailableError.
-   */
-  inspect(resource: string): Promise<StoredView>;
-  /**
-   * Names up to `limit` held resources whose caller's key starts with `prefix`, each with its
-   * view (at least one holder), in any order; reads in bounded steps and never blocks the store.
-   * Store failures throw StoreUnavailableError. Default: rejects with an UnsupportedError (a store
-   * that cannot name its keys writes its own, saying why).
-   */
-  list(prefix: string, limit: number): Promise<ListedResource[]>;
-  /** Whether leases can be handed to another process (see {@link adopt}). Default: unsupported. */
-  readonly handOff: HandOffSupport;
-  /**
-   * Takes over a lease another process handed off: atomically, where `request.resource` is still
-   * held with `request.token`, replaces that token by a fresh one of this locker (with its owner)
-   * and sets a lease of `request.duration` ms. Answers the new handle; `"taken"` when another
-   * token holds it, `"expired"` when nobody does. A fencing token is left as it was. Store
-   * failures throw StoreUnavailableError. Default: throws UnsupportedError.
+   * Where `request.resource` is still held with `request.token`, replaces that token by a fresh
+   * one of this locker (with its owner) and sets a lease of `request.duration` ms, atomically.
+   * Answers the new handle; `"taken"` when another token holds it, `"expired"` when nobody does.
+   * A fencing token is left as it was. Store failures throw StoreUnavailableError.
    */
   adopt(request: AdoptRequest): Promise<LockHandle | "taken" | "expired">;
   /**
-   * Optional: extends `handle` once for a hand-off (instead of {@link extendMany}) so that the
-   * lease no longer depends on this process — a store that records its holder's process (the file
-   * store judges a dead holder's lock free) records none — and forgets whatever it kept for it.
+   * Extends `handle` once for a hand-off (instead of {@link Backend.extend}) so that the lease no
+   * longer depends on this process, and forgets what the store kept for it here. Without: one
+   * extension.
    */
   detach?(handle: LockHandle, duration: number): Promise<ExtendOutcome>;
-  /** Whether {@link issueFencingToken} is available. */
-  readonly supportsFencing: boolean;
-  /** A fencing token for `handle`, or `undefined` when the key no longer holds its token. */
-  issueFencingToken(handle: LockHandle): Promise<bigint | undefined>;
-  /**
-   * Like {@link issueFencingToken}, answered synchronously: a store with {@link acquireNow} that
-   * supports fencing has it (its grants are fenced as they are handed over).
-   */
-  issueFencingTokenNow?(handle: LockHandle): bigint | undefined;
-  /**
-   * Throws an UnsupportedError when `resource` cannot be fenced (before anything is sent).
-   * Default: every resource can (when {@link supportsFencing}).
-   */
-  checkFencing(resource: string): void;
 }
 
-/** The members of {@link Backend} a store may leave out (see {@link StoreBackend}). */
-export type DefaultedMember =
-  | "resourceOf"
-  | "hasQueue"
-  | "checkResource"
-  | "grantedHandle"
-  | "leaveQueue"
-  | "checkFencing"
-  | "handOff"
-  | "adopt"
-  | "list";
+/** Fencing tokens (see {@link Capabilities.fencing}). */
+export interface Fencing {
+  /** A fencing token for `handle`, or `undefined` when the key no longer holds its token. */
+  issueFencingToken(handle: LockHandle): Promise<bigint | undefined>;
+  /** Throws an UnsupportedError when `resource` cannot be fenced, before anything is sent. */
+  checkFencing?(resource: string): void;
+}
 
 /**
- * A backend as a store writes it: {@link Backend} with the defaulted members optional (a store
- * without a hand-off queue or per-resource limits writes none of them). `withDefaults` makes it
- * a {@link Backend}.
+ * A store in this process (memory) answers at once: the core's uncontended path then makes no
+ * promise. Each member is its {@link Backend} counterpart, answered synchronously.
  */
-export type StoreBackend = Omit<Backend, DefaultedMember> & Partial<Pick<Backend, DefaultedMember>>;
+export interface InProcess {
+  acquireNow(request: AttemptRequest): AttemptOutcome;
+  releaseNow(handle: LockHandle): ReleaseOutcome;
+  /** {@link Fencing.issueFencingToken}, at once (grants are fenced as they are handed over). */
+  issueFencingTokenNow(handle: LockHandle): bigint | undefined;
+}
+
+/** Naming held keys (see {@link Capabilities.listing}). */
+export interface Listing {
+  /**
+   * Names up to `limit` held resources whose caller's key starts with `prefix`, each with its
+   * view (at least one holder), in any order; reads in bounded steps and never blocks the store.
+   * Store failures throw StoreUnavailableError.
+   */
+  list(prefix: string, limit: number): Promise<ListedResource[]>;
+}
 
 /** Makes a locker's backend, once the core knows its waiter id and event sink. */
 export type BackendFactory = (context: BackendContext) => Backend;

@@ -4,7 +4,8 @@ import type { AcquireProbe } from "../internal/diagnostics.js";
 import type { ResolvedAcquireOptions } from "../internal/validate.js";
 import type { KeyStates } from "../internal/waiter.js";
 import type { Acquisition, AcquisitionOwner } from "./acquisition.js";
-import type { AttemptOutcome, Backend, LockHandle, QueueIntent, Registration } from "./backend.js";
+import type { AttemptOutcome, LockHandle, Queueing, Registration } from "./backend.js";
+import type { Store } from "./store.js";
 
 /** The settings the core needs from a locker's resolved options (a store adds its own). */
 export interface CoreSettings {
@@ -51,10 +52,10 @@ export type Miss = Exclude<AttemptOutcome, { kind: "acquired" }>;
  */
 export interface CoreParts {
   readonly options: CoreSettings;
-  readonly store: Backend;
+  readonly store: Store;
   /** Per key: how many acquisitions are held here, and who waits here (FIFO). */
   readonly keys: KeyStates<LockHandle, Registration>;
-  /** This locker's id in the cross-process hand-off queues. */
+  /** This locker's id in the cross-process grant queues. */
   readonly waiterId: string;
   /** Aborts (with a LockerClosedError) when the locker closes. */
   readonly closing: AbortSignal;
@@ -62,8 +63,8 @@ export interface CoreParts {
   readonly gate: CloseGate;
   /** Counted locks (semaphores, read-write locks): every waiter has its own queue entry. */
   readonly counted: boolean;
-  /** The three ways an attempt relates to the hand-off queue (shared: attempts allocate none). */
-  readonly intents: Readonly<Record<"first" | "leave" | "keep", QueueIntent>>;
+  /** The three ways an attempt relates to the grant queue (shared: attempts allocate none). */
+  readonly queueings: Readonly<Record<"first" | "leave" | "keep", Queueing>>;
   /** Registers a store operation that `close()` waits for. */
   track<T>(promise: Promise<T>): Promise<T>;
   /** The store's name of `key` (kept on its key state). */
@@ -71,9 +72,9 @@ export interface CoreParts {
   /** True when `error` is this call's abort or the locker's close, not a failed attempt. */
   isAbandonment(error: unknown, signal: AbortSignal | undefined): boolean;
   /** One abortable acquisition attempt of `call` (see LockCore). */
-  attempt(call: AcquireCall, intent: QueueIntent): Promise<Acquisition | Miss> | Acquisition | Miss;
+  attempt(call: AcquireCall, queueing: Queueing): Promise<Acquisition | Miss> | Acquisition | Miss;
   /** {@link attempt} on a store in this process (one with `acquireNow`), answered at once. */
-  attemptNow(call: AcquireCall, intent: QueueIntent): Acquisition | Miss;
+  attemptNow(call: AcquireCall, queueing: Queueing): Acquisition | Miss;
   /** Starts keeping a key handed over to `call` by the store's queue (see LockCore). */
   registerGrant(call: AcquireCall, handle: LockHandle): Acquisition;
 }

@@ -131,7 +131,7 @@ export class DirectWaiter<T = Acquisition> extends Waiter<LockHandle> {
     }
     const acquisition = registerGrant(this.#call, handle);
     if (this.#call.request.fencing) {
-      const fencingToken = store.issueFencingTokenNow?.(handle);
+      const fencingToken = store.inProcess?.issueFencingTokenNow(handle);
       // No token: the key vanished meanwhile, so this was no grant after all; try again.
       if (fencingToken === undefined) {
         void acquisition.releaser.run();
@@ -149,14 +149,14 @@ export class DirectWaiter<T = Acquisition> extends Waiter<LockHandle> {
     const state = this.#state;
     do {
       this.#again = false;
-      const claimToken = state.handOff?.token;
-      const intent = claimToken === undefined ? parts.intents.leave : { ...parts.intents.leave, claimToken };
+      const grantedToken = state.handOff?.token;
+      const queueing = grantedToken === undefined ? parts.queueings.leave : { ...parts.queueings.leave, grantedToken };
       let outcome: ReturnType<CoreParts["attemptNow"]> | undefined;
       let failure: { error: unknown } | undefined;
       this.#trying = true;
       state.attempting = true;
       try {
-        outcome = parts.attemptNow(this.#call, intent);
+        outcome = parts.attemptNow(this.#call, queueing);
       } catch (error) {
         failure = { error };
       }

@@ -6,7 +6,7 @@ import type { AcquireCall, CoreParts } from "./core-parts.js";
 import { type CoreWaiter, CountedWaiter, type QueuePlace } from "./waiters.js";
 
 /**
- * The hand-off side of the core: what happens when a backend with a hand-off queue reports that a
+ * The hand-off side of the core: what happens when a backend with a grant queue reports that a
  * release granted a key (see `BackendEvents.granted`). The grant goes to the waiter it names — the
  * head of the key's queue here (locks: one queue entry per locker), or the counted waiter with
  * that id (semaphores, read-write locks: one entry per waiter) — or, when nobody here takes it any
@@ -151,7 +151,7 @@ export class GrantDesk {
       next.grant(handle);
       return;
     }
-    const { waiterId } = waiter.joinIntent(this.#parts);
+    const { waiterId } = waiter.joinQueueing(this.#parts);
     void this.#parts.track(this.#parts.store.leaveQueue(handle.resource, waiterId, handle.token));
   }
 

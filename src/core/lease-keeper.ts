@@ -2,16 +2,17 @@ import { performance } from "node:perf_hooks";
 import { LockLostError, type LockLostReason } from "../errors.js";
 import { extendChannel, publishLost } from "../internal/diagnostics.js";
 import type { Acquisition } from "./acquisition.js";
-import { type Backend, type ExtendOutcome, MAX_EXTEND_BATCH } from "./backend.js";
+import { type ExtendOutcome, MAX_EXTEND_BATCH } from "./backend.js";
 import { reportExtension } from "./extension-report.js";
 import { InFlight } from "./in-flight.js";
 import { type Lane, Lanes } from "./lease-lanes.js";
 import { MAX_TIMER_DELAY_MS } from "./limits.js";
+import type { Store } from "./store.js";
 
 /** What the {@link LeaseKeeper} needs from its locker. */
 export interface LeaseKeeperSettings {
   /** The store the leases are extended in. */
-  readonly store: Backend;
+  readonly store: Store;
   readonly operationTimeout: number;
   /** How many extension commands (each up to {@link MAX_EXTEND_BATCH} locks) may be in flight. */
   readonly sweepConcurrency: number;
@@ -379,7 +380,7 @@ export class LeaseKeeper {
     let outcomes: ExtendOutcome[];
     try {
       const { track, store } = this.#settings;
-      outcomes = await this.#inFlight.track(track(store.extendMany(batch, duration)));
+      outcomes = await this.#inFlight.track(track(store.extend(batch, duration)));
     } catch (error) {
       const failure = error instanceof Error ? error : new Error(String(error));
       outcomes = batch.map(() => failure);

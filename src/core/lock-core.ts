@@ -25,11 +25,10 @@ import { Acquisition, type AcquisitionOwner, AcquisitionTerms } from "./acquisit
 import type {
   AttemptOutcome,
   AttemptRequest,
-  Backend,
   BackendFactory,
   ListedResource,
   LockHandle,
-  QueueIntent,
+  Queueing,
   Registration,
   StoredView,
 } from "./backend.js";
@@ -38,6 +37,7 @@ import { DirectWaiter } from "./direct-waiter.js";
 import { encodeHandOff, type HandOffContent } from "./hand-off-handle.js";
 import { InFlight } from "./in-flight.js";
 import { LeaseKeeper, type LeaseKeeperStats } from "./lease-keeper.js";
+import { Store } from "./store.js";
 import { WaitLoop } from "./wait-loop.js";
 
 /** How often a `tryLock` asks again after its win was read only once the lease had run out. */
@@ -50,7 +50,7 @@ export type { CoreSettings } from "./core-parts.js";
  * semaphore and read-write views alike — over a {@link Backend} (see docs/architecture.md).
  *
  * - Validation (one table of limits), the per-key FIFO of waiters and the wait loop
- *   ({@link WaitLoop}), grants handed over by a backend with a hand-off queue ({@link GrantDesk}),
+ *   ({@link WaitLoop}), grants handed over by a backend with a grant queue ({@link GrantDesk}),
  *   the lease record ({@link Acquisition}), lease keeping and loss reporting ({@link LeaseKeeper}),
  *   release outcomes, counts, and diagnostics.
  * - Every held lease is extended from its own validity: every `expiry / 2`, and early enough that
@@ -61,7 +61,7 @@ export type { CoreSettings } from "./core-parts.js";
  */
 export class LockCore<O extends CoreSettings = CoreSettings> {
   readonly #options: O;
-  readonly #store: Backend;
+  readonly #store: Store;
   readonly #keeper: LeaseKeeper;
   /** Per key: how many acquisitions are held here, and who waits here (FIFO). */
   readonly #keys = new KeyStates<LockHandle, Registration>();
@@ -76,10 +76,10 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
   readonly #closing = new AbortController();
   /** Cuts in-flight attempts short on close (waits listen to `#closing` instead). */
   readonly #gate = new CloseGate();
-  /** This locker's id in the cross-process hand-off queues. */
+  /** This locker's id in the cross-process grant queues. */
   readonly #waiterId = randomBytes(8).toString("hex");
-  /** The three ways an attempt relates to the hand-off queue (shared, so attempts allocate none). */
-  readonly #intents: Readonly<Record<"first" | "leave" | "keep", QueueIntent>>;
+  /** The three ways an attempt relates to the grant queue (shared, so attempts allocate none). */
+  readonly #queueings: Readonly<Record<"first" | "leave" | "keep", Queueing>>;
   #closed: Promise<void> | undefined;
   /** Counted locks (semaphores, read-write locks): every waiter has its own queue entry. */
   readonly #counted: boolean;
@@ -106,27 +106,29 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     subscribeAbort(this.#closing.signal, (reason) => DirectWaiter.closeAll(this.#keys, reason));
     this.#options = options;
     this.#counted = limit !== undefined;
-    this.#intents = {
-      first: { waiterId: this.#waiterId, join: true, onSuccess: "keep" },
-      leave: { waiterId: this.#waiterId, join: true, onSuccess: "leave" },
-      keep: { waiterId: this.#waiterId, join: false, onSuccess: "keep" },
+    this.#queueings = {
+      first: { waiterId: this.#waiterId, joinOnMiss: true, leaveOnSuccess: false },
+      leave: { waiterId: this.#waiterId, joinOnMiss: true, leaveOnSuccess: true },
+      keep: { waiterId: this.#waiterId, joinOnMiss: false, leaveOnSuccess: false },
     };
-    this.#store = makeBackend({
-      waiterId: this.#waiterId,
-      owner: options.owner ?? defaultOwner(),
-      events: {
-        released: (key) => {
-          // Counted: every waiter of the key competes (permits held here may leave room). A lock:
-          // while this locker holds the key, the message is stale (or our own).
-          if (this.#counted) this.#keys.notifyAll(key);
-          else if (this.#keys.heldCount(key) === 0) this.#keys.notifyHead(key);
+    this.#store = new Store(
+      makeBackend({
+        waiterId: this.#waiterId,
+        owner: options.owner ?? defaultOwner(),
+        events: {
+          released: (key) => {
+            // Counted: every waiter of the key competes (permits held here may leave room). A lock:
+            // while this locker holds the key, the message is stale (or our own).
+            if (this.#counted) this.#keys.notifyAll(key);
+            else if (this.#keys.heldCount(key) === 0) this.#keys.notifyHead(key);
+          },
+          granted: (key, grant) => this.#loop.grants.onGrant(key, grant),
+          missed: () => this.#keys.notifyAllHeads(),
+          lost: (tokens, reason, cause) => this.#keeper.markLostByToken(tokens, reason, cause),
         },
-        granted: (key, grant) => this.#loop.grants.onGrant(key, grant),
-        missed: () => this.#keys.notifyAllHeads(),
-        lost: (tokens, reason, cause) => this.#keeper.markLostByToken(tokens, reason, cause),
-      },
-    });
-    this.#hintsContention = this.#counted && this.#store.releaseNow === undefined;
+      }),
+    );
+    this.#hintsContention = this.#counted && this.#store.inProcess === undefined;
     if (this.#counted && !this.#store.countsPermits) {
       throw new UnsupportedError("Counted locks need a store that counts permits");
     }
@@ -142,7 +144,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
         // A store whose locks never expire on their own, or a lease held until released (memory)
         // that its maxHold ended, is freed in the store by the core (sent before the next waiter
         // here tries; the holder's own release then finds it expired).
-        if (this.#store.expires === false || acquisition.duration === Number.POSITIVE_INFINITY) {
+        if (this.#store.heldUntilReleased || acquisition.duration === Number.POSITIVE_INFINITY) {
           void this.#track(this.#store.release(acquisition.handle, true));
         }
         this.#keys.notifyHead(acquisition.key);
@@ -157,13 +159,13 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
       closing: this.#closing.signal,
       gate: this.#gate,
       counted: this.#counted,
-      intents: this.#intents,
+      queueings: this.#queueings,
       track: (promise) => this.#track(promise),
       resourceOf: (key) => this.#resourceOf(key),
       isAbandonment: (error, signal) => this.#isAbandonment(error, signal),
-      attempt: (call, intent) => this.#attempt(call.signal, call.key, call.request, intent, call.owner, call.probe),
-      attemptNow: (call, intent) =>
-        this.#attemptNow(call.signal, call.key, call.request, intent, call.owner, call.probe),
+      attempt: (call, queueing) => this.#attempt(call.signal, call.key, call.request, queueing, call.owner, call.probe),
+      attemptNow: (call, queueing) =>
+        this.#attemptNow(call.signal, call.key, call.request, queueing, call.owner, call.probe),
       registerGrant: (call, handle) => this.#register(call.key, handle, undefined, call.request, true, call.owner),
     };
     this.#loop = new WaitLoop(this.#parts);
@@ -190,7 +192,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
    * releases them through this engine, and names `locker` and its kind in diagnostics messages.
    */
   ownerFor(locker: Locker, kind: LockerKind): AcquisitionOwner {
-    const store = this.#store;
+    const _store = this.#store;
     // Most lockers use one lease length; a caller passing many is bounded (the cache starts afresh).
     const terms = new Map<number, AcquisitionTerms>();
     const owner: AcquisitionOwner = {
@@ -199,7 +201,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
       releaseAcquisition: (acquisition) => this.#release(acquisition),
       expireAcquisition: (acquisition) => this.#keeper.markLost(acquisition, "expired"),
       handOffAcquisition: (acquisition, weight) => this.#handOff(acquisition, kind, weight),
-      resourceOf: (key, once) => store.resourceOf(key, once),
+      resourceOf: (key) => this.#resourceOf(key),
       termsOf: (duration) => {
         let found = terms.get(duration);
         if (found === undefined) {
@@ -264,8 +266,8 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
 
   /** {@link obtain}, handing the caller what `deliver` makes of the acquisition. */
   #obtain<T>(call: AcquireCall, deliver: (acquisition: Acquisition) => T): Promise<T> | T {
-    if (this.#counted) this.#store.checkResource(this.#resourceOf(call.key));
-    else if (this.#store.acquireNow !== undefined) {
+    if (this.#counted) this.#store.checkPermits(this.#resourceOf(call.key));
+    else if (this.#store.inProcess !== undefined) {
       const taken = this.#takeIdleKey(call);
       return taken !== undefined ? deliver(taken) : this.#loop.obtainNow(call, deliver);
     }
@@ -280,7 +282,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
   #takeIdleKey(call: AcquireCall): Acquisition | undefined {
     const state = this.#keys.get(call.key);
     if (state !== undefined && (state.held > 0 || state.waiters.size > 0)) return undefined;
-    const outcome = this.#attemptNow(call.signal, call.key, call.request, this.#intents.keep, call.owner, call.probe);
+    const outcome = this.#attemptNow(call.signal, call.key, call.request, this.#queueings.keep, call.owner, call.probe);
     return outcome instanceof Acquisition ? outcome : undefined;
   }
 
@@ -292,12 +294,12 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     if (this.#counted) {
       // Waiters queued here come first (across processes, the store's queue sees to that).
       if ((state?.waiters.size ?? 0) > 0) return undefined;
-      this.#store.checkResource(this.#resourceOf(key));
+      this.#store.checkPermits(this.#resourceOf(key));
     } else if (this.#keys.heldCount(key) > 0) return undefined;
     const abandoned = this.#abandoned.size === 0 ? undefined : this.#abandoned.get(key);
     if (abandoned !== undefined) await this.#gate.race(abandoned, signal);
     for (let late = 0; ; late++) {
-      const outcome = await this.#attempt(signal, key, request, this.#intents.keep, owner, probe);
+      const outcome = await this.#attempt(signal, key, request, this.#queueings.keep, owner, probe);
       if (outcome instanceof Acquisition) return outcome;
       // "expired-on-arrival": the key was free and taken for us, but this process read the answer
       // only after the lease had run out (a burst or a pause stalled it). That is no "held
@@ -360,8 +362,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     scope: string,
   ): Promise<Lease> {
     const { autoExtend } = resolveAdoptOptions(options);
-    const support = this.#store.handOff;
-    if ("unsupported" in support) throw new UnsupportedError(`Adopting a lease: ${support.unsupported}`);
+    const support = this.#store.handOff("Adopting a lease");
     if (content.scope !== `${scope}|${support.scope}`) {
       throw new InvalidArgumentError(
         "handle",
@@ -387,16 +388,15 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
    * encodes its handle.
    */
   async #handOff(acquisition: Acquisition, scope: string, weight: number): Promise<string> {
-    const support = this.#store.handOff;
-    if ("unsupported" in support) throw new UnsupportedError(`Handing off a lease: ${support.unsupported}`);
+    const support = this.#store.handOff("Handing off a lease");
     if (acquisition.state !== "held" || acquisition.started) {
       throw new LockLostError(acquisition.key, acquisition.state === "held" ? "released" : lostReason(acquisition));
     }
     const store = this.#store;
     const outcome = await this.#track(
-      store.detach === undefined
-        ? store.extendMany([acquisition.handle], acquisition.duration).then(([first]) => first)
-        : store.detach(acquisition.handle, acquisition.duration),
+      support.detach === undefined
+        ? store.extend([acquisition.handle], acquisition.duration).then(([first]) => first)
+        : support.detach(acquisition.handle, acquisition.duration),
     );
     if (acquisition.state !== "held" || acquisition.started) {
       throw new LockLostError(acquisition.key, acquisition.state === "held" ? "released" : lostReason(acquisition));
@@ -445,15 +445,15 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     signal: AbortSignal | undefined,
     key: string,
     request: ResolvedAcquireOptions,
-    intent: QueueIntent,
+    queueing: Queueing,
     owner: AcquisitionOwner,
     probe: AcquireProbe | undefined,
   ): Promise<Acquisition | Miss> | Acquisition | Miss {
     const store = this.#store;
-    if (store.acquireNow !== undefined) return this.#attemptNow(signal, key, request, intent, owner, probe);
+    if (store.inProcess !== undefined) return this.#attemptNow(signal, key, request, queueing, owner, probe);
     if (probe !== undefined) probe.attempts += 1;
-    const sent = store.acquire(this.#attemptRequest(key, request, intent));
-    return this.#attemptInFlight(signal, key, request, intent, owner, sent);
+    const sent = store.acquire(this.#attemptRequest(key, request, queueing));
+    return this.#attemptInFlight(signal, key, request, queueing, owner, sent);
   }
 
   /**
@@ -464,23 +464,23 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     signal: AbortSignal | undefined,
     key: string,
     request: ResolvedAcquireOptions,
-    intent: QueueIntent,
+    queueing: Queueing,
     owner: AcquisitionOwner,
     probe: AcquireProbe | undefined,
   ): Acquisition | Miss {
-    const store = this.#store;
-    if (store.acquireNow === undefined) throw new TypeError("The store answers attempts asynchronously");
+    const inProcess = this.#store.inProcess;
+    if (inProcess === undefined) throw new TypeError("The store answers attempts asynchronously");
     if (probe !== undefined) probe.attempts += 1;
     this.#gate.check(signal);
-    return this.#settle(store.acquireNow(this.#attemptRequest(key, request, intent)), key, request, owner);
+    return this.#settle(inProcess.acquireNow(this.#attemptRequest(key, request, queueing)), key, request, owner);
   }
 
   /** What the store is asked for by one attempt of `request` on `key`. */
-  #attemptRequest(key: string, request: ResolvedAcquireOptions, intent: QueueIntent): AttemptRequest {
+  #attemptRequest(key: string, request: ResolvedAcquireOptions, queueing: Queueing): AttemptRequest {
     return {
       resource: this.#resourceOf(key),
       duration: request.expiry ?? this.#options.expiry,
-      intent,
+      queueing,
       fencing: request.fencing,
       weight: request.weight,
     };
@@ -491,7 +491,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     signal: AbortSignal | undefined,
     key: string,
     request: ResolvedAcquireOptions,
-    intent: QueueIntent,
+    queueing: Queueing,
     owner: AcquisitionOwner,
     sent: Promise<AttemptOutcome>,
   ): Promise<Acquisition | Miss> {
@@ -499,7 +499,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     try {
       outcome = await this.#gate.race(sent, signal, this.#inFlight);
     } catch (error) {
-      if (this.#isAbandonment(error, signal)) this.#noteAbandoned(key, this.#cleanUpAbandoned(sent, key, intent));
+      if (this.#isAbandonment(error, signal)) this.#noteAbandoned(key, this.#cleanUpAbandoned(sent, key, queueing));
       throw error;
     }
     return this.#settle(outcome, key, request, owner);
@@ -524,12 +524,12 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
   /**
    * After an attempt that was abandoned in flight has settled — including a retry with the
    * script's body after a flushed script cache, which is sent after everything sent before it
-   * settled — leaves the hand-off queue (when nobody here waits for the key any more; a grant made
+   * settled — leaves the grant queue (when nobody here waits for the key any more; a grant made
    * to its registration meanwhile is handed over in the same step) and then releases a grant that
    * arrived too late. Both are sent with the script body, in that order, so the release cannot
    * grant the key to this locker after it left.
    */
-  async #cleanUpAbandoned(attempt: Promise<AttemptOutcome>, key: string, intent: QueueIntent): Promise<void> {
+  async #cleanUpAbandoned(attempt: Promise<AttemptOutcome>, key: string, queueing: Queueing): Promise<void> {
     const late = await attempt.catch(() => undefined);
     const resource = this.#resourceOf(key);
     // The registration the key may have been granted to: the late attempt's own, else the one it
@@ -537,10 +537,10 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     const registered = late?.kind === "held" ? late.registration : undefined;
     const state = this.#keys.get(key);
     // A counted lock's waiter has its own entry (its own id): it always leaves.
-    const ownEntry = intent.waiterId !== this.#waiterId;
+    const ownEntry = queueing.waiterId !== this.#waiterId;
     const leaving =
-      intent.join && (ownEntry || (state?.waiters.size ?? 0) === 0)
-        ? this.#store.leaveQueue(resource, intent.waiterId, registered?.token ?? intent.claimToken)
+      queueing.joinOnMiss && (ownEntry || (state?.waiters.size ?? 0) === 0)
+        ? this.#store.leaveQueue(resource, queueing.waiterId, registered?.token ?? queueing.grantedToken)
         : undefined;
     if (ownEntry) {
       await Promise.all([leaving, late?.kind === "acquired" ? this.#releaseLate(key, late.handle) : undefined]);
@@ -550,7 +550,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     // The late registration is the locker's latest unless a later attempt has answered since (the
     // store keeps one per locker, and ran that attempt after this one).
     if (leaving === undefined && registered !== undefined && state !== undefined) {
-      if (state.handOff?.token === intent.claimToken) state.handOff = registered;
+      if (state.handOff?.token === queueing.grantedToken) state.handOff = registered;
     }
     const releasing = late?.kind === "acquired" ? this.#releaseLate(key, late.handle) : undefined;
     await Promise.all([leaving, releasing]);
@@ -620,19 +620,20 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     const now = handle.validUntil === Number.POSITIVE_INFINITY ? undefined : performance.now();
     const wasPastDeadline = now !== undefined && now >= handle.validUntil;
     const store = this.#store;
-    if (store.releaseNow !== undefined) {
+    const inProcess = store.inProcess;
+    if (inProcess !== undefined) {
       this.#settleReleased(acquisition, wasPastDeadline);
-      return this.#released(acquisition, wasPastDeadline, store.releaseNow(handle));
+      return this.#released(acquisition, wasPastDeadline, inProcess.releaseNow(handle));
     }
     // Counted: callers here waiting for the key have queued in the store (or soon will), or the
     // latest release here handed the key on (another process's waiters are likely queued again).
     if (this.#hintsContention && !acquisition.contended) {
       const state = this.#keys.get(acquisition.key);
-      if (state !== undefined && (state.handsOn || state.waiters.size > 0)) acquisition.contended = true;
+      if (state !== undefined && (state.grantedOnward || state.waiters.size > 0)) acquisition.contended = true;
     }
     // Sent first: the bookkeeping below runs while the command travels, and a waiter in another
     // process hears of the release that much sooner (no store reads what it changes).
-    const sent = store.release(handle, false, now);
+    const sent = store.release(handle);
     this.#settleReleased(acquisition, wasPastDeadline);
     // Counted in flight by the reaction that acts on the answer (one reaction, not two). A store's
     // release never rejects; one that did anyway reports "unknown", so this promise never rejects.
@@ -672,7 +673,7 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
     const { handle } = acquisition;
     if (this.#hintsContention && outcome === "released") {
       const state = this.#keys.get(acquisition.key);
-      if (state !== undefined) state.handsOn = handle.handedTo !== undefined && handle.handedTo !== "";
+      if (state !== undefined) state.grantedOnward = handle.grantedTo !== undefined && handle.grantedTo !== "";
     }
     // Without a cross-process queue, wake this process's next waiter without waiting for our own
     // message; with one, the release message says whose turn it is — and a release that found
@@ -692,9 +693,9 @@ export class LockCore<O extends CoreSettings = CoreSettings> {
    * turn it is.
    */
   #wakeAfterRelease(key: string, handle: LockHandle, outcome: ReleaseOutcome): void {
-    if (handle.handedTo === "" || outcome === "unknown" || !this.#store.hasQueue(handle.resource)) {
+    if (handle.grantedTo === "" || outcome === "unknown" || !this.#store.grants(handle.resource)) {
       // Counted, no queue: every waiter here competes on its own.
-      if (this.#counted && !this.#store.hasQueue(handle.resource)) this.#keys.notifyAll(key);
+      if (this.#counted && !this.#store.grants(handle.resource)) this.#keys.notifyAll(key);
       else this.#keys.notifyHead(key);
     }
   }

@@ -25,7 +25,7 @@ export interface Heartbeat<S extends HeartbeatSession> {
 }
 
 /**
- * Extends `handles` (see `Backend.extendMany`) for a store whose locks live on one session: one
+ * Extends `handles` (see `Backend.extend`) for a store whose locks live on one session: one
  * `ping` confirms them all, each valid for `min(duration, expiry)` from when it was sent. A session
  * that ended loses them all (with its reason and the statement's error as `cause`); a failed ping on
  * a living session is a transient failure of each (retried by the lease keeper).

@@ -14,7 +14,7 @@ import { type CoreWaiter, CountedWaiter, LockWaiter } from "./waiters.js";
  *   order); for a lock only the head competes, so one release costs one retry, not a herd.
  * - The head of a queue nobody here holds tries at once, before watching the key (the
  *   uncontended path). After that it waits for the backend's release event, a grant, or its
- *   safety-net timeout (jittered backoff; with a hand-off queue, the holder's time left), and tries.
+ *   safety-net timeout (jittered backoff; with a grant queue, the holder's time left), and tries.
  * - An abort or close ends the wait at once; an attempt cut short is cleaned up by the core.
  * - Counted locks (semaphores, read-write locks) give every waiter its own place in the store's
  *   queue, so waiters are served in arrival order across processes — readers queued before a
@@ -25,7 +25,7 @@ import { type CoreWaiter, CountedWaiter, LockWaiter } from "./waiters.js";
  */
 export class WaitLoop {
   readonly #parts: CoreParts;
-  /** The grants a backend's hand-off queue makes to this core's waiters. */
+  /** The grants a backend's grant queue makes to this core's waiters. */
   readonly grants: GrantDesk;
   /** Callers whose first attempt failed (or who queued behind others), still waiting. */
   readonly #count: WaitCount = { waiting: 0 };
@@ -71,7 +71,7 @@ export class WaitLoop {
     const place = waiter.placeIn(state);
     const queued = waiter.queued(parts.store, resource);
     let acquired = false;
-    /** An attempt was cut short in flight: its own clean-up leaves the hand-off queue. */
+    /** An attempt was cut short in flight: its own clean-up leaves the grant queue. */
     let abandoned = false;
     /** An attempt failed in flight (it timed out, say): it may have joined the queue all the same. */
     let failed = false;
@@ -80,7 +80,7 @@ export class WaitLoop {
     let waiting = false;
     try {
       // The lean first try (a lock's head): nobody here holds or waits for the key. A head behind
-      // this locker's own holder tries at once too (with a hand-off queue): it fails, but takes the
+      // this locker's own holder tries at once too (with a grant queue): it fails, but takes the
       // locker's place in the queue now rather than at its first poll — other processes' waiters
       // would be served ahead of it meanwhile. A counted waiter always tries at once.
       const isFirst = waiter.isFirst(state);
@@ -103,7 +103,7 @@ export class WaitLoop {
       const retryAfterSubscribing = !listening || (leanTry && !(leanJoins || !queued));
       let lastRetryAfter: number | undefined;
       /**
-       * When this waiter last tried (which also refreshed its liveness in the hand-off queue); until
+       * When this waiter last tried (which also refreshed its liveness in the grant queue); until
        * it has, when it began to wait (read then: the uncontended path reads the clock once less).
        */
       let lastAttemptAt: number | undefined;
@@ -114,18 +114,18 @@ export class WaitLoop {
         const mayTry = waiter.isFirst(state) && (queued || state.held === 0);
         // A grant handed over meanwhile (say, while subscribing) is taken by the wait below.
         if (mayTry && attemptNow && !waiter.granted) {
-          // The lean first try is not in the hand-off queue: on success there is nothing to leave.
+          // The lean first try is not in the grant queue: on success there is nothing to leave.
           // On a key nobody here listens to, it does not join on failure either (a plain SET NX,
           // the cheapest attempt): the retry that follows the subscription joins. On a key heard
           // from lately (contended here), it joins at once.
-          const base = !leanTry ? waiter.joinIntent(parts) : leanJoins ? parts.intents.first : parts.intents.keep;
-          const claimToken = place.handOff?.token;
-          const intent = claimToken === undefined ? base : { ...base, claimToken };
+          const base = !leanTry ? waiter.joinQueueing(parts) : leanJoins ? parts.queueings.first : parts.queueings.keep;
+          const grantedToken = place.handOff?.token;
+          const queueing = grantedToken === undefined ? base : { ...base, grantedToken };
           leanTry = false;
           let outcome: Acquisition | Miss;
           place.attempting = true;
           try {
-            outcome = await parts.attempt(call, intent);
+            outcome = await parts.attempt(call, queueing);
           } catch (error) {
             abandoned = parts.isAbandonment(error, signal);
             failed = !abandoned;
@@ -173,7 +173,7 @@ export class WaitLoop {
         }
         backoff ??= new Backoff(parts.options.backoffMin, parts.options.backoffMax);
         // However often grants to others postpone the wait, the first tries again within
-        // backoff.max of its last try: that keeps its place in the hand-off queue alive (a place
+        // backoff.max of its last try: that keeps its place in the grant queue alive (a place
         // not refreshed within the liveness window is dropped, and the waiter would starve).
         const pollBy = (lastAttemptAt ?? state.waitedAt) + parts.options.backoffMax - performance.now();
         const timeout = mayTry
@@ -201,7 +201,7 @@ export class WaitLoop {
       if (subscribed) parts.store.watcher.unwatch(resource);
       if (unused !== undefined) this.grants.passOn(state, waiter, unused);
       else if (!acquired && !abandoned && waiter.leavesPlace(state, queued, failed)) {
-        void parts.track(parts.store.leaveQueue(resource, waiter.joinIntent(parts).waiterId, place.handOff?.token));
+        void parts.track(parts.store.leaveQueue(resource, waiter.joinQueueing(parts).waiterId, place.handOff?.token));
         place.handOff = undefined;
       }
       // A grant that arrived during an attempt that then failed or was abandoned: decide now (a
@@ -219,7 +219,7 @@ export class WaitLoop {
 
   /**
    * How long the head waits for a release message before it tries anyway: the safety net for a
-   * crashed holder, a grant whose message was lost, or a lost wake-up. With a hand-off queue,
+   * crashed holder, a grant whose message was lost, or a lost wake-up. With a grant queue,
    * releases reliably name the next waiter, so the head polls only when the holder's lease could
    * have run out, and at least every `backoff.max` (which also keeps its place in the queue alive).
    */

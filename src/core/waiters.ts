@@ -1,13 +1,14 @@
 import type { KeyState } from "../internal/waiter.js";
 import { Waiter } from "../internal/waiter.js";
-import type { Backend, Grant, LockHandle, QueueIntent, Registration } from "./backend.js";
+import type { Grant, LockHandle, Queueing, Registration } from "./backend.js";
 import type { CoreParts } from "./core-parts.js";
+import type { Store } from "./store.js";
 
 /** What one locker knows of one key (see `KeyStates`). */
 type Key = KeyState<LockHandle, Registration>;
 
 /**
- * What the core knows of one place in a store's hand-off queue: its latest registration not yet
+ * What the core knows of one place in a store's grant queue: its latest registration not yet
  * seen granted, whether an attempt for it is in flight, and a grant message that arrived meanwhile
  * (it may be for that attempt's registration: decided once the attempt has settled).
  */
@@ -19,7 +20,7 @@ export interface QueuePlace {
 
 /**
  * A caller in the wait loop (see `WaitLoop`): it waits in its key's local FIFO, and this is how it
- * holds its place in the store's hand-off queue — the one thing in which a lock's waiters and a
+ * holds its place in the store's grant queue — the one thing in which a lock's waiters and a
  * counted lock's waiters differ. A lock's locker keeps one place per key, for the head of its
  * local FIFO ({@link LockWaiter}); a counted lock's waiter has its own ({@link CountedWaiter}).
  */
@@ -32,11 +33,11 @@ export abstract class CoreWaiter extends Waiter<LockHandle> {
   /** The place in the store's queue this waiter's attempts use. */
   abstract placeIn(state: Key): QueuePlace;
   /** Whether its place is in a queue to keep alive (polled within `backoffMax` of its last try). */
-  abstract queued(store: Backend, resource: string): boolean;
+  abstract queued(store: Store, resource: string): boolean;
   /** Whether it is first in line for its place (it may try now, as far as this locker goes). */
   abstract isFirst(state: Key): boolean;
-  /** The intent of its attempts that join the store's queue (and leave it on success). */
-  abstract joinIntent(parts: CoreParts): QueueIntent;
+  /** The queueing of its attempts that join the store's queue (and leave it on success). */
+  abstract joinQueueing(parts: CoreParts): Queueing;
   /** Leaves the key's local FIFO (and this core's books), `acquired` or not. */
   abstract leave(parts: CoreParts, key: string, state: Key, acquired: boolean, queued: boolean): void;
   /**
@@ -62,9 +63,9 @@ export class LockWaiter extends CoreWaiter {
     return state;
   }
 
-  /** Whether the store keeps a hand-off queue for the key. */
-  queued(store: Backend, resource: string): boolean {
-    return store.hasQueue(resource);
+  /** Whether the store keeps a grant queue for the key. */
+  queued(store: Store, resource: string): boolean {
+    return store.grants(resource);
   }
 
   /** Only the head of the local FIFO competes. */
@@ -73,8 +74,8 @@ export class LockWaiter extends CoreWaiter {
   }
 
   /** The locker's own id, shared by its attempts. */
-  joinIntent(parts: CoreParts): QueueIntent {
-    return parts.intents.leave;
+  joinQueueing(parts: CoreParts): Queueing {
+    return parts.queueings.leave;
   }
 
   /**
@@ -86,7 +87,7 @@ export class LockWaiter extends CoreWaiter {
   }
 
   /**
-   * The locker's place is left once nobody here waits for the key: its place in a hand-off queue,
+   * The locker's place is left once nobody here waits for the key: its place in a grant queue,
    * or a registration a store without one keeps (an entry in its queue: etcd, lock files), which
    * would otherwise stand ahead of other lockers' waiters until it expired. (Whatever a failed
    * attempt did: while others wait here, the place is theirs, and the next one's try renews it.)
@@ -108,7 +109,7 @@ export class CountedWaiter extends CoreWaiter implements QueuePlace {
   handOff: Registration | undefined;
   /** A grant message that arrived while its attempt was in flight. */
   earlyGrant: Grant | undefined;
-  readonly #intent: QueueIntent;
+  readonly #queueing: Queueing;
 
   constructor(
     /** Its id in the store's queue: the locker's id, a dot, and {@link seq}. */
@@ -117,7 +118,7 @@ export class CountedWaiter extends CoreWaiter implements QueuePlace {
     readonly seq: number,
   ) {
     super();
-    this.#intent = { waiterId: id, join: true, onSuccess: "leave" };
+    this.#queueing = { waiterId: id, joinOnMiss: true, leaveOnSuccess: true };
   }
 
   /** Its own place. */
@@ -151,7 +152,7 @@ export class CountedWaiter extends CoreWaiter implements QueuePlace {
   }
 
   /** Its own id. */
-  joinIntent(): QueueIntent {
-    return this.#intent;
+  joinQueueing(): Queueing {
+    return this.#queueing;
   }
 }

@@ -3,18 +3,22 @@ import type {
   AdoptRequest,
   AttemptOutcome,
   AttemptRequest,
+  Backend,
   BackendContext,
   BackendEvents,
   BackendFactory,
+  Capabilities,
   ExtendOutcome,
-  HandOffSupport,
+  Fencing,
+  HandOff,
   ListedResource,
-  StoreBackend,
+  Listing,
+  Naming,
   StoredHolder,
   StoredView,
+  WaitQueue,
 } from "../core/backend.js";
 import { LockHandle } from "../core/backend.js";
-import { withDefaults } from "../core/backend-defaults.js";
 import { StoreUnavailableError } from "../errors.js";
 import { DeadlineGroup } from "../internal/deadline-group.js";
 import { mapBounded } from "../internal/list-options.js";
@@ -92,15 +96,22 @@ interface Queued {
  * @param limit permits per key: 1 for a lock.
  */
 export function etcdBackend(client: EtcdClient, options: ResolvedEtcdLockerOptions, limit: number): BackendFactory {
-  return (context) => withDefaults(new EtcdBackend(client, options, context, limit));
+  return (context) => new EtcdBackend(client, options, context, limit);
 }
 
-class EtcdBackend implements StoreBackend {
-  readonly countsPermits = true;
-  readonly expires = false;
-  readonly supportsFencing = true;
+class EtcdBackend implements Backend, Naming, WaitQueue, Fencing, HandOff, Listing {
+  readonly can: Capabilities = {
+    naming: this,
+    permits: true,
+    heldUntilReleased: true,
+    queue: this,
+    fencing: this,
+    handOff: this,
+    listing: this,
+  };
   readonly watcher: EtcdReleaseWatcher;
-  readonly handOff: HandOffSupport;
+  /** Handles adopt under the same prefix. */
+  readonly scope: string;
   readonly #client: EtcdClient;
   readonly #options: ResolvedEtcdLockerOptions;
   readonly #events: BackendEvents;
@@ -128,7 +139,7 @@ class EtcdBackend implements StoreBackend {
     this.#events = context.events;
     this.#limit = limit;
     this.#owner = context.owner;
-    this.handOff = { scope: `etcd:${options.prefix}` };
+    this.scope = `etcd:${options.prefix}`;
     this.#deadlines = new DeadlineGroup(options.operationTimeout, { inOrder: false });
     this.#leases = new Leases({
       create: (ttl) => client.lease(ttl, { autoKeepAlive: false }),
@@ -161,6 +172,11 @@ class EtcdBackend implements StoreBackend {
 
   resourceOf(key: string): string {
     return this.#options.prefix + key;
+  }
+
+  /** Waiters queue by entries; a release grants the key to nobody (the next entry's watch fires). */
+  grants(): boolean {
+    return false;
   }
 
   #directory(resource: string): KeyDirectory {
@@ -196,30 +212,30 @@ class EtcdBackend implements StoreBackend {
    * nothing (see #tryCounted).
    */
   async #attemptCounted(request: AttemptRequest, record: LeaseRecord, limit: number): Promise<AttemptOutcome> {
-    const { resource, intent, weight } = request;
+    const { resource, queueing, weight } = request;
     const directory = this.#directory(resource);
-    const claimed = intent.claimToken === undefined ? undefined : this.#queued.get(intent.claimToken);
-    if (intent.claimToken !== undefined && claimed !== undefined) {
+    const claimed = queueing.grantedToken === undefined ? undefined : this.#queued.get(queueing.grantedToken);
+    if (queueing.grantedToken !== undefined && claimed !== undefined) {
       const sentAt = performance.now();
       const { kvs, header } = await this.#range(resource, rangeOf(directory));
       const mine = kvs.find((kv) => kv.key.equals(claimed.key) && kv.value.equals(claimed.value));
       if (mine !== undefined) {
         if (!fits(kvs, mine, limit)) {
-          return { kind: "held", registration: { token: intent.claimToken, weight, sentAt, serverMs: 0 } };
+          return { kind: "held", registration: { token: queueing.grantedToken, weight, sentAt, serverMs: 0 } };
         }
-        this.#queued.delete(intent.claimToken);
+        this.#queued.delete(queueing.grantedToken);
         const { record, key, value } = claimed;
-        const [token, created, seenAt] = [intent.claimToken, mine.create_revision, header.revision];
+        const [token, created, seenAt] = [queueing.grantedToken, mine.create_revision, header.revision];
         return this.#granted(request, { record, key, value, token, sentAt, created, seenAt });
       }
       // Its entry is gone (its lease expired): a fresh attempt, at the back.
-      this.#queued.delete(intent.claimToken);
+      this.#queued.delete(queueing.grantedToken);
     }
     const token = freshToken();
     const key = entryKey(directory, token);
     const value = entryValue(token, weight, this.#owner);
     const put = { request_put: { key, value, lease: record.id } };
-    if (intent.join) {
+    if (queueing.joinOnMiss) {
       // etcd's own recipe: put the entry behind everybody and read where it landed, atomically.
       // Joins of one key are sent one at a time: etcd may order concurrent requests either way,
       // and this locker's waiters must queue in the order they came.
@@ -368,7 +384,7 @@ class EtcdBackend implements StoreBackend {
    * One keepalive per lease of the batch (shared with any in flight): it extends every entry on
    * the lease. A lease etcd no longer has loses every lock on it ("expired").
    */
-  async extendMany(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
+  async extend(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
     const now = performance.now();
     const byRecord = new Map<LeaseRecord, number[]>();
     const outcomes: ExtendOutcome[] = [];
@@ -446,11 +462,11 @@ class EtcdBackend implements StoreBackend {
     );
   }
 
-  async leaveQueue(_resource: string, _waiterId: string, claimToken?: string): Promise<void> {
-    if (claimToken === undefined) return;
-    const queued = this.#queued.get(claimToken);
+  async leaveQueue(_resource: string, _waiterId: string, grantedToken?: string): Promise<void> {
+    if (grantedToken === undefined) return;
+    const queued = this.#queued.get(grantedToken);
     if (queued === undefined) return;
-    this.#queued.delete(claimToken);
+    this.#queued.delete(grantedToken);
     await this.#deleteIfOurs(queued.key, queued.value).catch(() => undefined);
   }
 
@@ -581,7 +597,7 @@ class EtcdBackend implements StoreBackend {
    * the lease under an entry that waits for its adopter.
    */
   async detach(handle: LockHandle, duration: number): Promise<ExtendOutcome> {
-    const [outcome = "taken"] = await this.extendMany([handle], duration);
+    const [outcome = "taken"] = await this.extend([handle], duration);
     const held = this.#held.get(handle.token);
     if (outcome === "extended" && held !== undefined) this.#forget(handle.token, held);
     return outcome;

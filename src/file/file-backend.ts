@@ -1,15 +1,16 @@
 import type {
   AdoptRequest,
+  Backend,
   BackendEvents,
   BackendFactory,
-  ListedResource,
-  StoreBackend,
+  Capabilities,
+  Fencing,
+  HandOff,
   StoredHolder,
   StoredView,
+  WaitQueue,
 } from "../core/backend.js";
 import { type AttemptOutcome, type AttemptRequest, type ExtendOutcome, LockHandle } from "../core/backend.js";
-import { withDefaults } from "../core/backend-defaults.js";
-import { UnsupportedError } from "../errors.js";
 import { DeadlineGroup } from "../internal/deadline-group.js";
 import { toUnknown } from "../internal/release-func.js";
 import { pause } from "../internal/sleep.js";
@@ -51,7 +52,7 @@ export function readWriteLockKey(key: string): string {
 /**
  * The backend of the file lockers: `FileLocker` (locks: the {@link FileStore}'s `H.lock`) and
  * `FileReadWriteLocker` (counted: a reader's entry in `H.rd`, a writer's `H.lock`; see
- * `permits.ts`). There is no hand-off queue (a release grants the key to nobody): a release moves
+ * `permits.ts`). There is no grant queue (a release grants the key to nobody): a release moves
  * the holder's entry out of the lock directory (or the readers' one), an event that
  * {@link FileReleaseWatcher} hears through `fs.watch` and passes on as released. Waiters queue by
  * tickets: a lock's in `lock-queue.ts` (only the first in line hears the lock's events; the others
@@ -73,14 +74,13 @@ export function fileBackend(
   options: ResolvedFileLockerOptions,
   limit?: number,
 ): BackendFactory {
-  return ({ events }) => withDefaults(new FileBackend(directory, options, events, limit));
+  return ({ events }) => new FileBackend(directory, options, events, limit);
 }
 
-class FileBackend implements StoreBackend {
-  readonly countsPermits: boolean;
-  readonly supportsFencing = true;
+class FileBackend implements Backend, WaitQueue, Fencing, HandOff {
+  readonly can: Capabilities;
   /** Handles name the lock directory: a handle adopts only in the directory it was handed off in. */
-  readonly handOff: { readonly scope: string };
+  readonly scope: string;
   readonly watcher: FileReleaseWatcher;
   readonly #directory: LockDirectory;
   readonly #permits: PermitFiles | undefined;
@@ -106,7 +106,15 @@ class FileBackend implements StoreBackend {
   constructor(directory: LockDirectory, options: ResolvedFileLockerOptions, events: BackendEvents, limit?: number) {
     this.#directory = directory;
     this.#limit = limit;
-    this.countsPermits = limit !== undefined;
+    this.can = {
+      permits: limit !== undefined,
+      queue: this,
+      fencing: this,
+      handOff: this,
+      listing: {
+        unsupported: "lock files are named by a hash of the key and do not record it, so the key cannot be read back",
+      },
+    };
     this.#permits = limit === undefined ? undefined : new PermitFiles(directory.store);
     this.#queueFiles = this.#permits ?? new PermitFiles(directory.store);
     this.#ticketTtl = Math.max(options.expiry, 3 * options.backoffMax + 1000);
@@ -117,7 +125,7 @@ class FileBackend implements StoreBackend {
         ? new LockQueue(this.#queueFiles, 3 * options.backoffMax + 1000, (resource) => events.released(resource))
         : undefined;
     this.#lockQueue = lockQueue;
-    this.handOff = { scope: `file:${options.directory}` };
+    this.scope = `file:${options.directory}`;
     this.watcher = new FileReleaseWatcher(
       options.directory,
       events,
@@ -143,13 +151,9 @@ class FileBackend implements StoreBackend {
     return hash;
   }
 
-  /** Refused: lock files are named by a hash of the key and do not record the key. */
-  list(): Promise<ListedResource[]> {
-    return Promise.reject(
-      new UnsupportedError(
-        "Listing held locks: lock files are named by a hash of the key and do not record it, so the key cannot be read back",
-      ),
-    );
+  /** Waiters queue by tickets, and releases grant the key to nobody: the first in line tries. */
+  grants(): boolean {
+    return false;
   }
 
   /**
@@ -213,7 +217,7 @@ class FileBackend implements StoreBackend {
   /**
    * Extends `handle` once for a hand-off, with an entry that names no process (the one handing it
    * off may exit before it is adopted, and must not be judged dead for it), and forgets it here.
-   * (To be called by the core's `Lease.handOff` instead of `extendMany`: see the report of #19.)
+   * (Called by the core's `Lease.handOff` instead of an extension.)
    */
   async detach(handle: LockHandle, duration: number): Promise<ExtendOutcome> {
     const held = this.#held.get(handle.token);
@@ -246,12 +250,14 @@ class FileBackend implements StoreBackend {
     try {
       const lockQueue = this.#lockQueue;
       if (this.#permits !== undefined) attempt = this.#acquireCounted(this.#permits, hash, request);
-      else if (lockQueue?.readsFirst(hash, request.intent.join || request.intent.claimToken !== undefined)) {
+      else if (
+        lockQueue?.readsFirst(hash, request.queueing.joinOnMiss || request.queueing.grantedToken !== undefined)
+      ) {
         attempt = this.#acquireQueued(lockQueue, hash, request);
       } else {
         // Look first when another attempt here is under way (a burst) or this is a retry of a
         // waiter (one read instead of three calls and a clean-up: the key is probably held).
-        const probe = concurrent > 0 || request.intent.join;
+        const probe = concurrent > 0 || request.queueing.joinOnMiss;
         const taking = this.#directory.use(() => this.#directory.store.take(hash, newToken(), duration, probe));
         // Reactions, not async frames: an uncontended take is answered a few microtasks sooner.
         attempt = fencing
@@ -287,17 +293,17 @@ class FileBackend implements StoreBackend {
    * token is its registration. Taking the key leaves the queue.
    */
   async #acquireQueued(queue: LockQueue, hash: string, request: AttemptRequest): Promise<AttemptOutcome> {
-    const { resource, duration, intent, fencing } = request;
+    const { resource, duration, queueing, fencing } = request;
     const sentAt = performance.now();
     await this.#leaving.get(hash);
     const { store } = this.#directory;
     // First in line as last read (woken by the lock's release, most likely), a read younger than
     // its ticket: take at once, with no look at the queue or the lock. A miss reads the queue again
     // next time, and so does a waiter frozen past its ticket's lapse (others may have queued ahead).
-    const head = queue.headTicket(hash, intent.claimToken);
+    const head = queue.headTicket(hash, queueing.grantedToken);
     const look =
       head === undefined
-        ? await this.#directory.use(() => queue.look(hash, intent.claimToken))
+        ? await this.#directory.use(() => queue.look(hash, queueing.grantedToken))
         : queue.lookAsHead(hash);
     let outcome: AttemptOutcome = { kind: "held" };
     if (look.ahead.length === 0) {
@@ -314,7 +320,7 @@ class FileBackend implements StoreBackend {
       }
       if (head !== undefined) queue.unverify(hash);
     }
-    if (!intent.join) return outcome;
+    if (!queueing.joinOnMiss) return outcome;
     const token = await this.#directory.use(() => queue.join(resource, hash, look));
     return { ...outcome, kind: "held", registration: { token, weight: 1, sentAt, serverMs: 0 } };
   }
@@ -325,12 +331,12 @@ class FileBackend implements StoreBackend {
    * a miss that joins the queue takes (or keeps) a ticket, whose token is its registration.
    */
   async #acquireCounted(permits: PermitFiles, hash: string, request: AttemptRequest): Promise<AttemptOutcome> {
-    const { resource, duration, intent, fencing, weight } = request;
+    const { resource, duration, queueing, fencing, weight } = request;
     const writer = weight === this.#limit && weight > 1;
     const sentAt = performance.now();
     await this.#leaving.get(hash);
     const tickets = await this.#directory.use(() => permits.tickets(hash));
-    const own = tickets.find((ticket) => ticket.entry.token === intent.claimToken);
+    const own = tickets.find((ticket) => ticket.entry.token === queueing.grantedToken);
     const before = own === undefined ? tickets : tickets.filter((ticket) => ahead(ticket, own));
     let outcome: AttemptOutcome = { kind: "held" };
     if (writer ? before.length === 0 : !before.some((ticket) => ticket.writer)) {
@@ -349,7 +355,7 @@ class FileBackend implements StoreBackend {
         return outcome;
       }
     }
-    if (!intent.join) return outcome;
+    if (!queueing.joinOnMiss) return outcome;
     const token = await this.#register(permits, hash, writer, own);
     return { ...outcome, kind: "held", registration: { token, weight, sentAt, serverMs: 0 } };
   }
@@ -440,7 +446,7 @@ class FileBackend implements StoreBackend {
     return new LockHandle(entry.token, resource, startedAt, startedAt + duration);
   }
 
-  extendMany(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
+  extend(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
     return Promise.all(handles.map((handle) => this.#extend(handle, duration)));
   }
 
@@ -487,15 +493,15 @@ class FileBackend implements StoreBackend {
     return held.extending === undefined ? removeEntry() : held.extending.then(removeEntry, removeEntry);
   }
 
-  async leaveQueue(resource: string, _waiterId: string, claimToken?: string): Promise<void> {
-    if (claimToken === undefined) return;
+  async leaveQueue(resource: string, _waiterId: string, grantedToken?: string): Promise<void> {
+    if (grantedToken === undefined) return;
     const hash = this.#hashOf(resource);
     const lockQueue = this.#lockQueue;
     await this.#leave(
       hash,
       lockQueue !== undefined
-        ? lockQueue.leave(hash, undefined, claimToken)
-        : (this.#permits as PermitFiles).leave(hash, claimToken),
+        ? lockQueue.leave(hash, undefined, grantedToken)
+        : (this.#permits as PermitFiles).leave(hash, grantedToken),
     );
   }
 

@@ -115,13 +115,13 @@ export class LockQueue {
   }
 
   /**
-   * This locker's ticket with `claimToken` when the last read of `hash`'s queue found it first in
+   * This locker's ticket with `grantedToken` when the last read of `hash`'s queue found it first in
    * line, and still holds (nothing since says otherwise, and it is not older than the ticket: see
    * {@link join}): an attempt may then take the key without reading the queue (see {@link lookAsHead}).
    */
-  headTicket(hash: string, claimToken: string | undefined): Ticket | undefined {
+  headTicket(hash: string, grantedToken: string | undefined): Ticket | undefined {
     const place = this.#places.get(hash);
-    if (place === undefined || place.ahead !== undefined || place.ticket.entry.token !== claimToken) return undefined;
+    if (place === undefined || place.ahead !== undefined || place.ticket.entry.token !== grantedToken) return undefined;
     return performance.now() < place.verifiedUntil ? place.ticket : undefined;
   }
 
@@ -137,12 +137,12 @@ export class LockQueue {
     if (place !== undefined) place.verifiedUntil = 0;
   }
 
-  /** Reads `hash`'s live tickets: those ahead of `claimToken`'s (this locker's), and its own. */
-  async look(hash: string, claimToken: string | undefined): Promise<QueueLook> {
+  /** Reads `hash`'s live tickets: those ahead of `grantedToken`'s (this locker's), and its own. */
+  async look(hash: string, grantedToken: string | undefined): Promise<QueueLook> {
     const wakes = this.#places.get(hash)?.wakes ?? 0;
     const readAt = performance.now();
     const tickets = await this.#queue.tickets(hash);
-    const index = claimToken === undefined ? -1 : tickets.findIndex((ticket) => ticket.entry.token === claimToken);
+    const index = grantedToken === undefined ? -1 : tickets.findIndex((ticket) => ticket.entry.token === grantedToken);
     const ahead = index < 0 ? tickets : tickets.slice(0, index);
     // Tickets besides its own: the key is contended (read its queue first for a while).
     if (tickets.length > (index < 0 ? 0 : 1)) this.#sawQueue(hash);

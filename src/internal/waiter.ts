@@ -123,7 +123,7 @@ export class KeyState<G = unknown, H = unknown> extends IntrusiveList<Waiter<G>>
    * release likely will too (see `LockHandle.contended`). Cleared by a release that hands it to
    * nobody.
    */
-  handsOn = false;
+  grantedOnward = false;
 }
 
 /** Idle key states kept before any purge (see {@link KeyStates}). */

@@ -2,19 +2,23 @@ import { performance } from "node:perf_hooks";
 import type {
   AttemptOutcome,
   AttemptRequest,
+  Backend,
   BackendEvents,
   BackendFactory,
+  Capabilities,
   ExtendOutcome,
+  Fencing,
   Grant,
+  InProcess,
   ListedResource,
+  Listing,
   Registration,
   ReleaseWatcher,
-  StoreBackend,
   StoredHolder,
   StoredView,
+  WaitQueue,
 } from "../core/backend.js";
 import { LockHandle } from "../core/backend.js";
-import { withDefaults } from "../core/backend-defaults.js";
 import type { CoreSettings } from "../core/lock-core.js";
 import { resolveOwner } from "../core/locker-options.js";
 import { InvalidArgumentError } from "../errors.js";
@@ -129,11 +133,16 @@ const WATCHER: ReleaseWatcher = {
  * touches it. Tokens are a counter: nothing leaves the process. Fencing tokens rise with every
  * fenced grant of the locker, so they rise per key.
  */
-class MemoryBackend implements StoreBackend {
-  readonly countsPermits = true;
-  readonly supportsFencing = true;
+class MemoryBackend implements Backend, WaitQueue, Fencing, InProcess, Listing {
   readonly watcher = WATCHER;
-  readonly handOff = { unsupported: "an in-memory lock belongs to the process that holds it" } as const;
+  readonly can: Capabilities = {
+    permits: true,
+    queue: this,
+    fencing: this,
+    inProcess: this,
+    listing: this,
+    handOff: { unsupported: "an in-memory lock belongs to the process that holds it" },
+  };
   readonly #slots = new Map<string, Slot>();
   readonly #limit: number;
   readonly #events: BackendEvents;
@@ -178,7 +187,7 @@ class MemoryBackend implements StoreBackend {
     return listed;
   }
 
-  hasQueue(): boolean {
+  grants(): boolean {
     return true;
   }
 
@@ -186,8 +195,8 @@ class MemoryBackend implements StoreBackend {
     return Promise.resolve(this.acquireNow(request));
   }
 
-  /** {@inheritDoc Backend.acquireNow} */
-  acquireNow({ resource, duration, intent, fencing, weight }: AttemptRequest): AttemptOutcome {
+  /** {@inheritDoc InProcess.acquireNow} */
+  acquireNow({ resource, duration, queueing, fencing, weight }: AttemptRequest): AttemptOutcome {
     let slot = this.#slots.get(resource);
     if (slot === undefined) {
       slot = new Slot(resource);
@@ -197,12 +206,12 @@ class MemoryBackend implements StoreBackend {
     const now = duration === INFINITY && slot.nextDeadline === INFINITY ? 0 : performance.now();
     if (slot.nextDeadline <= now) this.#expire(slot, now);
     // Granted to this caller's registration already (not seen yet): its turn has come.
-    const claim = intent.claimToken;
+    const claim = queueing.grantedToken;
     const claimed = claim !== undefined && this.#drop(slot, claim);
-    const ahead = !claimed && slot.head !== undefined && slot.head.waiterId !== intent.waiterId;
+    const ahead = !claimed && slot.head !== undefined && slot.head.waiterId !== queueing.waiterId;
     if (!ahead && slot.used + weight <= this.#limit) {
       const token = this.#hold(slot, weight, duration, now);
-      if (intent.onSuccess === "leave") this.#unqueue(slot, intent.waiterId);
+      if (queueing.leaveOnSuccess) this.#unqueue(slot, queueing.waiterId);
       if (claimed) this.#admit(slot, now);
       const handle = new LockHandle(token, resource, now, (slot.holders.get(token) as Holder).deadline);
       return fencing
@@ -210,12 +219,12 @@ class MemoryBackend implements StoreBackend {
         : { kind: "acquired", handle };
     }
     if (claimed) this.#admit(slot, now);
-    if (!intent.join) return { kind: "held" };
+    if (!queueing.joinOnMiss) return { kind: "held" };
     slot.places ??= new Map();
-    let place = slot.places.get(intent.waiterId);
+    let place = slot.places.get(queueing.waiterId);
     if (place === undefined) {
-      place = new Place(intent.waiterId);
-      slot.places.set(intent.waiterId, place);
+      place = new Place(queueing.waiterId);
+      slot.places.set(queueing.waiterId, place);
     }
     if (place.list === undefined) slot.push(place);
     place.token = this.#newToken();
@@ -225,7 +234,7 @@ class MemoryBackend implements StoreBackend {
     return { kind: "held", registration };
   }
 
-  async extendMany(handles: readonly LockHandle[]): Promise<ExtendOutcome[]> {
+  async extend(handles: readonly LockHandle[]): Promise<ExtendOutcome[]> {
     // Only a hand-off grant with `autoExtend: false` is ever extended (once): its deadline was set
     // from the grant and stays; the extension just confirms it is still held.
     const now = performance.now();
@@ -241,16 +250,16 @@ class MemoryBackend implements StoreBackend {
     return Promise.resolve(this.releaseNow(handle));
   }
 
-  /** {@inheritDoc Backend.releaseNow} */
+  /** {@inheritDoc InProcess.releaseNow} */
   releaseNow(handle: LockHandle): ReleaseOutcome {
     const slot = this.#slots.get(handle.resource);
     const holder = slot?.holders.get(handle.token);
-    handle.handedTo = "";
+    handle.grantedTo = "";
     if (slot === undefined || holder === undefined) return "expired";
     const now = holder.deadline === INFINITY && slot.size === 0 ? 0 : performance.now();
     this.#drop(slot, handle.token);
     const first = this.#admit(slot, now);
-    if (first !== undefined) handle.handedTo = first;
+    if (first !== undefined) handle.grantedTo = first;
     return holder.deadline <= now ? "expired" : "released";
   }
 
@@ -260,11 +269,11 @@ class MemoryBackend implements StoreBackend {
     return new LockHandle(registration.token, resource, grantedServerMs, deadline);
   }
 
-  async leaveQueue(resource: string, waiterId: string, claimToken?: string): Promise<void> {
+  async leaveQueue(resource: string, waiterId: string, grantedToken?: string): Promise<void> {
     const slot = this.#slots.get(resource);
     if (slot === undefined) return;
     this.#unqueue(slot, waiterId);
-    if (claimToken !== undefined) this.#drop(slot, claimToken);
+    if (grantedToken !== undefined) this.#drop(slot, grantedToken);
     // The leaver may have been what blocked those behind it.
     this.#admit(slot, performance.now());
   }
@@ -273,7 +282,7 @@ class MemoryBackend implements StoreBackend {
     return this.issueFencingTokenNow(handle);
   }
 
-  /** {@inheritDoc Backend.issueFencingTokenNow} */
+  /** {@inheritDoc InProcess.issueFencingTokenNow} */
   issueFencingTokenNow(handle: LockHandle): bigint | undefined {
     const slot = this.#slots.get(handle.resource);
     const holder = slot?.holders.get(handle.token);
@@ -366,5 +375,5 @@ class MemoryBackend implements StoreBackend {
 
 /** Makes the backend of an in-memory locker whose keys have `limit` permits (1 for a lock). */
 export function memoryBackend(limit: number): BackendFactory {
-  return ({ events, owner }) => withDefaults(new MemoryBackend(limit, events, owner));
+  return ({ events, owner }) => new MemoryBackend(limit, events, owner);
 }

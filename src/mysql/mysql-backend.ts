@@ -2,17 +2,18 @@ import { performance } from "node:perf_hooks";
 import type {
   AttemptOutcome,
   AttemptRequest,
+  Backend,
   BackendContext,
   BackendEvents,
   BackendFactory,
+  Capabilities,
   ExtendOutcome,
-  ListedResource,
+  Fencing,
   LockHandle as LockHandleType,
-  StoreBackend,
+  Naming,
   StoredView,
 } from "../core/backend.js";
 import { LockHandle } from "../core/backend.js";
-import { withDefaults } from "../core/backend-defaults.js";
 import { confirmSession } from "../core/session-heartbeat.js";
 import { SessionSlot } from "../core/session-slot.js";
 import { UnsupportedError } from "../errors.js";
@@ -45,14 +46,19 @@ const NO_HAND_OFF = "a MySQL GET_LOCK lock belongs to the connection that took i
  *   succeeded, so only while the lock is held.
  */
 export function mySqlBackend(pool: MySqlPool, options: ResolvedMySqlLockerOptions): BackendFactory {
-  return (context) => withDefaults(new MySqlBackend(pool, options, context));
+  return (context) => new MySqlBackend(pool, options, context);
 }
 
-class MySqlBackend implements StoreBackend {
-  readonly countsPermits = false;
-  readonly expires = false;
-  readonly supportsFencing = true;
-  readonly handOff = { unsupported: NO_HAND_OFF } as const;
+class MySqlBackend implements Backend, Naming, Fencing {
+  readonly can: Capabilities = {
+    naming: this,
+    heldUntilReleased: true,
+    fencing: this,
+    handOff: { unsupported: NO_HAND_OFF },
+    listing: {
+      unsupported: "MySQL user-level locks (GET_LOCK) are named by a hash of the key, so the key cannot be read back",
+    },
+  };
   readonly watcher: ProbeWatcher;
   readonly #pool: MySqlPool;
   readonly #options: ResolvedMySqlLockerOptions;
@@ -138,7 +144,7 @@ class MySqlBackend implements StoreBackend {
   }
 
   /** One `DO 1` confirms the connection, and so every lease of the batch on it. */
-  async extendMany(handles: readonly LockHandleType[], duration: number): Promise<ExtendOutcome[]> {
+  async extend(handles: readonly LockHandleType[], duration: number): Promise<ExtendOutcome[]> {
     return confirmSession(this.#slot.current, handles, duration, this.#slot.heartbeat);
   }
 
@@ -167,15 +173,6 @@ class MySqlBackend implements StoreBackend {
     if (session === undefined || !session.holds.has(handle.token)) return undefined;
     await this.#fencing.ensure(session, handle.resource);
     return this.#fencing.next(session, handle.resource, lockName(handle.resource));
-  }
-
-  /** Refused: a user-level lock is named by a hash of the key. */
-  list(): Promise<ListedResource[]> {
-    return Promise.reject(
-      new UnsupportedError(
-        "Listing held locks: MySQL user-level locks (GET_LOCK) are named by a hash of the key, so the key cannot be read back",
-      ),
-    );
   }
 
   /**

@@ -2,18 +2,19 @@ import { performance } from "node:perf_hooks";
 import type {
   AttemptOutcome,
   AttemptRequest,
+  Backend,
   BackendEvents,
   BackendFactory,
+  Capabilities,
   ExtendOutcome,
-  ListedResource,
-  StoreBackend,
+  Fencing,
+  Naming,
   StoredView,
+  WaitQueue,
 } from "../core/backend.js";
 import { LockHandle } from "../core/backend.js";
-import { withDefaults } from "../core/backend-defaults.js";
 import { confirmSession } from "../core/session-heartbeat.js";
 import { type SessionEnd, SessionSlot } from "../core/session-slot.js";
-import { UnsupportedError } from "../errors.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { inspectKey } from "./inspect.js";
@@ -54,16 +55,11 @@ export function postgresBackend(
   options: ResolvedPostgresLockerOptions,
   limit?: number,
 ): BackendFactory {
-  return ({ events, owner }) => withDefaults(new PostgresBackend(pool, options, events, owner, limit));
+  return ({ events, owner }) => new PostgresBackend(pool, options, events, owner, limit);
 }
 
-class PostgresBackend implements StoreBackend {
-  readonly countsPermits: boolean;
-  readonly expires = false;
-  readonly supportsFencing = true;
-  readonly handOff = {
-    unsupported: "a PostgreSQL advisory lock belongs to the session (connection) that took it",
-  } as const;
+class PostgresBackend implements Backend, Naming, WaitQueue, Fencing {
+  readonly can: Capabilities;
   readonly watcher = new MarkerWatcher({
     current: () => this.#slot.current,
     connect: (resource) => this.#slot.connect(resource),
@@ -117,7 +113,17 @@ class PostgresBackend implements StoreBackend {
     this.#channel = channelOf(options.prefix);
     this.#sequence = new FencingSequence(options.fencingSequence);
     this.#limit = limit;
-    this.countsPermits = limit !== undefined;
+    this.can = {
+      naming: this,
+      permits: limit !== undefined,
+      heldUntilReleased: true,
+      queue: this,
+      fencing: this,
+      handOff: { unsupported: "a PostgreSQL advisory lock belongs to the session (connection) that took it" },
+      listing: {
+        unsupported: "PostgreSQL advisory locks are named by a hash of the key, so the key cannot be read back",
+      },
+    };
     this.#rooms =
       limit === undefined && options.waitingRooms > 0
         ? new WaitingRooms({
@@ -147,13 +153,9 @@ class PostgresBackend implements StoreBackend {
     return inspectKey(settings, resource);
   }
 
-  /** Refused: an advisory lock is named by two integers hashed from the key. */
-  list(): Promise<ListedResource[]> {
-    return Promise.reject(
-      new UnsupportedError(
-        "Listing held locks: PostgreSQL advisory locks are named by a hash of the key, so the key cannot be read back",
-      ),
-    );
+  /** Waiters queue in waiting rooms; a release grants the key to nobody (the room's head tries). */
+  grants(): boolean {
+    return false;
   }
 
   async acquire(request: AttemptRequest): Promise<AttemptOutcome> {
@@ -195,13 +197,13 @@ class PostgresBackend implements StoreBackend {
   /** Read-write mode: READ or WRITE, which keep the waiters' markers (see statements.ts). */
   async #tryReadWrite(
     session: Session,
-    { resource, duration, intent, fencing, weight }: AttemptRequest,
+    { resource, duration, queueing, fencing, weight }: AttemptRequest,
   ): Promise<AttemptOutcome> {
     const id = lockIdText(resource);
     const shared = weight < (this.#limit ?? 1);
-    const queued = this.#queued.get(intent.waiterId);
+    const queued = this.#queued.get(queueing.waiterId);
     const marked = queued?.session === session;
-    const join = intent.join;
+    const join = queueing.joinOnMiss;
     // Held here already (in a mode it excludes): no try, only a counted waiter's marking.
     const taken = session.resources.get(resource) ?? 0;
     const blocked = shared ? taken < 0 : taken !== 0;
@@ -241,9 +243,9 @@ class PostgresBackend implements StoreBackend {
     } finally {
       if (marks && row?.ok !== true) this.#untake(session, resource, shared);
     }
-    if (row?.ok === true) this.#queued.delete(intent.waiterId);
+    if (row?.ok === true) this.#queued.delete(queueing.waiterId);
     else if (!marked && (shared ? row?.marked === true : join)) {
-      this.#queued.set(intent.waiterId, { session, resource, writer: !shared, marker: shared ? readers : writers });
+      this.#queued.set(queueing.waiterId, { session, resource, writer: !shared, marker: shared ? readers : writers });
     }
     if (row?.ok !== true) return this.#held(join, weight, sentAt);
     return this.#acquired(session, row, resource, duration, sentAt, shared);
@@ -292,7 +294,7 @@ class PostgresBackend implements StoreBackend {
   }
 
   /** One `SELECT 1` confirms the session, and so every lease of the batch on it. */
-  async extendMany(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
+  async extend(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
     return confirmSession(this.#slot.current, handles, duration, this.#slot.heartbeat);
   }
 

@@ -22,7 +22,7 @@ export interface RedisLockerOptions extends ServerLockerOptions {
    * (an ACL user without `@scripting`, EVAL or EVALSHA renamed away): locks through WATCH/MULTI/EXEC
    * transactions on a connection of the locker's own instead — compare-and-delete and
    * compare-and-extend, fencing tokens included — on one node, a Cluster or a Sentinel's master.
-   * It gives up the cross-process hand-off queue (waiters of other processes hear a release and try
+   * It gives up the cross-process grant queue (waiters of other processes hear a release and try
    * again, and poll for a key that expired) and costs a release two round trips. `RedisLocker`
    * only: a Redlock quorum, `RedisSemaphore` and `RedisReadWriteLocker` refuse it with an
    * UnsupportedError.

@@ -1,4 +1,4 @@
-import type { QueueIntent } from "../core/backend.js";
+import type { Queueing } from "../core/backend.js";
 import type { ScriptArgument } from "./client/redis-connection.js";
 import { defineScript } from "./script-runner.js";
 import { COUNT_LIVE, nextFence, PARSE_REGISTRATION, PUBLISH_GRANT } from "./scripts.js";
@@ -15,7 +15,7 @@ import { COUNT_LIVE, nextFence, PARSE_REGISTRATION, PUBLISH_GRANT } from "./scri
  * back after its lease, and the set itself expires with its latest deadline (every script keeps
  * the set's TTL at least as long as its latest score, so a score never outlives its set).
  *
- * The hand-off queue is the lock's (arrival-ordered sorted set of waiter ids plus a hash of each
+ * The grant queue is the lock's (arrival-ordered sorted set of waiter ids plus a hash of each
  * waiter's "<liveness deadline>:<token>:<grant channel>"), served strictly first in, first out: an attempt takes
  * permits only when no live waiter is queued ahead of it, and a release (or a waiter that leaves)
  * grants permits to queued waiters from the head for as long as they fit, stopping at the first one
@@ -250,11 +250,11 @@ return { retry, registered }
 const ACQUIRE_MODES: readonly string[] = ["0", "1", "2", "3"];
 
 /**
- * The mode argument of {@link ACQUIRE_PERMITS} for `intent`: 1 when it joins the queue on failure,
+ * The mode argument of {@link ACQUIRE_PERMITS} for `queueing`: 1 when it joins the queue on failure,
  * plus 2 when it leaves the queue on success ("0" to "3").
  */
-export function acquireMode(intent: QueueIntent): string {
-  return ACQUIRE_MODES[(intent.join ? 1 : 0) + (intent.onSuccess === "leave" ? 2 : 0)] as string;
+export function acquireMode(queueing: Queueing): string {
+  return ACQUIRE_MODES[(queueing.joinOnMiss ? 1 : 0) + (queueing.leaveOnSuccess ? 2 : 0)] as string;
 }
 
 /**
@@ -264,11 +264,11 @@ export function acquireMode(intent: QueueIntent): string {
 export function permitSettings(
   livenessWindow: number,
   limit: number,
-  handOffGrace: number,
+  grantGrace: number,
   fencingCounterTtl: number,
   grantChannel: string,
 ): string {
-  return `${livenessWindow} ${limit} ${handOffGrace} ${fencingCounterTtl} ${grantChannel}`;
+  return `${livenessWindow} ${limit} ${grantGrace} ${fencingCounterTtl} ${grantChannel}`;
 }
 
 /**
@@ -279,11 +279,11 @@ export function acquirePermitsArguments(
   token: string,
   ttl: number,
   waiterId: string,
-  intent: QueueIntent,
+  queueing: Queueing,
   settings: string,
 ): ScriptArgument[] {
-  const mode = acquireMode(intent);
-  const claim = intent.claimToken;
+  const mode = acquireMode(queueing);
+  const claim = queueing.grantedToken;
   return claim === undefined || claim === ""
     ? [token, ttl, waiterId, mode, settings]
     : [token, ttl, waiterId, mode, settings, claim];

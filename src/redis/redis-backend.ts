@@ -1,5 +1,4 @@
 import type { BackendFactory } from "../core/backend.js";
-import { withDefaults } from "../core/backend-defaults.js";
 import { connectionOf } from "./client/connection-of.js";
 import type { RedisConnection } from "./client/redis-connection.js";
 import { ClusterLanes } from "./cluster-lanes.js";
@@ -53,14 +52,14 @@ export function redisBackend(
         scanNodes: () => connection.scanNodes(),
         scanTimeout: operationTimeout,
       });
-      return withDefaults(store);
+      return store;
     }
-    const store = withDefaults(
+    const store =
       list.length === 1 && only !== undefined
         ? new SingleNodeStore(only, {
             commandTimeout: operationTimeout,
             driftFactor,
-            handOffGrace: Math.max(20, Math.min(250, operationTimeout)),
+            grantGrace: Math.max(20, Math.min(250, operationTimeout)),
             livenessWindow: 3 * backoffMax + operationTimeout,
             limit,
             grantChannel,
@@ -68,9 +67,9 @@ export function redisBackend(
             owner,
             watcher,
           })
-        : new RedlockStore(list, { commandTimeout: operationTimeout, driftFactor, prefix, owner, watcher }),
-    );
-    hasQueue = (resource) => store.hasQueue(resource);
+        : new RedlockStore(list, { commandTimeout: operationTimeout, driftFactor, prefix, owner, watcher });
+    const queue = store.can.queue;
+    if (queue !== undefined) hasQueue = (resource) => queue.grants(resource);
     return store;
   };
 }

@@ -26,7 +26,7 @@ import type { RedisClient } from "./types.js";
  *   {@link UnsupportedError} there, thrown before anything is sent.
  * - `scripts: false` (one node, a Cluster or a Sentinel's master): no Lua at all, for a Redis that
  *   refuses scripts — compare-and-delete and compare-and-extend through WATCH/MULTI/EXEC on a
- *   connection of the locker's own, fencing included; no cross-process hand-off queue (waiters of
+ *   connection of the locker's own, fencing included; no cross-process grant queue (waiters of
  *   other processes hear a release and try again). With scripts on, a Redis that refuses them is
  *   an {@link UnsupportedError} at the first attempt, nothing taken.
  * - The caller owns the clients: `close()` never closes them.

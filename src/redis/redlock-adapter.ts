@@ -23,15 +23,19 @@ import type {
   AdoptRequest,
   AttemptOutcome,
   AttemptRequest,
+  Backend,
+  Capabilities,
   ExtendOutcome,
+  HandOff,
   ListedResource,
+  Listing,
+  Naming,
   ReleaseWatcher,
-  StoreBackend,
   StoredHolder,
   StoredView,
 } from "../core/backend.js";
 import { LockHandle } from "../core/backend.js";
-import { StoreUnavailableError, UnsupportedError } from "../errors.js";
+import { StoreUnavailableError } from "../errors.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { connectionOf } from "./client/connection-of.js";
 import { ignore, type ScriptArgument } from "./client/redis-connection.js";
@@ -55,7 +59,7 @@ export interface RedlockStoreSettings {
 }
 
 /**
- * Locks on a majority of independent Redis nodes (Redlock). No hand-off queue (each node would
+ * Locks on a majority of independent Redis nodes (Redlock). No grant queue (each node would
  * keep its own) and no fencing (no single counter sees every grant).
  *
  * redlock acquires; extension and release run our own scripts on every node, because redlock's
@@ -64,7 +68,7 @@ export interface RedlockStoreSettings {
  * (set-if-absent with our token), so the lock keeps its redundancy and survives the next minority
  * restart too.
  */
-export class RedlockStore implements StoreBackend {
+export class RedlockStore implements Backend, Naming, HandOff, Listing {
   /** redlock over this store's nodes, once the package is loaded (rejects when it is missing). */
   readonly #redlock: Promise<LoadedRedlock>;
   readonly #runners: readonly ScriptRunner[];
@@ -83,9 +87,11 @@ export class RedlockStore implements StoreBackend {
   #longest = 0;
   /** Keys whose latest attempts here split the vote, with how many did in a row (see splitRetryDelay). */
   readonly #splits = new Map<string, number>();
-  readonly supportsFencing = false;
-  /** Permits counted on each node could exceed the limit when holders win different majorities. */
-  readonly countsPermits = false;
+  /**
+   * No permits: counted on each node, they could exceed the limit when holders win different
+   * majorities. No fencing: no one counter sees every grant.
+   */
+  readonly can: Capabilities;
   readonly watcher: ReleaseWatcher;
   readonly #prefix: string;
   /** What every token of this store starts with: its locker's owner (see owner-token.ts). */
@@ -94,7 +100,7 @@ export class RedlockStore implements StoreBackend {
    * Handles adopt on a quorum of as many nodes with the same prefix: a one-node locker adopting a
    * quorum's lock on one of its nodes would hold it alone while the others could grant it again.
    */
-  readonly handOff: { readonly scope: string };
+  readonly scope: string;
 
   /**
    * SCAN steps on every node (a key held on a quorum is on at least one of them), then the quorum's
@@ -119,7 +125,15 @@ export class RedlockStore implements StoreBackend {
     this.#driftFactor = settings.driftFactor;
     this.#prefix = settings.prefix;
     this.#tokenPrefix = ownerTokenPrefix(settings.owner);
-    this.handOff = { scope: `redis:quorum/${clients.length}:${settings.prefix}` };
+    this.scope = `redis:quorum/${clients.length}:${settings.prefix}`;
+    this.can = {
+      naming: this,
+      handOff: this,
+      listing: this,
+      fencing: {
+        unsupported: `they need a single Redis node or Cluster; this locker has ${clients.length} independent nodes`,
+      },
+    };
     this.watcher = settings.watcher;
     this.#runners = clients.map(
       (client, index) => new ScriptRunner(connectionOf(client), `node #${index}`, settings.commandTimeout, true),
@@ -359,7 +373,7 @@ export class RedlockStore implements StoreBackend {
    * not answer had), else a transient error. After a success, the lock is restored on the nodes
    * that answered that its key was gone.
    */
-  async extendMany(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
+  async extend(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
     const outcomes: ExtendOutcome[] = handles.map(() => "expired");
     const now = performance.now();
     const live = handles.filter((handle) => now < handle.validUntil);
@@ -464,17 +478,6 @@ export class RedlockStore implements StoreBackend {
           .then(answered);
       });
     });
-  }
-
-  checkFencing(): void {
-    throw new UnsupportedError(
-      `Fencing tokens need a single Redis node or Cluster; this locker has ${this.#runners.length} independent nodes`,
-    );
-  }
-
-  async issueFencingToken(): Promise<bigint | undefined> {
-    this.checkFencing();
-    return undefined;
   }
 
   #drift(duration: number): number {

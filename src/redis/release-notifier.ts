@@ -50,7 +50,7 @@ export class ReleaseNotifier {
 
   /**
    * @param onRelease called with the channel (a locker's grant channel, or the full Redis key of a
-   *   lock without a hand-off queue) and message of every release.
+   *   lock without a grant queue) and message of every release.
    * @param onResubscribed called when a subscriber reconnected: messages may have been missed.
    */
   constructor(

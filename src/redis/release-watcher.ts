@@ -12,13 +12,13 @@ export interface RedisReleaseWatcherSettings {
   readonly prefix: string;
   /** The channel releases tell this locker of grants on (see SingleNodeStore). */
   readonly grantChannel: string;
-  /** True when releases of a resource grant it through the hand-off queue (see Backend.hasQueue). */
+  /** True when releases of a resource grant it through the grant queue (see Backend.hasQueue). */
   readonly hasQueue: (resource: string) => boolean;
 }
 
 /**
  * Hears Redis releases over pub/sub ({@link ReleaseNotifier}) and tells the core what they mean.
- * A resource with a hand-off queue is heard on the locker's own grant channel, where every
+ * A resource with a grant queue is heard on the locker's own grant channel, where every
  * message is a grant "g:<waiter id>:<token>:<server ms>:<resource>"; a resource without one (a
  * quorum, a Cluster key with no hash tag) on its own channel, where a release publishes the token
  * it released (every node of a quorum the same one: {@link ReleaseNotifier} passes it on once).
@@ -66,7 +66,7 @@ export class RedisReleaseWatcher implements ReleaseWatcher {
       }
       return;
     }
-    // A release where there is no hand-off queue publishes its token on the key's channel (a
+    // A release where there is no grant queue publishes its token on the key's channel (a
     // locker of an earlier version: ""): anyone may try.
     if (channel.startsWith(prefix)) events.released(channel.slice(prefix.length));
   }

@@ -3,10 +3,15 @@ import type {
   AdoptRequest,
   AttemptOutcome,
   AttemptRequest,
+  Backend,
+  Capabilities,
   ExtendOutcome,
+  Fencing,
+  HandOff,
   ListedResource,
+  Listing,
+  Naming,
   ReleaseWatcher,
-  StoreBackend,
   StoredView,
 } from "../core/backend.js";
 import { LockHandle } from "../core/backend.js";
@@ -69,26 +74,25 @@ const MAX_ABORTS = 8;
  *   never re-creates an expired key.
  * - adopt: compare-and-swap of the token; inspect: MULTI GET PTTL EXEC.
  *
- * What it gives up: the cross-process hand-off queue (its scripts keep it): waiters of other
+ * What it gives up: the cross-process grant queue (its scripts keep it): waiters of other
  * processes hear a release on the key's channel and try again, and poll (`backoff`) for a key
  * that expired; locks only (no semaphores or read-write locks: their permits are counted by
  * scripts); and a release costs two round trips instead of one.
  */
-export class ScriptlessStore implements StoreBackend {
+export class ScriptlessStore implements Backend, Naming, Fencing, HandOff, Listing {
   readonly #lanes: LaneRouter;
   readonly #settings: ScriptlessStoreSettings;
   readonly #tokenPrefix: string;
-  readonly supportsFencing = true;
-  readonly countsPermits = false;
+  readonly can: Capabilities = { naming: this, fencing: this, handOff: this, listing: this };
   readonly watcher: ReleaseWatcher;
   /** Handles adopt between lockers of one topology and prefix, scripted or not (same keys, same tokens). */
-  readonly handOff: { readonly scope: string };
+  readonly scope: string;
 
   constructor(lanes: LaneRouter, settings: ScriptlessStoreSettings) {
     this.#lanes = lanes;
     this.#settings = settings;
     this.#tokenPrefix = ownerTokenPrefix(settings.owner);
-    this.handOff = { scope: `redis:${settings.cluster ? "cluster" : "node"}:${settings.prefix}` };
+    this.scope = `redis:${settings.cluster ? "cluster" : "node"}:${settings.prefix}`;
     const watcher = settings.watcher;
     // The lanes close with the locker: the core closes its watcher last, once nothing is in flight.
     this.watcher = {
@@ -166,7 +170,7 @@ export class ScriptlessStore implements StoreBackend {
     });
   }
 
-  async extendMany(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
+  async extend(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
     const outcomes = new Array<ExtendOutcome>(handles.length).fill("expired");
     const now = performance.now();
     // One transaction per hash tag on a Cluster (its keys share a slot), per batch on one node.
@@ -235,7 +239,7 @@ export class ScriptlessStore implements StoreBackend {
 
   /**
    * Compare-and-delete, publishing the released token on the key's channel (as a scripted release
-   * of a key without a hand-off queue: waiters of every process listen there). Never rejects.
+   * of a key without a grant queue: waiters of every process listen there). Never rejects.
    */
   async release(handle: LockHandle): Promise<ReleaseOutcome> {
     const { resource, token } = handle;

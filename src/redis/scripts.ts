@@ -4,10 +4,10 @@ import { defineScript } from "./script-runner.js";
  * Lua scripts. Lock keys hold a token: its holder's owner, then 32 random hex characters (see
  * owner-token.ts). Every release deletes (or hands over) only while the token matches and, when
  * someone may be waiting, PUBLISHes in the same atomic step: a grant on the grantee's channel
- * (below) or, where a key has no hand-off queue, the released token on the key's own channel,
+ * (below) or, where a key has no grant queue, the released token on the key's own channel,
  * whose name is the lock key itself (pub/sub channels do not share the key space).
  *
- * The hand-off queue of a key (single node or Cluster only) is a sorted set of waiter ids by
+ * The grant queue of a key (single node or Cluster only) is a sorted set of waiter ids by
  * arrival (server time in µs) plus a hash of each waiter's registration, "<liveness deadline in
  * server ms>:<token>:<grant channel>": the token of the waiter's latest attempt and the channel its
  * locker listens on for grants. Waiters refresh it whenever they try; a release skips (and drops)
@@ -34,7 +34,7 @@ import { defineScript } from "./script-runner.js";
  * as for a lost grant message — and each attempt that fails marks the value again.
  */
 
-/** What a waiter that joins a key's hand-off queue appends to the holder's token (see above). */
+/** What a waiter that joins a key's grant queue appends to the holder's token (see above). */
 export const WAITERS_MARK = "+";
 
 /** Lua: the waiters' mark, and how to compare and carry it (see above). */
@@ -322,7 +322,7 @@ return { 1, granted }
 `);
 
 /**
- * Leaves a key's hand-off queue. If the key was granted to the leaver's registration meanwhile
+ * Leaves a key's grant queue. If the key was granted to the leaver's registration meanwhile
  * (the grant ran before the leave; its message was not acted on), it is handed over at once, in
  * the same step, instead of blocking everyone for the grace. KEYS: lock, queue, liveness. ARGV:
  * waiter id, the leaver's registration token not seen granted ("" = none), grace (ms).
@@ -357,7 +357,7 @@ return count
 `;
 
 /**
- * Lua: how many waiters of a key's hand-off queue are live (their liveness deadline, the first
+ * Lua: how many waiters of a key's grant queue are live (their liveness deadline, the first
  * field of their registration in hash `alive`, is after `now_ms`). Reads only.
  */
 export const COUNT_LIVE = `

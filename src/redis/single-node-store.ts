@@ -4,13 +4,19 @@ import type {
   AttemptOutcome,
   AttemptRequest,
   Backend,
+  Capabilities,
   ExtendOutcome,
+  Fencing,
+  HandOff,
   ListedResource,
-  QueueIntent,
+  Listing,
+  Naming,
+  Queueing,
   Registration,
   ReleaseWatcher,
   StoredHolder,
   StoredView,
+  WaitQueue,
 } from "../core/backend.js";
 import { LockHandle } from "../core/backend.js";
 import { UnsupportedError } from "../errors.js";
@@ -54,7 +60,7 @@ export interface SingleNodeStoreSettings {
   readonly commandTimeout: number;
   readonly driftFactor: number;
   /** The TTL of a key a release grants to the next waiter, in ms (its first extension lengthens it). */
-  readonly handOffGrace: number;
+  readonly grantGrace: number;
   /** How long a queued waiter counts as alive after it last tried, in ms. */
   readonly livenessWindow: number;
   /**
@@ -64,7 +70,7 @@ export interface SingleNodeStoreSettings {
   readonly limit?: number | undefined;
   /**
    * The channel this store's locker listens on for grants: registered with every place it takes
-   * in a hand-off queue, so a release tells the grantee alone.
+   * in a grant queue, so a release tells the grantee alone.
    */
   readonly grantChannel: string;
   /** The locker's key prefix (see {@link SingleNodeStore.resourceOf}). */
@@ -109,7 +115,7 @@ const PERMIT_SCRIPTS: ScriptSet = {
 /** The KEYS of one resource's scripts (see SingleNodeStore's #keysOf). */
 interface KeySet {
   readonly plain: readonly string[];
-  /** Lock, hand-off queue and liveness hash; undefined when the key cannot have companions. */
+  /** Lock, grant queue and liveness hash; undefined when the key cannot have companions. */
   readonly queued: readonly string[] | undefined;
   /** `queued` plus the fencing counter, built on first use. */
   fenced: readonly string[] | undefined;
@@ -127,24 +133,18 @@ const KEY_CACHE_SIZE = 1024;
 /**
  * Locks on one Redis node or one Cluster (each key lives on one master), with our own scripts: an
  * attempt is one round trip (a failure also says how long the holder's lease has left and enters
- * the key's hand-off queue), and a release hands the key to the longest-waiting live locker
+ * the key's grant queue), and a release hands the key to the longest-waiting live locker
  * instead of letting every waiter race for it. For a single client a quorum is trivial, so redlock
  * would only add a clean-up round trip to every failed attempt.
  *
  * With a `limit` it keeps counted locks instead (semaphores, read-write locks): a key is a set of
  * holders, each taking `weight` permits, and the queue is served strictly in arrival order.
  */
-export class SingleNodeStore implements Backend {
+export class SingleNodeStore implements Backend, Naming, WaitQueue, Fencing, HandOff, Listing {
   readonly #runner: ScriptRunner;
   readonly #cluster: boolean;
   readonly #settings: SingleNodeStoreSettings;
   readonly #keyCache = new Map<string, KeySet>();
-  /**
-   * Resources of keys lately asked for (see {@link resourceOf}), at most {@link KEY_CACHE_SIZE}:
-   * the same string object each time, whose hash is computed once, instead of a fresh concatenation
-   * to flatten, hash and compare character by character in every map it is looked up in.
-   */
-  readonly #resourceCache = new Map<string, string>();
   readonly #scripts: ScriptSet;
   /** Counted locks (a `limit`): every attempt runs the permit script. */
   readonly #counted: boolean;
@@ -156,9 +156,8 @@ export class SingleNodeStore implements Backend {
   readonly #packsLockKeys: boolean;
   /** What every token of this store starts with: its locker's owner (see owner-token.ts). */
   readonly #tokenPrefix: string;
-  readonly supportsFencing = true;
-  readonly countsPermits = true;
   readonly watcher: ReleaseWatcher;
+  readonly can: Capabilities;
   readonly #listing: RedisListing;
 
   constructor(client: RedisClient, settings: SingleNodeStoreSettings) {
@@ -183,34 +182,26 @@ export class SingleNodeStore implements Backend {
         : permitSettings(
             settings.livenessWindow,
             settings.limit,
-            settings.handOffGrace,
+            settings.grantGrace,
             FENCING_COUNTER_TTL_MS,
             settings.grantChannel,
           );
     this.#limitArgs = settings.limit === undefined ? [] : [settings.limit];
     this.#tokenPrefix = ownerTokenPrefix(settings.owner);
     // A handle names the topology: a lock of one node is not a lock of a Cluster or a quorum.
-    this.handOff = { scope: `redis:${this.#cluster ? "cluster" : "node"}:${settings.prefix}` };
+    this.scope = `redis:${this.#cluster ? "cluster" : "node"}:${settings.prefix}`;
+    this.can = { naming: this, permits: true, queue: this, fencing: this, handOff: this, listing: this };
   }
 
-  resourceOf(key: string, once = false): string {
-    // Asked for once among many (an extension round of 100,000 locks): neither looked up nor
-    // kept, or every round would fill and clear the cache a hundred times over.
-    if (once) return this.#settings.prefix + key;
-    let resource = this.#resourceCache.get(key);
-    if (resource === undefined) {
-      resource = this.#settings.prefix + key;
-      if (this.#resourceCache.size >= KEY_CACHE_SIZE) this.#resourceCache.clear();
-      this.#resourceCache.set(key, resource);
-    }
-    return resource;
+  resourceOf(key: string): string {
+    return this.#settings.prefix + key;
   }
 
-  hasQueue(resource: string): boolean {
+  grants(resource: string): boolean {
     return this.#keysOf(resource).queued !== undefined;
   }
 
-  checkResource(resource: string): void {
+  checkPermits(resource: string): void {
     if (this.#settings.limit !== undefined && this.#keysOf(resource).queued === undefined) {
       throw new UnsupportedError(
         `Semaphores and read-write locks on a Redis Cluster need a key without "}" or with a {hash tag}; received "${resource}"`,
@@ -219,11 +210,11 @@ export class SingleNodeStore implements Backend {
   }
 
   /** Handles of this store adopt on the same topology (one node, or a Cluster) and prefix. */
-  readonly handOff: { readonly scope: string };
+  readonly scope: string;
 
   /**
    * One read-only script: a lock's token and PTTL, or a permit set's live members and deadlines,
-   * and the live entries of the key's hand-off queue (a locker queues once per key for a lock,
+   * and the live entries of the key's grant queue (a locker queues once per key for a lock,
    * once per waiting call for permits). The owner and weight come from each token. Fencing
    * tokens are not kept per holder (one counter per key), so holders have none.
    */
@@ -262,7 +253,7 @@ export class SingleNodeStore implements Backend {
   /**
    * One script: where the key (a lock) or the set (its member, for permits) still holds
    * `request.token`, puts a fresh token of this locker there with a lease of `request.duration`.
-   * The hand-off queue and the fencing counter are left alone: the adopter's release hands the key
+   * The grant queue and the fencing counter are left alone: the adopter's release hands the key
    * on as any release does. A call that fails is undone by a swap back, queued right behind it on
    * the same connection, so the handle stays adoptable and no key is left with a token nobody has
    * (both are sent with the script's body: a flushed script cache cannot reorder them).
@@ -288,7 +279,7 @@ export class SingleNodeStore implements Backend {
     return handle;
   }
 
-  async acquire({ resource, duration, intent, fencing, weight }: AttemptRequest): Promise<AttemptOutcome> {
+  async acquire({ resource, duration, queueing, fencing, weight }: AttemptRequest): Promise<AttemptOutcome> {
     // The token carries the owner, and a holder of several permits its weight (see owner-token.ts).
     const token = ownedToken(this.#tokenPrefix, weight);
     // The lean attempt: a lock that would not join the queue, asks for no fencing token and claims
@@ -297,14 +288,14 @@ export class SingleNodeStore implements Backend {
     const lean =
       !this.#counted &&
       !fencing &&
-      intent.claimToken === undefined &&
-      (!intent.join || this.#keysOf(resource).queued === undefined);
+      queueing.grantedToken === undefined &&
+      (!queueing.joinOnMiss || this.#keysOf(resource).queued === undefined);
     const start = performance.now();
     let reply: unknown;
     try {
       reply = lean
         ? await this.#runner.setIfAbsent(resource, token, duration, start)
-        : await this.#runAttemptScript(resource, token, duration, intent, fencing, start);
+        : await this.#runAttemptScript(resource, token, duration, queueing, fencing, start);
     } catch (error) {
       // A node that refuses scripts refused before anything was sent (see ScriptRunner): nothing to undo.
       if (error instanceof UnsupportedError) throw error;
@@ -339,7 +330,7 @@ export class SingleNodeStore implements Backend {
     resource: string,
     token: string,
     duration: number,
-    intent: QueueIntent,
+    queueing: Queueing,
     fencing: boolean,
     now: number,
   ): Promise<unknown> {
@@ -347,20 +338,20 @@ export class SingleNodeStore implements Backend {
     const queued = keySet.queued !== undefined;
     // Without queue keys (a Cluster key with "}" but no hash tag) fencing was refused up front.
     const keys = !queued ? keySet.plain : fencing ? this.#fencedKeys(keySet) : (keySet.queued as string[]);
-    const waiterId = queued ? intent.waiterId : "";
+    const waiterId = queued ? queueing.waiterId : "";
     return this.#runner.run(
       this.#scripts.acquire,
       keys,
       this.#counted
-        ? acquirePermitsArguments(token, duration, waiterId, intent, this.#permitSettings)
+        ? acquirePermitsArguments(token, duration, waiterId, queueing, this.#permitSettings)
         : [
             token,
             duration,
             waiterId,
-            intent.join ? "join" : "",
-            intent.onSuccess,
+            queueing.joinOnMiss ? "join" : "",
+            queueing.leaveOnSuccess ? "leave" : "keep",
             this.#settings.livenessWindow,
-            intent.claimToken ?? "",
+            queueing.grantedToken ?? "",
             FENCING_COUNTER_TTL_MS,
             this.#settings.grantChannel,
           ],
@@ -369,7 +360,7 @@ export class SingleNodeStore implements Backend {
     );
   }
 
-  async extendMany(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
+  async extend(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
     // Sized once (a round of 100,000 locks makes hundreds of these): no copies as it grows.
     const outcomes = new Array<ExtendOutcome>(handles.length).fill("expired");
     const now = performance.now();
@@ -380,7 +371,7 @@ export class SingleNodeStore implements Backend {
     // On a Cluster a script may only touch one slot: keys that share a hash tag go together.
     const groups = new Map<string, number[]>();
     for (let index = 0; index < handles.length; index++) {
-      const resource = (handles[index] as LockHandle).resourceInBulk;
+      const resource = (handles[index] as LockHandle).resource;
       const group = hashTagOf(resource) ?? resource;
       const members = groups.get(group);
       if (members === undefined) groups.set(group, [index]);
@@ -421,7 +412,7 @@ export class SingleNodeStore implements Backend {
       const index = indexes === undefined ? position : (indexes[position] as number);
       const handle = handles[index] as LockHandle;
       if (now >= handle.validUntil) continue; // "expired": nothing is sent
-      keys[filled] = handle.resourceInBulk;
+      keys[filled] = handle.resource;
       tokens[filled] = handle.token;
       filled += 1;
       outcomes[index] = "taken"; // until the answer says otherwise
@@ -458,7 +449,8 @@ export class SingleNodeStore implements Backend {
     }
   }
 
-  release(handle: LockHandle, ordered = false, now = performance.now()): Promise<ReleaseOutcome> {
+  release(handle: LockHandle, ordered = false): Promise<ReleaseOutcome> {
+    const now = performance.now();
     const keySet = this.#keysOf(handle.resource);
     // The lean release of permits still valid here (so not past their deadline in Redis: see
     // #drift): one ZREM, no script (see the marks in permit-scripts.ts). Its promise is returned as
@@ -482,8 +474,8 @@ export class SingleNodeStore implements Backend {
         this.#scripts.release,
         keySet.queued ?? keySet.plain,
         this.#limitArgs.length === 0
-          ? [handle.token, this.#settings.handOffGrace]
-          : [handle.token, this.#settings.handOffGrace, ...this.#limitArgs],
+          ? [handle.token, this.#settings.grantGrace]
+          : [handle.token, this.#settings.grantGrace, ...this.#limitArgs],
         ordered,
         now,
       );
@@ -511,16 +503,16 @@ export class SingleNodeStore implements Backend {
       return "unknown";
     }
     if (removed !== 1 && removed !== 2) return "expired";
-    handle.handedTo = "";
+    handle.grantedTo = "";
     if (removed === 2) {
       try {
         const first = await this.#runner.run(
           GRANT_PERMITS,
           keys,
-          [this.#settings.handOffGrace, ...this.#limitArgs],
+          [this.#settings.grantGrace, ...this.#limitArgs],
           ordered,
         );
-        if (typeof first === "string") handle.handedTo = first;
+        if (typeof first === "string") handle.grantedTo = first;
       } catch {
         // The permits are free: queued waiters take them at their next attempt.
       }
@@ -544,7 +536,7 @@ export class SingleNodeStore implements Backend {
       reply = await this.#runner.run(
         RELEASE_CONTENDED_PERMITS,
         keys,
-        [handle.token, this.#settings.handOffGrace, ...this.#limitArgs],
+        [handle.token, this.#settings.grantGrace, ...this.#limitArgs],
         ordered,
         now,
       );
@@ -553,19 +545,19 @@ export class SingleNodeStore implements Backend {
     }
     const [removed, first] = Array.isArray(reply) ? reply : [];
     if (removed !== 1 && removed !== 2) return "expired";
-    handle.handedTo = typeof first === "string" ? first : "";
+    handle.grantedTo = typeof first === "string" ? first : "";
     return "released";
   }
 
   grantedHandle(resource: string, registration: Registration, grantedServerMs: number): LockHandle {
     // The registration ran no earlier than it was sent; the grant ran (grantedServerMs −
     // registration.serverMs) node milliseconds after it. Both are whole ms: 1 ms of slack.
-    const grace = this.#settings.handOffGrace;
+    const grace = this.#settings.grantGrace;
     const validFrom = registration.sentAt + (grantedServerMs - registration.serverMs) - 1;
     return new LockHandle(registration.token, resource, validFrom, validFrom + grace - this.#drift(grace));
   }
 
-  async leaveQueue(resource: string, waiterId: string, claimToken = ""): Promise<void> {
+  async leaveQueue(resource: string, waiterId: string, grantedToken = ""): Promise<void> {
     const keys = this.#keysOf(resource).queued;
     if (keys === undefined) return;
     // Order matters (a release sent after it must not grant the key to a waiter that left): sent
@@ -574,7 +566,7 @@ export class SingleNodeStore implements Backend {
       .run(
         this.#scripts.leaveQueue,
         keys,
-        [waiterId, claimToken, this.#settings.handOffGrace, ...this.#limitArgs],
+        [waiterId, grantedToken, this.#settings.grantGrace, ...this.#limitArgs],
         true,
       )
       .catch(() => undefined);
@@ -652,7 +644,7 @@ function releaseOutcomeOf(handle: LockHandle, reply: unknown): ReleaseOutcome {
   let code = reply;
   let chosen: unknown = "";
   if (Array.isArray(reply)) [code, chosen] = reply;
-  handle.handedTo = typeof chosen === "string" ? chosen : undefined;
+  handle.grantedTo = typeof chosen === "string" ? chosen : undefined;
   return code === 1 ? "released" : code === -1 ? "taken" : "expired";
 }
 

@@ -12,7 +12,7 @@ function attempt(resource: string): AttemptRequest {
   return {
     resource,
     duration: 60_000,
-    intent: { waiterId: "w", join: false, onSuccess: "keep" },
+    queueing: { waiterId: "w", joinOnMiss: false, leaveOnSuccess: false },
     fencing: false,
     weight: 1,
   };
@@ -36,7 +36,7 @@ describe("core test bed: the fake store", () => {
     expect(store.violations).toHaveLength(1);
     const { handle } = outcome as { handle: LockHandle };
     expect(await store.release(handle)).toBe("released");
-    await store.extendMany([handle], 60_000);
+    await store.extend([handle], 60_000);
     expect(store.violations).toHaveLength(2);
     expect(store.maxInFlight.get(resource)).toBe(1);
   });
@@ -50,7 +50,7 @@ describe("core test bed: the fake store", () => {
     const { handle } = outcome as { handle: LockHandle };
     expect(store.holderOf("k")).toBe(handle.token);
     store.drop("k");
-    expect(await store.extendMany([handle], 60_000)).toEqual(["taken"]);
+    expect(await store.extend([handle], 60_000)).toEqual(["taken"]);
     expect(store.violations).toEqual([]);
   });
 });

@@ -17,13 +17,14 @@ import {
   type Backend,
   type BackendContext,
   type BackendEvents,
+  type Capabilities,
   type ExtendOutcome,
+  type Fencing,
   LockHandle,
   MAX_EXTEND_BATCH,
-  type StoreBackend,
+  type Naming,
   type StoredView,
 } from "../../src/core/backend.js";
-import { withDefaults } from "../../src/core/backend-defaults.js";
 import type { ReleaseOutcome } from "../../src/locker.js";
 import { FakeWatcher } from "./fake-watcher.js";
 import { Gate } from "./gate.js";
@@ -70,9 +71,8 @@ interface Holder {
 let fakes = 0;
 
 /** The scripted store (see the file's comment). Make it, hand {@link attach} to a LockCore. */
-export class FakeBackend implements StoreBackend {
-  readonly countsPermits = false;
-  readonly supportsFencing = true;
+export class FakeBackend implements Backend, Naming, Fencing {
+  readonly can: Capabilities = { naming: this, fencing: this };
   readonly watcher = new FakeWatcher();
   /** Every call, in arrival order. */
   readonly calls: CallRecord[] = [];
@@ -114,10 +114,10 @@ export class FakeBackend implements StoreBackend {
   #tokens = 0;
   #fence = 0n;
 
-  /** The backend factory's body: keeps the core's event sink, fills in the defaults. */
+  /** The backend factory's body: keeps the core's event sink. */
   attach(context: BackendContext): Backend {
     this.#events = context.events;
-    return withDefaults(this);
+    return this;
   }
 
   /** The store's name for a key: prefixed, so a test sees the core passes names, not keys. */
@@ -234,13 +234,13 @@ export class FakeBackend implements StoreBackend {
     }
   }
 
-  async extendMany(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
+  async extend(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
     if (handles.length === 0 || handles.length > MAX_EXTEND_BATCH) {
       this.#violate(`an extension call of ${handles.length} handles`);
     }
     if (this.watcher.closed) this.#violate("an extension after close");
     this.#batches.extend += 1;
-    const sent = handles.map((handle) => this.#record("extend", handle.resourceInBulk, handle));
+    const sent = handles.map((handle) => this.#record("extend", handle.resource, handle));
     for (const handle of handles) {
       if (this.#finished.has(handle.token)) this.#violate(`an extension of ${handle.token}, released or lost`);
     }
@@ -306,7 +306,7 @@ export class FakeBackend implements StoreBackend {
   #extend(handle: LockHandle, duration: number, sentAt: number, now: number): ExtendOutcome {
     if (this.#dropped.delete(handle.token)) return "taken";
     if (handle.validUntil <= now) return "expired";
-    const holder = this.#holders.get(handle.resourceInBulk);
+    const holder = this.#holders.get(handle.resource);
     if (holder?.token !== handle.token || holder.validUntil <= now) return "taken";
     holder.validUntil = Math.floor(sentAt + duration);
     holder.handleValidUntil = holder.validUntil - this.drift;
