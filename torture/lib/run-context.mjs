@@ -231,7 +231,7 @@ export class RunContext {
 
   /**
    * Keys of this run's locks on the running lock servers — the lock keys and any companion key
-   * whose name contains the prefix (e.g. a hand-off queue `{prefix…}:queue`), but not the fencing
+   * whose name contains the prefix (e.g. a grant queue `{prefix…}:queue`), but not the fencing
    * counters (`…:fence`), which intentionally outlive the locks: [{ node, key, value, pttl }].
    */
   async lockKeys() {

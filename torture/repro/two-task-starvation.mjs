@@ -11,7 +11,7 @@
  * other workers for a probe.
  *
  * What it shows besides (read with MONITOR and by sampling the queue): during the longest wait,
- * how often the waiter's locker was in the key's hand-off queue, and how many hand-offs (grants,
+ * how often the waiter's locker was in the key's grant queue, and how many hand-offs (grants,
  * or reservations on older builds) went to each locker. Seen on c69ace6 (either locker may be the
  * one starved): the starved locker is missing from the queue for its whole wait, and every
  * hand-off goes to the other one — a waiting task that
@@ -19,7 +19,7 @@
  * safety-net poll ("postponed"), so with hand-offs every millisecond or two the poll never fires.
  * (Also reproduced on 7d00892, with reservations instead of grants.) Fixed in 020c965: a head
  * postponed by grants to other lockers still tries within backoff.max of its last try, and a call
- * behind its own locker's holder joins the hand-off queue at once; since then no wait times out.
+ * behind its own locker's holder joins the grant queue at once; since then no wait times out.
  */
 import { RedisLocker } from "globallock";
 import { killAllChildren } from "../lib/cleanup.mjs";
@@ -121,7 +121,7 @@ try {
     for (const h of handOffs.filter((h) => during(h.t))) to[h.to] = (to[h.to] ?? 0) + 1;
     console.log(
       `  longest wait: ${longest.name}, ${Math.round(longest.ended - longest.started)} ms ` +
-        `(${longest.ok ? "granted" : "timed out"}); meanwhile ${locker}'s locker was in the hand-off queue in ` +
+        `(${longest.ok ? "granted" : "timed out"}); meanwhile ${locker}'s locker was in the grant queue in ` +
         `${queued} of ${inQueue.length} samples, and the key was handed off ${to.P} times to P, ${to.X} times to X`,
     );
   }

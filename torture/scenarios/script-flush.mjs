@@ -2,7 +2,7 @@
  * Scenario 10 — the lock server's script cache is flushed (`SCRIPT FLUSH`, at seeded intervals of
  * 50–200 ms) while several processes, two tasks each, contend for one key and often give up
  * waiting: a seeded share of attempts get a short AbortSignal timeout (a few ms), so waiters leave
- * the cross-process hand-off queue all the time — while waiting, and while an attempt is in flight
+ * the cross-process grant queue all the time — while waiting, and while an attempt is in flight
  * (whose EVALSHA may meet NOSCRIPT and be re-sent as EVAL). A flushed cache must neither reorder
  * what a locker sends (a leave overtaken by the attempt it follows, a release overtaking a leave)
  * nor break exclusion.
@@ -16,7 +16,7 @@
  *   learns of its turn and enters); a key handed to, or kept for, a waiter that has left makes it
  *   for a whole hand-off grace (250 ms). The longest gap must stay under `unavailableBoundMs`;
  * - several times per run the parent pauses every task and waits until each has acknowledged
- *   (nobody holds the key, nobody waits for it), then reads the key and its hand-off queue every
+ *   (nobody holds the key, nobody waits for it), then reads the key and its grant queue every
  *   few ms for `settleMs` (operationTimeout, the longest a clean-up can still be in flight, plus
  *   the grace, plus a margin). With nobody waiting, the queue must be empty and the key free by
  *   then: a queued id is a waiter that left but stayed queued (a later release would hand it the
@@ -40,7 +40,7 @@ export default {
   title: "SCRIPT FLUSH every 50–200 ms under contention, waiters aborting",
   expected: (p) =>
     `${p.processes} proc × ${p.tasks} tasks on 1 key, ${Math.round(p.abortWaits.chance * 100)}% of waits aborted ` +
-    `after ${p.abortWaits.minMs}–${p.abortWaits.maxMs} ms; with nobody waiting, key free and hand-off queue empty ` +
+    `after ${p.abortWaits.minMs}–${p.abortWaits.maxMs} ms; with nobody waiting, key free and grant queue empty ` +
     `within ${p.settleMs} ms (no key kept for a waiter that left); every long wait granted within ${p.waitBoundMs} ms; ` +
     "0 overlaps, 0 lost updates, 0 stale writes accepted",
   observed: (results) =>
@@ -134,7 +134,7 @@ export default {
     );
     const leftovers = probes.filter((probe) => probe.left.length > 0);
     checks.add(
-      "with nobody waiting, key free and hand-off queue empty after the settle time",
+      "with nobody waiting, key free and grant queue empty after the settle time",
       leftovers.length === 0,
       `clear within ${p.settleMs} ms at every probe`,
       leftovers.length === 0
@@ -183,7 +183,7 @@ export default {
 
 /**
  * Pauses every task, waits until each has acknowledged (no attempt or section under way in any
- * process), then watches the key and its hand-off queue for `settleMs`; resumes the workers.
+ * process), then watches the key and its grant queue for `settleMs`; resumes the workers.
  * Returns how long after the last acknowledgement anything was still there (`busyMs`), how many
  * reads saw a value in the key, and what was left at the end (`left`, empty when all clear).
  */
