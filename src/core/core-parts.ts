@@ -1,10 +1,12 @@
 import type { LockLostError } from "../errors.js";
-import type { CloseGate } from "../internal/abortable.js";
 import type { AcquireProbe } from "../internal/diagnostics.js";
 import type { ResolvedAcquireOptions } from "../internal/validate.js";
 import type { KeyStates } from "../internal/waiter.js";
-import type { Acquisition, AcquisitionOwner } from "./acquisition.js";
-import type { AttemptOutcome, LockHandle, Queueing, Registration } from "./backend.js";
+import type { AcquisitionOwner } from "./acquisition.js";
+import type { Attempts } from "./attempts.js";
+import type { AttemptOutcome, LockHandle, Registration } from "./backend.js";
+import type { Holdings } from "./holdings.js";
+import type { Lifetime } from "./lifetime.js";
 import type { Store } from "./store.js";
 
 /** The settings the core needs from a locker's resolved options (a store adds its own). */
@@ -47,34 +49,23 @@ export interface AcquireCall {
 export type Miss = Exclude<AttemptOutcome, { kind: "acquired" }>;
 
 /**
- * What the parts of one {@link LockCore} share: its backend, key states and settings, and the
- * steps the wait loop and the grant desk take through the core (one object per core, made once).
+ * The parts of one {@link LockCore}, as the wait loop, the grant desk and the waiters reach them
+ * (one object per core, made once).
  */
 export interface CoreParts {
   readonly options: CoreSettings;
+  /** The store, with its capabilities. */
   readonly store: Store;
   /** Per key: how many acquisitions are held here, and who waits here (FIFO). */
   readonly keys: KeyStates<LockHandle, Registration>;
-  /** This locker's id in the cross-process grant queues. */
+  /** The close signal and the store operations in flight. */
+  readonly lifetime: Lifetime;
+  /** One attempt, and the clean-up of an abandoned one. */
+  readonly attempts: Attempts;
+  /** The leases held: registration, release. */
+  readonly holdings: Holdings;
+  /** This locker's id in the stores' queues. */
   readonly waiterId: string;
-  /** Aborts (with a LockerClosedError) when the locker closes. */
-  readonly closing: AbortSignal;
-  /** Cuts in-flight operations short on close. */
-  readonly gate: CloseGate;
   /** Counted locks (semaphores, read-write locks): every waiter has its own queue entry. */
   readonly counted: boolean;
-  /** The three ways an attempt relates to the grant queue (shared: attempts allocate none). */
-  readonly queueings: Readonly<Record<"first" | "leave" | "keep", Queueing>>;
-  /** Registers a store operation that `close()` waits for. */
-  track<T>(promise: Promise<T>): Promise<T>;
-  /** The store's name of `key` (kept on its key state). */
-  resourceOf(key: string): string;
-  /** True when `error` is this call's abort or the locker's close, not a failed attempt. */
-  isAbandonment(error: unknown, signal: AbortSignal | undefined): boolean;
-  /** One abortable acquisition attempt of `call` (see LockCore). */
-  attempt(call: AcquireCall, queueing: Queueing): Promise<Acquisition | Miss> | Acquisition | Miss;
-  /** {@link attempt} on a store in this process (one with `acquireNow`), answered at once. */
-  attemptNow(call: AcquireCall, queueing: Queueing): Acquisition | Miss;
-  /** Starts keeping a key handed over to `call` by the store's queue (see LockCore). */
-  registerGrant(call: AcquireCall, handle: LockHandle): Acquisition;
 }

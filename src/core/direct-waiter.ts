@@ -3,7 +3,7 @@ import { type AbortSubscription, subscribeAbort } from "../internal/abortable.js
 import { type KeyState, type KeyStates, Waiter } from "../internal/waiter.js";
 import { Acquisition } from "./acquisition.js";
 import type { LockHandle, Registration } from "./backend.js";
-import type { AcquireCall, CoreParts } from "./core-parts.js";
+import type { AcquireCall, CoreParts, Miss } from "./core-parts.js";
 import type { GrantDesk } from "./grant-desk.js";
 
 /** What one locker knows of one key (see `KeyStates`). */
@@ -112,7 +112,7 @@ export class DirectWaiter<T = Acquisition> extends Waiter<LockHandle> {
    * once the locker is closing, which rejects every waiter).
    */
   override notify(): void {
-    if (this.#settled || this.#state.waiters.head !== this || this.#parts.closing.aborted) return;
+    if (this.#settled || this.#state.waiters.head !== this || this.#parts.lifetime.closing.aborted) return;
     if (this.#trying) this.#again = true;
     else this.#try();
   }
@@ -122,14 +122,14 @@ export class DirectWaiter<T = Acquisition> extends Waiter<LockHandle> {
 
   /** The store's queue granted the key to this locker's place, which this head holds: take it. */
   override grant(handle: LockHandle): void {
-    const { store, registerGrant } = this.#parts;
+    const { store, holdings } = this.#parts;
     // A lease held until released (most) cannot have run out: no clock to read.
     if (handle.validUntil !== Number.POSITIVE_INFINITY && performance.now() >= handle.validUntil) {
-      void this.#parts.track(store.release(handle, true));
+      void this.#parts.lifetime.track(store.release(handle, true));
       this.notify();
       return;
     }
-    const acquisition = registerGrant(this.#call, handle);
+    const acquisition = holdings.registerGrant(this.#call, handle);
     if (this.#call.request.fencing) {
       const fencingToken = store.inProcess?.issueFencingTokenNow(handle);
       // No token: the key vanished meanwhile, so this was no grant after all; try again.
@@ -149,14 +149,14 @@ export class DirectWaiter<T = Acquisition> extends Waiter<LockHandle> {
     const state = this.#state;
     do {
       this.#again = false;
-      const grantedToken = state.handOff?.token;
-      const queueing = grantedToken === undefined ? parts.queueings.leave : { ...parts.queueings.leave, grantedToken };
-      let outcome: ReturnType<CoreParts["attemptNow"]> | undefined;
+      const grantedToken = state.registration?.token;
+      const queueing = grantedToken === undefined ? parts.attempts.join : { ...parts.attempts.join, grantedToken };
+      let outcome: Acquisition | Miss | undefined;
       let failure: { error: unknown } | undefined;
       this.#trying = true;
       state.attempting = true;
       try {
-        outcome = parts.attemptNow(this.#call, queueing);
+        outcome = parts.attempts.attemptNow(this.#call, queueing);
       } catch (error) {
         failure = { error };
       }
@@ -169,12 +169,12 @@ export class DirectWaiter<T = Acquisition> extends Waiter<LockHandle> {
       if (outcome instanceof Acquisition) {
         // Whether or not it took a grant to the registration, that registration is spent (and a
         // grant reported meanwhile was for it).
-        state.handOff = undefined;
+        state.registration = undefined;
         state.earlyGrant = undefined;
         this.#succeed(outcome);
         return;
       }
-      if (outcome.kind === "held" && outcome.registration !== undefined) state.handOff = outcome.registration;
+      if (outcome.kind === "held" && outcome.registration !== undefined) state.registration = outcome.registration;
       // A grant reported during the attempt: for this registration (taken now) or an older one.
       this.#desk.settleEarlyGrant(this.#call.key, state);
     } while (this.#again && !this.#settled);
@@ -207,10 +207,14 @@ export class DirectWaiter<T = Acquisition> extends Waiter<LockHandle> {
     this.#onSignal?.cancel();
     parts.keys.leave(key, state, this, true);
     if (!acquired && state.waiters.size === 0) {
-      void parts.track(
-        parts.store.leaveQueue(state.resource ?? parts.store.resourceOf(key), parts.waiterId, state.handOff?.token),
+      void parts.lifetime.track(
+        parts.store.leaveQueue(
+          state.resource ?? parts.store.resourceOf(key),
+          parts.waiterId,
+          state.registration?.token,
+        ),
       );
-      state.handOff = undefined;
+      state.registration = undefined;
     }
     // A grant reported during an attempt that then failed: the next waiter here takes it (with
     // nobody left, it goes back).

@@ -29,7 +29,7 @@ export class GrantDesk {
    * key is released at once instead of blocking everyone for the grace.
    */
   onGrant(key: string, grant: Grant): void {
-    const resource = this.#parts.resourceOf(key);
+    const resource = this.#parts.store.resourceOf(key);
     if (this.#parts.counted) {
       this.#onCountedGrant(key, resource, grant);
       return;
@@ -44,7 +44,7 @@ export class GrantDesk {
       this.giveBack(grant.token, resource);
       return;
     }
-    const registration = state.handOff;
+    const registration = state.registration;
     if (state.attempting) {
       // The attempt in flight either registered this token (the message outran its reply) or will
       // take the key itself (it carries the claim token): decide when its reply is in.
@@ -56,7 +56,7 @@ export class GrantDesk {
       return;
     }
     // Spent: no later attempt of this locker may take the key as "granted to us" again.
-    state.handOff = undefined;
+    state.registration = undefined;
     head.grant(this.#parts.store.grantedHandle(resource, registration, grant.serverMs));
   }
 
@@ -78,12 +78,12 @@ export class GrantDesk {
       waiter.earlyGrant = grant;
       return;
     }
-    const registration = waiter.handOff;
+    const registration = waiter.registration;
     if (registration?.token !== token) {
       this.giveBack(token, resource);
       return;
     }
-    waiter.handOff = undefined;
+    waiter.registration = undefined;
     waiter.grant(this.#parts.store.grantedHandle(resource, registration, serverMs));
   }
 
@@ -109,12 +109,12 @@ export class GrantDesk {
     const handle = waiter.takeGrant();
     if (handle === undefined) return undefined;
     if (performance.now() >= handle.validUntil) {
-      void this.#parts.track(this.#parts.store.release(handle, true));
+      void this.#parts.lifetime.track(this.#parts.store.release(handle, true));
       return undefined;
     }
     // Kept (and extended: the grant's TTL is short) from now on, also while its fencing token is
     // on its way: a round trip later would be too late on a slow link.
-    const acquisition = this.#parts.registerGrant(call, handle);
+    const acquisition = this.#parts.holdings.registerGrant(call, handle);
     return call.request.fencing ? this.#fence(call, acquisition) : acquisition;
   }
 
@@ -122,8 +122,8 @@ export class GrantDesk {
   async #fence(call: AcquireCall, acquisition: Acquisition): Promise<Acquisition | undefined> {
     let fencingToken: bigint | undefined;
     try {
-      fencingToken = await this.#parts.gate.race(
-        this.#parts.track(this.#parts.store.issueFencingToken(acquisition.handle)),
+      fencingToken = await this.#parts.lifetime.gate.race(
+        this.#parts.lifetime.track(this.#parts.store.issueFencingToken(acquisition.handle)),
         call.signal,
       );
     } catch (error) {
@@ -152,13 +152,13 @@ export class GrantDesk {
       return;
     }
     const { waiterId } = waiter.joinQueueing(this.#parts);
-    void this.#parts.track(this.#parts.store.leaveQueue(handle.resource, waiterId, handle.token));
+    void this.#parts.lifetime.track(this.#parts.store.leaveQueue(handle.resource, waiterId, handle.token));
   }
 
   /** Releases a grant nobody here takes, at once, rather than block others for the grace. */
   giveBack(token: string, resource: string): void {
-    if (!this.#parts.closing.aborted)
-      void this.#parts.track(this.#parts.store.release(new LockHandle(token, resource, 0, 0), true));
+    if (!this.#parts.lifetime.closing.aborted)
+      void this.#parts.lifetime.track(this.#parts.store.release(new LockHandle(token, resource, 0, 0), true));
   }
 }
 

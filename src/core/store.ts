@@ -1,4 +1,5 @@
 import { UnsupportedError } from "../errors.js";
+import type { KeyStates } from "../internal/waiter.js";
 import type { ReleaseOutcome } from "../locker.js";
 import type {
   AdoptRequest,
@@ -37,8 +38,12 @@ export class Store {
   readonly heldUntilReleased: boolean;
   readonly #can: Backend["can"];
 
-  constructor(backend: Backend) {
+  readonly #keys: KeyStates<LockHandle, Registration>;
+
+  /** @param keys the core's key states: a key waited for keeps its store name there. */
+  constructor(backend: Backend, keys: KeyStates<LockHandle, Registration>) {
     this.backend = backend;
+    this.#keys = keys;
     this.watcher = backend.watcher;
     const can = backend.can;
     this.#can = can;
@@ -63,8 +68,13 @@ export class Store {
     return this.backend.inspect(resource);
   }
 
-  /** The store's name for `key` (the key itself without {@link Capabilities.naming}). */
+  /**
+   * The store's name for `key` (the key itself without `Capabilities.naming`): kept on the key's
+   * state while anyone waits for it (a stable string hashes once in every map it meets).
+   */
   resourceOf(key: string): string {
+    const kept = this.#keys.get(key)?.resource;
+    if (kept !== undefined) return kept;
     const naming = this.#can.naming;
     return naming === undefined ? key : naming.resourceOf(key);
   }

@@ -118,16 +118,20 @@ export class WaitLoop {
           // On a key nobody here listens to, it does not join on failure either (a plain SET NX,
           // the cheapest attempt): the retry that follows the subscription joins. On a key heard
           // from lately (contended here), it joins at once.
-          const base = !leanTry ? waiter.joinQueueing(parts) : leanJoins ? parts.queueings.first : parts.queueings.keep;
-          const grantedToken = place.handOff?.token;
+          const base = !leanTry
+            ? waiter.joinQueueing(parts)
+            : leanJoins
+              ? parts.attempts.joinAndStay
+              : parts.attempts.outside;
+          const grantedToken = place.registration?.token;
           const queueing = grantedToken === undefined ? base : { ...base, grantedToken };
           leanTry = false;
           let outcome: Acquisition | Miss;
           place.attempting = true;
           try {
-            outcome = await parts.attempt(call, queueing);
+            outcome = await parts.attempts.attempt(call, queueing);
           } catch (error) {
-            abandoned = parts.isAbandonment(error, signal);
+            abandoned = parts.lifetime.isAbandonment(error, signal);
             failed = !abandoned;
             throw error;
           } finally {
@@ -136,7 +140,7 @@ export class WaitLoop {
           if (outcome instanceof Acquisition) {
             // Whether or not it took a grant to the registration, that registration is spent
             // (and a grant message that arrived meanwhile was for it).
-            place.handOff = undefined;
+            place.registration = undefined;
             place.earlyGrant = undefined;
             acquired = true;
             return deliver(outcome);
@@ -151,11 +155,11 @@ export class WaitLoop {
             lastRetryAfter = outcome.retryAfterMs;
             // The key may be granted to this registration (the place in the queue) — perhaps
             // already: a grant's message can outrun the reply of the attempt it names.
-            if (registration !== undefined) place.handOff = registration;
+            if (registration !== undefined) place.registration = registration;
           }
           this.grants.settleEarlyGrant(key, place);
         }
-        signals ??= [signal, parts.closing];
+        signals ??= [signal, parts.lifetime.closing];
         if (!waiting) {
           waiting = true;
           this.#count.waiting += 1;
@@ -201,8 +205,10 @@ export class WaitLoop {
       if (subscribed) parts.store.watcher.unwatch(resource);
       if (unused !== undefined) this.grants.passOn(state, waiter, unused);
       else if (!acquired && !abandoned && waiter.leavesPlace(state, queued, failed)) {
-        void parts.track(parts.store.leaveQueue(resource, waiter.joinQueueing(parts).waiterId, place.handOff?.token));
-        place.handOff = undefined;
+        void parts.lifetime.track(
+          parts.store.leaveQueue(resource, waiter.joinQueueing(parts).waiterId, place.registration?.token),
+        );
+        place.registration = undefined;
       }
       // A grant that arrived during an attempt that then failed or was abandoned: decide now (a
       // lock's next waiter here takes it; with nobody left to take it, it goes back).

@@ -14,7 +14,7 @@ type Key = KeyState<LockHandle, Registration>;
  */
 export interface QueuePlace {
   attempting: boolean;
-  handOff: Registration | undefined;
+  registration: Registration | undefined;
   earlyGrant: Grant | undefined;
 }
 
@@ -75,7 +75,7 @@ export class LockWaiter extends CoreWaiter {
 
   /** The locker's own id, shared by its attempts. */
   joinQueueing(parts: CoreParts): Queueing {
-    return parts.queueings.leave;
+    return parts.attempts.join;
   }
 
   /**
@@ -93,7 +93,7 @@ export class LockWaiter extends CoreWaiter {
    * attempt did: while others wait here, the place is theirs, and the next one's try renews it.)
    */
   leavesPlace(state: Key, queued: boolean): boolean {
-    return (queued || state.handOff !== undefined) && state.waiters.size === 0;
+    return (queued || state.registration !== undefined) && state.waiters.size === 0;
   }
 }
 
@@ -106,7 +106,7 @@ export class CountedWaiter extends CoreWaiter implements QueuePlace {
   /** True while its attempt is in flight. */
   attempting = false;
   /** Its latest registration in the store's queue, not yet seen granted. */
-  handOff: Registration | undefined;
+  registration: Registration | undefined;
   /** A grant message that arrived while its attempt was in flight. */
   earlyGrant: Grant | undefined;
   readonly #queueing: Queueing;
@@ -143,7 +143,7 @@ export class CountedWaiter extends CoreWaiter implements QueuePlace {
    * behind it).
    */
   leavesPlace(_state: Key, _queued: boolean, failed: boolean): boolean {
-    return failed || this.handOff !== undefined;
+    return failed || this.registration !== undefined;
   }
 
   /** Every waiter competes on its own. */

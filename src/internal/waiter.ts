@@ -109,7 +109,7 @@ export class KeyState<G = unknown, H = unknown> extends IntrusiveList<Waiter<G>>
   /** True while the head's attempt is in flight. */
   attempting = false;
   /** The locker's own bookkeeping of the key's cross-process hand-off (its latest registration). */
-  handOff: H | undefined;
+  registration: H | undefined;
   /** A grant message that arrived while the head's attempt was in flight (it may be for it). */
   earlyGrant: Grant | undefined;
   /** Nothing held or waited for: kept for a later call on the key (see {@link KeyStates}). */
@@ -211,7 +211,7 @@ export class KeyStates<G = unknown, H = unknown> {
   /** An idle state is in use again: what it still knew of the hand-off is spent (its waiters left the queue). */
   #wake(state: KeyState<G, H>): void {
     state.idle = false;
-    state.handOff = undefined;
+    state.registration = undefined;
     state.earlyGrant = undefined;
     this.#idle -= 1;
   }
