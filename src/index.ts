@@ -1,5 +1,4 @@
 export { CombinedLocker, type CombinedLockerOptions, type CombinedStrategy } from "./combined/combined-locker.js";
-export type { LeaseKeeperStats } from "./core/lease-keeper.js";
 export { checkDeployment } from "./deployment/check-deployment.js";
 export type { Finding } from "./deployment/finding.js";
 export {
@@ -49,17 +48,18 @@ export { FileLocker } from "./file/file-locker.js";
 export { FileReadWriteLocker } from "./file/file-read-write-locker.js";
 export { defaultLockDirectory, type FileLockerOptions } from "./file/options.js";
 export type { FileStoreStats } from "./file/store.js";
-export { MAX_KEY_BYTES } from "./internal/validate.js";
 export { lockAll, tryLockAll } from "./lock-all.js";
 export {
   type AcquireOptions,
   type AdoptOptions,
   type HolderInfo,
   type Lease,
+  type LeaseKeeperStats,
   type ListOptions,
   type Locker,
   type LockInfo,
   lockAndDo,
+  MAX_KEY_BYTES,
   type ReleaseFunc,
   type ReleaseOutcome,
   tryLockAndDo,

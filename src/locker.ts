@@ -2,6 +2,8 @@
 import type { InvalidArgumentError, LockLostError, StoreUnavailableError, UnsupportedError } from "./errors.js";
 import { validateFunction, validateKey, validateSignal } from "./internal/validate.js";
 
+export { MAX_KEY_BYTES } from "./core/limits.js";
+
 /**
  * Releases a lock obtained from {@link Locker.lock} or {@link Locker.tryLock}.
  *
@@ -295,4 +297,21 @@ function validateArguments(signal: unknown, key: unknown, fn: unknown): void {
   validateSignal(signal);
   validateKey(key);
   validateFunction("fn", fn);
+}
+
+/** What a locker's lease keeper measured (`leaseStats`), for tests, benchmarks and the curious. */
+export interface LeaseKeeperStats {
+  /** Locks extended successfully, counted per lock. */
+  readonly extensions: number;
+  /** Extension commands sent (each covers up to 256 locks of one node). */
+  readonly batches: number;
+  /** Extensions that failed transiently and were retried. */
+  readonly retries: number;
+  /**
+   * The least validity a lock had left when its extension was confirmed, in ms (`Infinity`
+   * before the first extension): how close to its deadline the closest call came.
+   */
+  readonly minHeadroomMs: number;
+  /** The latest the keeper's timer has fired after it was due, in ms. */
+  readonly maxLatenessMs: number;
 }

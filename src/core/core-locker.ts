@@ -5,11 +5,19 @@ import { resolveListOptions, sortedByKey } from "../internal/list-options.js";
 import { noopRelease } from "../internal/release-func.js";
 import { type AcquireCall, type LockCall, TracedLocker } from "../internal/traced-locker.js";
 import { checkWeight, DEFAULT_ACQUIRE_OPTIONS, type ResolvedAcquireOptions } from "../internal/validate.js";
-import type { AdoptOptions, HolderInfo, Lease, ListOptions, Locker, LockInfo, ReleaseFunc } from "../locker.js";
+import type {
+  AdoptOptions,
+  HolderInfo,
+  Lease,
+  LeaseKeeperStats,
+  ListOptions,
+  Locker,
+  LockInfo,
+  ReleaseFunc,
+} from "../locker.js";
 import type { AcquisitionOwner } from "./acquisition.js";
 import type { StoredHolder } from "./backend.js";
 import { decodeHandOff } from "./hand-off-handle.js";
-import type { LeaseKeeperStats } from "./lease-keeper.js";
 import type { CoreSettings, LockCore } from "./lock-core.js";
 
 /**

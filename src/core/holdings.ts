@@ -1,11 +1,11 @@
 import { grantTime, publishRelease } from "../internal/diagnostics.js";
 import type { ResolvedAcquireOptions } from "../internal/validate.js";
 import type { KeyStates } from "../internal/waiter.js";
-import type { ReleaseOutcome } from "../locker.js";
+import type { LeaseKeeperStats, ReleaseOutcome } from "../locker.js";
 import { Acquisition, type AcquisitionOwner } from "./acquisition.js";
 import type { LockHandle, Registration } from "./backend.js";
 import type { AcquireCall, CoreSettings } from "./core-parts.js";
-import { LeaseKeeper, type LeaseKeeperStats } from "./lease-keeper.js";
+import { LeaseKeeper } from "./lease-keeper.js";
 import type { Lifetime } from "./lifetime.js";
 import type { Store } from "./store.js";
 

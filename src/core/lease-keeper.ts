@@ -1,6 +1,7 @@
 import { performance } from "node:perf_hooks";
 import { LockLostError, type LockLostReason } from "../errors.js";
 import { extendChannel, publishLost } from "../internal/diagnostics.js";
+import type { LeaseKeeperStats } from "../locker.js";
 import type { Acquisition } from "./acquisition.js";
 import { type ExtendOutcome, MAX_EXTEND_BATCH } from "./backend.js";
 import { reportExtension } from "./extension-report.js";
@@ -22,23 +23,6 @@ export interface LeaseKeeperSettings {
   readonly onLost: (acquisition: Acquisition) => void;
   /** Registers an in-flight Redis operation so that `close()` can wait for it. */
   readonly track: <T>(operation: Promise<T>) => Promise<T>;
-}
-
-/** What the keeper measured, for tests, benchmarks and the curious. */
-export interface LeaseKeeperStats {
-  /** Locks extended successfully, counted per lock. */
-  readonly extensions: number;
-  /** Extension commands sent (each covers up to 256 locks of one node). */
-  readonly batches: number;
-  /** Extensions that failed transiently and were retried. */
-  readonly retries: number;
-  /**
-   * The least validity a lock had left when its extension was confirmed, in ms (`Infinity`
-   * before the first extension): how close to its deadline the closest call came.
-   */
-  readonly minHeadroomMs: number;
-  /** The latest the keeper's timer has fired after it was due, in ms. */
-  readonly maxLatenessMs: number;
 }
 
 /**

@@ -12,7 +12,7 @@ import {
   resolveAdoptOptions,
 } from "../internal/validate.js";
 import { KeyStates } from "../internal/waiter.js";
-import type { AcquireOptions, AdoptOptions, Lease, Locker, ReleaseFunc } from "../locker.js";
+import type { AcquireOptions, AdoptOptions, Lease, LeaseKeeperStats, Locker, ReleaseFunc } from "../locker.js";
 import { Acquisition, type AcquisitionOwner, AcquisitionTerms } from "./acquisition.js";
 import { Attempts } from "./attempts.js";
 import type { BackendFactory, ListedResource, LockHandle, Registration, StoredView } from "./backend.js";
@@ -20,7 +20,6 @@ import type { AcquireCall, CoreParts, CoreSettings } from "./core-parts.js";
 import { DirectWaiter } from "./direct-waiter.js";
 import type { HandOffContent } from "./hand-off-handle.js";
 import { Holdings } from "./holdings.js";
-import type { LeaseKeeperStats } from "./lease-keeper.js";
 import { LeaseTransfer } from "./lease-transfer.js";
 import { Lifetime } from "./lifetime.js";
 import { Store } from "./store.js";

@@ -15,8 +15,8 @@ export interface FileCalls {
 
 /**
  * Each call through libuv's thread pool: `node:fs`'s callback functions, each wrapped in one
- * promise. (`node:fs/promises` makes several promises per call, and a typed array for a stat result
- * that these calls never have: it cost a FileLocker pair about 10% more instructions.)
+ * promise: `node:fs/promises` makes several promises per call, and a typed array for a stat result
+ * that these calls never have (docs/benchmarks.md, "What each speed choice buys").
  */
 export const THREAD_POOL_CALLS: FileCalls = {
   mkdir: (path) =>

@@ -42,8 +42,7 @@
  *   it removes them; a lock directory may be removed whenever it is empty). Through the thread
  *   pool, a release then removes the lock it emptied (`rmdir`, a fourth call, sent once the release
  *   is done and not waited for): a rename onto an absent lock is far cheaper than one onto an
- *   empty lock, which the file system must delete on the way (on ext4 about 6 µs against 40 µs of
- *   the take's own time). Without room for another spare, after `close()`, and in a directory
+ *   empty lock, which the file system must delete on the way. Without room for another spare, after `close()`, and in a directory
  *   shared by several users (a spare has this user's mode), a release removes the entry and then
  *   the lock directory (`rmdir`, which fails unless it is still empty).
  * - **fencing**: `rename(H.fence/n, H.fence/n+1)`: succeeds only for the caller that read `n`

@@ -54,8 +54,8 @@ export class DirectoryWatcher {
 
   /**
    * Closes the watcher once the current callbacks are done (unless someone subscribes meanwhile):
-   * removing an inotify watch is a system call of about 50 µs, which the waiter that just took its
-   * key would otherwise wait for before it resumes.
+   * removing an inotify watch is a slow system call, which the waiter that just took its key would
+   * otherwise wait for before it resumes.
    */
   #closeSoon(): void {
     if (this.#closing !== undefined) return;

@@ -253,7 +253,7 @@ return restored
  * Leaves the id of the waiter it was granted to, or "", in the local `granted`.
  *
  * Written out where it runs, not as Lua functions: Lua makes a script's functions anew on every
- * run, and a hand-off's release cost Redis 7% more with them (callgrind). For the same reason the
+ * run, which costs Redis measurably more on a grant's release. For the same reason the
  * registration is split by one pattern, and the grant's server milliseconds are written from
  * TIME's own strings rather than formatted from a number.
  */

@@ -393,8 +393,7 @@ export class SingleNodeStore implements Backend, Naming, WaitQueue, Fencing, Han
    * answer is one character per key (see EXTEND_MANY): 2 arguments and one string per lock fewer
    * to build, send and parse than a token and a number each. On one node the keys go as one
    * argument too (see {@link #packsKeys}): the client then builds, measures and copies three
-   * arguments per batch instead of one per lock (callgrind, an extension round of 10,000 locks:
-   * 42.5k instructions per lock against 49.0k with declared keys).
+   * arguments per batch instead of one per lock (docs/benchmarks.md, "What each speed choice buys").
    */
   async #extendGroup(
     handles: readonly LockHandle[],
