@@ -32,7 +32,8 @@ export function deploymentCheckOf(locker: object): DeploymentCheck | undefined {
  * reliable?" list): an eviction policy that can drop lock keys, no persistence, replication,
  * scripting refused, a clock far from the server's (Redis); a transaction pooler or a read-only
  * server (PostgreSQL, MySQL); a network file system or a per-user lock directory (files); a
- * single-member cluster (etcd). Reads only and sends a few commands; never changes the store.
+ * single-member cluster (etcd); evictions (Memcached). Reads only and sends a few commands; never
+ * changes the store.
  * Resolves to what it found (empty: nothing to report). A store that cannot be reached, or a
  * setting it may not read, is itself a finding, not a rejection. Rejects with the signal's
  * reason when `signal` aborts, and with an InvalidArgumentError for something that is not a

@@ -1,0 +1,5 @@
+/** The lock contract suite (with its lease features) on one real Memcached server. */
+import { lockerContract } from "../contract.js";
+import { MemcachedFixture } from "../helpers/memcached-harness.js";
+
+lockerContract("MemcachedLocker", async () => (await MemcachedFixture.start()).harness());
