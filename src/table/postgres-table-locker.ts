@@ -1,0 +1,110 @@
+import { CoreLocker } from "../core/core-locker.js";
+import { CoreSemaphore } from "../core/core-semaphore.js";
+import { LockCore } from "../core/lock-core.js";
+import { CoreReadWriteLocker, READ_WRITE_PERMITS } from "../core/read-write-views.js";
+import { InvalidArgumentError } from "../errors.js";
+import type { PostgresPool } from "../postgres/types.js";
+import type { ResolvedTableLockerOptions, TableLockerOptions } from "./options.js";
+import { PostgresDialect } from "./postgres-dialect.js";
+import { tableBackend } from "./table-backend.js";
+import {
+  readWriteStore,
+  semaphoreFencingRefusal,
+  semaphoreParts,
+  TABLE_LOCK_PREFIX,
+  TABLE_READ_WRITE_PREFIX,
+  TABLE_SEMAPHORE_PREFIX,
+  type TableSemaphoreOptions,
+  tableKind,
+  tableParts,
+} from "./table-parts.js";
+
+/** The dialect of a `pg.Pool` (checked first: an InvalidArgumentError naming what was passed). */
+function dialectOf(pool: unknown): (table: string) => PostgresDialect {
+  if (typeof (pool as { connect?: unknown } | null | undefined)?.connect !== "function") {
+    throw new InvalidArgumentError("pool", "a pg Pool (an object with a connect() method)", pool);
+  }
+  return (table) => new PostgresDialect(pool as PostgresPool, table);
+}
+
+/**
+ * A {@link Locker} on a PostgreSQL lease table (Symfony's PdoStore), through a `pg.Pool` the
+ * caller creates, owns and ends — directly or through a transaction or statement pooler
+ * (PgBouncer, Supavisor, RDS Proxy), since nothing outlives a transaction: no session lock, no
+ * session setting, no prepared statement by name, no LISTEN.
+ *
+ * - **Rows.** A lease is a row of the table (`options.table`, default `globallock_leases`): the
+ *   key's name (`prefix + key`), a random token, the `owner`, the weight, and an expiry on the
+ *   server's clock, compared only on the server. A lease's validity here counts from when its
+ *   statement was sent (this process's monotonic clock), so neither clock is compared with the
+ *   other. The tables are created at the first use if missing (`createTable: false` to skip).
+ * - **Steps.** An attempt is one short transaction: it locks the key's row in `<table>_keys`,
+ *   reads the key's rows, deletes the expired ones, and inserts or renews its own. Extending (one
+ *   statement per batch of 256 leases), releasing, adopting and reading are one statement each.
+ * - **Waiting.** A waiter polls: a jittered backoff (`backoff`, 50 ms to 1 s), never past the
+ *   holder's expiry (the attempt reads it). There is no wake-up across processes (LISTEN/NOTIFY
+ *   does not pass a transaction pooler); lockers of this process on the same pool and table wake
+ *   each other on release. A waiter that misses leaves a row in the key's queue, renewed by each
+ *   poll and gone three polls after its last: waiters are served in arrival order across
+ *   processes, and a `tryLock` never jumps the queue.
+ * - **Fencing.** `acquire(…, { fencing: true })` returns the lease row's id: rows are numbered as
+ *   they are made and a key's rows hold in that order, so tokens rise with every grant of a key.
+ * - **Loss.** A lease whose row is gone or expired at an extension (deleted by hand, taken over
+ *   after this process stalled past its expiry) is lost (`"taken"`).
+ * - **Hand-off.** `handOff`/`adopt` work: adopting gives the row a fresh token (same id, so the
+ *   same fencing token).
+ * - **Close.** `close()` rejects waiters and stops extending; held rows expire within `expiry`
+ *   unless released (releases still work). It never ends the caller's pool.
+ */
+export class PostgresTableLocker extends CoreLocker<ResolvedTableLockerOptions> {
+  /**
+   * @param pool a `pg.Pool` (or anything with its `connect()`), created, owned and ended by the caller.
+   * @param options see {@link TableLockerOptions}.
+   */
+  constructor(pool: PostgresPool, options?: TableLockerOptions) {
+    const { resolved, dialect } = tableParts(options, TABLE_LOCK_PREFIX, dialectOf(pool));
+    super(new LockCore(resolved, tableBackend(dialect, resolved, 1)), tableKind("postgres-table", "lock"));
+  }
+}
+
+/**
+ * A counting semaphore on a PostgreSQL lease table (see {@link PostgresTableLocker}): at most
+ * `limit` permits of a key are held at once, across every process using the table. A key's rows
+ * are one queue: a row holds when its weight and the weights before it fit the limit, so waiters
+ * are served in arrival order and a heavy one is never overtaken by lighter ones behind it.
+ * `fencing: true` is an UnsupportedError unless `limit` is 1.
+ */
+export class PostgresTableSemaphore extends CoreSemaphore<ResolvedTableLockerOptions> {
+  /**
+   * @param pool a `pg.Pool`, created, owned and ended by the caller.
+   * @param options the locker's options (default prefix `"globallock:semaphore:"`) and `limit`.
+   */
+  constructor(pool: PostgresPool, options: TableSemaphoreOptions) {
+    const makeDialect = dialectOf(pool);
+    const { limit, rest } = semaphoreParts(options);
+    const { resolved, dialect } = tableParts(rest, TABLE_SEMAPHORE_PREFIX, makeDialect);
+    super(resolved, tableBackend(dialect, resolved, limit), limit, tableKind("postgres-table", "semaphore"));
+  }
+
+  /** @internal */
+  protected fencingRefusal(): string {
+    return semaphoreFencingRefusal(this.limit);
+  }
+}
+
+/**
+ * Read-write locks on a PostgreSQL lease table (see {@link PostgresTableLocker}): per key, many
+ * readers or one writer. A reader's row weighs one permit, a writer's all of them, in one queue:
+ * readers queued before a writer get in together before it, readers arriving after a waiting
+ * writer wait behind it. Write leases can carry fencing tokens. Closing either view closes both.
+ */
+export class PostgresTableReadWriteLocker extends CoreReadWriteLocker<ResolvedTableLockerOptions> {
+  /**
+   * @param pool a `pg.Pool`, created, owned and ended by the caller.
+   * @param options see {@link TableLockerOptions} (default prefix `"globallock:rw:"`).
+   */
+  constructor(pool: PostgresPool, options?: TableLockerOptions) {
+    const { resolved, dialect } = tableParts(options, TABLE_READ_WRITE_PREFIX, dialectOf(pool));
+    super(resolved, tableBackend(dialect, resolved, READ_WRITE_PERMITS), readWriteStore("postgres-table"));
+  }
+}

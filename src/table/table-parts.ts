@@ -1,0 +1,74 @@
+import type { ReadWriteStore } from "../core/read-write-views.js";
+import { READ_WRITE_PERMITS } from "../core/read-write-views.js";
+import type { LockerKind } from "../diagnostics.js";
+import { InvalidArgumentError } from "../errors.js";
+import { validateOptionsObject } from "../internal/validate.js";
+import type { TableDialect } from "./dialect.js";
+import { type ResolvedTableLockerOptions, resolveTableOptions, type TableLockerOptions } from "./options.js";
+
+/** The default `prefix` of a table locker. */
+export const TABLE_LOCK_PREFIX = "globallock:";
+/** The default `prefix` of a table semaphore: its keys never meet locks' keys. */
+export const TABLE_SEMAPHORE_PREFIX = "globallock:semaphore:";
+/** The default `prefix` of a table read-write locker: its keys never meet locks' keys. */
+export const TABLE_READ_WRITE_PREFIX = "globallock:rw:";
+
+/** Options of a table semaphore: the locker's options plus the number of permits per key. */
+export interface TableSemaphoreOptions extends TableLockerOptions {
+  /**
+   * Permits per key (required): a positive safe integer. Every semaphore using a key must pass
+   * the same limit (the table does not store it).
+   */
+  limit: number;
+}
+
+/** What a table locker's constructor makes of its arguments. */
+export interface TableParts {
+  readonly resolved: ResolvedTableLockerOptions;
+  readonly dialect: TableDialect;
+}
+
+/**
+ * Validates a table locker's options (`prefix` defaulting to `defaultPrefix`) and makes its
+ * dialect for the resolved table. Throws InvalidArgumentError.
+ */
+export function tableParts(
+  options: unknown,
+  defaultPrefix: string,
+  dialectOf: (table: string) => TableDialect,
+): TableParts {
+  validateOptionsObject("options", options);
+  const resolved = resolveTableOptions(options, defaultPrefix);
+  return { resolved, dialect: dialectOf(resolved.table) };
+}
+
+/** A table semaphore's options: its `limit` (validated) and the rest, a locker's options. */
+export function semaphoreParts(options: unknown): { readonly limit: number; readonly rest: TableLockerOptions } {
+  validateOptionsObject("options", options);
+  const { limit, ...rest } = (options ?? {}) as Partial<TableSemaphoreOptions>;
+  if (typeof limit !== "number" || !Number.isSafeInteger(limit) || limit < 1) {
+    throw new InvalidArgumentError("options.limit", "a safe integer >= 1 (permits per key)", limit);
+  }
+  return { limit, rest };
+}
+
+/** The message of `fencing: true` on a table semaphore whose limit is above 1. */
+export function semaphoreFencingRefusal(limit: number): string {
+  return `Fencing tokens need an exclusive grant; a semaphore with limit ${limit} shares its permits`;
+}
+
+/** The table lockers of a database, as diagnostics messages name them. */
+export type TableStore = "postgres-table" | "mysql-table" | "sqlite";
+
+/**
+ * The diagnostics kind of a table locker (`"<store>-lock"`, `"<store>-semaphore"`). The list of
+ * kinds in `diagnostics.ts` does not name them yet: they are spelled here, once.
+ */
+export function tableKind(store: TableStore, primitive: "lock" | "semaphore"): LockerKind {
+  return `${store}-${primitive}` as string as LockerKind;
+}
+
+/** The read-write views of a table store (kinds `"<store>-read"` and `"<store>-write"`). */
+export function readWriteStore(store: TableStore): ReadWriteStore {
+  return { name: store as string as ReadWriteStore["name"], permits: READ_WRITE_PERMITS };
+}
