@@ -43,6 +43,11 @@ export interface RunCommand {
   readonly owner: string | undefined;
   /** `--max-hold`: the longest the lease is kept (`AcquireOptions.maxHold`); `undefined`: no cap. */
   readonly maxHoldMs: number | undefined;
+  /**
+   * `--limit N`: at most N runs of the key at once (a permit of the store's semaphore each, instead
+   * of the lock); `undefined`: an exclusive (or `--shared`) lock.
+   */
+  readonly limit: number | undefined;
   readonly json: boolean;
   /** The command and its arguments. */
   readonly argv: readonly [string, ...string[]];
@@ -88,6 +93,7 @@ export const USAGE = `Usage:
   globallock run [options] KEY command [args...]
   globallock run [options] KEY -c 'shell command'
   globallock run [options] --key KEY -- command [args...]
+  globallock run --limit N [options] KEY command [args...]
   globallock status [store options] [--json] KEY
   globallock list [store options] [--prefix P] [--limit N] [--json]
   globallock doctor [store options] [--json]
@@ -96,10 +102,11 @@ export const USAGE = `Usage:
 
 /** The help text (`globallock --help`). */
 export const HELP = `${USAGE}
-Runs a command while holding a lock, so that only one copy of it runs at a time:
-among the processes of this host (the default: lock files, no server needed), or
-across hosts through Redis. The lock is extended while the command runs and
-released when it exits; the command's exit status is passed through.
+Runs a command while holding a lock, so that only one copy of it runs at a time
+(or at most N, with --limit N): among the processes of this host (the default:
+lock files, no server needed), or across hosts through Redis. The lock is
+extended while the command runs and released when it exits; the command's exit
+status is passed through.
 
 \`globallock list\` prints every held key of the store (at most --limit N, default
 1000, at most 10000; --prefix P: only keys that start with P): its holder (or
@@ -138,6 +145,11 @@ Run options:
   -s, --shared           a shared lock: any number of shared holders at once, or
                          one exclusive (file store and one Redis server)
   -x, --exclusive        an exclusive lock (the default)
+  --limit N              at most N runs of KEY at once, not one (a permit of the
+                         store's semaphore each; file store and one Redis
+                         server). Every run of KEY must pass the same N; runs
+                         with --limit and runs without it do not exclude each
+                         other. Not with --shared
   -w, --wait DURATION    give up after waiting this long for the lock (default:
                          wait as long as it takes); 0 makes one attempt
   -n, --no-wait          the same as --wait 0
@@ -201,6 +213,8 @@ Examples:
   globallock run --no-wait report node report.js || [ $? -eq 75 ]
   # flock(1)'s way: no wait, status 0 when skipped, a shell command:
   globallock run -n -E 0 report -c 'node report.js > report.log'
+  # At most 4 conversions at once on this host (GNU sem's job), the rest wait:
+  globallock run --limit 4 convert ./convert.sh "$file"
   # Many readers at once, or one writer:
   globallock run -s catalog ./read-catalog.sh
   globallock run catalog ./rebuild-catalog.sh
@@ -240,6 +254,7 @@ const RUN_OPTIONS = {
   "kill-after": { type: "string" },
   owner: { type: "string" },
   "max-hold": { type: "string" },
+  limit: { type: "string" },
 } as const;
 
 /**
@@ -344,6 +359,16 @@ function parseRun(argv: readonly string[], env: NodeJS.ProcessEnv): Invocation {
   if (shared && store.kind === "redis" && store.urls.length > 1) {
     throw new UsageError("--shared needs one Redis server (a Redlock quorum has no shared locks)");
   }
+  const limit = limitOf(values.limit);
+  if (limit !== undefined) {
+    if (shared) throw new UsageError("give either --limit or --shared: --limit counts runs, it takes no shared lock");
+    if (store.kind === "redis" && store.urls.length > 1) {
+      throw new UsageError("--limit needs the file store or one Redis server (a Redlock quorum cannot count runs)");
+    }
+    if (fencingEnv !== undefined && limit > 1) {
+      throw new UsageError("--fencing-env needs an exclusive lock: not with --limit above 1 (runs share the key)");
+    }
+  }
   return {
     command: "run",
     store,
@@ -357,6 +382,7 @@ function parseRun(argv: readonly string[], env: NodeJS.ProcessEnv): Invocation {
     killAfterMs: optionalDuration("--kill-after", values["kill-after"]) ?? 10_000,
     owner: ownerOf(values.owner),
     maxHoldMs: maxHoldOf(values["max-hold"]),
+    limit,
     json: values.json === true,
     argv: [program, ...args],
   };
@@ -459,6 +485,9 @@ function checkRedisUrl(url: string): void {
   }
 }
 
+/** The most runs `--limit` allows at once (more is surely a typo, not a pool of processes). */
+export const MAX_RUN_LIMIT = 1_000_000;
+
 const UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 /** Parses a duration (`250ms`, `10s`, `5m`, `1h`, or seconds) to whole milliseconds. */
@@ -507,6 +536,18 @@ function maxHoldOf(text: string | undefined): number | undefined {
   const ms = optionalDuration("--max-hold", text);
   if (ms === 0) throw new UsageError(`--max-hold: expected a positive duration, received ${JSON.stringify(text)}`);
   return ms;
+}
+
+/** `--limit`: how many runs of the key at once, a whole number from 1 to {@link MAX_RUN_LIMIT}. */
+function limitOf(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const limit = /^\d{1,10}$/.test(text) ? Number(text) : Number.NaN;
+  if (!(limit >= 1 && limit <= MAX_RUN_LIMIT)) {
+    throw new UsageError(
+      `--limit: expected a whole number of runs from 1 to ${MAX_RUN_LIMIT}, received ${JSON.stringify(text)}`,
+    );
+  }
+  return limit;
 }
 
 function optionalDuration(option: string, text: string | undefined): number | undefined {

@@ -6,19 +6,26 @@
 import type { Redis } from "ioredis";
 import { StoreUnavailableError } from "../errors.js";
 import { withTimeout } from "../internal/sleep.js";
+import type { Locker } from "../locker.js";
 import { RedisLocker } from "../redis/redis-locker.js";
 import { RedisReadWriteLocker } from "../redis/redis-read-write-locker.js";
+// Referenced from doc comments only.
+import type { RedisSemaphore } from "../redis/redis-semaphore.js";
 import type { CliLockerOptions, OpenStore } from "./store.js";
 
 /** Prefix of the Redis lockers' keys (RedisLocker's default). */
 const REDIS_PREFIX = "globallock:";
 const CONNECT_TIMEOUT_MS = 5000;
 
-/** Connects to `urls` and opens the locker over them (see the module comment). */
+/**
+ * Connects to `urls` and opens the locker over them (see the module comment); with `limit`
+ * (`--limit N`, one server), a {@link RedisSemaphore} of that limit, loaded only then.
+ */
 export async function openRedisStore(
   urls: readonly string[],
   lockerOptions: CliLockerOptions,
   shared: boolean,
+  limit?: number,
 ): Promise<OpenStore> {
   let RedisClass: typeof Redis;
   try {
@@ -55,11 +62,13 @@ export async function openRedisStore(
       cause: new AggregateError(connected.flatMap((r) => (r.status === "rejected" ? [r.reason] : []))),
     });
   }
-  const [only] = clients;
-  const readWrite =
-    clients.length === 1 && only !== undefined ? new RedisReadWriteLocker(only, lockerOptions) : undefined;
-  const locker =
-    readWrite === undefined ? new RedisLocker(clients, lockerOptions) : shared ? readWrite.read : readWrite.write;
+  let locker: Locker;
+  try {
+    locker = await lockerOver(clients, lockerOptions, shared, limit);
+  } catch (error) {
+    for (const client of clients) client.disconnect();
+    throw error;
+  }
   return {
     locker,
     label,
@@ -68,6 +77,26 @@ export async function openRedisStore(
       for (const client of clients) client.disconnect();
     },
   };
+}
+
+/**
+ * The locker of a run over `clients`: a {@link RedisSemaphore} with `limit` (refused on a quorum
+ * by its constructor), a read-write locker's view on one server, else a {@link RedisLocker}.
+ */
+async function lockerOver(
+  clients: Redis[],
+  lockerOptions: CliLockerOptions,
+  shared: boolean,
+  limit: number | undefined,
+): Promise<Locker> {
+  if (limit !== undefined) {
+    const { RedisSemaphore } = await import("../redis/redis-semaphore.js");
+    return new RedisSemaphore(clients, { ...lockerOptions, limit });
+  }
+  const [only] = clients;
+  if (clients.length !== 1 || only === undefined) return new RedisLocker(clients, lockerOptions);
+  const readWrite = new RedisReadWriteLocker(only, lockerOptions);
+  return shared ? readWrite.read : readWrite.write;
 }
 
 /** A URL without its password, for messages. */

@@ -51,7 +51,7 @@ export async function runCommand(cmd: RunCommand, reporter: Reporter): Promise<n
   });
   let store: OpenStore | undefined;
   try {
-    store = await openStore(cmd.store, { expiry: cmd.expiryMs, owner: cmd.owner }, cmd.shared);
+    store = await openStore(cmd.store, { expiry: cmd.expiryMs, owner: cmd.owner }, cmd.shared, cmd.limit);
     interrupt.signal.throwIfAborted();
     const lease = await obtain(cmd, store, reporter, interrupt.signal);
     if (typeof lease === "number") return lease;
@@ -87,7 +87,7 @@ async function obtain(
   const holders = holder === undefined ? null : lockInfoJson(holder).holders;
   if (cmd.waitMs === 0) {
     reporter.event("not-acquired", { key: cmd.key, reason: "held", holders });
-    reporter.say(`lock "${cmd.key}" is held by ${describeHolders(holder)}`, true);
+    reporter.say(`${lockOf(cmd)} is held by ${describeHolders(holder)}`, true);
     return cmd.conflictExitCode ?? EXIT.HELD;
   }
   reporter.event("waiting", { key: cmd.key, store: store.label, holders, waitMs: cmd.waitMs ?? null });
@@ -98,7 +98,7 @@ async function obtain(
   const onInterrupt = (): void => stop(interrupt.reason);
   interrupt.addEventListener("abort", onInterrupt, { once: true });
   const timer = cmd.waitMs === undefined ? undefined : setTimeout(() => stop(new WaitTimedOut()), cmd.waitMs);
-  const line = waitingLine(cmd.key, store, reporter, startedAt, holder);
+  const line = waitingLine(cmd, store, reporter, startedAt, holder);
   try {
     const lease = await store.locker.acquire(wait.signal, cmd.key, options);
     return acquired(lease, cmd, reporter, performance.now() - startedAt);
@@ -110,7 +110,7 @@ async function obtain(
     }
     const waited = performance.now() - startedAt;
     reporter.event("not-acquired", { key: cmd.key, reason: "timeout", waitedMs: Math.round(waited) });
-    reporter.say(`gave up waiting for lock "${cmd.key}" after ${formatMs(waited)}`, true);
+    reporter.say(`gave up waiting for ${lockOf(cmd)} after ${formatMs(waited)}`, true);
     return cmd.conflictExitCode ?? EXIT.WAIT_TIMED_OUT;
   } finally {
     clearTimeout(timer);
@@ -124,9 +124,14 @@ function acquired(lease: Lease, cmd: RunCommand, reporter: Reporter, waitedMs: n
   return lease;
 }
 
+/** What messages call the lock of `cmd`: `lock "k"`, or with `--limit N` `"k" (at most N runs)`. */
+function lockOf(cmd: RunCommand): string {
+  return cmd.limit === undefined ? `lock "${cmd.key}"` : `"${cmd.key}" (at most ${cmd.limit} runs)`;
+}
+
 /** On a terminal: "waiting for lock "k" (held by host:1 (exclusive, …)) — waited 1.2 s", redrawn. */
 function waitingLine(
-  key: string,
+  cmd: RunCommand,
   store: OpenStore,
   reporter: Reporter,
   startedAt: number,
@@ -138,12 +143,12 @@ function waitingLine(
   let asking = false;
   const draw = (): void => {
     reporter.status(
-      `globallock: waiting for lock "${key}" (held by ${describeHolders(holder)}) — waited ${formatMs(performance.now() - startedAt)}`,
+      `globallock: waiting for ${lockOf(cmd)} (held by ${describeHolders(holder)}) — waited ${formatMs(performance.now() - startedAt)}`,
     );
     if (!asking && performance.now() - askedAt >= HOLDER_EVERY_MS) {
       asking = true;
       askedAt = performance.now();
-      void store.locker.inspect(undefined, key).then(
+      void store.locker.inspect(undefined, cmd.key).then(
         (found) => {
           holder = found;
           asking = false;

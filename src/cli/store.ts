@@ -5,7 +5,11 @@
  * Each store's modules are imported only when it is chosen, so a `run` on the file store loads
  * nothing of Redis (see bench/cli-startup.mjs).
  */
+// Referenced from doc comments only.
+import type { FileSemaphore } from "../file/file-semaphore.js";
 import type { Locker } from "../locker.js";
+// Referenced from doc comments only.
+import type { RedisSemaphore } from "../redis/redis-semaphore.js";
 import type { StoreChoice } from "./args.js";
 
 /** An open store. */
@@ -27,9 +31,20 @@ export interface CliLockerOptions {
  * Opens the store chosen on the command line, with the locker options given there. Its locker is
  * a read-write locker's view (`read` when `shared`, else `write`: exclusive and shared runs of a
  * key exclude each other), except on a Redlock quorum (a {@link RedisLocker}: exclusive only; the
- * command line refuses `--shared` there).
+ * command line refuses `--shared` there). With `limit` (`--limit N`), it is the store's semaphore
+ * of that limit instead (a {@link FileSemaphore}, a {@link RedisSemaphore}), whose modules only
+ * such a run loads.
  */
-export async function openStore(choice: StoreChoice, options: CliLockerOptions, shared: boolean): Promise<OpenStore> {
-  if (choice.kind === "file") return (await import("./file-store.js")).openFileStore(choice.directory, options, shared);
-  return (await import("./redis-store.js")).openRedisStore(choice.urls, options, shared);
+export async function openStore(
+  choice: StoreChoice,
+  options: CliLockerOptions,
+  shared: boolean,
+  limit?: number,
+): Promise<OpenStore> {
+  if (choice.kind === "file") {
+    return limit === undefined
+      ? (await import("./file-store.js")).openFileStore(choice.directory, options, shared)
+      : (await import("./file-semaphore-store.js")).openFileSemaphore(choice.directory, options, limit);
+  }
+  return (await import("./redis-store.js")).openRedisStore(choice.urls, options, shared, limit);
 }
