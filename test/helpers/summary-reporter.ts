@@ -6,6 +6,9 @@ import type { Reporter, TestModule } from "vitest/node";
  * counts as one failure, and the tests it kept from running are counted as failed, not skipped:
  * a setup error must never read as a clean run.
  */
+/** How many of the slowest files a run lists. */
+const SLOWEST_SHOWN = 12;
+
 export default class SummaryReporter implements Reporter {
   onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
     let passed = 0;
@@ -30,6 +33,17 @@ export default class SummaryReporter implements Reporter {
       passed += passedHere;
       failed += failedHere;
       skipped += skippedHere;
+    }
+    // The files that took longest (tests and hooks): where the suite's time goes, for whoever trims it.
+    const slowest = [...testModules]
+      .map((testModule) => ({ id: testModule.moduleId, ms: testModule.diagnostic().duration }))
+      .sort((a, b) => b.ms - a.ms)
+      .slice(0, SLOWEST_SHOWN);
+    const root = `${process.cwd()}/`;
+    for (const { id, ms } of slowest) {
+      process.stdout.write(
+        `  ${(ms / 1000).toFixed(1).padStart(6)} s  ${id.startsWith(root) ? id.slice(root.length) : id}\n`,
+      );
     }
     process.stdout.write(`\nvitest: ${passed} passed, ${failed} failed, ${skipped} skipped\n`);
   }
