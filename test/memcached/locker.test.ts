@@ -18,7 +18,7 @@ describe("MemcachedLocker", () => {
   let fixture: MemcachedFixture;
 
   beforeAll(async () => {
-    fixture = await MemcachedFixture.start(undefined, ["globallock:", ""]);
+    fixture = await MemcachedFixture.start(undefined, ["globallock:", "", "app:globallock:"]);
   });
   afterAll(async () => {
     await fixture?.stop();
@@ -51,11 +51,17 @@ describe("MemcachedLocker", () => {
     }
   });
 
-  it("a plain key is its item (prefix and key); with no prefix, a key named cas is hashed and works", async () => {
+  it("a plain key is its item (namespace, prefix, key); with no prefix, a key named cas is hashed and works", async () => {
     const key = uniqueKey("plain");
     const lease = await fixture.locker().acquire(undefined, key);
     expect(await fixture.server.command(`get globallock:${key}`)).toMatch(/^VALUE globallock:/);
     await lease.release();
+    // The client's namespace comes first; the locker reads its items back through it.
+    const spaced = fixture.locker({ expiry: 1000 }, fixture.client({ namespace: "app:" }));
+    const inNamespace = await spaced.acquire(undefined, key);
+    expect(await fixture.server.command(`get app:globallock:${key}`)).toMatch(/^VALUE app:globallock:/);
+    await eventually(() => spaced.leaseStats.extensions >= 1);
+    expect(await inNamespace.releaseWithOutcome()).toBe("released");
     const bare = fixture.locker({ prefix: "", expiry: 1000 });
     const cas = await bare.acquire(undefined, "cas");
     expect(await fixture.server.command("get cas")).toBe("END\r\n");
