@@ -47,6 +47,11 @@ export interface HeldEntry {
   readonly record: LeaseRecord;
 }
 
+/** The lease TTL, in whole seconds, of a lease of `duration` ms. */
+export function ttlSecondsOf(duration: number): number {
+  return Math.max(1, Math.ceil(duration / 1000));
+}
+
 /** The local deadline of a TTL of `ttlMs` set by a command sent at `sentAt`. */
 export function boundOf(sentAt: number, ttlMs: number): number {
   return sentAt + ttlMs * (1 - DRIFT_FACTOR) - 1;
