@@ -101,7 +101,7 @@ describe("Memcached faults", () => {
       fixture.server.resume();
     }
     // The add is answered once the server runs again: it stored the lock, which nobody holds.
-    await eventually(async () => (await locker.inspect(undefined, key)).holders.length === 0, 10_000);
+    await eventually(async () => (await answered(() => locker.inspect(undefined, key))).holders.length === 0, 10_000);
     expect(await takes(locker, key)).toBe(true);
   });
 
