@@ -152,15 +152,43 @@ export function* attemptPlan(terms: AttemptTerms): Plan<AttemptAnswer> {
     }
     break;
   }
-  let used = 0;
-  for (const row of live) if (row.token !== terms.claim) used += row.weight;
-  const fits = used + weight <= limit;
+  const fits = weightOf(live.filter((row) => row.token !== terms.claim)) + weight <= limit;
   if (!fits && !terms.join) return { kind: "held", retryAfterMs: soonest(live, now) };
   const { token, owner } = terms;
   const ttl = fits ? terms.duration : terms.liveness;
   const id = yield* ask({ op: "insert", name, token, owner, weight, ttl });
   if (fits) return { kind: "acquired", token, id };
   return { kind: "queued", token, now, retryAfterMs: soonest(live, now) };
+}
+
+/**
+ * A waiter's poll, without the key's lock (two statements, no transaction): reads the key's rows
+ * and renews its own row — as the lease when it holds counting every row before it, expired or
+ * not (a row's standing only improves, so a read that is out of date errs on the safe side), or
+ * for its liveness when it does not hold counting only the unexpired ones. `undefined` when this
+ * cannot decide: the row is gone, or it holds only if rows that expired are gone (which only the
+ * locked attempt may decide, as it deletes them).
+ */
+export function* claimPlan(terms: AttemptTerms, claim: string): Plan<AttemptAnswer | undefined> {
+  const { now, rows } = yield* ask({ op: "rows", name: terms.name });
+  const index = rows.findIndex((row) => row.token === claim);
+  const mine = rows[index];
+  if (mine === undefined || mine.expiresAt <= now) return undefined;
+  const ahead = rows.slice(0, index);
+  const live = ahead.filter((row) => row.expiresAt > now);
+  const holds = weightOf(ahead) + mine.weight <= terms.limit;
+  if (!holds && weightOf(live) + mine.weight <= terms.limit) return undefined;
+  const ttl = holds ? terms.duration : terms.liveness;
+  if ((yield* ask({ op: "renew", tokens: [claim], ttl })).size === 0) return undefined;
+  if (holds) return { kind: "acquired", token: claim, id: mine.id };
+  return { kind: "queued", token: claim, now, retryAfterMs: soonest(live, now) };
+}
+
+/** The permits `rows` take. */
+function weightOf(rows: readonly LeaseRow[]): number {
+  let sum = 0;
+  for (const row of rows) sum += row.weight;
+  return sum;
 }
 
 /** Ms until the first of `rows` expires (at least 1): when an attempt may find more room. */

@@ -102,15 +102,16 @@ export class SqliteDialect implements TableDialect {
     for (let pause = 1; ; pause = Math.min(2 * pause, 32)) {
       if (cancel.cancelled) throw cancelledError();
       const own = this.#given ?? this.#opened;
-      // After close, a release still works: on a connection of its own.
-      const db = own ?? (await this.#open(this.#closed));
+      let db: SqliteDatabase | undefined;
       try {
+        // After close, a release still works: on a connection of its own.
+        db = own ?? (await this.#open(this.#closed));
         // Someone's transaction is open on this connection (the caller's, across an await): wait.
         if (!db.inTransaction) return this.#runNow(db, plan, transactional, db === own);
       } catch (error) {
         if (!isBusy(error)) throw error;
       } finally {
-        if (db !== own && db !== this.#opened) db.close();
+        if (db !== undefined && db !== own && db !== this.#opened) db.close();
       }
       await new Promise((done) => setTimeout(done, pause * (0.5 + Math.random() / 2)).unref());
     }

@@ -24,7 +24,16 @@ import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { Cancel, type TableDialect } from "./dialect.js";
 import type { ResolvedTableLockerOptions } from "./options.js";
-import { type AttemptAnswer, adoptPlan, attemptPlan, type KeyRows, one, type Plan, removePlan } from "./plans.js";
+import {
+  type AttemptAnswer,
+  adoptPlan,
+  attemptPlan,
+  claimPlan,
+  type KeyRows,
+  one,
+  type Plan,
+  removePlan,
+} from "./plans.js";
 import { TableWatcher } from "./release-bus.js";
 
 /** The share of a lease kept as margin for the database's clock running faster than this one's. */
@@ -123,7 +132,16 @@ class TableBackend implements Backend, Naming, WaitQueue, Fencing, HandOff, List
       claim: queueing.grantedToken,
     };
     let sentAt = 0;
-    const answer: AttemptAnswer = await this.#run(
+    const claim = terms.claim;
+    // A waiter's poll decides without the key's lock when it can (most polls find it still waits).
+    let answer: AttemptAnswer | undefined =
+      claim === undefined
+        ? undefined
+        : await this.#run(name, () => {
+            sentAt = performance.now();
+            return claimPlan(terms, claim);
+          });
+    answer ??= await this.#run(
       name,
       () => {
         sentAt = performance.now();

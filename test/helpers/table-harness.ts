@@ -6,6 +6,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import type { Pool as MySqlPool } from "mysql2/promise";
 import type { Pool as PgPool } from "pg";
 import type { Locker, ReadWriteLocker } from "../../src/index.js";
@@ -143,6 +144,31 @@ export class TableFixture {
     if (this.dialect === "postgres") return this.#keep(new PostgresTableReadWriteLocker(store as PgPool, given));
     if (this.dialect === "mysql") return this.#keep(new MySqlTableReadWriteLocker(store as MySqlPool, given));
     return this.#keep(new SqliteReadWriteLocker(store as string, given));
+  }
+
+  /**
+   * Runs one statement on the database directly (`?` placeholders on every dialect) and returns
+   * its rows (none for a statement that returns none).
+   */
+  async query(sql: string, values: unknown[] = []): Promise<Array<Record<string, unknown>>> {
+    if (this.dialect === "postgres") {
+      let index = 0;
+      const text = sql.replace(/\?/g, () => `$${++index}`);
+      return (await (this.store as PgPool).query(text, values)).rows;
+    }
+    if (this.dialect === "mysql") {
+      const [rows] = await (this.store as MySqlPool).query(sql, values);
+      return Array.isArray(rows) ? (rows as Array<Record<string, unknown>>) : [];
+    }
+    const db = new Database(this.store as string, { timeout: 5000 });
+    try {
+      const statement = db.prepare(sql);
+      if (statement.reader) return statement.all(...values) as Array<Record<string, unknown>>;
+      statement.run(...values);
+      return [];
+    } finally {
+      db.close();
+    }
   }
 
   /** Closes every locker made here, then stops the database. */

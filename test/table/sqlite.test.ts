@@ -1,9 +1,14 @@
-/** The lock, semaphore and read-write contract suites on SqliteLocker and its kin: one file, many connections. */
+/**
+ * SqliteLocker and its kin on one database file, each locker on its own connection: the lock,
+ * semaphore and read-write contracts, and the faults (holders in child processes, a SIGKILLed
+ * holder, a row deleted by hand).
+ */
 import { afterAll } from "vitest";
 import { lockerContract } from "../contract.js";
 import { sharedFixture } from "../helpers/table-harness.js";
 import { readWriteContract } from "../read-write-contract.js";
 import { semaphoreContract } from "../semaphore-contract.js";
+import { tableFaults } from "./table-faults.js";
 
 const fixture = sharedFixture("sqlite");
 afterAll(() => fixture.stop());
@@ -11,3 +16,4 @@ afterAll(() => fixture.stop());
 lockerContract("SqliteLocker", async () => (await fixture.get()).harness());
 semaphoreContract("SqliteSemaphore", async () => (await fixture.get()).semaphoreHarness());
 readWriteContract("SqliteReadWriteLocker", async () => (await fixture.get()).readWriteHarness());
+tableFaults("SqliteLocker", () => fixture.get());
