@@ -4,7 +4,9 @@ import type { MemcachedCallback, MemcachedClient } from "./types.js";
 
 /** An item read with its CAS unique. */
 export interface CasRead {
+  /** The item's value (a string, for the locker's own items). */
   readonly value: unknown;
+  /** Its CAS unique: a `cas` with it lands only while nobody wrote the item since. */
   readonly cas: string;
 }
 

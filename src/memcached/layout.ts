@@ -30,11 +30,13 @@ const VALUE_TAG = "gl1";
 
 /** A lock item's value, as read back. */
 export interface LockValue {
+  /** Its holder's token (random: only its holder knows it). */
   readonly token: string;
   /** The lease length its holder set, in ms. */
   readonly durationMs: number;
   /** Its holder's wall clock (`Date.now()`) when it sent the write. */
   readonly writtenAt: number;
+  /** Its holder locker's `owner`. */
   readonly owner: string;
 }
 
@@ -43,6 +45,7 @@ export interface LockValue {
  * Memcached allows together with the client's own namespace.
  */
 export class KeyNames {
+  /** The locker's prefix (without the client's namespace, which the client adds). */
   readonly prefix: string;
   /** The item whose presence says the server kept its items since a locker wrote it. */
   readonly epoch: string;

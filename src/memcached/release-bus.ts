@@ -4,7 +4,9 @@ import type { MemcachedClient } from "./types.js";
 
 /** A watcher's subscription to one item: how many waits share it, and the caller's key if known. */
 interface Subscription {
+  /** Waits sharing it. */
   count: number;
+  /** The caller's key, to tell the core (`undefined`: a hashed item whose key was not remembered). */
   readonly key: string | undefined;
 }
 

@@ -41,7 +41,7 @@ export class RestartGuard {
     this.#names = names;
   }
 
-  /** Until when this locker knows the prefix closed, without asking (`undefined`: not known). */
+  /** For how long (ms) this locker knows the prefix closed, without asking (`undefined`: not known closed). */
   knownClosed(): number | undefined {
     const left = this.#closedUntil - performance.now();
     return left > 0 ? Math.ceil(left) : undefined;
