@@ -1,0 +1,16 @@
+/**
+ * How long a Redis lease is trusted here: its TTL less the clock drift a node may have against
+ * this process (`driftFactor` of it) and Redis's expiry precision. The same bound redlock uses, so
+ * every Redis store, quorum or not, trusts a lease alike.
+ */
+
+/** What a lease of `duration` ms may have lost to drift and precision by the time it expires. */
+export function driftOf(driftFactor: number, duration: number): number {
+  // Redis expires keys with 1 ms precision; redlock adds the same 2 ms.
+  return Math.round(driftFactor * duration) + 2;
+}
+
+/** The local time until which a lease of `duration` ms set by a command sent at `sentAt` holds. */
+export function validUntilOf(sentAt: number, duration: number, driftFactor: number): number {
+  return sentAt + duration - driftOf(driftFactor, duration);
+}
