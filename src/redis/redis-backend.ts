@@ -3,7 +3,7 @@ import { connectionOf } from "./client/connection-of.js";
 import type { RedisConnection } from "./client/redis-connection.js";
 import { ClusterLanes } from "./cluster-lanes.js";
 import type { ResolvedRedisLockerOptions } from "./options.js";
-import { RedlockStore } from "./redlock-adapter.js";
+import { RedlockStore } from "./redlock-store.js";
 import { RedisReleaseWatcher } from "./release-watcher.js";
 import { ScriptlessStore } from "./scriptless-store.js";
 import { SingleNodeStore } from "./single-node-store.js";
