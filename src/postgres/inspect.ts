@@ -67,6 +67,64 @@ export async function inspectKey(settings: InspectSettings, resource: string): P
   return { holders, waiting: waiting.size };
 }
 
+/** One advisory lock row of a semaphore's key: a slot (`objsubid` 1) or its waiter marker (2). */
+interface SlotRow {
+  pid: number;
+  mode: string;
+  granted: boolean;
+  objsubid: number;
+  classid: string;
+  objid: string;
+  owner: string | null;
+}
+
+const SLOT_LOCKS = `SELECT l.pid, l.mode, l.granted, l.objsubid::int AS objsubid, l.classid::text AS classid,
+    l.objid::text AS objid, a.application_name AS owner
+  FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+  WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+    AND ((l.objsubid = 1 AND l.classid = ANY($1::oid[])) OR (l.objsubid = 2 AND l.classid = $2::oid AND l.objid = $3::oid))`;
+
+/**
+ * Who holds `resource`, a `PostgresSemaphore`'s key of `limit` slots from `base` (see
+ * `semaphore-statements.ts`), and how many sessions wait for it: each session holding slots is one
+ * holder, its weight the slots it holds (several leases of one locker add up); waiting are the
+ * sessions watching the key, as for a lock (see the module comment).
+ */
+export async function inspectSlots(
+  settings: InspectSettings,
+  resource: string,
+  base: bigint,
+  limit: number,
+): Promise<StoredView> {
+  const last = base + BigInt(limit - 1);
+  const highs = [...new Set([base >> 32n, last >> 32n])].map((high) => BigInt.asUintN(32, high).toString());
+  const [markerHigh, markerLow] = markerOf(lockId(resource));
+  const rows = await query<SlotRow>(settings, resource, SLOT_LOCKS, [
+    highs,
+    String(markerHigh >>> 0),
+    String(markerLow >>> 0),
+  ]);
+  const held = new Map<number, { owner: string; weight: number }>();
+  const waiting = new Set<number>();
+  for (const row of rows) {
+    if (row.objsubid === 2) {
+      if (row.granted && row.mode === "ShareLock") waiting.add(row.pid);
+      continue;
+    }
+    const id = BigInt.asIntN(64, (BigInt(row.classid) << 32n) | BigInt(row.objid));
+    if (!row.granted || id < base || id > last) continue;
+    const holder = held.get(row.pid) ?? { owner: row.owner ?? "", weight: 0 };
+    holder.weight += 1;
+    held.set(row.pid, holder);
+  }
+  const holders = [...held.values()].map(({ owner, weight }) => ({
+    owner,
+    weight,
+    expiresInMs: Number.POSITIVE_INFINITY,
+  }));
+  return { holders, waiting: waiting.size };
+}
+
 /** Runs one statement on a connection checked out for it; failures are StoreUnavailableErrors. */
 async function query<R>(settings: InspectSettings, resource: string, text: string, values: unknown[]): Promise<R[]> {
   const { pool, connectTimeout, operationTimeout } = settings;

@@ -21,7 +21,8 @@ export interface Statement {
   readonly text: string;
 }
 
-function prepared(text: string): Statement {
+/** `text` as a {@link Statement}, named after its text. */
+export function prepared(text: string): Statement {
   return { name: `globallock_${createHash("sha256").update(text, "utf8").digest("hex").slice(0, 16)}`, text };
 }
 
