@@ -1,0 +1,80 @@
+import type { ResolvedLockerOptions, ServerLockerOptions } from "../core/locker-options.js";
+import { resolveBackoff, resolveOnLockLost, snapshotServerOptions } from "../core/locker-options.js";
+import { InvalidArgumentError } from "../errors.js";
+import { validateOptionsObject } from "../internal/validate.js";
+import { isRefusedUnit } from "./layout.js";
+
+/**
+ * Options of {@link ZooKeeperLocker} (and its semaphore and read-write locker). Every one is
+ * optional; `undefined` means the default, `null` and unknown names are rejected.
+ *
+ * `expiry` is how long a holder trusts its lease without hearing from ZooKeeper: at most the
+ * client's session timeout (an attempt with a longer lease is refused), since ZooKeeper deletes
+ * the nodes of a session it has not heard from for that long. A holder that died is freed when its
+ * session expires, whatever `expiry` says.
+ */
+export interface ZooKeeperLockerOptions extends ServerLockerOptions {
+  /**
+   * The node under which every key's node is made: a ZooKeeper path (it starts with "/", has no
+   * empty, "." or ".." part, no trailing "/", none of the characters ZooKeeper refuses, and is
+   * neither "/" nor under "/zookeeper"); default `"/globallock"`. Made (with its parents) on first
+   * use and never deleted.
+   */
+  prefix?: string | undefined;
+}
+
+/** {@link ZooKeeperLockerOptions} with every default filled in and validated. */
+export interface ResolvedZooKeeperLockerOptions extends ResolvedLockerOptions {
+  /** The prefix node's path. */
+  readonly prefix: string;
+}
+
+/** The default `prefix` of a {@link ZooKeeperLocker}. */
+export const ZOOKEEPER_PREFIX = "/globallock";
+
+const OWN_OPTION_NAMES = ["backoff", "onLockLost"] as const satisfies ReadonlyArray<keyof ZooKeeperLockerOptions>;
+
+/** Extension batches in flight at once (each is one `exists` per lease, sent together). */
+const SWEEP_CONCURRENCY = 4;
+
+/**
+ * Validates `options` and fills in the defaults (`prefix`: `defaultPrefix`); each option is read
+ * exactly once. Throws `InvalidArgumentError`.
+ */
+export function resolveZooKeeperOptions(options: unknown, defaultPrefix: string): ResolvedZooKeeperLockerOptions {
+  validateOptionsObject("options", options);
+  const given: ZooKeeperLockerOptions = { ...(options as ZooKeeperLockerOptions | undefined) };
+  if (given.prefix === undefined) given.prefix = defaultPrefix;
+  const snapshot = snapshotServerOptions(given, OWN_OPTION_NAMES);
+  const { expiry, prefix, operationTimeout, owner } = snapshot;
+  checkPrefix(prefix);
+  const [backoffMin, backoffMax] = resolveBackoff(snapshot.given.backoff, expiry);
+  const onLockLost = resolveOnLockLost(snapshot.given.onLockLost);
+  return {
+    expiry,
+    prefix,
+    operationTimeout,
+    owner,
+    backoffMin,
+    backoffMax,
+    onLockLost,
+    sweepConcurrency: SWEEP_CONCURRENCY,
+  };
+}
+
+/** Throws an InvalidArgumentError naming `prefix` unless it is a ZooKeeper path the lockers may use. */
+function checkPrefix(prefix: string): void {
+  const parts = prefix.split("/").slice(1);
+  const usable =
+    prefix.startsWith("/") &&
+    !Array.from(prefix, (unit) => unit.charCodeAt(0)).some(isRefusedUnit) &&
+    parts.every((part) => part !== "" && part !== "." && part !== "..") &&
+    parts[0] !== "zookeeper";
+  if (!usable) {
+    throw new InvalidArgumentError(
+      "options.prefix",
+      'a ZooKeeper path such as "/globallock" (starting with "/", no empty, "." or ".." part, no trailing "/", not "/" nor under "/zookeeper")',
+      prefix,
+    );
+  }
+}

@@ -1,0 +1,532 @@
+import { performance } from "node:perf_hooks";
+import type {
+  AttemptOutcome,
+  AttemptRequest,
+  Backend,
+  BackendContext,
+  BackendEvents,
+  BackendFactory,
+  Capabilities,
+  ExtendOutcome,
+  Fencing,
+  ListedResource,
+  Listing,
+  Naming,
+  ReleaseWatcher,
+  StoredHolder,
+  StoredView,
+  WaitQueue,
+} from "../core/backend.js";
+import { LockHandle } from "../core/backend.js";
+import { InvalidArgumentError, LockLostError } from "../errors.js";
+import { pause } from "../internal/sleep.js";
+import { newToken } from "../internal/token.js";
+import type { ReleaseOutcome } from "../locker.js";
+import { czxidOf, unavailable, ZooKeeperCalls } from "./calls.js";
+import { entryPrefix, holdersOf, keyOfNodeName, nodeNameOf, queueOf, standingOf } from "./layout.js";
+import type { ResolvedZooKeeperLockerOptions } from "./options.js";
+import {
+  CreateMode,
+  codeOf,
+  ErrorCode,
+  NODE_DELETED,
+  type ZooKeeperClient,
+  type ZooKeeperEvent,
+  type ZooKeeperState,
+} from "./types.js";
+
+const HELD: AttemptOutcome = { kind: "held" };
+const NOTHING = Buffer.alloc(0);
+/** A lease is trusted for `length × (1 − drift) − 1` ms after the command that confirmed it was sent. */
+const DRIFT_FACTOR = 0.01;
+/** Tries of a join whose key node a release deleted between its two creates. */
+const JOIN_ROUNDS = 5;
+/** Keys a listing inspects at once. */
+const LIST_CONCURRENCY = 16;
+
+/** A node of this locker: a holder's or a queued waiter's. */
+interface OwnNode {
+  readonly resource: string;
+  readonly path: string;
+  /** The local deadline of its lease (while held). */
+  validUntil: number;
+}
+
+/**
+ * The backend of the ZooKeeper lockers (see `ZooKeeperLocker` for the whole picture): Curator's
+ * recipes on the node layout of `layout.ts`.
+ *
+ * - An attempt creates its ephemeral sequential node (and the key's node, in case it is gone) and
+ *   reads the key's children, pipelined: one round trip. The node holds when the weights of the
+ *   nodes ahead of it plus its own fit the limit (1 for a lock), so waiters are served in arrival
+ *   order across processes. A miss that joins the queue keeps its node as its registration and
+ *   watches only the nodes ahead that keep it out (see `standingOf`); one that does not join
+ *   deletes it.
+ * - A watch that fires is reported as a release of the key: the core's waiter reads where its
+ *   node stands (a read, not a write).
+ * - A lease lives as long as the session: extending it is one `exists` per node (sent together),
+ *   which confirms both; a node gone is "taken"; the session's expiry loses every lease at once.
+ * - Fencing tokens are the holder node's czxid.
+ * - A release deletes the node, then the key's node if that left it empty (a busy key's delete
+ *   fails harmlessly), so nothing stays behind but the prefix node.
+ *
+ * @param limit permits per key: 1 for a lock.
+ */
+export function zooKeeperBackend(
+  client: ZooKeeperClient,
+  options: ResolvedZooKeeperLockerOptions,
+  limit: number,
+): BackendFactory {
+  return (context) => new ZooKeeperBackend(client, options, context, limit);
+}
+
+class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fencing, Listing {
+  readonly can: Capabilities = {
+    naming: this,
+    permits: true,
+    heldUntilReleased: true,
+    queue: this,
+    fencing: this,
+    handOff: { unsupported: "a ZooKeeper lock is an ephemeral node of its holder's session" },
+    listing: this,
+  };
+  readonly watcher: ReleaseWatcher = this;
+  readonly #calls: ZooKeeperCalls;
+  readonly #client: ZooKeeperClient;
+  readonly #prefix: string;
+  readonly #events: BackendEvents;
+  readonly #limit: number;
+  readonly #owner: Buffer;
+  /** Held nodes, by token (their name). */
+  readonly #held = new Map<string, OwnNode>();
+  /** Queued waiters' nodes, by registration token (their name). */
+  readonly #queued = new Map<string, OwnNode>();
+  /** Deletions and clean-ups under way (close waits for them). */
+  readonly #cleanUps = new Set<Promise<unknown>>();
+  #prefixMade: Promise<unknown> | undefined;
+  /** Set once the client's session expired: the client is done for (it does not open another). */
+  #sessionEnded: Error | undefined;
+  #disconnected = false;
+  #closing = false;
+
+  constructor(
+    client: ZooKeeperClient,
+    options: ResolvedZooKeeperLockerOptions,
+    context: BackendContext,
+    limit: number,
+  ) {
+    this.#client = client;
+    this.#calls = new ZooKeeperCalls(client, options.operationTimeout);
+    this.#prefix = options.prefix;
+    this.#events = context.events;
+    this.#limit = limit;
+    this.#owner = Buffer.from(context.owner, "utf8");
+    client.on("state", this.#onState);
+  }
+
+  resourceOf(key: string): string {
+    return `${this.#prefix}/${nodeNameOf(key)}`;
+  }
+
+  /** The caller's key of a key node's path, if it is one of this locker's. */
+  #keyOf(resource: string): string | undefined {
+    return resource.startsWith(`${this.#prefix}/`) ? keyOfNodeName(resource.slice(this.#prefix.length + 1)) : undefined;
+  }
+
+  /** Waiters queue as nodes; a release grants nothing (the next node's watch fires). */
+  grants(): boolean {
+    return false;
+  }
+
+  async acquire(request: AttemptRequest): Promise<AttemptOutcome> {
+    const { resource, duration, queueing, weight } = request;
+    if (this.#sessionEnded !== undefined) throw unavailable(resource, this.#sessionEnded);
+    const session = this.#client.getSessionTimeout();
+    if (duration > session) {
+      throw new InvalidArgumentError(
+        "expiry",
+        `at most the ZooKeeper session timeout (${session} ms): ZooKeeper deletes the nodes of a session it has not heard from for that long`,
+        duration,
+      );
+    }
+    const token = queueing.grantedToken;
+    const registered = token === undefined ? undefined : this.#queued.get(token);
+    if (registered !== undefined && token !== undefined) {
+      const sentAt = performance.now();
+      const children = await this.#read(resource, this.#calls.children(resource));
+      const outcome = await this.#place(request, registered, token, children, sentAt, false);
+      if (outcome !== undefined) return outcome;
+      // Its node went (its session expired, or someone deleted it): a fresh attempt, at the back.
+    }
+    const { node, name, children, sentAt } = await this.#join(resource, weight);
+    const outcome = await this.#place(request, node, name, children, sentAt, true);
+    if (outcome === undefined) throw unavailable(resource, new Error(`its node ${node.path} vanished at once`));
+    return outcome;
+  }
+
+  /**
+   * Where `node` (named `name`) stands in `children`, read by a command sent at `sentAt`, and what
+   * follows: it holds; or a miss — a try that does not join deletes its node, one that joins
+   * watches the nodes keeping it out (read again if one is gone already); or undefined when the node
+   * is gone. On a failure, a node the attempt made (`fresh`) or found holding goes.
+   */
+  async #place(
+    request: AttemptRequest,
+    node: OwnNode,
+    name: string,
+    found: string[],
+    sentAt: number,
+    fresh: boolean,
+  ): Promise<AttemptOutcome | undefined> {
+    const { resource, queueing, weight } = request;
+    let [children, readAt] = [found, sentAt];
+    try {
+      for (;;) {
+        const standing = standingOf(queueOf(children, this.#limit), name, this.#limit);
+        if (standing === "gone" || standing === "holds") {
+          this.#queued.delete(name);
+          return standing === "gone" ? undefined : await this.#grant(request, node, name, readAt);
+        }
+        if (!queueing.joinOnMiss) {
+          this.#track(this.#removeNode(node));
+          return HELD;
+        }
+        this.#queued.set(name, node);
+        // A node ahead that is gone before its watch is set fires nothing: read again.
+        const watching = standing.map((entry) => this.#calls.exists(`${resource}/${entry.name}`, this.#onEvent));
+        if ((await Promise.all(watching)).every((stat) => stat !== null)) {
+          return { kind: "held", registration: { token: name, weight, sentAt: readAt, serverMs: 0 } };
+        }
+        readAt = performance.now();
+        children = await this.#calls.children(resource);
+      }
+    } catch (error) {
+      if (fresh || this.#held.get(name) === node) {
+        this.#held.delete(name);
+        this.#queued.delete(name);
+        this.#track(this.#removeNode(node));
+      }
+      throw unavailable(resource, error);
+    }
+  }
+
+  /**
+   * Creates this attempt's node behind everybody (the key's node too, should a release have
+   * deleted it) and reads the key's children after it, pipelined: ZooKeeper runs a session's
+   * requests in order.
+   */
+  async #join(resource: string, weight: number) {
+    const calls = this.#calls;
+    await this.#makePrefix(resource, false);
+    const slot = newToken();
+    for (let round = 1; ; round++) {
+      const sentAt = performance.now();
+      const makingKey = calls.bound(calls.sendCreate(resource, NOTHING, CreateMode.PERSISTENT)).catch(codeOf);
+      const making = calls.sendCreate(
+        `${resource}/${entryPrefix(slot, weight)}`,
+        this.#owner,
+        CreateMode.EPHEMERAL_SEQUENTIAL,
+      );
+      const reading = calls.children(resource);
+      reading.catch(ignore);
+      let path: string;
+      try {
+        path = await calls.bound(making);
+      } catch (error) {
+        if (codeOf(error) !== ErrorCode.NO_NODE) {
+          // Cut short: the node may come later (the client sends it once connected), or may have
+          // been made before the connection dropped; it goes either way.
+          this.#track(
+            making.then(
+              (made) => this.#removeSurely(made),
+              (late: unknown) => (codeOf(late) === ErrorCode.CONNECTION_LOSS ? this.#sweep(resource, slot) : undefined),
+            ),
+          );
+          throw unavailable(resource, error);
+        }
+        if (round === JOIN_ROUNDS) throw unavailable(resource, error);
+        // The prefix node is gone (deleted by hand): made again.
+        if ((await makingKey) === ErrorCode.NO_NODE) await this.#makePrefix(resource, true);
+        continue;
+      }
+      const node: OwnNode = { resource, path, validUntil: 0 };
+      try {
+        return { node, name: path.slice(resource.length + 1), children: await reading, sentAt };
+      } catch (error) {
+        this.#track(this.#removeSurely(path));
+        throw unavailable(resource, error);
+      }
+    }
+  }
+
+  /** The outcome of a grant to `node`, confirmed by an answer to a command sent at `sentAt`. */
+  async #grant(request: AttemptRequest, node: OwnNode, name: string, sentAt: number): Promise<AttemptOutcome> {
+    node.validUntil = boundOf(sentAt, Math.min(request.duration, this.#client.getSessionTimeout()));
+    this.#held.set(name, node);
+    const handle = new LockHandle(name, node.resource, sentAt, node.validUntil);
+    // A failure here: the attempt's clean-up deletes the node (see #place).
+    const fencingToken = request.fencing ? await this.issueFencingToken(handle) : undefined;
+    if (performance.now() >= node.validUntil || (request.fencing && fencingToken === undefined)) {
+      this.#track(this.release(handle));
+      return { kind: "expired-on-arrival" };
+    }
+    return fencingToken === undefined ? { kind: "acquired", handle } : { kind: "acquired", handle, fencingToken };
+  }
+
+  /** One `exists` per node, sent together: each answer confirms the session and the node. */
+  async extend(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
+    const sentAt = performance.now();
+    const validUntil = boundOf(sentAt, Math.min(duration, this.#client.getSessionTimeout()));
+    const outcomes: ExtendOutcome[] = [];
+    const checks: Array<Promise<void>> = [];
+    handles.forEach((handle, index) => {
+      const node = this.#held.get(handle.token);
+      outcomes.push(node === undefined ? "taken" : "expired");
+      if (node === undefined || sentAt >= handle.validUntil) return;
+      const checking = this.#calls.exists(node.path).then(
+        (stat) => {
+          if (stat === null) {
+            this.#held.delete(handle.token);
+            outcomes[index] = "taken";
+            return;
+          }
+          node.validUntil = Math.max(node.validUntil, validUntil);
+          if (validUntil > handle.validUntil) handle.renew(sentAt, validUntil);
+          outcomes[index] = "extended";
+        },
+        (error: unknown) => {
+          outcomes[index] =
+            codeOf(error) === ErrorCode.SESSION_EXPIRED
+              ? new LockLostError(this.#keyOf(handle.resource) ?? handle.resource, "expired", { cause: error })
+              : unavailable(handle.resource, error);
+        },
+      );
+      checks.push(checking);
+    });
+    await Promise.all(checks);
+    return outcomes;
+  }
+
+  /** Deletes the held node (and the key's node, if that left it empty). Never rejects. */
+  async release(handle: LockHandle): Promise<ReleaseOutcome> {
+    const node = this.#held.get(handle.token);
+    if (node === undefined) return "expired";
+    this.#held.delete(handle.token);
+    const removing = this.#calls.sendRemove(node.path);
+    this.#dropKeyNode(node.resource);
+    try {
+      await this.#calls.bound(removing);
+      return performance.now() >= handle.validUntil ? "expired" : "released";
+    } catch (error) {
+      const code = codeOf(error);
+      if (code === ErrorCode.NO_NODE || code === ErrorCode.SESSION_EXPIRED) return "expired";
+      this.#track(this.#removeSurely(node.path));
+      return "unknown";
+    }
+  }
+
+  async leaveQueue(_resource: string, _waiterId: string, grantedToken?: string): Promise<void> {
+    const node = grantedToken === undefined ? undefined : this.#queued.get(grantedToken);
+    if (node === undefined || grantedToken === undefined) return;
+    this.#queued.delete(grantedToken);
+    await this.#removeNode(node);
+  }
+
+  /** The holder node's czxid (read back), or undefined when the node is gone. */
+  async issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
+    const node = this.#held.get(handle.token);
+    if (node === undefined) return undefined;
+    const stat = await this.#read(handle.resource, this.#calls.exists(node.path));
+    return stat === null ? undefined : czxidOf(stat);
+  }
+
+  /** Who holds `resource` (one `getChildren`, then one `getData` per holder: owner and czxid) and how many wait. */
+  async inspect(resource: string): Promise<StoredView> {
+    const queue = queueOf(await this.#read(resource, this.#calls.children(resource)), this.#limit);
+    const holders = holdersOf(queue, this.#limit);
+    const read = await this.#read(
+      resource,
+      Promise.all(holders.map((entry) => this.#calls.data(`${resource}/${entry.name}`))),
+    );
+    const found: StoredHolder[] = [];
+    holders.forEach((entry, index) => {
+      const [data, stat] = read[index] ?? [];
+      if (data === undefined || stat === undefined) return;
+      const owner = data.toString("utf8");
+      found.push({ owner, weight: entry.weight, expiresInMs: Number.POSITIVE_INFINITY, fencingToken: czxidOf(stat) });
+    });
+    return { holders: found, waiting: queue.length - holders.length };
+  }
+
+  /** Held keys: the prefix node's children (keys spelled as names), in key order, inspected 16 at a time until `limit`. */
+  async list(prefix: string, limit: number): Promise<ListedResource[]> {
+    const names = await this.#read(this.#prefix, this.#calls.children(this.#prefix));
+    const keys: string[] = [];
+    for (const name of names) {
+      const key = keyOfNodeName(name);
+      if (key?.startsWith(prefix)) keys.push(key);
+    }
+    keys.sort();
+    const listed: ListedResource[] = [];
+    for (let start = 0; start < keys.length && listed.length < limit; start += LIST_CONCURRENCY) {
+      const chunk = keys.slice(start, start + LIST_CONCURRENCY);
+      const views = await Promise.all(chunk.map((key) => this.inspect(this.resourceOf(key))));
+      chunk.forEach((key, index) => {
+        const view = views[index] as StoredView;
+        if (view.holders.length > 0 && listed.length < limit) listed.push({ key, view });
+      });
+    }
+    return listed;
+  }
+
+  /** Nothing to subscribe to: a queued attempt watches the nodes ahead of its own itself. */
+  watch(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  unwatch(): void {}
+
+  /** Never: a waiter's attempt after subscribing both joins and watches. */
+  isWatching(): boolean {
+    return false;
+  }
+
+  /** A node this locker waited behind was deleted: its key may be free. */
+  readonly #onEvent = (event: ZooKeeperEvent): void => {
+    if (this.#closing || event.getType() !== NODE_DELETED) return;
+    const path = event.getPath();
+    const key = this.#keyOf(path.slice(0, path.lastIndexOf("/")));
+    if (key !== undefined) this.#events.released(key);
+  };
+
+  /** The session expired: every node of it is gone. Reconnected: watches resume, but waiters look again. */
+  readonly #onState = (state: ZooKeeperState): void => {
+    if (state.name === "EXPIRED") {
+      const tokens = new Set(this.#held.keys());
+      this.#held.clear();
+      this.#queued.clear();
+      this.#sessionEnded = new SessionExpiredError();
+      this.#events.lost(tokens, "expired", this.#sessionEnded);
+    } else if (state.name === "DISCONNECTED") this.#disconnected = true;
+    else if (state.name === "SYNC_CONNECTED" && this.#disconnected) {
+      this.#disconnected = false;
+      this.#events.missed();
+    }
+  };
+
+  /** Makes the prefix node (and its parents) once, or `again` when it was found gone. */
+  #makePrefix(resource: string, again: boolean): Promise<unknown> {
+    if (again || this.#prefixMade === undefined) {
+      const making = this.#makePath(this.#prefix);
+      this.#prefixMade = making;
+      making.catch(() => {
+        if (this.#prefixMade === making) this.#prefixMade = undefined;
+      });
+    }
+    return this.#read(resource, this.#prefixMade as Promise<unknown>);
+  }
+
+  /** Creates `path` and its parents (the ones there already are fine), pipelined. */
+  #makePath(path: string): Promise<unknown> {
+    const calls = this.#calls;
+    const made = path
+      .split("/")
+      .slice(1)
+      .map((_part, index, parts) => `/${parts.slice(0, index + 1).join("/")}`)
+      .map((each) => calls.bound(calls.sendCreate(each, NOTHING, CreateMode.PERSISTENT)));
+    return Promise.all(
+      made.map((making) =>
+        making.catch((error: unknown) => {
+          if (codeOf(error) !== ErrorCode.NODE_EXISTS) throw error;
+        }),
+      ),
+    );
+  }
+
+  /** Deletes `node` and then its key's node if that is empty; failures are retried in the background. */
+  async #removeNode(node: OwnNode): Promise<void> {
+    const removing = this.#calls.bound(this.#calls.sendRemove(node.path));
+    this.#dropKeyNode(node.resource);
+    await removing.catch((error: unknown) => {
+      if (codeOf(error) !== ErrorCode.NO_NODE) this.#track(this.#removeSurely(node.path));
+    });
+  }
+
+  /** Deletes a key's node if it is empty (a busy or deleted one refuses: fine). */
+  #dropKeyNode(resource: string): void {
+    this.#track(this.#calls.bound(this.#calls.sendRemove(resource)));
+  }
+
+  /** Deletes `path`, trying again with a growing delay until ZooKeeper answers or the locker closes. */
+  async #removeSurely(path: string): Promise<void> {
+    for (let delay = 50; ; delay = Math.min(2 * delay, 1000)) {
+      try {
+        await this.#calls.bound(this.#calls.sendRemove(path));
+        return;
+      } catch (error) {
+        const code = codeOf(error);
+        if (code === ErrorCode.NO_NODE || code === ErrorCode.SESSION_EXPIRED || this.#closing) return;
+      }
+      await pause(delay);
+    }
+  }
+
+  /** Deletes this locker's nodes of slot `slot` under `resource` (an attempt that lost its connection may have made one). */
+  async #sweep(resource: string, slot: string): Promise<void> {
+    const children = await this.#calls.children(resource);
+    await Promise.all(
+      children.filter((name) => name.startsWith(slot)).map((name) => this.#removeSurely(`${resource}/${name}`)),
+    );
+  }
+
+  /** Settles like `call`; a ZooKeeper failure is a StoreUnavailableError about `resource`. */
+  async #read<T>(resource: string, call: Promise<T>): Promise<T> {
+    try {
+      return await call;
+    } catch (error) {
+      throw unavailable(resource, error);
+    }
+  }
+
+  #track(operation: Promise<unknown>): void {
+    const tracked = operation.catch(ignore).finally(() => this.#cleanUps.delete(tracked));
+    this.#cleanUps.add(tracked);
+  }
+
+  /**
+   * Stops listening; deletes queued waiters' nodes (their waits were rejected). Held nodes stay
+   * under their holders until their leases run out, as a dead holder's would (the session lives
+   * on with the caller's client), then go; a release before that still works.
+   */
+  async close(): Promise<void> {
+    this.#closing = true;
+    this.#client.removeListener("state", this.#onState);
+    while (this.#cleanUps.size > 0) await Promise.all(this.#cleanUps);
+    await Promise.all(Array.from(this.#queued.values(), (node) => this.#removeNode(node)));
+    this.#queued.clear();
+    for (const [token, node] of this.#held) {
+      const expire = (): void => {
+        if (this.#held.get(token) !== node) return;
+        this.#held.delete(token);
+        void this.#removeNode(node);
+      };
+      setTimeout(expire, Math.max(0, node.validUntil - performance.now())).unref();
+    }
+    while (this.#cleanUps.size > 0) await Promise.all(this.#cleanUps);
+  }
+}
+
+/** The client's ZooKeeper session expired: ZooKeeper deleted its nodes, and the client opens no other. */
+class SessionExpiredError extends Error {
+  constructor() {
+    super("the client's ZooKeeper session expired (its nodes are gone; a new client and locker are needed)");
+    this.name = "SessionExpiredError";
+  }
+}
+
+/** The local deadline of a lease of `length` ms confirmed by a command sent at `sentAt`. */
+function boundOf(sentAt: number, length: number): number {
+  return sentAt + length * (1 - DRIFT_FACTOR) - 1;
+}
+
+function ignore(): void {}
