@@ -35,17 +35,21 @@ function dialectOf(pool: unknown): (table: string) => PostgresDialect {
  *
  * - **Rows.** A lease is a row of the table (`options.table`, default `globallock_leases`): the
  *   key's name (`prefix + key`), a random token, the `owner`, the weight, and an expiry on the
- *   server's clock, compared only on the server. A lease's validity here counts from when its
- *   statement was sent (this process's monotonic clock), so neither clock is compared with the
- *   other. The tables are created at the first use if missing (`createTable: false` to skip).
+ *   server's clock, compared only on the server (a step of that clock moves every expiry). A
+ *   lease's validity here counts from when its statement was sent (this process's monotonic
+ *   clock, less 1% for drift), so neither clock is compared with the other. The tables are created
+ *   at the first use if missing (`createTable: false` to skip). Rows of a holder that died stay
+ *   until the key is next used (an attempt deletes the expired rows it reads).
  * - **Steps.** An attempt is one short transaction: it locks the key's row in `<table>_keys`,
  *   reads the key's rows, deletes the expired ones, and inserts or renews its own. Extending (one
  *   statement per batch of 256 leases), releasing, adopting and reading are one statement each.
- * - **Waiting.** A waiter polls: a jittered backoff (`backoff`, 50 ms to 1 s), never past the
- *   holder's expiry (the attempt reads it). There is no wake-up across processes (LISTEN/NOTIFY
- *   does not pass a transaction pooler); lockers of this process on the same pool and table wake
- *   each other on release. A waiter that misses leaves a row in the key's queue, renewed by each
- *   poll and gone three polls after its last: waiters are served in arrival order across
+ * - **Waiting.** A waiter polls. There is no wake-up across processes: LISTEN/NOTIFY does not pass
+ *   a transaction pooler, and a table cannot notify; lockers of this process on the same pool and
+ *   table wake each other at once on release. A lock's waiter polls on a jittered backoff
+ *   (`backoff`, 50 ms doubling to 1 s), never past the holder's expiry (the attempt reads it); a
+ *   semaphore's or read-write lock's waiter every `backoff.max`. A waiter that missed leaves a row
+ *   in the key's queue, renewed by each poll (a read and an update, without the key's lock) and
+ *   gone three `backoff.max` after its last: waiters are served in arrival order across
  *   processes, and a `tryLock` never jumps the queue.
  * - **Fencing.** `acquire(…, { fencing: true })` returns the lease row's id: rows are numbered as
  *   they are made and a key's rows hold in that order, so tokens rise with every grant of a key.

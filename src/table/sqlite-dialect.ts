@@ -71,7 +71,7 @@ export class SqliteDialect implements TableDialect {
   constructor(source: SqliteDatabase | string, table: string) {
     if (typeof source === "string") {
       this.#path = source;
-      this.database = source === "" || source === ":memory:" ? this : resolve(source);
+      this.database = resolve(source);
     } else {
       this.#given = source;
       this.database = source.memory || source.name === "" ? source : resolve(source.name);

@@ -48,7 +48,9 @@ const LIST_CONCURRENCY = 16;
  * - A row per lease and per waiter of a key: token, owner, weight, and an expiry on the database's
  *   clock (compared only there). A key's rows are one queue in id order (see `attemptPlan`): a row
  *   holds when it and the rows before it fit the limit (1 for a lock). An attempt is one short
- *   transaction on the key's lock row; extending, releasing, adopting, reading are one statement.
+ *   transaction on the key's lock row; a waiter's poll is a read and a renewal of its own row when
+ *   that decides it (see `claimPlan`); extending, releasing, adopting, reading are one statement
+ *   (MySQL, without RETURNING: two or three).
  * - A lease's validity here counts from when its attempt was sent (monotonic clock), less a drift.
  * - Fencing tokens are row ids: a lock's rows hold in id order, so tokens rise in grant order.
  * - Waiting is polling: a waiter's row (its registration) lives for three polls and a timeout

@@ -7,9 +7,11 @@ import { afterAll } from "vitest";
 import { lockerContract } from "../contract.js";
 import { sharedFixture } from "../helpers/table-harness.js";
 import { tableFaults } from "./table-faults.js";
+import { tableSmoke } from "./table-smoke.js";
 
 const fixture = sharedFixture("postgres");
 afterAll(() => fixture.stop());
 
 lockerContract("PostgresTableLocker (PgBouncer, pool_mode=transaction)", async () => (await fixture.get()).harness());
 tableFaults("PostgresTableLocker (PgBouncer, pool_mode=transaction)", () => fixture.get());
+tableSmoke("PostgresTableLocker (PgBouncer, pool_mode=transaction)", () => fixture.get());

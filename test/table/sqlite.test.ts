@@ -9,6 +9,7 @@ import { sharedFixture } from "../helpers/table-harness.js";
 import { readWriteContract } from "../read-write-contract.js";
 import { semaphoreContract } from "../semaphore-contract.js";
 import { tableFaults } from "./table-faults.js";
+import { tableSmoke } from "./table-smoke.js";
 
 const fixture = sharedFixture("sqlite");
 afterAll(() => fixture.stop());
@@ -17,3 +18,4 @@ lockerContract("SqliteLocker", async () => (await fixture.get()).harness());
 semaphoreContract("SqliteSemaphore", async () => (await fixture.get()).semaphoreHarness());
 readWriteContract("SqliteReadWriteLocker", async () => (await fixture.get()).readWriteHarness());
 tableFaults("SqliteLocker", () => fixture.get());
+tableSmoke("SqliteLocker", () => fixture.get());
