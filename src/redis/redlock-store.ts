@@ -27,7 +27,7 @@ import { SplitVotes } from "./split-votes.js";
 import { unavailable } from "./store-errors.js";
 import { timeLeft } from "./stored-views.js";
 import type { RedisClient } from "./types.js";
-import { validUntilOf } from "./validity.js";
+import { ranOutOnArrival, validUntilOf } from "./validity.js";
 
 /** Settings of {@link RedlockStore}. */
 export interface RedlockStoreSettings {
@@ -226,10 +226,7 @@ export class RedlockStore implements Backend, Naming, HandOff, Listing {
     }
     this.#splits.ended(resource);
     const handle = new LockHandle(lock.value, resource, start, validUntilOf(start, duration, this.#driftFactor));
-    if (performance.now() >= handle.validUntil) {
-      void this.release(handle);
-      return { kind: "expired-on-arrival" };
-    }
+    if (ranOutOnArrival(handle, this)) return { kind: "expired-on-arrival" };
     return { kind: "acquired", handle };
   }
 

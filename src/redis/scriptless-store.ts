@@ -18,12 +18,14 @@ import { LockHandle } from "../core/backend.js";
 import type { ReleaseOutcome } from "../locker.js";
 import type { Command, ScanStep } from "./client/redis-connection.js";
 import { FENCING_COUNTER_TTL_MS, fencingCounterKey } from "./fencing.js";
-import { hashTagOf } from "./keys.js";
-import { listHeld } from "./list-keys.js";
-import { ownedToken, ownerOfToken, ownerTokenPrefix } from "./owner-token.js";
+import { listHeld, type RedisListing } from "./list-keys.js";
+import { ownedToken, ownerTokenPrefix } from "./owner-token.js";
 import { WAITERS_MARK } from "./scripts.js";
+import { slotGroups } from "./slot-groups.js";
 import { unavailable } from "./store-errors.js";
+import { lockView } from "./stored-views.js";
 import type { LaneRouter } from "./transaction-lane.js";
+import { ranOutOnArrival, validUntilOf } from "./validity.js";
 
 /** Settings of {@link ScriptlessStore}. */
 export interface ScriptlessStoreSettings {
@@ -56,6 +58,13 @@ export const scriptlessHooks: { beforeExec?: ((resource: string) => Promise<void
  */
 const MAX_ABORTS = 8;
 
+/** What one round of an optimistic transaction decided once it read (see {@link optimistic}). */
+type Decision<T> =
+  /** Nothing to write: the transaction ends (UNWATCH) with this answer. */
+  | { readonly answer: T }
+  /** EXEC these writes; once they ran (sent at `sentAt`), their replies make the answer. */
+  | { readonly writes: readonly Command[]; readonly done: (replies: unknown[], sentAt: number) => T };
+
 /**
  * Locks on one Redis node, a Redis Cluster or a Sentinel's master without Lua scripts, for a
  * Redis whose operators refuse them (an ACL without `@scripting`, EVAL and EVALSHA renamed away).
@@ -83,6 +92,7 @@ export class ScriptlessStore implements Backend, Naming, Fencing, HandOff, Listi
   readonly #lanes: LaneRouter;
   readonly #settings: ScriptlessStoreSettings;
   readonly #tokenPrefix: string;
+  readonly #listing: RedisListing;
   readonly can: Capabilities = { naming: this, fencing: this, handOff: this, listing: this };
   readonly watcher: ReleaseWatcher;
   /** Handles adopt between lockers of one topology and prefix, scripted or not (same keys, same tokens). */
@@ -93,6 +103,13 @@ export class ScriptlessStore implements Backend, Naming, Fencing, HandOff, Listi
     this.#settings = settings;
     this.#tokenPrefix = ownerTokenPrefix(settings.owner);
     this.scope = `redis:${settings.cluster ? "cluster" : "node"}:${settings.prefix}`;
+    this.#listing = {
+      nodes: settings.scanNodes,
+      prefix: settings.prefix,
+      cluster: settings.cluster,
+      inspect: (resource: string) => this.inspect(resource),
+      timeoutMs: settings.scanTimeout,
+    };
     const watcher = settings.watcher;
     // The lanes close with the locker: the core closes its watcher last, once nothing is in flight.
     this.watcher = {
@@ -134,11 +151,8 @@ export class ScriptlessStore implements Backend, Naming, Fencing, HandOff, Listi
       void this.release(new LockHandle(token, resource, 0, 0));
       throw unavailable(resource, "acquire", [error], "single");
     }
-    const handle = new LockHandle(token, resource, start, start + duration - this.#drift(duration));
-    if (performance.now() >= handle.validUntil) {
-      void this.release(handle);
-      return { kind: "expired-on-arrival" };
-    }
+    const handle = new LockHandle(token, resource, start, validUntilOf(start, duration, this.#settings.driftFactor));
+    if (ranOutOnArrival(handle, this)) return { kind: "expired-on-arrival" };
     return fencingToken === undefined ? { kind: "acquired", handle } : { kind: "acquired", handle, fencingToken };
   }
 
@@ -148,44 +162,30 @@ export class ScriptlessStore implements Backend, Naming, Fencing, HandOff, Listi
    */
   #acquireFenced(resource: string, token: string, duration: number): Promise<bigint | AttemptOutcome> {
     const counter = fencingCounterKey(resource, this.#settings.cluster);
-    return this.#lanes.transaction(resource, async (transaction) => {
-      for (let tries = 0; tries < MAX_ABORTS; tries++) {
-        const [current, last, time, left] = await transaction.watch(
-          [resource, counter],
-          [["get", resource], ["get", counter], ["time"], ["pttl", resource]],
-        );
-        if (current !== null) {
-          transaction.unwatch();
-          return { kind: "held", retryAfterMs: Math.max(1, Number(left) || 1) };
-        }
+    return this.#optimistic(
+      resource,
+      [resource, counter],
+      [["get", resource], ["get", counter], ["time"], ["pttl", resource]],
+      ([current, last, time, left]): Decision<bigint | AttemptOutcome> => {
+        if (current !== null) return { answer: { kind: "held", retryAfterMs: Math.max(1, Number(left) || 1) } };
         const fence = nextFence(time, last);
-        if (scriptlessHooks.beforeExec !== undefined) await scriptlessHooks.beforeExec(resource);
-        const done = await transaction.exec([
-          ["set", resource, token, "PX", String(duration), "NX"],
-          ["set", counter, fence.toString(), "PX", String(FENCING_COUNTER_TTL_MS)],
-        ]);
-        if (done !== null) return fence;
-      }
-      throw new Error(`the key kept changing (${MAX_ABORTS} transactions aborted)`);
-    });
+        return {
+          writes: [
+            ["set", resource, token, "PX", String(duration), "NX"],
+            ["set", counter, fence.toString(), "PX", String(FENCING_COUNTER_TTL_MS)],
+          ],
+          done: () => fence,
+        };
+      },
+    );
   }
 
   async extend(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
     const outcomes = new Array<ExtendOutcome>(handles.length).fill("expired");
-    const now = performance.now();
-    // One transaction per hash tag on a Cluster (its keys share a slot), per batch on one node.
-    const groups = new Map<string, number[]>();
-    for (let index = 0; index < handles.length; index++) {
-      const handle = handles[index] as LockHandle;
-      if (now >= handle.validUntil) continue; // "expired": nothing is sent
-      const group = this.#settings.cluster ? (hashTagOf(handle.resource) ?? handle.resource) : "";
-      const members = groups.get(group);
-      if (members === undefined) groups.set(group, [index]);
-      else members.push(index);
-    }
-    await Promise.all(
-      Array.from(groups.values(), (indexes) => this.#extendGroup(handles, indexes, duration, outcomes)),
-    );
+    // One transaction per hash tag on a Cluster (its keys share a slot), per batch on one node;
+    // a handle whose validity ran out stays "expired": nothing is sent for it.
+    const groups = slotGroups(handles, this.#settings.cluster, performance.now());
+    await Promise.all(groups.map((indexes) => this.#extendGroup(handles, indexes, duration, outcomes)));
     return outcomes;
   }
 
@@ -199,37 +199,30 @@ export class ScriptlessStore implements Backend, Naming, Fencing, HandOff, Listi
     const keys = indexes.map((index) => (handles[index] as LockHandle).resource);
     const first = keys[0] as string;
     try {
-      await this.#lanes.transaction(first, async (transaction) => {
-        for (let tries = 0; tries < MAX_ABORTS; tries++) {
-          const [values] = await transaction.watch(keys, [["mget", ...keys]]);
-          const found = Array.isArray(values) ? values : [];
-          const writes: Command[] = [];
-          const extending: number[] = [];
-          indexes.forEach((index, position) => {
-            const handle = handles[index] as LockHandle;
-            outcomes[index] = "taken";
-            if (holds(found[position], handle.token)) {
-              writes.push(["pexpire", handle.resource, String(duration)]);
-              extending.push(index);
-            }
-          });
-          if (writes.length === 0) {
-            transaction.unwatch();
-            return;
+      await this.#optimistic(first, keys, [["mget", ...keys]], ([values]): Decision<void> => {
+        const found = Array.isArray(values) ? values : [];
+        const writes: Command[] = [];
+        const extending: number[] = [];
+        indexes.forEach((index, position) => {
+          const handle = handles[index] as LockHandle;
+          outcomes[index] = "taken";
+          if (holds(found[position], handle.token)) {
+            writes.push(["pexpire", handle.resource, String(duration)]);
+            extending.push(index);
           }
-          if (scriptlessHooks.beforeExec !== undefined) await scriptlessHooks.beforeExec(first);
-          const sentAt = performance.now();
-          const replies = await transaction.exec(writes);
-          if (replies === null) continue;
-          const validUntil = sentAt + duration - this.#drift(duration);
-          extending.forEach((index, position) => {
-            if (Number(replies[position]) !== 1) return;
-            (handles[index] as LockHandle).renew(sentAt, validUntil);
-            outcomes[index] = "extended";
-          });
-          return;
-        }
-        throw new Error(`the keys kept changing (${MAX_ABORTS} transactions aborted)`);
+        });
+        if (writes.length === 0) return { answer: undefined };
+        return {
+          writes,
+          done: (replies, sentAt) => {
+            const validUntil = validUntilOf(sentAt, duration, this.#settings.driftFactor);
+            extending.forEach((index, position) => {
+              if (Number(replies[position]) !== 1) return;
+              (handles[index] as LockHandle).renew(sentAt, validUntil);
+              outcomes[index] = "extended";
+            });
+          },
+        };
       });
     } catch (error) {
       const failure = unavailable(first, "extend", [error], "single");
@@ -244,25 +237,21 @@ export class ScriptlessStore implements Backend, Naming, Fencing, HandOff, Listi
   async release(handle: LockHandle): Promise<ReleaseOutcome> {
     const { resource, token } = handle;
     try {
-      return await this.#lanes.transaction(resource, async (transaction) => {
-        for (let tries = 0; tries < MAX_ABORTS; tries++) {
-          const [current] = await transaction.watch([resource], [["get", resource]]);
-          if (!holds(current, token)) {
-            transaction.unwatch();
-            return current === null ? "expired" : "taken";
-          }
-          if (scriptlessHooks.beforeExec !== undefined) await scriptlessHooks.beforeExec(resource);
-          if (
-            (await transaction.exec([
+      return await this.#optimistic(
+        resource,
+        [resource],
+        [["get", resource]],
+        ([current]): Decision<ReleaseOutcome> => {
+          if (!holds(current, token)) return { answer: current === null ? "expired" : "taken" };
+          return {
+            writes: [
               ["del", resource],
               ["publish", resource, token],
-            ])) !== null
-          ) {
-            return "released";
-          }
-        }
-        return "unknown";
-      });
+            ],
+            done: () => "released",
+          };
+        },
+      );
     } catch {
       return "unknown";
     }
@@ -270,15 +259,7 @@ export class ScriptlessStore implements Backend, Naming, Fencing, HandOff, Listi
 
   /** SCAN steps on the node (a Cluster: each master), then {@link inspect} of each lock key found. */
   list(prefix: string, limit: number): Promise<ListedResource[]> {
-    const { scanNodes, cluster, scanTimeout } = this.#settings;
-    const listing = {
-      nodes: scanNodes,
-      prefix: this.#settings.prefix,
-      cluster,
-      inspect: (resource: string) => this.inspect(resource),
-      timeoutMs: scanTimeout,
-    };
-    return listHeld(listing, prefix, limit);
+    return listHeld(this.#listing, prefix, limit);
   }
 
   /** Who holds `resource` (its token's owner) and for how long: one MULTI GET PTTL EXEC. */
@@ -300,11 +281,9 @@ export class ScriptlessStore implements Backend, Naming, Fencing, HandOff, Listi
       throw unavailable(resource, "inspect", [error], "single");
     }
     const [value, left] = replies;
-    if (typeof value !== "string" || value === "") return { holders: [], waiting: 0 };
-    const token = value.endsWith(WAITERS_MARK) ? value.slice(0, -WAITERS_MARK.length) : value;
-    const pttl = Number(left);
-    const expiresInMs = pttl === -1 ? Number.POSITIVE_INFINITY : Math.max(0, pttl);
-    return { holders: [{ owner: ownerOfToken(token), weight: 1, expiresInMs }], waiting: 0 };
+    const token =
+      typeof value === "string" && value.endsWith(WAITERS_MARK) ? value.slice(0, -WAITERS_MARK.length) : value;
+    return lockView(token, left, 0);
   }
 
   /**
@@ -323,29 +302,23 @@ export class ScriptlessStore implements Backend, Naming, Fencing, HandOff, Listi
       throw unavailable(resource, "adopt", [error], "single");
     }
     if (swapped !== "swapped") return swapped;
-    const handle = new LockHandle(fresh, resource, start, start + duration - this.#drift(duration));
-    if (performance.now() >= handle.validUntil) {
-      void this.release(handle);
-      return "expired";
-    }
+    const handle = new LockHandle(fresh, resource, start, validUntilOf(start, duration, this.#settings.driftFactor));
+    if (ranOutOnArrival(handle, this)) return "expired";
     return handle;
   }
 
   /** Where `resource` holds `from` (marked or not), puts `to` there (keeping the mark) for `duration` ms. */
   #swap(resource: string, from: string, to: string, duration: number): Promise<"swapped" | "taken" | "expired"> {
-    return this.#lanes.transaction(resource, async (transaction) => {
-      for (let tries = 0; tries < MAX_ABORTS; tries++) {
-        const [current] = await transaction.watch([resource], [["get", resource]]);
-        if (!holds(current, from)) {
-          transaction.unwatch();
-          return current === null ? "expired" : "taken";
-        }
+    return this.#optimistic(
+      resource,
+      [resource],
+      [["get", resource]],
+      ([current]): Decision<"swapped" | "taken" | "expired"> => {
+        if (!holds(current, from)) return { answer: current === null ? "expired" : "taken" };
         const mark = (current as string).endsWith(WAITERS_MARK) ? WAITERS_MARK : "";
-        if (scriptlessHooks.beforeExec !== undefined) await scriptlessHooks.beforeExec(resource);
-        if ((await transaction.exec([["set", resource, to + mark, "PX", String(duration)]])) !== null) return "swapped";
-      }
-      throw new Error(`the key kept changing (${MAX_ABORTS} transactions aborted)`);
-    });
+        return { writes: [["set", resource, to + mark, "PX", String(duration)]], done: () => "swapped" };
+      },
+    );
   }
 
   /** A fencing token for `handle` while its key still holds its token: the counter raised in one transaction. */
@@ -353,33 +326,50 @@ export class ScriptlessStore implements Backend, Naming, Fencing, HandOff, Listi
     const { resource, token } = handle;
     const counter = fencingCounterKey(resource, this.#settings.cluster);
     try {
-      return await this.#lanes.transaction(resource, async (transaction) => {
-        for (let tries = 0; tries < MAX_ABORTS; tries++) {
-          const [current, last, time] = await transaction.watch(
-            [resource, counter],
-            [["get", resource], ["get", counter], ["time"]],
-          );
-          if (!holds(current, token)) {
-            transaction.unwatch();
-            return undefined;
-          }
+      return await this.#optimistic(
+        resource,
+        [resource, counter],
+        [["get", resource], ["get", counter], ["time"]],
+        ([current, last, time]): Decision<bigint | undefined> => {
+          if (!holds(current, token)) return { answer: undefined };
           const fence = nextFence(time, last);
-          if (scriptlessHooks.beforeExec !== undefined) await scriptlessHooks.beforeExec(resource);
-          const done = await transaction.exec([
-            ["set", counter, fence.toString(), "PX", String(FENCING_COUNTER_TTL_MS)],
-          ]);
-          if (done !== null) return fence;
-        }
-        throw new Error(`the key kept changing (${MAX_ABORTS} transactions aborted)`);
-      });
+          return {
+            writes: [["set", counter, fence.toString(), "PX", String(FENCING_COUNTER_TTL_MS)]],
+            done: () => fence,
+          };
+        },
+      );
     } catch (error) {
       throw unavailable(resource, "fencing token", [error], "single");
     }
   }
 
-  #drift(duration: number): number {
-    // Redis expires keys with 1 ms precision; the same 2 ms redlock adds.
-    return Math.round(this.#settings.driftFactor * duration) + 2;
+  /**
+   * An optimistic transaction on `resource`'s lane: WATCH `keys`, run `reads`, and let `decide`
+   * answer at once (nothing to write: UNWATCH) or name the writes to EXEC. An EXEC that finds a
+   * watched key changed does nothing, and the transaction reads again (at most
+   * {@link MAX_ABORTS} times, then it fails).
+   */
+  #optimistic<T>(
+    resource: string,
+    keys: readonly string[],
+    reads: readonly Command[],
+    decide: (replies: unknown[]) => Decision<T>,
+  ): Promise<T> {
+    return this.#lanes.transaction(resource, async (transaction) => {
+      for (let tries = 0; tries < MAX_ABORTS; tries++) {
+        const decision = decide(await transaction.watch(keys, reads));
+        if ("answer" in decision) {
+          transaction.unwatch();
+          return decision.answer;
+        }
+        if (scriptlessHooks.beforeExec !== undefined) await scriptlessHooks.beforeExec(resource);
+        const sentAt = performance.now();
+        const replies = await transaction.exec(decision.writes);
+        if (replies !== null) return decision.done(replies, sentAt);
+      }
+      throw new Error(`the watched keys kept changing (${MAX_ABORTS} transactions aborted)`);
+    });
   }
 }
 

@@ -33,7 +33,7 @@ import { LOCK_SCRIPTS, PERMIT_SCRIPTS, type ScriptSet } from "./script-sets.js";
 import { unavailable } from "./store-errors.js";
 import { lockView, permitView } from "./stored-views.js";
 import type { RedisClient } from "./types.js";
-import { validUntilOf } from "./validity.js";
+import { ranOutOnArrival, validUntilOf } from "./validity.js";
 
 /** Settings of {@link SingleNodeStore}. */
 export interface SingleNodeStoreSettings {
@@ -192,10 +192,7 @@ export class SingleNodeStore implements Backend, Naming, WaitQueue, Fencing, Han
     if (reply === -1) return "taken";
     if (reply !== 1) return "expired";
     const handle = new LockHandle(fresh, resource, start, validUntilOf(start, duration, this.#settings.driftFactor));
-    if (performance.now() >= handle.validUntil) {
-      void this.release(handle);
-      return "expired";
-    }
+    if (ranOutOnArrival(handle, this)) return "expired";
     return handle;
   }
 
@@ -236,10 +233,7 @@ export class SingleNodeStore implements Backend, Naming, WaitQueue, Fencing, Han
     }
     const handle = new LockHandle(token, resource, start, validUntilOf(start, duration, this.#settings.driftFactor));
     if (reply === ACQUIRED_CONTENDED && !lean) handle.contended = true;
-    if (performance.now() >= handle.validUntil) {
-      void this.release(handle);
-      return { kind: "expired-on-arrival" };
-    }
+    if (ranOutOnArrival(handle, this)) return { kind: "expired-on-arrival" };
     return typeof reply === "string" && !lean
       ? { kind: "acquired", handle, fencingToken: BigInt(reply) }
       : { kind: "acquired", handle };
