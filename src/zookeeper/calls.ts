@@ -1,7 +1,7 @@
 import { StoreUnavailableError } from "../errors.js";
 import { DeadlineGroup } from "../internal/deadline-group.js";
 import {
-  type CreateMode,
+  CreateMode,
   codeOf,
   ErrorCode,
   type ZooKeeperCallbackError,
@@ -40,6 +40,18 @@ export class ZooKeeperCalls {
   /** Deletes a node (unbounded). */
   sendRemove(path: string): Promise<void> {
     return promised<void>((done) => this.client.remove(path, done));
+  }
+
+  /** Creates `path` and its parents, pipelined (the ones there already are fine). */
+  makePath(path: string): Promise<unknown> {
+    const parts = path.split("/").slice(1);
+    const making = parts.map((_part, index) => {
+      const each = `/${parts.slice(0, index + 1).join("/")}`;
+      return this.bound(this.sendCreate(each, Buffer.alloc(0), CreateMode.PERSISTENT)).catch((error: unknown) => {
+        if (codeOf(error) !== ErrorCode.NODE_EXISTS) throw error;
+      });
+    });
+    return Promise.all(making);
   }
 
   /** A node's metadata, or null when there is none; `watcher` hears its delete (or creation). */
@@ -82,6 +94,14 @@ function promised<T>(call: (done: (error: ZooKeeperCallbackError, value: T) => v
 /** The fencing token in `stat`: the node's creation zxid (epoch and counter: it rises across leader changes). */
 export function czxidOf(stat: ZooKeeperStat): bigint {
   return stat.czxid.readBigUInt64BE(0);
+}
+
+/** The client's ZooKeeper session expired: ZooKeeper deleted its nodes, and the client opens no other. */
+export class SessionExpiredError extends Error {
+  constructor() {
+    super("the client's ZooKeeper session expired (its nodes are gone; a new client and locker are needed)");
+    this.name = "SessionExpiredError";
+  }
 }
 
 /** A failed ZooKeeper call about `resource`: a StoreUnavailableError with the error as its cause. */

@@ -13,18 +13,18 @@ import type {
   Listing,
   Naming,
   ReleaseWatcher,
-  StoredHolder,
   StoredView,
   WaitQueue,
 } from "../core/backend.js";
 import { LockHandle } from "../core/backend.js";
-import { InvalidArgumentError, LockLostError } from "../errors.js";
-import { pause } from "../internal/sleep.js";
+import { InvalidArgumentError } from "../errors.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
-import { czxidOf, unavailable, ZooKeeperCalls } from "./calls.js";
-import { entryPrefix, holdersOf, keyOfNodeName, nodeNameOf, queueOf, standingOf } from "./layout.js";
+import { czxidOf, SessionExpiredError, unavailable, ZooKeeperCalls } from "./calls.js";
+import { entryPrefix, keyOfNodeName, nodeNameOf, queueOf, standingOf } from "./layout.js";
+import { NodeJanitor } from "./node-janitor.js";
 import type { ResolvedZooKeeperLockerOptions } from "./options.js";
+import { inspectKey, listKeys } from "./stored-views.js";
 import {
   CreateMode,
   codeOf,
@@ -41,8 +41,6 @@ const NOTHING = Buffer.alloc(0);
 const DRIFT_FACTOR = 0.01;
 /** Tries of a join whose key node a release deleted between its two creates. */
 const JOIN_ROUNDS = 5;
-/** Keys a listing inspects at once. */
-const LIST_CONCURRENCY = 16;
 
 /** A node of this locker: a holder's or a queued waiter's. */
 interface OwnNode {
@@ -101,8 +99,8 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
   readonly #held = new Map<string, OwnNode>();
   /** Queued waiters' nodes, by registration token (their name). */
   readonly #queued = new Map<string, OwnNode>();
-  /** Deletions and clean-ups under way (close waits for them). */
-  readonly #cleanUps = new Set<Promise<unknown>>();
+  /** Deletes this locker's nodes (close waits for it). */
+  readonly #janitor: NodeJanitor;
   #prefixMade: Promise<unknown> | undefined;
   /** Set once the client's session expired: the client is done for (it does not open another). */
   #sessionEnded: Error | undefined;
@@ -117,6 +115,7 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
   ) {
     this.#client = client;
     this.#calls = new ZooKeeperCalls(client, options.operationTimeout);
+    this.#janitor = new NodeJanitor(this.#calls);
     this.#prefix = options.prefix;
     this.#events = context.events;
     this.#limit = limit;
@@ -188,7 +187,7 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
           return standing === "gone" ? undefined : await this.#grant(request, node, name, readAt);
         }
         if (!queueing.joinOnMiss) {
-          this.#track(this.#removeNode(node));
+          this.#janitor.removeLater(node.path, resource);
           return HELD;
         }
         this.#queued.set(name, node);
@@ -204,7 +203,7 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
       if (fresh || this.#held.get(name) === node) {
         this.#held.delete(name);
         this.#queued.delete(name);
-        this.#track(this.#removeNode(node));
+        this.#janitor.removeLater(node.path, resource);
       }
       throw unavailable(resource, error);
     }
@@ -236,10 +235,12 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
         if (codeOf(error) !== ErrorCode.NO_NODE) {
           // Cut short: the node may come later (the client sends it once connected), or may have
           // been made before the connection dropped; it goes either way.
-          this.#track(
+          const janitor = this.#janitor;
+          janitor.track(
             making.then(
-              (made) => this.#removeSurely(made),
-              (late: unknown) => (codeOf(late) === ErrorCode.CONNECTION_LOSS ? this.#sweep(resource, slot) : undefined),
+              (made) => janitor.removeSurely(made),
+              (late: unknown) =>
+                codeOf(late) === ErrorCode.CONNECTION_LOSS ? janitor.sweep(resource, slot) : undefined,
             ),
           );
           throw unavailable(resource, error);
@@ -253,7 +254,7 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
       try {
         return { node, name: path.slice(resource.length + 1), children: await reading, sentAt };
       } catch (error) {
-        this.#track(this.#removeSurely(path));
+        this.#janitor.removeLater(path, resource);
         throw unavailable(resource, error);
       }
     }
@@ -267,7 +268,7 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
     // A failure here: the attempt's clean-up deletes the node (see #place).
     const fencingToken = request.fencing ? await this.issueFencingToken(handle) : undefined;
     if (performance.now() >= node.validUntil || (request.fencing && fencingToken === undefined)) {
-      this.#track(this.release(handle));
+      this.#janitor.track(this.release(handle));
       return { kind: "expired-on-arrival" };
     }
     return fencingToken === undefined ? { kind: "acquired", handle } : { kind: "acquired", handle, fencingToken };
@@ -295,10 +296,8 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
           outcomes[index] = "extended";
         },
         (error: unknown) => {
-          outcomes[index] =
-            codeOf(error) === ErrorCode.SESSION_EXPIRED
-              ? new LockLostError(this.#keyOf(handle.resource) ?? handle.resource, "expired", { cause: error })
-              : unavailable(handle.resource, error);
+          // A transient failure (the session's expiry is reported as it happens: see #onState).
+          outcomes[index] = unavailable(handle.resource, error);
         },
       );
       checks.push(checking);
@@ -313,14 +312,14 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
     if (node === undefined) return "expired";
     this.#held.delete(handle.token);
     const removing = this.#calls.sendRemove(node.path);
-    this.#dropKeyNode(node.resource);
+    this.#janitor.dropKeyNode(node.resource);
     try {
       await this.#calls.bound(removing);
       return performance.now() >= handle.validUntil ? "expired" : "released";
     } catch (error) {
       const code = codeOf(error);
       if (code === ErrorCode.NO_NODE || code === ErrorCode.SESSION_EXPIRED) return "expired";
-      this.#track(this.#removeSurely(node.path));
+      this.#janitor.track(this.#janitor.removeSurely(node.path));
       return "unknown";
     }
   }
@@ -329,7 +328,7 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
     const node = grantedToken === undefined ? undefined : this.#queued.get(grantedToken);
     if (node === undefined || grantedToken === undefined) return;
     this.#queued.delete(grantedToken);
-    await this.#removeNode(node);
+    await this.#janitor.remove(node.path, node.resource);
   }
 
   /** The holder node's czxid (read back), or undefined when the node is gone. */
@@ -340,43 +339,12 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
     return stat === null ? undefined : czxidOf(stat);
   }
 
-  /** Who holds `resource` (one `getChildren`, then one `getData` per holder: owner and czxid) and how many wait. */
-  async inspect(resource: string): Promise<StoredView> {
-    const queue = queueOf(await this.#read(resource, this.#calls.children(resource)), this.#limit);
-    const holders = holdersOf(queue, this.#limit);
-    const read = await this.#read(
-      resource,
-      Promise.all(holders.map((entry) => this.#calls.data(`${resource}/${entry.name}`))),
-    );
-    const found: StoredHolder[] = [];
-    holders.forEach((entry, index) => {
-      const [data, stat] = read[index] ?? [];
-      if (data === undefined || stat === undefined) return;
-      const owner = data.toString("utf8");
-      found.push({ owner, weight: entry.weight, expiresInMs: Number.POSITIVE_INFINITY, fencingToken: czxidOf(stat) });
-    });
-    return { holders: found, waiting: queue.length - holders.length };
+  inspect(resource: string): Promise<StoredView> {
+    return inspectKey(this.#calls, resource, this.#limit);
   }
 
-  /** Held keys: the prefix node's children (keys spelled as names), in key order, inspected 16 at a time until `limit`. */
-  async list(prefix: string, limit: number): Promise<ListedResource[]> {
-    const names = await this.#read(this.#prefix, this.#calls.children(this.#prefix));
-    const keys: string[] = [];
-    for (const name of names) {
-      const key = keyOfNodeName(name);
-      if (key?.startsWith(prefix)) keys.push(key);
-    }
-    keys.sort();
-    const listed: ListedResource[] = [];
-    for (let start = 0; start < keys.length && listed.length < limit; start += LIST_CONCURRENCY) {
-      const chunk = keys.slice(start, start + LIST_CONCURRENCY);
-      const views = await Promise.all(chunk.map((key) => this.inspect(this.resourceOf(key))));
-      chunk.forEach((key, index) => {
-        const view = views[index] as StoredView;
-        if (view.holders.length > 0 && listed.length < limit) listed.push({ key, view });
-      });
-    }
-    return listed;
+  list(prefix: string, limit: number): Promise<ListedResource[]> {
+    return listKeys(this.#calls, this.#prefix, prefix, limit, this.#limit);
   }
 
   /** Nothing to subscribe to: a queued attempt watches the nodes ahead of its own itself. */
@@ -417,66 +385,13 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
   /** Makes the prefix node (and its parents) once, or `again` when it was found gone. */
   #makePrefix(resource: string, again: boolean): Promise<unknown> {
     if (again || this.#prefixMade === undefined) {
-      const making = this.#makePath(this.#prefix);
+      const making = this.#calls.makePath(this.#prefix);
       this.#prefixMade = making;
       making.catch(() => {
         if (this.#prefixMade === making) this.#prefixMade = undefined;
       });
     }
     return this.#read(resource, this.#prefixMade as Promise<unknown>);
-  }
-
-  /** Creates `path` and its parents (the ones there already are fine), pipelined. */
-  #makePath(path: string): Promise<unknown> {
-    const calls = this.#calls;
-    const made = path
-      .split("/")
-      .slice(1)
-      .map((_part, index, parts) => `/${parts.slice(0, index + 1).join("/")}`)
-      .map((each) => calls.bound(calls.sendCreate(each, NOTHING, CreateMode.PERSISTENT)));
-    return Promise.all(
-      made.map((making) =>
-        making.catch((error: unknown) => {
-          if (codeOf(error) !== ErrorCode.NODE_EXISTS) throw error;
-        }),
-      ),
-    );
-  }
-
-  /** Deletes `node` and then its key's node if that is empty; failures are retried in the background. */
-  async #removeNode(node: OwnNode): Promise<void> {
-    const removing = this.#calls.bound(this.#calls.sendRemove(node.path));
-    this.#dropKeyNode(node.resource);
-    await removing.catch((error: unknown) => {
-      if (codeOf(error) !== ErrorCode.NO_NODE) this.#track(this.#removeSurely(node.path));
-    });
-  }
-
-  /** Deletes a key's node if it is empty (a busy or deleted one refuses: fine). */
-  #dropKeyNode(resource: string): void {
-    this.#track(this.#calls.bound(this.#calls.sendRemove(resource)));
-  }
-
-  /** Deletes `path`, trying again with a growing delay until ZooKeeper answers or the locker closes. */
-  async #removeSurely(path: string): Promise<void> {
-    for (let delay = 50; ; delay = Math.min(2 * delay, 1000)) {
-      try {
-        await this.#calls.bound(this.#calls.sendRemove(path));
-        return;
-      } catch (error) {
-        const code = codeOf(error);
-        if (code === ErrorCode.NO_NODE || code === ErrorCode.SESSION_EXPIRED || this.#closing) return;
-      }
-      await pause(delay);
-    }
-  }
-
-  /** Deletes this locker's nodes of slot `slot` under `resource` (an attempt that lost its connection may have made one). */
-  async #sweep(resource: string, slot: string): Promise<void> {
-    const children = await this.#calls.children(resource);
-    await Promise.all(
-      children.filter((name) => name.startsWith(slot)).map((name) => this.#removeSurely(`${resource}/${name}`)),
-    );
   }
 
   /** Settles like `call`; a ZooKeeper failure is a StoreUnavailableError about `resource`. */
@@ -488,11 +403,6 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
     }
   }
 
-  #track(operation: Promise<unknown>): void {
-    const tracked = operation.catch(ignore).finally(() => this.#cleanUps.delete(tracked));
-    this.#cleanUps.add(tracked);
-  }
-
   /**
    * Stops listening; deletes queued waiters' nodes (their waits were rejected). Held nodes stay
    * under their holders until their leases run out, as a dead holder's would (the session lives
@@ -501,26 +411,17 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
   async close(): Promise<void> {
     this.#closing = true;
     this.#client.removeListener("state", this.#onState);
-    while (this.#cleanUps.size > 0) await Promise.all(this.#cleanUps);
-    await Promise.all(Array.from(this.#queued.values(), (node) => this.#removeNode(node)));
+    for (const node of this.#queued.values()) this.#janitor.removeLater(node.path, node.resource);
     this.#queued.clear();
     for (const [token, node] of this.#held) {
       const expire = (): void => {
         if (this.#held.get(token) !== node) return;
         this.#held.delete(token);
-        void this.#removeNode(node);
+        void this.#janitor.remove(node.path, node.resource);
       };
       setTimeout(expire, Math.max(0, node.validUntil - performance.now())).unref();
     }
-    while (this.#cleanUps.size > 0) await Promise.all(this.#cleanUps);
-  }
-}
-
-/** The client's ZooKeeper session expired: ZooKeeper deleted its nodes, and the client opens no other. */
-class SessionExpiredError extends Error {
-  constructor() {
-    super("the client's ZooKeeper session expired (its nodes are gone; a new client and locker are needed)");
-    this.name = "SessionExpiredError";
+    await this.#janitor.drain();
   }
 }
 

@@ -1,0 +1,78 @@
+import { pause } from "../internal/sleep.js";
+import type { ZooKeeperCalls } from "./calls.js";
+import { codeOf, ErrorCode } from "./types.js";
+
+/**
+ * What a ZooKeeper locker deletes, and makes sure of: a node of its own (a holder's, a waiter's, one
+ * an attempt left), then the key's node if that left it empty (a busy key's node refuses: fine),
+ * so that nothing stays behind but the prefix node. A delete ZooKeeper did not confirm is sent again
+ * with a growing delay (50 ms to 1 s) until it is, or until the locker closes (the node then lives
+ * as long as the session). {@link drain} waits for everything under way.
+ */
+export class NodeJanitor {
+  readonly #calls: ZooKeeperCalls;
+  readonly #underWay = new Set<Promise<unknown>>();
+  #closing = false;
+
+  constructor(calls: ZooKeeperCalls) {
+    this.#calls = calls;
+  }
+
+  /** Deletes the node at `path` and then `keyNode` if it is empty; resolves once the first delete was answered (or handed to the retries). */
+  async remove(path: string, keyNode: string): Promise<void> {
+    const removing = this.#calls.bound(this.#calls.sendRemove(path));
+    this.dropKeyNode(keyNode);
+    await removing.catch((error: unknown) => {
+      if (codeOf(error) !== ErrorCode.NO_NODE) this.track(this.removeSurely(path));
+    });
+  }
+
+  /** {@link remove}, in the background. */
+  removeLater(path: string, keyNode: string): void {
+    this.track(this.remove(path, keyNode));
+  }
+
+  /** Deletes a key's node if it is empty, in the background. */
+  dropKeyNode(keyNode: string): void {
+    this.track(this.#calls.bound(this.#calls.sendRemove(keyNode)));
+  }
+
+  /** Deletes `path`, trying again with a growing delay until ZooKeeper answers or the locker closes. */
+  async removeSurely(path: string): Promise<void> {
+    for (let delay = 50; ; delay = Math.min(2 * delay, 1000)) {
+      try {
+        await this.#calls.bound(this.#calls.sendRemove(path));
+        return;
+      } catch (error) {
+        const code = codeOf(error);
+        if (code === ErrorCode.NO_NODE || code === ErrorCode.SESSION_EXPIRED || this.#closing) return;
+      }
+      await pause(delay);
+    }
+  }
+
+  /**
+   * Deletes the nodes of slot `slot` under `keyNode`: an attempt whose connection dropped before it
+   * heard back may have made its node, whose name only the slot tells.
+   */
+  async sweep(keyNode: string, slot: string): Promise<void> {
+    const children = await this.#calls.children(keyNode);
+    await Promise.all(
+      children.filter((name) => name.startsWith(slot)).map((name) => this.removeSurely(`${keyNode}/${name}`)),
+    );
+  }
+
+  /** Keeps `operation` under way until it settles (its failure is ignored). */
+  track(operation: Promise<unknown>): void {
+    const tracked = operation.catch(ignore).finally(() => this.#underWay.delete(tracked));
+    this.#underWay.add(tracked);
+  }
+
+  /** Stops retrying (each delete under way ends at its next failure) and waits for everything under way. */
+  async drain(): Promise<void> {
+    this.#closing = true;
+    while (this.#underWay.size > 0) await Promise.all(this.#underWay);
+  }
+}
+
+function ignore(): void {}
