@@ -19,7 +19,7 @@ interface WriteResult {
 }
 
 /**
- * MySQL 8 or MariaDB 10.6+ through the caller's `mysql2/promise` pool (through ProxySQL too: no
+ * MySQL 8 or MariaDB 10.3+ through the caller's `mysql2/promise` pool (through ProxySQL too: no
  * session state, no `GET_LOCK`, client-side placeholders). Names are `VARBINARY(2048)`: compared
  * byte for byte, and short enough for InnoDB's index (the prefix is at most 1024 bytes, a key
  * 1024). Without RETURNING, a renewal reads back which rows it renewed, and a release deletes the

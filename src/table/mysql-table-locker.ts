@@ -28,7 +28,8 @@ function dialectOf(pool: unknown): (table: string) => MySqlDialect {
 }
 
 /**
- * A {@link Locker} on a MySQL 8 or MariaDB 10.6+ lease table, through a `mysql2/promise` pool the
+ * A {@link Locker} on a MySQL 8 or MariaDB 10.3+ lease table (their `AUTO_INCREMENT` counters
+ * survive a restart, which keeps fencing tokens rising), through a `mysql2/promise` pool the
  * caller creates, owns and ends — directly or through a multiplexing proxy (ProxySQL, RDS Proxy):
  * no `GET_LOCK`, no session variable, client-side placeholders only. The pool's connections need a
  * default database where the locker may create its two tables (see `createTable`).

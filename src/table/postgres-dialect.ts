@@ -16,8 +16,8 @@ const RETRIES = 3;
 type Row = Record<string, unknown>;
 
 /**
- * PostgreSQL through the caller's `pg.Pool` (directly, or through a transaction or statement
- * pooler: every statement is unnamed, no session state, no advisory lock, no LISTEN). The key's
+ * PostgreSQL through the caller's `pg.Pool` (directly, or through a transaction pooler: every
+ * statement is unnamed, no session state, no advisory lock, no LISTEN). The key's
  * lock row lives in `<table>_keys`, locked by `INSERT … ON CONFLICT DO UPDATE … WHERE false`
  * (locks the row without writing it) and dropped by a release that leaves the key empty, unless an
  * attempt has it locked (`SKIP LOCKED`: a release never waits for an attempt).

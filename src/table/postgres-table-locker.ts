@@ -29,9 +29,10 @@ function dialectOf(pool: unknown): (table: string) => PostgresDialect {
 
 /**
  * A {@link Locker} on a PostgreSQL lease table (Symfony's PdoStore), through a `pg.Pool` the
- * caller creates, owns and ends — directly or through a transaction or statement pooler
- * (PgBouncer, Supavisor, RDS Proxy), since nothing outlives a transaction: no session lock, no
- * session setting, no prepared statement by name, no LISTEN.
+ * caller creates, owns and ends — directly or through a transaction pooler (PgBouncer
+ * `pool_mode=transaction`, Supavisor, RDS Proxy), since nothing outlives a transaction: no session
+ * lock, no session setting, no prepared statement by name, no LISTEN. (PgBouncer's statement mode
+ * refuses transactions, which an attempt is.)
  *
  * - **Rows.** A lease is a row of the table (`options.table`, default `globallock_leases`): the
  *   key's name (`prefix + key`), a random token, the `owner`, the weight, and an expiry on the

@@ -3,10 +3,18 @@ import { type Cancel, cancelledError, type TableDialect } from "./dialect.js";
 import type { Answers, Plan, Step } from "./plans.js";
 import { keyRows } from "./postgres-dialect.js";
 
+/** What running a statement that returns no rows tells (`better-sqlite3`'s `RunResult`). */
+export interface SqliteRunResult {
+  /** Rows the statement inserted, updated or deleted. */
+  changes: number;
+  /** The rowid of the latest row inserted. */
+  lastInsertRowid: number | bigint;
+}
+
 /** A prepared statement of `better-sqlite3` (the parts the SQLite locker uses). */
 export interface SqliteStatement {
   /** Runs a statement that returns no rows. */
-  run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint };
+  run(...params: unknown[]): SqliteRunResult;
   /** Runs it and returns its first row (`undefined` when none). */
   get(...params: unknown[]): unknown;
   /** Runs it and returns every row. */

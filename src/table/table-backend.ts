@@ -159,7 +159,7 @@ class TableBackend implements Backend, Naming, WaitQueue, Fencing, HandOff, List
     }
     const handle = new LockHandle(answer.token, name, sentAt, boundOf(sentAt, duration));
     if (performance.now() >= handle.validUntil) {
-      void this.release(handle);
+      this.#track(this.release(handle));
       return { kind: "expired-on-arrival" };
     }
     return request.fencing ? { kind: "acquired", handle, fencingToken: answer.id } : { kind: "acquired", handle };
