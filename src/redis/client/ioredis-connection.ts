@@ -2,11 +2,13 @@ import {
   type ClusterNodes,
   type Command,
   ignore,
+  NextReady,
   type RedisConnection,
   type ScanStep,
   type ScriptArgument,
   type SubscriberConnection,
   type SubscriberEvents,
+  scriptArguments,
   type TransactionConnection,
 } from "./redis-connection.js";
 
@@ -90,29 +92,22 @@ export class IoRedisConnection implements RedisConnection {
   // flattens them into the command's arguments anyway.
   evalsha(sha: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
     if (this.#Command === undefined) return this.#client.evalsha(sha, keys.length, keys, args);
-    return this.#sendDirect("evalsha", scriptArguments(sha, keys, args));
+    return sendDirect(this.#client, this.#Command, "evalsha", scriptArguments([sha], keys, args));
   }
 
   eval(source: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
     if (this.#Command === undefined) return this.#client.eval(source, keys.length, keys, args);
-    return this.#sendDirect("eval", scriptArguments(source, keys, args));
+    return sendDirect(this.#client, this.#Command, "eval", scriptArguments([source], keys, args));
   }
 
   setIfAbsent(key: string, value: string, ttlMs: number): Promise<unknown> {
     if (this.#Command === undefined) return this.#client.set(key, value, "PX", ttlMs, "NX");
-    return this.#sendDirect("set", [key, value, "PX", String(ttlMs), "NX"]);
+    return sendDirect(this.#client, this.#Command, "set", [key, value, "PX", String(ttlMs), "NX"]);
   }
 
   removeMembers(key: string, member: string, other: string): Promise<unknown> {
     if (this.#Command === undefined) return this.#client.zrem(key, member, other);
-    return this.#sendDirect("zrem", [key, member, other]);
-  }
-
-  /** Sends command `name` with `args` (flat, strings), built with {@link #Command} (set). */
-  #sendDirect(name: string, args: string[]): Promise<unknown> {
-    const command = new (this.#Command as IoRedisCommandClass)(name, NO_ARGUMENTS, UTF8);
-    command.args = args;
-    return (this.#client as Required<Pick<IoRedisLike, "sendCommand">>).sendCommand(command);
+    return sendDirect(this.#client, this.#Command, "zrem", [key, member, other]);
   }
 
   scriptLoad(source: string): Promise<unknown> {
@@ -157,21 +152,14 @@ export class IoRedisConnection implements RedisConnection {
 /** An ioredis `Cluster`'s masters, for transactions (see ClusterNodes). */
 class IoRedisClusterNodes implements ClusterNodes {
   readonly #cluster: IoRedisLike;
-  #ready: Promise<void> | undefined;
+  readonly #ready = new NextReady();
 
   constructor(cluster: IoRedisLike) {
     this.#cluster = cluster;
   }
 
   ready(): Promise<void> | undefined {
-    if (this.#cluster.status === "ready") return undefined;
-    this.#ready ??= new Promise<void>((resolve) => {
-      this.#cluster.once("ready", () => {
-        this.#ready = undefined;
-        resolve();
-      });
-    });
-    return this.#ready;
+    return this.#cluster.status === "ready" ? undefined : this.#ready.wait(this.#cluster);
   }
 
   masterOf(slot: number): string | undefined {
@@ -205,8 +193,8 @@ class IoRedisTransactions implements TransactionConnection {
   #closes = 0;
   /** {@link #closes} when the pending WATCH was sent; undefined when none is pending. */
   #watchedOn: number | undefined;
-  /** Resolves at the next `ready`, while the connection is not ready. */
-  #ready: Promise<void> | undefined;
+  /** The next `ready`, while the connection is not ready. */
+  readonly #ready = new NextReady();
   /** Makes commands whose arguments are laid out here (see {@link directCommands}). */
   readonly #Command: IoRedisCommandClass | undefined;
 
@@ -225,14 +213,7 @@ class IoRedisTransactions implements TransactionConnection {
   }
 
   ready(): Promise<void> | undefined {
-    if (this.#client.status === "ready") return undefined;
-    this.#ready ??= new Promise<void>((resolve) => {
-      this.#client.once("ready", () => {
-        this.#ready = undefined;
-        resolve();
-      });
-    });
-    return this.#ready;
+    return this.#client.status === "ready" ? undefined : this.#ready.wait(this.#client);
   }
 
   unavailableReason(): string | undefined {
@@ -247,9 +228,7 @@ class IoRedisTransactions implements TransactionConnection {
   /** Sends command `name` with `args`, built directly where the client allows (see {@link directCommands}). */
   #call(name: string, args: string[]): Promise<unknown> {
     if (this.#Command === undefined) return this.#client.call(name, ...args);
-    const command = new this.#Command(name, NO_ARGUMENTS, UTF8);
-    command.args = args;
-    return (this.#client as Required<Pick<IoRedisLike, "sendCommand">>).sendCommand(command);
+    return sendDirect(this.#client, this.#Command, name, args);
   }
 
   watchAndRead(keys: readonly string[], reads: readonly Command[]): Promise<unknown[]> {
@@ -332,13 +311,17 @@ function directCommands(client: IoRedisLike): IoRedisCommandClass | undefined {
   }
 }
 
-/** A script command's arguments, flat and as strings: script or SHA, numkeys, keys, arguments. */
-function scriptArguments(script: string, keys: readonly string[], args: readonly ScriptArgument[]): string[] {
-  const list = [script, String(keys.length)];
-  for (let index = 0; index < keys.length; index++) list.push(keys[index] as string);
-  for (let index = 0; index < args.length; index++) {
-    const arg = args[index] as ScriptArgument;
-    list.push(typeof arg === "string" ? arg : String(arg));
-  }
-  return list;
+/**
+ * Sends command `name` with `args` (flat, strings) on `client`, built with its ioredis's `Command`
+ * class (see {@link directCommands}).
+ */
+function sendDirect(
+  client: IoRedisLike,
+  Command: IoRedisCommandClass | undefined,
+  name: string,
+  args: string[],
+): Promise<unknown> {
+  const command = new (Command as IoRedisCommandClass)(name, NO_ARGUMENTS, UTF8);
+  command.args = args;
+  return (client as Required<Pick<IoRedisLike, "sendCommand">>).sendCommand(command);
 }

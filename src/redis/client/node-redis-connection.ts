@@ -2,11 +2,13 @@ import {
   type ClusterNodes,
   type Command,
   ignore,
+  NextReady,
   type RedisConnection,
   type ScanStep,
   type ScriptArgument,
   type SubscriberConnection,
   type SubscriberEvents,
+  scriptArguments,
   type TransactionConnection,
 } from "./redis-connection.js";
 
@@ -69,19 +71,6 @@ export interface NodeRedisClusterLike extends NodeRedisCommon {
  */
 const COMMAND_OPTIONS = Object.freeze({ typeMapping: Object.freeze({}) });
 
-/** `[name, shaOrSource, numkeys, ...keys, ...args]` with every argument a string (node-redis sends only strings). */
-function scriptCommand(
-  name: "EVALSHA" | "EVAL",
-  script: string,
-  keys: readonly string[],
-  args: readonly ScriptArgument[],
-): string[] {
-  const command = [name, script, String(keys.length)];
-  for (const key of keys) command.push(key);
-  for (const arg of args) command.push(typeof arg === "string" ? arg : String(arg));
-  return command;
-}
-
 /**
  * A node-redis client or cluster (v5 and later) as a {@link RedisConnection}. Scripts go through
  * `sendCommand` (a cluster routes them by their first key); replies keep node-redis's default
@@ -107,17 +96,15 @@ export class NodeRedisConnection implements RedisConnection {
   }
 
   unavailableReason(): string | undefined {
-    const client: NodeRedisCommon = this.#client ?? (this.#cluster as NodeRedisClusterLike);
-    if (!client.isOpen) return "closed";
-    return client.isReady === false ? "reconnecting" : undefined;
+    return unavailableReasonOf(this.#client ?? (this.#cluster as NodeRedisClusterLike));
   }
 
   evalsha(sha: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
-    return this.#send(keys[0], scriptCommand("EVALSHA", sha, keys, args));
+    return this.#send(keys[0], scriptArguments(["EVALSHA", sha], keys, args));
   }
 
   eval(source: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
-    return this.#send(keys[0], scriptCommand("EVAL", source, keys, args));
+    return this.#send(keys[0], scriptArguments(["EVAL", source], keys, args));
   }
 
   setIfAbsent(key: string, value: string, ttlMs: number): Promise<unknown> {
@@ -205,57 +192,82 @@ async function duplicateOfAMaster(cluster: NodeRedisClusterLike): Promise<NodeRe
 }
 
 /**
- * A node-redis pub/sub connection of ours (a duplicate of the caller's client, or of one of its
- * cluster's node clients): connects at once (subscriptions wait for it), swallows connection errors
- * (they surface as lost wake-ups, covered by polling), reports every `ready` after the first as a
- * reconnection (node-redis renews the subscriptions before it reports `ready`), and is destroyed
- * on close.
+ * A node-redis connection of the locker's own (a duplicate of the caller's client, or of one of
+ * its cluster's node clients), made by `duplicate` and set up by `prepare`: connected at once
+ * (calls wait for {@link connected}), its connection errors swallowed (they surface as failed
+ * commands or lost wake-ups), and destroyed on close — once made, when closed while still
+ * connecting.
  */
-class NodeRedisSubscriber implements SubscriberConnection {
-  readonly #connected: Promise<NodeRedisClientLike>;
-  readonly #listener: Listener;
+class OwnConnection {
+  /** The connection, once connected. */
+  readonly connected: Promise<NodeRedisClientLike>;
   #client: NodeRedisClientLike | undefined;
   #closed = false;
 
-  /** @param duplicate makes the connection (not yet connected). */
-  constructor(duplicate: () => Promise<NodeRedisClientLike>, events: SubscriberEvents) {
-    this.#listener = (message, channel) => events.onMessage(channel, message);
-    this.#connected = duplicate().then(async (connection) => {
+  constructor(duplicate: () => Promise<NodeRedisClientLike>, prepare: (connection: NodeRedisClientLike) => void) {
+    this.connected = duplicate().then(async (connection) => {
       this.#client = connection;
       connection.on("error", ignore);
-      let readyBefore = false;
-      connection.on("ready", () => {
-        if (readyBefore) events.onReconnect();
-        readyBefore = true;
-      });
+      prepare(connection);
       if (this.#closed) throw new Error("closed");
       await connection.connect();
       return connection;
     });
     // Closed while still connecting: destroy once the attempt settled, whatever it did.
-    this.#connected.then(
-      () => this.#closed && this.#destroy(),
-      () => this.#closed && this.#destroy(),
-    );
+    const destroyIfClosed = (): void => {
+      if (this.#closed) destroyQuietly(this.#client);
+    };
+    this.connected.then(destroyIfClosed, destroyIfClosed);
   }
 
-  async subscribe(channel: string): Promise<void> {
-    await (await this.#connected).subscribe(channel, this.#listener);
+  /** The connection once made (connected or not yet). */
+  get client(): NodeRedisClientLike | undefined {
+    return this.#client;
   }
 
-  async unsubscribe(channel: string): Promise<void> {
-    if (this.#closed) return;
-    await (await this.#connected).unsubscribe(channel, this.#listener);
+  get closed(): boolean {
+    return this.#closed;
   }
 
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.#destroy();
+    destroyQuietly(this.#client);
+  }
+}
+
+/**
+ * A node-redis pub/sub connection of ours (see {@link OwnConnection}) that reports every `ready`
+ * after the first as a reconnection (node-redis renews the subscriptions before it reports
+ * `ready`).
+ */
+class NodeRedisSubscriber implements SubscriberConnection {
+  readonly #connection: OwnConnection;
+  readonly #listener: Listener;
+
+  /** @param duplicate makes the connection (not yet connected). */
+  constructor(duplicate: () => Promise<NodeRedisClientLike>, events: SubscriberEvents) {
+    this.#listener = (message, channel) => events.onMessage(channel, message);
+    this.#connection = new OwnConnection(duplicate, (connection) => {
+      let readyBefore = false;
+      connection.on("ready", () => {
+        if (readyBefore) events.onReconnect();
+        readyBefore = true;
+      });
+    });
   }
 
-  #destroy(): void {
-    destroyQuietly(this.#client);
+  async subscribe(channel: string): Promise<void> {
+    await (await this.#connection.connected).subscribe(channel, this.#listener);
+  }
+
+  async unsubscribe(channel: string): Promise<void> {
+    if (this.#connection.closed) return;
+    await (await this.#connection.connected).unsubscribe(channel, this.#listener);
+  }
+
+  close(): void {
+    this.#connection.close();
   }
 }
 
@@ -265,63 +277,43 @@ function isWatchError(error: unknown): boolean {
 }
 
 /**
- * A node-redis connection of ours (a duplicate of the caller's client, or of a Cluster node's
- * client) for WATCH transactions, connected here and destroyed by {@link close}. node-redis itself
- * fails an EXEC whose WATCH was sent before a reconnection (a `WatchError`, answered as `null`
- * here), and writes a transaction's MULTI, commands and EXEC together.
+ * A node-redis connection of ours (see {@link OwnConnection}) for WATCH transactions. node-redis
+ * itself fails an EXEC whose WATCH was sent before a reconnection (a `WatchError`, answered as
+ * `null` here), and writes a transaction's MULTI, commands and EXEC together.
  */
 export class NodeRedisTransactions implements TransactionConnection {
-  readonly #connected: Promise<NodeRedisClientLike>;
-  #client: NodeRedisClientLike | undefined;
+  readonly #connection: OwnConnection;
   /** The client with node-redis's default reply types (see COMMAND_OPTIONS), for transactions. */
   #typed: NodeRedisClientLike | undefined;
-  /** Resolves at the next `ready`, while the connection reconnects. */
-  #ready: Promise<void> | undefined;
-  #closed = false;
+  /** The next `ready`, while the connection reconnects. */
+  readonly #ready = new NextReady();
 
   /** @param duplicate makes the connection (not yet connected). */
   constructor(duplicate: () => Promise<NodeRedisClientLike>) {
-    this.#connected = duplicate().then(async (connection) => {
-      this.#client = connection;
+    this.#connection = new OwnConnection(duplicate, (connection) => {
       this.#typed = connection.withTypeMapping?.({}) ?? connection;
-      connection.on("error", ignore);
-      if (this.#closed) throw new Error("closed");
-      await connection.connect();
-      return connection;
     });
-    this.#connected.then(
-      () => this.#closed && this.#destroy(),
-      () => this.#closed && this.#destroy(),
-    );
   }
 
   ready(): Promise<void> | undefined {
-    const client = this.#client;
+    const client = this.#connection.client;
     if (client?.isReady === true) return undefined;
-    if (client === undefined || !client.isOpen) return this.#connected.then(() => undefined);
+    if (client === undefined || !client.isOpen) return this.#connection.connected.then(() => undefined);
     // Reconnecting: the next `ready`, one listener for every caller.
-    this.#ready ??= new Promise((resolve) => {
-      client.once("ready", () => {
-        this.#ready = undefined;
-        resolve();
-      });
-    });
-    return this.#ready;
+    return this.#ready.wait(client);
   }
 
   unavailableReason(): string | undefined {
-    const client = this.#client;
-    if (client === undefined) return "connecting";
-    if (!client.isOpen) return "closed";
-    return client.isReady === false ? "reconnecting" : undefined;
+    const client = this.#connection.client;
+    return client === undefined ? "connecting" : unavailableReasonOf(client);
   }
 
   send(command: Command): Promise<unknown> {
-    return (this.#client as NodeRedisClientLike).sendCommand(command as string[], COMMAND_OPTIONS);
+    return (this.#connection.client as NodeRedisClientLike).sendCommand(command as string[], COMMAND_OPTIONS);
   }
 
   watchAndRead(keys: readonly string[], reads: readonly Command[]): Promise<unknown[]> {
-    const sent = [(this.#client as NodeRedisClientLike).watch(keys as string[])];
+    const sent = [(this.#connection.client as NodeRedisClientLike).watch(keys as string[])];
     for (const read of reads) sent.push(this.send(read));
     return Promise.all(sent).then((replies) => replies.slice(1));
   }
@@ -336,18 +328,18 @@ export class NodeRedisTransactions implements TransactionConnection {
   }
 
   unwatch(): void {
-    this.#client?.unwatch().catch(ignore);
+    this.#connection.client?.unwatch().catch(ignore);
   }
 
   close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    this.#destroy();
+    this.#connection.close();
   }
+}
 
-  #destroy(): void {
-    destroyQuietly(this.#client);
-  }
+/** Why a command sent on `client` now could not go at once ("closed", "reconnecting"), or undefined. */
+function unavailableReasonOf(client: NodeRedisCommon): string | undefined {
+  if (!client.isOpen) return "closed";
+  return client.isReady === false ? "reconnecting" : undefined;
 }
 
 /** Closes a connection of the locker's own at once, if it is open; never throws or rejects. */

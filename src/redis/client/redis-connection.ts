@@ -144,3 +144,38 @@ export function isNoScriptError(error: unknown): boolean {
 export function ignore(): undefined {
   return undefined;
 }
+
+/**
+ * A script command's arguments after `head` (the command's name and script, or the script alone),
+ * flat and as strings, appended to `head`: numkeys, keys, arguments.
+ */
+export function scriptArguments(head: string[], keys: readonly string[], args: readonly ScriptArgument[]): string[] {
+  head.push(String(keys.length));
+  for (let index = 0; index < keys.length; index++) head.push(keys[index] as string);
+  for (let index = 0; index < args.length; index++) {
+    const arg = args[index] as ScriptArgument;
+    head.push(typeof arg === "string" ? arg : String(arg));
+  }
+  return head;
+}
+
+/** A client that reports `ready` (ioredis and node-redis both do). */
+interface ReadyEmitter {
+  once(event: "ready", listener: () => void): unknown;
+}
+
+/** The next `ready` of a connection: one listener and one promise for every caller until it fires. */
+export class NextReady {
+  #pending: Promise<void> | undefined;
+
+  /** Resolves at `client`'s next `ready`. */
+  wait(client: ReadyEmitter): Promise<void> {
+    this.#pending ??= new Promise<void>((resolve) => {
+      client.once("ready", () => {
+        this.#pending = undefined;
+        resolve();
+      });
+    });
+    return this.#pending;
+  }
+}
