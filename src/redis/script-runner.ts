@@ -141,8 +141,7 @@ export class ScriptRunner {
    *
    * `now`: `performance.now()` as the caller read it just before the call (its timeout starts
    * there; a clock read saved), else read here. The fallback runs in the timeout's own rejection
-   * reaction (see `DeadlineGroup.run`): an answer costs no extra promise or microtask, a miss one
-   * closure.
+   * reaction (see `DeadlineGroup.run`), so a call that is answered goes through no step of it.
    */
   run(
     script: Script,
@@ -253,7 +252,9 @@ export class ScriptRunner {
 
   /**
    * {@link #sendNow} once the check passed; its timeout still counts from `now`, when the call was
-   * made, so the check and the command together settle within it.
+   * made, so the check and the command together settle within it. A method of its own, not a
+   * branch of {@link #send}: the closures it makes would give every call of `#send` a context to
+   * allocate, checked or not.
    */
   #afterCheck(
     refuse: boolean,

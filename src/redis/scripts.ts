@@ -169,9 +169,9 @@ return { left, registered }
 
 /**
  * Lua, inlined in the loops of EXTEND_MANY and EXTEND_MANY_PACKED (a statement, not a function: a
- * Lua call per lock cost Redis about 5% more CPU per extension round): extends lock `key` while it
- * holds `token`, marked or not (see MARKS, written out here), and answers in `out[i]`: "1"
- * extended, "-" held by another token, "0" gone.
+ * Lua call per lock costs Redis measurably more per extension round, see docs/benchmarks.md):
+ * extends lock `key` while it holds `token`, marked or not (see MARKS, written out here), and
+ * answers in `out[i]`: "1" extended, "-" held by another token, "0" gone.
  */
 const EXTEND_ONE = `
   local current = call("get", key)

@@ -269,9 +269,9 @@ const UTF8 = { replyEncoding: "utf8" } as const;
 /**
  * ioredis's `Command` class when this adapter may lay out the arguments of its commands itself,
  * else undefined. ioredis's command methods (`client.evalsha(…)`) pass their arguments through
- * `Array.prototype.flat`, which V8 runs element by element on its generic path: most of the time
- * it takes to build an EVALSHA (docs/benchmarks.md). A command made with no
- * arguments and given its flat list of strings is the same command, built without that pass.
+ * `Array.prototype.flat`, which V8 runs element by element on its generic path (what that pass
+ * weighs is in docs/benchmarks.md). A command made with no arguments and given its flat list of
+ * strings is the same command, built without that pass.
  *
  * Only for a standalone `Redis` whose commands ioredis would send unchanged: no `keyPrefix`
  * (ioredis prefixes the keys it finds; the lockers refuse such a client anyway), no
