@@ -64,7 +64,9 @@ export declare class ZooKeeperEnsemble {
   leader(): Promise<ZooKeeperMember | undefined>;
   /** SIGKILLs one member (default: the leader) and resolves with it once it exited. */
   kill(member?: ZooKeeperMember): Promise<ZooKeeperMember>;
-  /** Starts a killed member again, on its ports and with its data; resolves once it serves. */
+  /** Stops one member (SIGTERM: a clean shutdown, default the leader) and resolves with it once it exited. */
+  stopMember(member?: ZooKeeperMember): Promise<ZooKeeperMember>;
+  /** Starts a killed or stopped member again, on its ports and with its data; resolves once it serves. */
   restart(member: ZooKeeperMember, timeoutMs?: number): Promise<void>;
   /** Kills every member and removes the directory. Idempotent. */
   stop(): Promise<void>;

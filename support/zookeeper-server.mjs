@@ -261,7 +261,18 @@ export class ZooKeeperEnsemble {
     return victim;
   }
 
-  /** Starts a killed member again, on its ports and with its data; resolves once it serves. */
+  /** Stops one member (SIGTERM: a clean shutdown, default the leader) and resolves with it once it exited. */
+  async stopMember(member) {
+    const victim = member ?? (await this.waitForLeader());
+    const child = victim.process.child;
+    if (child === undefined || !victim.running) return victim;
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    victim.process.signal("SIGTERM");
+    await exited;
+    return victim;
+  }
+
+  /** Starts a killed or stopped member again, on its ports and with its data; resolves once it serves. */
   async restart(member, timeoutMs = 60_000) {
     if (member.running) return;
     await member.process.respawn(() => this.#spawn(member, timeoutMs));

@@ -13,7 +13,7 @@ export interface ZooKeeperStat {
 
 /** A ZooKeeper event a watch delivers (`Event`). */
 export interface ZooKeeperEvent {
-  /** Its type (see {@link NODE_DELETED}). */
+  /** Its type (2: the node was deleted). */
   getType(): number;
   /** The path of the node it is about. */
   getPath(): string;
@@ -25,8 +25,14 @@ export interface ZooKeeperState {
   readonly name: string;
 }
 
+/** `node-zookeeper-client`'s `Exception`, as far as the lockers read it. */
+export interface ZooKeeperException {
+  /** ZooKeeper's error code (`NO_NODE` is -101, `NODE_EXISTS` -110…). */
+  getCode(): number;
+}
+
 /** What a callback receives as its error: null, or `node-zookeeper-client`'s `Exception` (or an Error). */
-export type ZooKeeperCallbackError = { getCode(): number } | Error | null;
+export type ZooKeeperCallbackError = ZooKeeperException | Error | null;
 
 /**
  * A ZooKeeper client: a `Client` from `node-zookeeper-client` (`createClient(…)` then `connect()`)
@@ -34,7 +40,7 @@ export type ZooKeeperCallbackError = { getCode(): number } | Error | null;
  * live as long as it does.
  */
 export interface ZooKeeperClient {
-  /** Creates a node (`mode`: see {@link CreateMode}) and answers its path (with the sequence, for a sequential node). */
+  /** Creates a node (`mode`: 0 persistent, 3 ephemeral sequential…) and answers its path (with the sequence, for a sequential node). */
   create(
     path: string,
     data: Buffer,

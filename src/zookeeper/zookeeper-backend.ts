@@ -66,7 +66,8 @@ interface OwnNode {
  *   which confirms both; a node gone is "taken"; the session's expiry loses every lease at once.
  * - Fencing tokens are the holder node's czxid.
  * - A release deletes the node, then the key's node if that left it empty (a busy key's delete
- *   fails harmlessly), so nothing stays behind but the prefix node.
+ *   fails harmlessly), so nothing stays behind but the prefix node — except the key nodes of locks
+ *   whose session expired (ZooKeeper deleted their nodes; the next release of the key deletes it).
  *
  * @param limit permits per key: 1 for a lock.
  */
@@ -287,7 +288,9 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
       const checking = this.#calls.exists(node.path).then(
         (stat) => {
           if (stat === null) {
+            // Deleted by hand: the key's node goes too if that left it empty.
             this.#held.delete(handle.token);
+            this.#janitor.dropKeyNode(node.resource);
             outcomes[index] = "taken";
             return;
           }

@@ -111,7 +111,9 @@ describe("ZooKeeper faults (3-member ensemble)", () => {
     child.kill("SIGKILL");
     await exited;
     const waiter = fixture.locker({ sessionTimeout: 10_000, expiry: 10_000 });
-    // The dead process's node is still there, under its live (if silent) session.
+    // The dead process's node is still there, under its live (if silent) session: ZooKeeper keeps
+    // it for the session timeout (3 s) after it last heard from the process, and this read comes
+    // right after the kill.
     const seen = await waiter.inspect(undefined, key);
     expect(seen.holders.map((holder) => [holder.owner, holder.fencingToken])).toEqual([
       ["zookeeper-child", BigInt(held.token as string)],
