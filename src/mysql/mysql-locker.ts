@@ -9,7 +9,7 @@ import { type MySqlLockerOptions, type ResolvedMySqlLockerOptions, resolveMySqlO
 import type { MySqlPool } from "./types.js";
 
 /** Checks the pool argument of a MySQL locker. */
-function checkPool(pool: unknown): asserts pool is MySqlPool {
+export function checkPool(pool: unknown): asserts pool is MySqlPool {
   if (typeof (pool as { getConnection?: unknown } | null | undefined)?.getConnection !== "function") {
     throw new InvalidArgumentError("pool", "a mysql2/promise Pool (an object with a getConnection() method)", pool);
   }

@@ -44,6 +44,11 @@ export interface ProbeWatcherHost {
   closing(): boolean;
   /** The backend's own close (see `ReleaseWatcher.close`). */
   close(): Promise<void>;
+  /**
+   * The `GET_LOCK` name a probe of `resource` waits for, asked again before each wait (default: the
+   * key's lock name). A probe whose name changed leaves the waiting room of the old one first.
+   */
+  probeName?(resource: string): string;
 }
 
 /** One key's probe: a pool connection waiting in the key's waiting room, then for the key itself. */
@@ -137,6 +142,19 @@ export class ProbeWatcher implements ReleaseWatcher {
     this.#probes.get(resource)?.verdict?.("acquired");
   }
 
+  /**
+   * The name `resource`'s probe waits for changed (see `ProbeWatcherHost.probeName`): a probe that
+   * waits in the old name's line is cancelled, and a new one starts while the key is still waited
+   * for.
+   */
+  renamed(resource: string): void {
+    const probe = this.#probes.get(resource);
+    if (probe === undefined) return;
+    void this.#cancel(probe).then(() => {
+      if (this.#watchers.has(resource) && !this.#probes.has(resource)) void this.#arm(resource);
+    });
+  }
+
   /** Cancels every probe and resolves once each has given its connection back. */
   async stop(): Promise<void> {
     const probes = [...this.#probes.values()];
@@ -179,8 +197,9 @@ export class ProbeWatcher implements ReleaseWatcher {
     }
     probe.connection = connection;
     connection.connection.on("error", ignore);
-    const name = lockName(probe.resource);
-    const room = roomName(name);
+    const nameOf = (): string => this.#host.probeName?.(probe.resource) ?? lockName(probe.resource);
+    let name = nameOf();
+    let room = roomName(name);
     /** The connection holds no lock (a probe holding the room, or granted the key, is not clean). */
     let clean = true;
     const stopped = (): boolean => probe.cancelled || this.#host.closing();
@@ -191,6 +210,12 @@ export class ProbeWatcher implements ReleaseWatcher {
     };
     try {
       while (!stopped()) {
+        const next = nameOf();
+        if (next !== name) {
+          if (probe.head) await leaveRoom();
+          name = next;
+          room = roomName(next);
+        }
         if (!probe.head) {
           // In line: the server grants the room in arrival order.
           if ((await this.#getLock(probe, connection, room, ROOM_WAIT_S, sent)) !== 1) continue; // timed out, or killed

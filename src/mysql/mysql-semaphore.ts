@@ -1,0 +1,84 @@
+import { CoreSemaphore } from "../core/core-semaphore.js";
+import { attachDeploymentCheck } from "../deployment/check-deployment.js";
+import { checkMySql } from "../deployment/mysql.js";
+import type { LockerKind } from "../diagnostics.js";
+import { InvalidArgumentError } from "../errors.js";
+import { validateOptionsObject } from "../internal/validate.js";
+// Referenced from doc comments only.
+import type { MySqlLocker } from "./mysql-locker.js";
+import { checkPool } from "./mysql-locker.js";
+import { type MySqlLockerOptions, type ResolvedMySqlLockerOptions, resolveMySqlOptions } from "./options.js";
+import { mySqlSemaphoreBackend } from "./semaphore-backend.js";
+import type { MySqlPool } from "./types.js";
+
+/** Options of {@link MySqlSemaphore}: a {@link MySqlLocker}'s options plus the number of permits per key. */
+export interface MySqlSemaphoreOptions extends MySqlLockerOptions {
+  /**
+   * Permits per key (required): a positive safe integer, at most {@link MAX_MYSQL_PERMITS}. Every
+   * semaphore using a key must pass the same limit (the slots of a key depend on it).
+   */
+  limit: number;
+}
+
+/** The default `prefix` of a {@link MySqlSemaphore}: its lock names never meet locks'. */
+export const MYSQL_SEMAPHORE_PREFIX = "globallock:semaphore:";
+
+/**
+ * The largest `limit` of a {@link MySqlSemaphore}: an attempt tries the slots as the rows of a
+ * recursive query, which MySQL 8 bounds at 1,000 (`cte_max_recursion_depth`), and each permit held
+ * is one `GET_LOCK` lock on the server.
+ */
+export const MAX_MYSQL_PERMITS = 500;
+
+/** The kind diagnostics messages name a {@link MySqlSemaphore} by. */
+const MYSQL_SEMAPHORE = "mysql-semaphore" as LockerKind;
+
+/**
+ * A counting semaphore on MySQL (8.0 and later) or MariaDB (10.2.2 and later) user-level locks: at
+ * most `limit` permits of a key are held at once, across every process using the same server. A
+ * `GET_LOCK` lock has one holder, so a key has `limit` slots, each a lock (a connection may hold
+ * several); a lease of weight `w` holds `w` of them, taken in one statement (all or nothing).
+ * Connections, leases, close and the proxy guard are {@link MySqlLocker}'s (one lock connection per
+ * semaphore, leases as long as it lives, so a killed holder's permits come back at once).
+ *
+ * - **Order.** Within one semaphore, waiters of a key are served in arrival order. Across
+ *   connections, the first waiter of a key holds the key's gate (another `GET_LOCK` lock) while it
+ *   waits, and no other connection takes a permit meanwhile: a heavy waiter is never starved by a
+ *   stream of light holders. Which of several waiting lockers gets the gate next is a race.
+ * - **Waking** (MySQL has no NOTIFY): one probe connection per key waited for (`watchConnections`)
+ *   blocks in `GET_LOCK` on the gate, or, while this semaphore's waiter holds the gate, on a slot
+ *   held elsewhere, and wakes the waiters here when the server grants it; a jittered backoff is the
+ *   safety net.
+ * - **Fencing.** `fencing: true` is an UnsupportedError unless `limit` is 1; then a counter row of
+ *   the fencing table is bumped while the slot is held.
+ * - `handOff`/`adopt` are unsupported (a lock belongs to its connection).
+ */
+export class MySqlSemaphore extends CoreSemaphore<ResolvedMySqlLockerOptions> {
+  /**
+   * @param pool a `mysql2/promise` `Pool`, created, owned and ended by the caller. The semaphore
+   *   checks one connection out of it, and one more per key it waits for (`watchConnections`).
+   * @param options the locker's options (default prefix {@link MYSQL_SEMAPHORE_PREFIX}) and `limit`.
+   */
+  constructor(pool: MySqlPool, options: MySqlSemaphoreOptions) {
+    checkPool(pool);
+    validateOptionsObject("options", options);
+    const { limit, ...rest } = (options ?? {}) as Partial<MySqlSemaphoreOptions>;
+    if (typeof limit !== "number" || !Number.isSafeInteger(limit) || limit < 1 || limit > MAX_MYSQL_PERMITS) {
+      throw new InvalidArgumentError(
+        "options.limit",
+        `an integer from 1 to ${MAX_MYSQL_PERMITS} (permits per key)`,
+        limit,
+      );
+    }
+    const given: MySqlLockerOptions = { ...rest };
+    if (given.prefix === undefined) given.prefix = MYSQL_SEMAPHORE_PREFIX;
+    const resolved = resolveMySqlOptions(given);
+    super(resolved, mySqlSemaphoreBackend(pool, resolved, limit), limit, MYSQL_SEMAPHORE);
+    attachDeploymentCheck([this], () => checkMySql(pool));
+  }
+
+  /** @internal */
+  protected fencingRefusal(): string {
+    return `Fencing tokens need an exclusive grant; a semaphore with limit ${this.limit} shares its permits`;
+  }
+}

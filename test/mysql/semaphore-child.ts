@@ -1,0 +1,12 @@
+/**
+ * A MySqlSemaphore in a child process (see test/file/remote-child.ts), on a pool of its own;
+ * options: { connection, options }.
+ */
+import mysql from "mysql2/promise";
+import { MySqlSemaphore, type MySqlSemaphoreOptions } from "../../src/mysql/mysql-semaphore.js";
+import { serve } from "../file/remote-child.js";
+
+serve((given) => {
+  const { connection, options } = given as { connection: mysql.PoolOptions; options: MySqlSemaphoreOptions };
+  return new MySqlSemaphore(mysql.createPool({ ...connection, connectionLimit: 4 }), options);
+});
