@@ -39,8 +39,9 @@ export function checkPool(pool: unknown): asserts pool is MySqlPool {
  *   waiters of a key queue FIFO and only the head asks (the lock core's wait loop).
  * - **Fencing.** `acquire(…, { fencing: true })` bumps the key's counter row (`fencingTable`)
  *   on the lock connection right after `GET_LOCK` succeeded, so only while the lock is held.
- * - **No counted locks.** A `GET_LOCK` lock has one holder: there is no MySQL semaphore or
- *   read-write locker. `handOff`/`adopt` are unsupported (a lock belongs to its connection).
+ * - **Counted locks.** A `GET_LOCK` lock has one holder: `MySqlSemaphore` counts permits with one
+ *   lock per permit (slots); there is no MySQL read-write locker. `handOff`/`adopt` are
+ *   unsupported (a lock belongs to its connection).
  * - **Close.** `close()` rejects waiters, cancels probes and, once no lease is held, gives the
  *   connection back clean. Leases still held keep it until they are released or, at the latest,
  *   `expiry` after `close()`, when it is destroyed (the server frees its locks).
