@@ -85,27 +85,22 @@ export const LOST_CHANNEL = "globallock:lost";
  * under their own kinds — so one combined acquisition shows as one `"combined-lock"` call around
  * its members' calls. It publishes no extension messages of its own: its members extend.
  */
-export type LockerKind =
-  | "memory-lock"
-  | "memory-semaphore"
-  | "memory-read"
-  | "memory-write"
-  | "redis-lock"
-  | "redis-semaphore"
-  | "redis-read"
-  | "redis-write"
-  | "file-lock"
-  | "file-read"
-  | "file-write"
-  | "postgres-lock"
-  | "postgres-read"
-  | "postgres-write"
-  | "mysql-lock"
-  | "etcd-lock"
-  | "etcd-semaphore"
-  | "etcd-read"
-  | "etcd-write"
-  | "combined-lock";
+export type LockerKind = `${LockerStore}-${"lock" | "semaphore" | "read" | "write"}`;
+
+/** The store a locker keeps its locks in, as its {@link LockerKind} names it. */
+export type LockerStore =
+  | "memory"
+  | "redis"
+  | "file"
+  | "postgres"
+  | "postgres-table"
+  | "mysql"
+  | "mysql-table"
+  | "sqlite"
+  | "etcd"
+  | "zookeeper"
+  | "memcached"
+  | "combined";
 
 /** Which {@link Locker} method a traced call is. */
 export type AcquireMode = "lock" | "tryLock" | "acquire" | "tryAcquire";

@@ -11,6 +11,7 @@ export {
   type ExtendOutcome,
   LOST_CHANNEL,
   type LockerKind,
+  type LockerStore,
   type LostMessage,
   RELEASE_CHANNEL,
   type ReleaseMessage,
@@ -64,6 +65,10 @@ export {
   type ReleaseOutcome,
   tryLockAndDo,
 } from "./locker.js";
+export { MEMCACHED_CLIENT_OPTIONS } from "./memcached/client-options.js";
+export { MemcachedLocker } from "./memcached/memcached-locker.js";
+export type { MemcachedLockerOptions, ResolvedMemcachedLockerOptions } from "./memcached/options.js";
+export type { MemcachedCallback, MemcachedClient } from "./memcached/types.js";
 export type { MemoryOptions } from "./memory/memory-backend.js";
 export { MemoryLocker, type MemoryLockerOptions } from "./memory/memory-locker.js";
 export { MemoryReadWriteLocker, type MemoryReadWriteLockerOptions } from "./memory/memory-read-write-locker.js";
@@ -82,3 +87,13 @@ export { RedisLocker } from "./redis/redis-locker.js";
 export { READ_WRITE_PREFIX, RedisReadWriteLocker } from "./redis/redis-read-write-locker.js";
 export { RedisSemaphore, type RedisSemaphoreOptions, SEMAPHORE_PREFIX } from "./redis/redis-semaphore.js";
 export type { IoRedisClient, NodeRedisClient, RedisClient } from "./redis/types.js";
+export { MySqlTableLocker, MySqlTableReadWriteLocker, MySqlTableSemaphore } from "./table/mysql-table-locker.js";
+export type { ResolvedTableLockerOptions, TableLockerOptions } from "./table/options.js";
+export {
+  PostgresTableLocker,
+  PostgresTableReadWriteLocker,
+  PostgresTableSemaphore,
+} from "./table/postgres-table-locker.js";
+export type { SqliteDatabase, SqliteRunResult, SqliteStatement } from "./table/sqlite-dialect.js";
+export { SqliteLocker, SqliteReadWriteLocker, SqliteSemaphore } from "./table/sqlite-locker.js";
+export { TABLE_READ_WRITE_PREFIX, TABLE_SEMAPHORE_PREFIX, type TableSemaphoreOptions } from "./table/table-parts.js";

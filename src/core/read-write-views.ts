@@ -1,3 +1,4 @@
+import type { LockerStore } from "../diagnostics.js";
 import { UnsupportedError } from "../errors.js";
 import { checkWeight, DEFAULT_ACQUIRE_OPTIONS, type ResolvedAcquireOptions } from "../internal/validate.js";
 import type { HolderInfo, Locker } from "../locker.js";
@@ -15,7 +16,7 @@ export const READ_WRITE_PERMITS = 1_000_000_000;
 /** What a read-write locker's views need to know of their store. */
 export interface ReadWriteStore {
   /** The store's name in diagnostics kinds: `"<name>-read"` and `"<name>-write"`. */
-  readonly name: "memory" | "redis" | "file" | "postgres" | "etcd";
+  readonly name: LockerStore;
   /** Permits of a key: a reader takes one, a writer all of them. */
   readonly permits: number;
   /** The store's own checks of a request (before a writer's weight becomes all permits). */

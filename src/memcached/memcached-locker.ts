@@ -2,7 +2,6 @@ import { CoreLocker } from "../core/core-locker.js";
 import { LockCore } from "../core/lock-core.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkMemcached } from "../deployment/memcached.js";
-import type { LockerKind } from "../diagnostics.js";
 import { InvalidArgumentError } from "../errors.js";
 import { validateOptionsObject } from "../internal/validate.js";
 import { KeyNames } from "./layout.js";
@@ -85,8 +84,7 @@ export class MemcachedLocker extends CoreLocker<ResolvedMemcachedLockerOptions> 
     validateOptionsObject("options", options);
     const resolved = resolveMemcachedOptions(options);
     const names = new KeyNames(resolved.prefix, namespace);
-    // "memcached-lock" is to join LockerKind (src/diagnostics.ts).
-    super(new LockCore(resolved, memcachedBackend(client, resolved, names)), "memcached-lock" as LockerKind);
+    super(new LockCore(resolved, memcachedBackend(client, resolved, names)), "memcached-lock");
     attachDeploymentCheck([this], () => checkMemcached(client));
   }
 }

@@ -60,15 +60,12 @@ export function semaphoreFencingRefusal(limit: number): string {
 /** The table lockers of a database, as diagnostics messages name them. */
 export type TableStore = "postgres-table" | "mysql-table" | "sqlite";
 
-/**
- * The diagnostics kind of a table locker (`"<store>-lock"`, `"<store>-semaphore"`). The list of
- * kinds in `diagnostics.ts` does not name them yet: they are spelled here, once.
- */
+/** The diagnostics kind of a table locker (`"<store>-lock"`, `"<store>-semaphore"`). */
 export function tableKind(store: TableStore, primitive: "lock" | "semaphore"): LockerKind {
-  return `${store}-${primitive}` as string as LockerKind;
+  return `${store}-${primitive}`;
 }
 
 /** The read-write views of a table store (kinds `"<store>-read"` and `"<store>-write"`). */
 export function readWriteStore(store: TableStore): ReadWriteStore {
-  return { name: store as string as ReadWriteStore["name"], permits: READ_WRITE_PERMITS };
+  return { name: store, permits: READ_WRITE_PERMITS };
 }
