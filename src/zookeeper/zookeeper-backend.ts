@@ -378,8 +378,10 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
       this.#queued.clear();
       this.#sessionEnded = new SessionExpiredError();
       this.#events.lost(tokens, "expired", this.#sessionEnded);
-    } else if (state.name === "DISCONNECTED") this.#disconnected = true;
-    else if (state.name === "SYNC_CONNECTED" && this.#disconnected) {
+    } else if (state.name === "DISCONNECTED") {
+      this.#disconnected = true;
+      discardPartialReply(this.#client);
+    } else if (state.name === "SYNC_CONNECTED" && this.#disconnected) {
       this.#disconnected = false;
       this.#events.missed();
     }
@@ -426,6 +428,17 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
     }
     await this.#janitor.drain();
   }
+}
+
+/**
+ * Works around `node-zookeeper-client` 1.1.3, which keeps the bytes of a reply cut short by a
+ * dropped connection and reads the next connection's answers after them: the client then never
+ * connects again (every connect answer is misread) and its session expires. Called on its
+ * `DISCONNECTED` state, after it gave up the old socket and before it opens the next.
+ */
+function discardPartialReply(client: ZooKeeperClient): void {
+  const manager = (client as { connectionManager?: { pendingBuffer?: unknown } }).connectionManager;
+  if (typeof manager === "object" && manager !== null && "pendingBuffer" in manager) manager.pendingBuffer = null;
 }
 
 /** The local deadline of a lease of `length` ms confirmed by a command sent at `sentAt`. */

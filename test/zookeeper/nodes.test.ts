@@ -5,6 +5,7 @@
  * they do when ZooKeeper changes under them (a node deleted by hand, the session ended), what they
  * refuse, and the deployment check of a single server.
  */
+import { type AddressInfo, connect, createServer, type Socket } from "node:net";
 import type { Client } from "node-zookeeper-client";
 import zookeeper from "node-zookeeper-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -171,6 +172,54 @@ describe("ZooKeeper nodes", () => {
       expect((error as Error).message).toMatch(/session expired/);
     } finally {
       await proxy.close();
+    }
+  });
+
+  it("a connection cut in the middle of a reply: the client connects again (the partial reply dropped), its leases kept", async () => {
+    // A proxy that, once armed, forwards half of the next reply of a node's metadata and cuts the connection.
+    let armed = false;
+    let cut = false;
+    const target = fixture.ensemble.members[0]?.clientPort as number;
+    const sockets = new Set<Socket>();
+    const proxy = createServer((down) => {
+      const up = connect(target, "127.0.0.1");
+      sockets.add(down).add(up);
+      down.on("data", (chunk) => up.write(chunk));
+      up.on("data", (chunk: Buffer) => {
+        if (!armed || chunk.length < 60) return void down.write(chunk);
+        armed = false;
+        down.write(chunk.subarray(0, 30), () => {
+          cut = true;
+          down.destroy();
+          up.destroy();
+        });
+      });
+      for (const socket of [down, up])
+        socket.on("error", () => undefined).on("close", () => (socket === down ? up : down).destroy());
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
+    try {
+      const client = zookeeper.createClient(`127.0.0.1:${(proxy.address() as AddressInfo).port}`, {
+        sessionTimeout: 10_000,
+      });
+      client.connect();
+      const locker = new ZooKeeperLocker(client, { expiry: 10_000 });
+      const key = uniqueKey("zk-cut");
+      const lease = await locker.acquire(undefined, key);
+      armed = true;
+      await locker.inspect(undefined, key).catch(() => undefined);
+      expect(cut).toBe(true);
+      const other = await locker.acquire(AbortSignal.timeout(5000), uniqueKey("zk-cut"));
+      expect(lease.lost.aborted).toBe(false);
+      expect(await Promise.all([lease.releaseWithOutcome(), other.releaseWithOutcome()])).toEqual([
+        "released",
+        "released",
+      ]);
+      await locker.close();
+      client.close();
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => proxy.close(resolve));
     }
   });
 
