@@ -1,7 +1,6 @@
 import { CoreSemaphore } from "../core/core-semaphore.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkFiles } from "../deployment/files.js";
-import type { LockerKind } from "../diagnostics.js";
 import { InvalidArgumentError } from "../errors.js";
 import { validateOptionsObject } from "../internal/validate.js";
 // Referenced from doc comments only.
@@ -21,9 +20,6 @@ export interface FileSemaphoreOptions extends FileLockerOptions {
    */
   limit: number;
 }
-
-/** The kind diagnostics messages name a {@link FileSemaphore} by. */
-const FILE_SEMAPHORE = "file-semaphore" as LockerKind;
 
 /**
  * A counting semaphore across the processes of one host, with no server: at most `limit` permits
@@ -60,7 +56,7 @@ export class FileSemaphore extends CoreSemaphore<ResolvedFileLockerOptions> {
     }
     const resolved = resolveFileOptions(rest);
     const directory = new LockDirectory(resolved);
-    super(resolved, fileSemaphoreBackend(directory, resolved, limit), limit, FILE_SEMAPHORE);
+    super(resolved, fileSemaphoreBackend(directory, resolved, limit), limit, "file-semaphore");
     attachDeploymentCheck([this], () => checkFiles(resolved.directory));
     this.#directory = directory;
   }

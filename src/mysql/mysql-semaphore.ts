@@ -1,7 +1,6 @@
 import { CoreSemaphore } from "../core/core-semaphore.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkMySql } from "../deployment/mysql.js";
-import type { LockerKind } from "../diagnostics.js";
 import { InvalidArgumentError } from "../errors.js";
 import { validateOptionsObject } from "../internal/validate.js";
 // Referenced from doc comments only.
@@ -29,9 +28,6 @@ export const MYSQL_SEMAPHORE_PREFIX = "globallock:semaphore:";
  * is one `GET_LOCK` lock on the server.
  */
 export const MAX_MYSQL_PERMITS = 500;
-
-/** The kind diagnostics messages name a {@link MySqlSemaphore} by. */
-const MYSQL_SEMAPHORE = "mysql-semaphore" as LockerKind;
 
 /**
  * A counting semaphore on MySQL (8.0 and later) or MariaDB (10.2.2 and later) user-level locks: at
@@ -73,7 +69,7 @@ export class MySqlSemaphore extends CoreSemaphore<ResolvedMySqlLockerOptions> {
     const given: MySqlLockerOptions = { ...rest };
     if (given.prefix === undefined) given.prefix = MYSQL_SEMAPHORE_PREFIX;
     const resolved = resolveMySqlOptions(given);
-    super(resolved, mySqlSemaphoreBackend(pool, resolved, limit), limit, MYSQL_SEMAPHORE);
+    super(resolved, mySqlSemaphoreBackend(pool, resolved, limit), limit, "mysql-semaphore");
     attachDeploymentCheck([this], () => checkMySql(pool));
   }
 

@@ -1,7 +1,6 @@
 import { CoreSemaphore } from "../core/core-semaphore.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkPostgres } from "../deployment/postgres.js";
-import type { LockerKind } from "../diagnostics.js";
 import { InvalidArgumentError } from "../errors.js";
 import { validateOptionsObject } from "../internal/validate.js";
 import { type PostgresLockerOptions, type ResolvedPostgresLockerOptions, resolvePostgresOptions } from "./options.js";
@@ -29,9 +28,6 @@ export const POSTGRES_SEMAPHORE_PREFIX = "globallock:semaphore:";
  * default, shared with every other lock), and a miss may try every slot.
  */
 export const MAX_POSTGRES_PERMITS = 10_000;
-
-/** The kind diagnostics messages name a {@link PostgresSemaphore} by. */
-const POSTGRES_SEMAPHORE = "postgres-semaphore" as LockerKind;
 
 /**
  * A counting semaphore on PostgreSQL session advisory locks: at most `limit` permits of a key are
@@ -72,7 +68,7 @@ export class PostgresSemaphore extends CoreSemaphore<ResolvedPostgresLockerOptio
     const given: PostgresLockerOptions = { ...rest };
     if (given.prefix === undefined) given.prefix = POSTGRES_SEMAPHORE_PREFIX;
     const resolved = resolvePostgresOptions(given);
-    super(resolved, postgresSemaphoreBackend(pool, resolved, limit), limit, POSTGRES_SEMAPHORE);
+    super(resolved, postgresSemaphoreBackend(pool, resolved, limit), limit, "postgres-semaphore");
     attachDeploymentCheck([this], () => checkPostgres(pool));
   }
 
