@@ -67,11 +67,16 @@ function soonest(permits: readonly Permit[]): number | undefined {
   return least === undefined ? undefined : Math.max(1, least + 2);
 }
 
+/** The holders' files and the queue of the semaphore keys of one lock directory (see the module comment). */
 export class SemaphoreFiles {
   readonly #store: FileStore;
   /** The queue's files (`H.q`), as a read-write key's. */
   readonly queue: PermitFiles;
 
+  /**
+   * @param store the lock files of the directory (its slots bound every operation here).
+   * @param queue the keys' queue files.
+   */
   constructor(store: FileStore, queue: PermitFiles) {
     this.#store = store;
     this.queue = queue;

@@ -37,11 +37,17 @@ export const GATE = { held: 0, take: 1, check: 2 } as const;
 
 /** What one attempt sends (see {@link takePermits}). */
 export interface TakeRequest {
+  /** The session's claim token (see `session.ts`). */
   readonly token: string;
+  /** The key's gate name. */
   readonly gate: string;
+  /** How the attempt treats the gate ({@link GATE}). */
   readonly gateMode: number;
+  /** The key's slot base name. */
   readonly base: string;
+  /** Slots of the key. */
   readonly limit: number;
+  /** Slots to take. */
   readonly weight: number;
   /** The first slot tried. */
   readonly start: number;
@@ -51,6 +57,7 @@ export interface TakeRequest {
 
 /** What {@link takePermits} answers. */
 export interface TakeRow {
+  /** 1 when the statement ran on the session's own connection. */
   same: number;
   /** 1 when the gate let it try (held, taken or free). */
   gate: number | null;
