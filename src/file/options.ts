@@ -31,7 +31,8 @@ export interface FileLockerOptions extends LockerOptions {
    * network file system and off Linux it uses the thread pool. `true` always calls synchronously,
    * `false` never. Whatever the mode, a locker calls synchronously only while none of its
    * operations waits for a slot (a burst of attempts goes through the thread pool), and fencing
-   * counters, sweeps and the read-write locker's readers and queue always go through the thread pool.
+   * counters, sweeps, the read-write locker's readers and queue and a semaphore's permits and queue
+   * always go through the thread pool.
    */
   syncCalls?: boolean | "auto" | undefined;
 }
