@@ -47,6 +47,7 @@ export type {
 export { fencedWrite } from "./fencing/fenced-write.js";
 export { FileLocker } from "./file/file-locker.js";
 export { FileReadWriteLocker } from "./file/file-read-write-locker.js";
+export { FileSemaphore, type FileSemaphoreOptions } from "./file/file-semaphore.js";
 export { defaultLockDirectory, type FileLockerOptions } from "./file/options.js";
 export type { FileStoreStats } from "./file/store.js";
 export { lockAll, tryLockAll } from "./lock-all.js";
@@ -74,11 +75,23 @@ export { MemoryLocker, type MemoryLockerOptions } from "./memory/memory-locker.j
 export { MemoryReadWriteLocker, type MemoryReadWriteLockerOptions } from "./memory/memory-read-write-locker.js";
 export { MemorySemaphore, type MemorySemaphoreOptions } from "./memory/memory-semaphore.js";
 export { MySqlLocker } from "./mysql/mysql-locker.js";
+export {
+  MAX_MYSQL_PERMITS,
+  MYSQL_SEMAPHORE_PREFIX,
+  MySqlSemaphore,
+  type MySqlSemaphoreOptions,
+} from "./mysql/mysql-semaphore.js";
 export type { MySqlLockerOptions, ResolvedMySqlLockerOptions } from "./mysql/options.js";
 export type { MySqlCoreConnection, MySqlPool, MySqlPoolConnection } from "./mysql/types.js";
 export type { PostgresLockerOptions, ResolvedPostgresLockerOptions } from "./postgres/options.js";
 export { PostgresLocker } from "./postgres/postgres-locker.js";
 export { PostgresReadWriteLocker } from "./postgres/postgres-read-write-locker.js";
+export {
+  MAX_POSTGRES_PERMITS,
+  POSTGRES_SEMAPHORE_PREFIX,
+  PostgresSemaphore,
+  type PostgresSemaphoreOptions,
+} from "./postgres/postgres-semaphore.js";
 export type { PostgresNotification, PostgresPool, PostgresPoolClient } from "./postgres/types.js";
 export type { ReadWriteLocker } from "./read-write.js";
 export { FENCING_COUNTER_TTL_MS } from "./redis/fencing.js";
