@@ -136,26 +136,44 @@ export class ZooKeeperEnsemble {
     live.add(this);
   }
 
-  /** Starts `members` servers (default 1: standalone) and resolves once a client's write succeeds. */
+  /**
+   * Starts `members` servers (default 1: standalone) and resolves once a client's write succeeds.
+   * A member that cannot bind its ports (another process took one since it was found free) fails
+   * the start, which is tried again on other ports, 3 times in all.
+   */
   static async start(options = {}) {
-    const size = options.members ?? 1;
     javaBinary();
+    const timeoutMs = options.startTimeoutMs ?? 60_000;
+    for (let attempt = 1; ; attempt++) {
+      const ensemble = await ZooKeeperEnsemble.#onFreePorts(options.members ?? 1);
+      try {
+        for (const member of ensemble.members) ensemble.#configure(member);
+        await Promise.all(ensemble.members.map((member) => ensemble.#spawn(member, timeoutMs)));
+        await ensemble.waitForWrite(timeoutMs);
+        return ensemble;
+      } catch (error) {
+        ensemble.killSync();
+        if (attempt === 3 || !/exited during start/.test(String(error))) throw error;
+      }
+    }
+  }
+
+  /** An ensemble of `size` members, not started, on distinct free ports, in a new temporary directory. */
+  static async #onFreePorts(size) {
     const dir = mkdtempSync(join(tmpdir(), "globallock-zookeeper-"));
+    const taken = [2181];
     const members = [];
     for (let id = 1; id <= size; id++) {
-      const ports = [await freePort(2181), await freePort(2181), await freePort(2181)];
+      const ports = [];
+      // The kernel may hand out a port it handed out a moment ago: each member needs its own three.
+      for (let index = 0; index < 3; index++) {
+        const port = await freePort(...taken);
+        taken.push(port);
+        ports.push(port);
+      }
       members.push(new ZooKeeperMember(id, ports[0], ports[1], ports[2], join(dir, `m${id}`)));
     }
-    const ensemble = new ZooKeeperEnsemble(members, dir);
-    try {
-      for (const member of members) ensemble.#configure(member);
-      await Promise.all(members.map((member) => ensemble.#spawn(member, options.startTimeoutMs ?? 60_000)));
-      await ensemble.waitForWrite(options.startTimeoutMs ?? 60_000);
-    } catch (error) {
-      ensemble.killSync();
-      throw error;
-    }
-    return ensemble;
+    return new ZooKeeperEnsemble(members, dir);
   }
 
   /** Every member's address, comma-separated: a client's connection string. */

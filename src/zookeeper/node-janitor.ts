@@ -62,10 +62,26 @@ export class NodeJanitor {
     );
   }
 
-  /** Keeps `operation` under way until it settles (its failure is ignored). */
+  /** Keeps `operation` (bounded: every call in it is) under way until it settles (its failure is ignored). */
   track(operation: Promise<unknown>): void {
     const tracked = operation.catch(ignore).finally(() => this.#underWay.delete(tracked));
     this.#underWay.add(tracked);
+  }
+
+  /**
+   * Deletes what an attempt cut short leaves, once its call `sent` (unbounded: the client sends it
+   * when it connects again, maybe never) answers: the node it made, or — when the connection
+   * dropped before the answer, so that it may have made one — the nodes of its slot under
+   * `keyNode`. Not under way for {@link drain}: a locker closing while ZooKeeper is silent does not
+   * wait for it.
+   */
+  afterLateAnswer(sent: Promise<string>, keyNode: string, slot: string): void {
+    sent.then(
+      (made) => this.track(this.removeSurely(made)),
+      (error: unknown) => {
+        if (codeOf(error) === ErrorCode.CONNECTION_LOSS) this.track(this.sweep(keyNode, slot));
+      },
+    );
   }
 
   /** Stops retrying (each delete under way ends at its next failure) and waits for everything under way. */

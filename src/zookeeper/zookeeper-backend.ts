@@ -48,6 +48,8 @@ interface OwnNode {
   readonly path: string;
   /** The local deadline of its lease (while held). */
   validUntil: number;
+  /** While it is a registration: the place in the key's queue it holds (see the backend's registrations). */
+  place?: string | undefined;
 }
 
 /**
@@ -100,6 +102,13 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
   readonly #held = new Map<string, OwnNode>();
   /** Queued waiters' nodes, by registration token (their name). */
   readonly #queued = new Map<string, OwnNode>();
+  /**
+   * The registration of each place in a key's queue (the queue entry's waiter id and the key), as
+   * the core keeps one: a lock's locker has one place per key, a counted waiter its own. A later
+   * registration of a place replaces the earlier one (an attempt abandoned in flight may answer
+   * after its successor), whose node goes: it would otherwise stand in the queue for nobody.
+   */
+  readonly #registrations = new Map<string, string>();
   /** Deletes this locker's nodes (close waits for it). */
   readonly #janitor: NodeJanitor;
   #prefixMade: Promise<unknown> | undefined;
@@ -184,14 +193,14 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
       for (;;) {
         const standing = standingOf(queueOf(children, this.#limit), name, this.#limit);
         if (standing === "gone" || standing === "holds") {
-          this.#queued.delete(name);
+          this.#unqueue(name);
           return standing === "gone" ? undefined : await this.#grant(request, node, name, readAt);
         }
         if (!queueing.joinOnMiss) {
           this.#janitor.removeLater(node.path, resource);
           return HELD;
         }
-        this.#queued.set(name, node);
+        this.#register(node, name, `${queueing.waiterId} ${resource}`);
         // A node ahead that is gone before its watch is set fires nothing: read again.
         const watching = standing.map((entry) => this.#calls.exists(`${resource}/${entry.name}`, this.#onEvent));
         if ((await Promise.all(watching)).every((stat) => stat !== null)) {
@@ -203,11 +212,34 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
     } catch (error) {
       if (fresh || this.#held.get(name) === node) {
         this.#held.delete(name);
-        this.#queued.delete(name);
+        this.#unqueue(name);
         this.#janitor.removeLater(node.path, resource);
       }
       throw unavailable(resource, error);
     }
+  }
+
+  /** Queues `node` (named `name`) as the registration of `place`, deleting the one it replaces. */
+  #register(node: OwnNode, name: string, place: string): void {
+    const replaced = this.#registrations.get(place);
+    if (replaced !== undefined && replaced !== name) {
+      const old = this.#unqueue(replaced);
+      if (old !== undefined) this.#janitor.removeLater(old.path, old.resource);
+    }
+    node.place = place;
+    this.#queued.set(name, node);
+    this.#registrations.set(place, name);
+  }
+
+  /** Takes the queued node named `name` out of the books (not out of ZooKeeper), if it is there. */
+  #unqueue(name: string): OwnNode | undefined {
+    const node = this.#queued.get(name);
+    if (node === undefined) return undefined;
+    this.#queued.delete(name);
+    if (node.place !== undefined && this.#registrations.get(node.place) === name)
+      this.#registrations.delete(node.place);
+    node.place = undefined;
+    return node;
   }
 
   /**
@@ -236,14 +268,7 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
         if (codeOf(error) !== ErrorCode.NO_NODE) {
           // Cut short: the node may come later (the client sends it once connected), or may have
           // been made before the connection dropped; it goes either way.
-          const janitor = this.#janitor;
-          janitor.track(
-            making.then(
-              (made) => janitor.removeSurely(made),
-              (late: unknown) =>
-                codeOf(late) === ErrorCode.CONNECTION_LOSS ? janitor.sweep(resource, slot) : undefined,
-            ),
-          );
+          this.#janitor.afterLateAnswer(making, resource, slot);
           throw unavailable(resource, error);
         }
         if (round === JOIN_ROUNDS) throw unavailable(resource, error);
@@ -328,10 +353,8 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
   }
 
   async leaveQueue(_resource: string, _waiterId: string, grantedToken?: string): Promise<void> {
-    const node = grantedToken === undefined ? undefined : this.#queued.get(grantedToken);
-    if (node === undefined || grantedToken === undefined) return;
-    this.#queued.delete(grantedToken);
-    await this.#janitor.remove(node.path, node.resource);
+    const node = grantedToken === undefined ? undefined : this.#unqueue(grantedToken);
+    if (node !== undefined) await this.#janitor.remove(node.path, node.resource);
   }
 
   /** The holder node's czxid (read back), or undefined when the node is gone. */
@@ -376,6 +399,7 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
       const tokens = new Set(this.#held.keys());
       this.#held.clear();
       this.#queued.clear();
+      this.#registrations.clear();
       this.#sessionEnded = new SessionExpiredError();
       this.#events.lost(tokens, "expired", this.#sessionEnded);
     } else if (state.name === "DISCONNECTED") {
@@ -418,6 +442,7 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
     this.#client.removeListener("state", this.#onState);
     for (const node of this.#queued.values()) this.#janitor.removeLater(node.path, node.resource);
     this.#queued.clear();
+    this.#registrations.clear();
     for (const [token, node] of this.#held) {
       const expire = (): void => {
         if (this.#held.get(token) !== node) return;

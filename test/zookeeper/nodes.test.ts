@@ -39,6 +39,19 @@ function call<T>(send: (done: (error: unknown, value: T) => void) => void): Prom
   return new Promise((resolve, reject) => send((error, value) => (error ? reject(error) : resolve(value))));
 }
 
+/** The sessions watching each node under `dir`, as `wchp` tells (every watched path, each followed by its sessions). */
+async function watchersOf(dir: string): Promise<Map<string, string[]>> {
+  const watched = new Map<string, string[]>();
+  let path = "";
+  for (const line of (await fourLetterWord(fixture.ensemble.members[0]?.clientPort as number, "wchp")).split("\n")) {
+    if (line.startsWith("/")) {
+      path = line.trim();
+      if (path.startsWith(`${dir}/`)) watched.set(path, []);
+    } else if (line.trim() !== "") watched.get(path)?.push(line.trim());
+  }
+  return watched;
+}
+
 const childrenOf = (path: string): Promise<string[]> =>
   call<string[]>((done) => raw.getChildren(path, done)).catch(() => []);
 
@@ -69,22 +82,20 @@ describe("ZooKeeper nodes", () => {
       waits.push(waiter.acquire(AbortSignal.timeout(20_000), key));
       await untilWaiting(waiter, 1);
     }
+    // Once every waiter has joined (its first try, not queued, leaves no node), the queue is four
+    // nodes, and each of the first three is watched by one session: the one behind it. (A watch
+    // more, anywhere, would stay until its node goes.)
     const dir = `/globallock/${key}`;
-    const nodes = (await childrenOf(dir)).sort((a, b) => a.slice(-10).localeCompare(b.slice(-10)));
-    expect(nodes).toHaveLength(4);
-    // `wchp`: every watched path, each followed by the sessions watching it.
-    const watched = new Map<string, string[]>();
-    let path = "";
-    for (const line of (await fourLetterWord(fixture.ensemble.members[0]?.clientPort as number, "wchp")).split("\n")) {
-      if (line.startsWith("/")) {
-        path = line.trim();
-        watched.set(path, []);
-      } else if (line.trim() !== "") watched.get(path)?.push(line.trim());
-    }
-    const mine = [...watched].filter(([each]) => each.startsWith(`${dir}/`));
-    const ahead = nodes.slice(0, 3).map((node) => `${dir}/${node}`);
-    expect(mine.map(([each]) => each).sort()).toEqual(ahead.sort());
-    expect(mine.every(([, sessions]) => sessions.length === 1)).toBe(true);
+    await eventually(async () => {
+      const nodes = (await childrenOf(dir)).sort((a, b) => a.slice(-10).localeCompare(b.slice(-10)));
+      const watched = await watchersOf(dir);
+      const ahead = nodes.slice(0, 3).map((node) => `${dir}/${node}`);
+      return (
+        nodes.length === 4 &&
+        [...watched.keys()].sort().join() === ahead.sort().join() &&
+        [...watched.values()].every((sessions) => sessions.length === 1)
+      );
+    }, 10_000);
     await lease.release();
     for (const waiting of waits) await (await waiting).release();
   });
@@ -126,6 +137,26 @@ describe("ZooKeeper nodes", () => {
     expect(await childrenOf(`${prefix}/semaphore`)).toEqual([]);
     expect(await childrenOf(`${prefix}/rw`)).toEqual([]);
     expect((await childrenOf(prefix)).sort()).toEqual(["lock", "rw", "semaphore"]);
+  });
+
+  it("a waiter that gives up while its attempt is in flight leaves no node ahead of its locker's next waiter", async () => {
+    const holder = fixture.locker();
+    const waiter = fixture.locker();
+    const key = uniqueKey("zk-quit");
+    // Given up as soon as it waits: its attempt that joins the queue is then often still in flight,
+    // and answers after the next waiter's (a stale registration would stand ahead of it for nobody).
+    for (let round = 0; round < 16; round++) {
+      const held = await holder.acquire(undefined, key);
+      const quitter = new AbortController();
+      const gaveUp = waiter.acquire(quitter.signal, key).catch((error: unknown) => error);
+      await untilWaiting(waiter, 1);
+      quitter.abort();
+      await gaveUp;
+      const next = waiter.acquire(AbortSignal.timeout(10_000), key);
+      await untilWaiting(waiter, 1);
+      await held.release();
+      await (await next).release();
+    }
   });
 
   it('a node deleted by hand is a loss ("taken") at the holder\'s next extension; the key is free', async () => {
@@ -220,6 +251,29 @@ describe("ZooKeeper nodes", () => {
     } finally {
       for (const socket of sockets) socket.destroy();
       await new Promise((resolve) => proxy.close(resolve));
+    }
+  });
+
+  it("ZooKeeper out of reach: calls reject with a StoreUnavailableError carrying the cause, and close does not wait for it", async () => {
+    // A port nobody listens on: the client keeps trying to connect, and queues every call meanwhile.
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, "127.0.0.1", () => {
+        const { port: free } = probe.address() as AddressInfo;
+        probe.close(() => resolve(free));
+      });
+    });
+    const client = zookeeper.createClient(`127.0.0.1:${port}`, { sessionTimeout: 10_000, spinDelay: 100 });
+    client.connect();
+    try {
+      const locker = new ZooKeeperLocker(client, { expiry: 1000 });
+      const error = await locker.tryAcquire(undefined, uniqueKey("zk-away")).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(StoreUnavailableError);
+      expect((error as StoreUnavailableError).cause).toBeInstanceOf(Error);
+      const waiting = await locker.lock(AbortSignal.timeout(5000), uniqueKey("zk-away")).catch((e: unknown) => e);
+      expect(waiting).toBeInstanceOf(StoreUnavailableError);
+      await locker.close();
+    } finally {
+      client.close();
     }
   });
 
