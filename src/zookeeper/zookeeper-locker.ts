@@ -2,7 +2,6 @@ import { CoreLocker } from "../core/core-locker.js";
 import { LockCore } from "../core/lock-core.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkZooKeeper } from "../deployment/zookeeper.js";
-import type { LockerKind } from "../diagnostics.js";
 import { InvalidArgumentError } from "../errors.js";
 import {
   type ResolvedZooKeeperLockerOptions,
@@ -24,14 +23,6 @@ export function checkClient(client: unknown): asserts client is ZooKeeperClient 
   ) {
     throw new InvalidArgumentError("client", "a Client of the node-zookeeper-client package", client);
   }
-}
-
-/**
- * What diagnostics messages call the ZooKeeper lockers.
- * @internal
- */
-export function zooKeeperKind(kind: "lock" | "semaphore"): LockerKind {
-  return `zookeeper-${kind}` as string as LockerKind;
 }
 
 /**
@@ -67,7 +58,7 @@ export class ZooKeeperLocker extends CoreLocker<ResolvedZooKeeperLockerOptions> 
   constructor(client: ZooKeeperClient, options?: ZooKeeperLockerOptions) {
     checkClient(client);
     const resolved = resolveZooKeeperOptions(options, ZOOKEEPER_PREFIX);
-    super(new LockCore(resolved, zooKeeperBackend(client, resolved, 1)), zooKeeperKind("lock"));
+    super(new LockCore(resolved, zooKeeperBackend(client, resolved, 1)), "zookeeper-lock");
     attachDeploymentCheck([this], () => checkZooKeeper(client));
   }
 }

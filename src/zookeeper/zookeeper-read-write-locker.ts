@@ -10,10 +10,7 @@ import { checkClient } from "./zookeeper-locker.js";
 export const ZOOKEEPER_READ_WRITE_PREFIX = "/globallock-rw";
 
 /** ZooKeeper's read-write views (diagnostics kinds `zookeeper-read`, `zookeeper-write`). */
-const ZOOKEEPER: ReadWriteStore = {
-  name: "zookeeper" as string as ReadWriteStore["name"],
-  permits: READ_WRITE_PERMITS,
-};
+const ZOOKEEPER: ReadWriteStore = { name: "zookeeper", permits: READ_WRITE_PERMITS };
 
 /**
  * Read-write locks on ZooKeeper (Curator's read-write lock): per key, many readers or one writer,

@@ -10,7 +10,7 @@ import {
 } from "./options.js";
 import type { ZooKeeperClient } from "./types.js";
 import { zooKeeperBackend } from "./zookeeper-backend.js";
-import { checkClient, zooKeeperKind } from "./zookeeper-locker.js";
+import { checkClient } from "./zookeeper-locker.js";
 
 /** Options of {@link ZooKeeperSemaphore}: the locker's options plus the number of permits per key. */
 export interface ZooKeeperSemaphoreOptions extends ZooKeeperLockerOptions {
@@ -49,7 +49,7 @@ export class ZooKeeperSemaphore extends CoreSemaphore<ResolvedZooKeeperLockerOpt
       throw new InvalidArgumentError("options.limit", "a safe integer >= 1 (permits per key)", limit);
     }
     const resolved = resolveZooKeeperOptions(rest, ZOOKEEPER_SEMAPHORE_PREFIX);
-    super(resolved, zooKeeperBackend(client, resolved, limit), limit, zooKeeperKind("semaphore"));
+    super(resolved, zooKeeperBackend(client, resolved, limit), limit, "zookeeper-semaphore");
     attachDeploymentCheck([this], () => checkZooKeeper(client));
   }
 
