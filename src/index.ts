@@ -110,3 +110,23 @@ export {
 export type { SqliteDatabase, SqliteRunResult, SqliteStatement } from "./table/sqlite-dialect.js";
 export { SqliteLocker, SqliteReadWriteLocker, SqliteSemaphore } from "./table/sqlite-locker.js";
 export { TABLE_READ_WRITE_PREFIX, TABLE_SEMAPHORE_PREFIX, type TableSemaphoreOptions } from "./table/table-parts.js";
+export {
+  type ResolvedZooKeeperLockerOptions,
+  ZOOKEEPER_PREFIX,
+  type ZooKeeperLockerOptions,
+} from "./zookeeper/options.js";
+export type {
+  ZooKeeperCallbackError,
+  ZooKeeperClient,
+  ZooKeeperEvent,
+  ZooKeeperException,
+  ZooKeeperStat,
+  ZooKeeperState,
+} from "./zookeeper/types.js";
+export { ZooKeeperLocker } from "./zookeeper/zookeeper-locker.js";
+export { ZOOKEEPER_READ_WRITE_PREFIX, ZooKeeperReadWriteLocker } from "./zookeeper/zookeeper-read-write-locker.js";
+export {
+  ZOOKEEPER_SEMAPHORE_PREFIX,
+  ZooKeeperSemaphore,
+  type ZooKeeperSemaphoreOptions,
+} from "./zookeeper/zookeeper-semaphore.js";
