@@ -8,14 +8,14 @@ import { defineConfig } from "vitest/config";
  * locker's diagnostics test once recorded such a loss).
  */
 const PROCESS_OBSERVERS = [
-  "test/abort-hub.test.ts",
-  "test/diagnostics.test.ts",
-  "test/diagnostics-stores.test.ts",
-  "test/internal.test.ts",
-  "test/memory-locker.test.ts",
-  "test/memory-primitives.test.ts",
-  "test/redis-locker.test.ts",
-  "test/redis-reliability.test.ts",
+  "test/core/abort-hub.test.ts",
+  "test/diagnostics/diagnostics.test.ts",
+  "test/diagnostics/diagnostics-stores.test.ts",
+  "test/core/internal.test.ts",
+  "test/memory/memory-locker.test.ts",
+  "test/memory/memory-primitives.test.ts",
+  "test/redis/redis-locker.test.ts",
+  "test/redis/redis-reliability.test.ts",
 ];
 
 export default defineConfig({

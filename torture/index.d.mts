@@ -1,4 +1,4 @@
-/** Types of index.mjs, for test/torture.test.ts (TypeScript does not read the .mjs files). */
+/** Types of index.mjs, for test/contracts/torture.test.ts (TypeScript does not read the .mjs files). */
 
 /** One named check of a run. */
 export interface TortureCheck {

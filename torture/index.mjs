@@ -1,5 +1,5 @@
 /**
- * The torture suite as a library, for test/torture.test.ts (typed by index.d.mts): run one
+ * The torture suite as a library, for test/contracts/torture.test.ts (typed by index.d.mts): run one
  * scenario of a profile with one seed, and kill every child process at the end.
  */
 import { existsSync } from "node:fs";

@@ -1,6 +1,6 @@
 /**
  * The limits every locker checks its options and calls against: one table, so that the same
- * arguments get the same answer on every store (test/outcome-matrix.test.ts holds them to it).
+ * arguments get the same answer on every store (test/contracts/outcome-matrix.test.ts holds them to it).
  */
 
 /** Longest accepted key, in UTF-8 bytes (before a store adds its prefix). */

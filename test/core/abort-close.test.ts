@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { LockerClosedError, LockLostError } from "../../src/errors.js";
-import { uniqueKey, whenAborted } from "../contract.js";
+import { uniqueKey, whenAborted } from "../contracts/contract.js";
 import { eventually, untilWaiting } from "../helpers/wait.js";
 import { expectAbortReason, rejection, settle, useBed } from "./bed.js";
 

@@ -3,7 +3,7 @@
  * failed before its fix.
  */
 import { describe, expect, it } from "vitest";
-import { uniqueKey } from "../contract.js";
+import { uniqueKey } from "../contracts/contract.js";
 import { eventually, untilWaiting } from "../helpers/wait.js";
 import { expectAbortReason, useBed } from "./bed.js";
 

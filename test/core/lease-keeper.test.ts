@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { LockLostError, StoreUnavailableError } from "../../src/errors.js";
-import { uniqueKey, whenAborted } from "../contract.js";
+import { uniqueKey, whenAborted } from "../contracts/contract.js";
 import { eventually, untilWaiting } from "../helpers/wait.js";
 import { settle, useBed } from "./bed.js";
 import type { FakeBackend } from "./fake-backend.js";

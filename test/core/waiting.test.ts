@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { ReleaseFunc } from "../../src/locker.js";
-import { uniqueKey } from "../contract.js";
+import { uniqueKey } from "../contracts/contract.js";
 import { eventually, untilWaiting } from "../helpers/wait.js";
 import { settle, useBed } from "./bed.js";
 

@@ -4,7 +4,7 @@
  */
 import { rmSync } from "node:fs";
 import { FileSemaphore } from "../../src/file/file-semaphore.js";
-import { lockerContract } from "../contract.js";
+import { lockerContract } from "../contracts/contract.js";
 import { tempLockDirectory } from "../helpers/file-harness.js";
 
 lockerContract("FileSemaphore { limit: 1 }", async () => {

@@ -7,9 +7,9 @@ import { readdirSync, rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FileSemaphore, type FileSemaphoreOptions } from "../../src/file/file-semaphore.js";
 import { FileLocker, type Locker } from "../../src/index.js";
-import { uniqueKey } from "../contract.js";
+import { uniqueKey } from "../contracts/contract.js";
+import { semaphoreContract } from "../contracts/semaphore-contract.js";
 import { tempLockDirectory } from "../helpers/file-harness.js";
-import { semaphoreContract } from "../semaphore-contract.js";
 import { bundleChild, RemoteLocker } from "./remote-locker.js";
 
 const CHILD = new URL("./semaphore-child.ts", import.meta.url).pathname;

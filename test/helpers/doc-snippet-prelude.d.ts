@@ -1,7 +1,7 @@
 /**
  * What the code blocks of README.md and docs/*.md may use without importing it: the package's
  * exports (as if imported from "globallock") and a few application stand-ins. Checked by
- * test/docs-snippets.test.ts, which type-checks every `ts` block against this prelude.
+ * test/package/docs-snippets.test.ts, which type-checks every `ts` block against this prelude.
  */
 
 // The package, as if imported.

@@ -8,9 +8,9 @@ import {
   type ReadWriteLocker,
 } from "../../src/index.js";
 import { EtcdCluster } from "../../support/etcd-server.mjs";
-import type { LockerHarness } from "../contract.js";
-import type { ReadWriteHarness } from "../read-write-contract.js";
-import type { SemaphoreHarness } from "../semaphore-contract.js";
+import type { LockerHarness } from "../contracts/contract.js";
+import type { ReadWriteHarness } from "../contracts/read-write-contract.js";
+import type { SemaphoreHarness } from "../contracts/semaphore-contract.js";
 
 export { EtcdCluster } from "../../support/etcd-server.mjs";
 

@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FileLocker, type FileLockerOptions, FileReadWriteLocker } from "../../src/index.js";
-import type { LockerHarness } from "../contract.js";
-import type { ReadWriteHarness } from "../read-write-contract.js";
+import type { LockerHarness } from "../contracts/contract.js";
+import type { ReadWriteHarness } from "../contracts/read-write-contract.js";
 
 /** A fresh, empty lock directory under the OS temporary directory (removed by the caller). */
 export function tempLockDirectory(label = "file"): string {

@@ -8,7 +8,7 @@ import { KeyNames } from "../../src/memcached/layout.js";
 import { MemcachedLocker } from "../../src/memcached/memcached-locker.js";
 import type { MemcachedLockerOptions } from "../../src/memcached/options.js";
 import { MemcachedServer, type MemcachedServerOptions } from "../../support/memcached-server.mjs";
-import type { LockerHarness } from "../contract.js";
+import type { LockerHarness } from "../contracts/contract.js";
 
 export { MemcachedServer } from "../../support/memcached-server.mjs";
 

@@ -1,5 +1,5 @@
 import type { Locker } from "../../src/index.js";
-import type { LockerHarness } from "../contract.js";
+import type { LockerHarness } from "../contracts/contract.js";
 
 /**
  * The parts of a contract harness for in-memory primitives: `create` makes a new one with `make`,

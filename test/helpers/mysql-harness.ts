@@ -1,7 +1,7 @@
 import type { Pool } from "mysql2/promise";
 import { MySqlLocker, type MySqlLockerOptions } from "../../src/index.js";
 import { MariaDbServer } from "../../support/mariadb-server.mjs";
-import type { LockerHarness } from "../contract.js";
+import type { LockerHarness } from "../contracts/contract.js";
 
 export { MariaDbServer } from "../../support/mariadb-server.mjs";
 

@@ -14,9 +14,9 @@ import {
   RedisSemaphore,
 } from "../../src/index.js";
 import type { NodeRedisClient } from "../../src/redis/types.js";
-import type { LockerHarness } from "../contract.js";
-import type { ReadWriteHarness } from "../read-write-contract.js";
-import type { SemaphoreHarness } from "../semaphore-contract.js";
+import type { LockerHarness } from "../contracts/contract.js";
+import type { ReadWriteHarness } from "../contracts/read-write-contract.js";
+import type { SemaphoreHarness } from "../contracts/semaphore-contract.js";
 import type { RedisServer } from "./redis.js";
 import { SharedDeployment } from "./redis-primitives-harness.js";
 

@@ -2,7 +2,7 @@ import type { Pool } from "pg";
 import { PostgresLocker, type PostgresLockerOptions } from "../../src/index.js";
 import type { PgBouncerServer } from "../../support/pgbouncer-server.mjs";
 import { PostgresServer } from "../../support/postgres-server.mjs";
-import type { LockerHarness } from "../contract.js";
+import type { LockerHarness } from "../contracts/contract.js";
 
 export { PostgresServer, startPostgresServers } from "../../support/postgres-server.mjs";
 

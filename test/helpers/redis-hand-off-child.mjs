@@ -1,6 +1,6 @@
 /**
  * A process that takes a lease on a real Redis, hands it off and dies without releasing it: the
- * "old holder" of test/redis-adopt-processes.test.ts. It imports the BUILT package.
+ * "old holder" of test/redis/redis-adopt-processes.test.ts. It imports the BUILT package.
  *
  * argv[2]: JSON { client: "ioredis" | "node-redis", topology: "node" | "quorum" | "cluster",
  *   ports: number[], kind: "lock" | "semaphore" | "read" | "write", key, options, weight? }

@@ -1,6 +1,6 @@
 import type { Redis } from "ioredis";
 import { type Locker, RedisLocker, type RedisLockerOptions } from "../../src/index.js";
-import type { LockerHarness } from "../contract.js";
+import type { LockerHarness } from "../contracts/contract.js";
 import { type RedisServer, startServers, stopServers } from "./redis.js";
 
 /** Lockers on `servers`, each with its own client per server (like separate processes). */

@@ -11,9 +11,9 @@ import {
   RedisReadWriteLocker,
   RedisSemaphore,
 } from "../../src/index.js";
-import type { LockerHarness } from "../contract.js";
-import type { ReadWriteHarness } from "../read-write-contract.js";
-import type { SemaphoreHarness } from "../semaphore-contract.js";
+import type { LockerHarness } from "../contracts/contract.js";
+import type { ReadWriteHarness } from "../contracts/read-write-contract.js";
+import type { SemaphoreHarness } from "../contracts/semaphore-contract.js";
 
 /**
  * A Redis deployment the harnesses share: started once, stopped after the last harness's cleanup.

@@ -25,9 +25,9 @@ import { SqliteLocker, SqliteReadWriteLocker, SqliteSemaphore } from "../../src/
 import { MariaDbServer } from "../../support/mariadb-server.mjs";
 import { PgBouncerServer } from "../../support/pgbouncer-server.mjs";
 import { PostgresServer } from "../../support/postgres-server.mjs";
-import type { LockerHarness } from "../contract.js";
-import type { ReadWriteHarness } from "../read-write-contract.js";
-import type { SemaphoreHarness } from "../semaphore-contract.js";
+import type { LockerHarness } from "../contracts/contract.js";
+import type { ReadWriteHarness } from "../contracts/read-write-contract.js";
+import type { SemaphoreHarness } from "../contracts/semaphore-contract.js";
 
 /** The suites' lease: short, so that expiries are seen quickly, yet roomy on a loaded machine. */
 export const TABLE_EXPIRY = 4000;

@@ -5,9 +5,9 @@ import { ZooKeeperLocker } from "../../src/zookeeper/zookeeper-locker.js";
 import { ZooKeeperReadWriteLocker } from "../../src/zookeeper/zookeeper-read-write-locker.js";
 import { ZooKeeperSemaphore } from "../../src/zookeeper/zookeeper-semaphore.js";
 import { ZooKeeperEnsemble } from "../../support/zookeeper-server.mjs";
-import type { LockerHarness } from "../contract.js";
-import type { ReadWriteHarness } from "../read-write-contract.js";
-import type { SemaphoreHarness } from "../semaphore-contract.js";
+import type { LockerHarness } from "../contracts/contract.js";
+import type { ReadWriteHarness } from "../contracts/read-write-contract.js";
+import type { SemaphoreHarness } from "../contracts/semaphore-contract.js";
 
 export { fourLetterWord, ZooKeeperEnsemble } from "../../support/zookeeper-server.mjs";
 

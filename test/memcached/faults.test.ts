@@ -7,7 +7,7 @@ import { type ChildProcess, fork } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Locker, LockLostError, StoreUnavailableError } from "../../src/index.js";
 import { MEMCACHED_CLIENT_OPTIONS } from "../../src/memcached/client-options.js";
-import { uniqueKey, whenAborted } from "../contract.js";
+import { uniqueKey, whenAborted } from "../contracts/contract.js";
 import { bundledLocker, MemcachedFixture } from "../helpers/memcached-harness.js";
 import { eventually, sleep } from "../helpers/wait.js";
 

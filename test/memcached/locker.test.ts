@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkDeployment, type Finding, InvalidArgumentError, UnsupportedError } from "../../src/index.js";
 import { MEMCACHED_CLIENT_OPTIONS } from "../../src/memcached/client-options.js";
 import { MemcachedLocker } from "../../src/memcached/memcached-locker.js";
-import { uniqueKey } from "../contract.js";
+import { uniqueKey } from "../contracts/contract.js";
 import { MemcachedFixture, MemcachedServer } from "../helpers/memcached-harness.js";
 import { eventually } from "../helpers/wait.js";
 

@@ -3,7 +3,7 @@
  * (each semaphore on a pool of its own, like a separate process).
  */
 import { MySqlSemaphore } from "../../src/mysql/mysql-semaphore.js";
-import { lockerContract } from "../contract.js";
+import { lockerContract } from "../contracts/contract.js";
 import { MySqlFixture } from "../helpers/mysql-harness.js";
 
 /** A safety net so slow that only a probe wakes a waiter in time. */

@@ -12,10 +12,10 @@ import {
   type MySqlSemaphoreOptions,
 } from "../../src/mysql/mysql-semaphore.js";
 import { gateName, slotBase, slotName } from "../../src/mysql/semaphore-statements.js";
-import { uniqueKey } from "../contract.js";
+import { uniqueKey } from "../contracts/contract.js";
+import { semaphoreContract } from "../contracts/semaphore-contract.js";
 import { bundleChild, RemoteLocker } from "../file/remote-locker.js";
 import { MySqlFixture } from "../helpers/mysql-harness.js";
-import { semaphoreContract } from "../semaphore-contract.js";
 
 const CHILD = new URL("./semaphore-child.ts", import.meta.url).pathname;
 

@@ -9,7 +9,7 @@ import { UnsupportedError } from "../../src/index.js";
 import { PostgresSemaphore } from "../../src/postgres/postgres-semaphore.js";
 import { PgBouncerServer } from "../../support/pgbouncer-server.mjs";
 import { PostgresServer } from "../../support/postgres-server.mjs";
-import { lockerContract, uniqueKey } from "../contract.js";
+import { lockerContract, uniqueKey } from "../contracts/contract.js";
 import { PostgresFixture } from "../helpers/postgres-harness.js";
 
 /** A safety net so slow that only a NOTIFY wakes a waiter in time. */

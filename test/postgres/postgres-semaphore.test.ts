@@ -11,10 +11,10 @@ import {
   PostgresSemaphore,
   type PostgresSemaphoreOptions,
 } from "../../src/postgres/postgres-semaphore.js";
-import { uniqueKey } from "../contract.js";
+import { uniqueKey } from "../contracts/contract.js";
+import { semaphoreContract } from "../contracts/semaphore-contract.js";
 import { bundleChild, RemoteLocker } from "../file/remote-locker.js";
 import { PostgresFixture } from "../helpers/postgres-harness.js";
-import { semaphoreContract } from "../semaphore-contract.js";
 
 const CHILD = new URL("./semaphore-child.ts", import.meta.url).pathname;
 

@@ -3,7 +3,7 @@
  * processes, a SIGKILLed holder, a row deleted by hand).
  */
 import { afterAll } from "vitest";
-import { lockerContract } from "../contract.js";
+import { lockerContract } from "../contracts/contract.js";
 import { sharedFixture } from "../helpers/table-harness.js";
 import { tableFaults } from "./table-faults.js";
 import { tableSmoke } from "./table-smoke.js";

@@ -4,10 +4,10 @@
  * holder, a row deleted by hand).
  */
 import { afterAll } from "vitest";
-import { lockerContract } from "../contract.js";
+import { lockerContract } from "../contracts/contract.js";
+import { readWriteContract } from "../contracts/read-write-contract.js";
+import { semaphoreContract } from "../contracts/semaphore-contract.js";
 import { sharedFixture } from "../helpers/table-harness.js";
-import { readWriteContract } from "../read-write-contract.js";
-import { semaphoreContract } from "../semaphore-contract.js";
 import { tableFaults } from "./table-faults.js";
 import { tableSmoke } from "./table-smoke.js";
 

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { LockLostError } from "../../src/index.js";
-import { uniqueKey, whenAborted } from "../contract.js";
+import { uniqueKey, whenAborted } from "../contracts/contract.js";
 import { TABLE_EXPIRY, type TableFixture } from "../helpers/table-harness.js";
 import { removeChildBundle, TableChild } from "../helpers/table-processes.js";
 

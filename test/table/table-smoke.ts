@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { StoreUnavailableError } from "../../src/index.js";
-import { uniqueKey } from "../contract.js";
+import { uniqueKey } from "../contracts/contract.js";
 import type { TableFixture } from "../helpers/table-harness.js";
 
 /** How long a state is waited for before the test fails (a bound on a hang, not a speed limit). */

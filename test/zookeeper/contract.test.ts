@@ -1,9 +1,9 @@
 /** The lock, lockAll, semaphore and read-write contract suites on one real ZooKeeper server. */
-import { lockerContract } from "../contract.js";
+import { lockerContract } from "../contracts/contract.js";
+import { lockAllSuite } from "../contracts/lock-all-contract.js";
+import { readWriteContract } from "../contracts/read-write-contract.js";
+import { semaphoreContract } from "../contracts/semaphore-contract.js";
 import { ZooKeeperFixture } from "../helpers/zookeeper-harness.js";
-import { lockAllSuite } from "../lock-all-contract.js";
-import { readWriteContract } from "../read-write-contract.js";
-import { semaphoreContract } from "../semaphore-contract.js";
 
 lockerContract("ZooKeeperLocker", async () => (await ZooKeeperFixture.start()).harness());
 lockAllSuite("ZooKeeperLocker", async () => (await ZooKeeperFixture.start()).harness());

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { build } from "esbuild";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkDeployment, type LockLostError, StoreUnavailableError } from "../../src/index.js";
-import { uniqueKey } from "../contract.js";
+import { uniqueKey } from "../contracts/contract.js";
 import { fourLetterWord, ZooKeeperFixture } from "../helpers/zookeeper-harness.js";
 
 /** What a holder child says: its fencing token and session once it holds, then its loss. */

@@ -18,7 +18,7 @@ import {
 } from "../../src/index.js";
 import { ZooKeeperLocker } from "../../src/zookeeper/zookeeper-locker.js";
 import { TcpProxy } from "../../support/tcp-proxy.mjs";
-import { uniqueKey, whenAborted } from "../contract.js";
+import { uniqueKey, whenAborted } from "../contracts/contract.js";
 import { eventually, untilWaiting } from "../helpers/wait.js";
 import { fourLetterWord, ZooKeeperFixture } from "../helpers/zookeeper-harness.js";
 

@@ -1,8 +1,0 @@
-import { lockerContract } from "./contract.js";
-import { RedisFixture } from "./helpers/redis-harness.js";
-import { lockAllSuite } from "./lock-all-contract.js";
-
-lockerContract("RedisLocker, one node", async () => (await RedisFixture.start(1)).harness());
-lockerContract("RedisLocker, three-node quorum", async () => (await RedisFixture.start(3)).harness());
-lockAllSuite("RedisLocker, one node", async () => (await RedisFixture.start(1)).harness());
-lockAllSuite("RedisLocker, three-node quorum", async () => (await RedisFixture.start(3)).harness());
