@@ -14,11 +14,11 @@ import type {
   WaitQueue,
 } from "../core/backend.js";
 import { LockHandle } from "../core/backend.js";
-import { confirmSession } from "../core/session-heartbeat.js";
-import { SessionSlot } from "../core/session-slot.js";
 import { UnsupportedError } from "../errors.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
+import { confirmSession } from "../sql/session-heartbeat.js";
+import { SessionSlot } from "../sql/session-slot.js";
 import { FencingTable } from "./fencing-table.js";
 import type { ResolvedMySqlLockerOptions } from "./options.js";
 import { ProbeWatcher } from "./probe-watcher.js";

@@ -1,10 +1,10 @@
 import { performance } from "node:perf_hooks";
-import type { SessionEnd } from "../core/session-slot.js";
 import { StoreUnavailableError, UnsupportedError } from "../errors.js";
 import { DeadlineGroup } from "../internal/deadline-group.js";
 import { checkOutWithin } from "../internal/pool-checkout.js";
 import { type SharingSign, sharedSessionError } from "../internal/shared-session.js";
 import { newToken } from "../internal/token.js";
+import type { SessionEnd } from "../sql/session-slot.js";
 import type { MySqlPool, MySqlPoolConnection } from "./types.js";
 
 /**

@@ -13,10 +13,10 @@ import type {
   WaitQueue,
 } from "../core/backend.js";
 import { LockHandle } from "../core/backend.js";
-import { confirmSession } from "../core/session-heartbeat.js";
-import { SessionSlot } from "../core/session-slot.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
+import { confirmSession } from "../sql/session-heartbeat.js";
+import { SessionSlot } from "../sql/session-slot.js";
 import { inspectSlots } from "./inspect.js";
 import { channelOf, lockId, markerOf } from "./keys.js";
 import { MarkerWatcher } from "./marker-watcher.js";

@@ -1,10 +1,10 @@
 import { performance } from "node:perf_hooks";
-import type { SessionEnd } from "../core/session-slot.js";
 import { StoreUnavailableError, UnsupportedError } from "../errors.js";
 import { CreateOnce } from "../internal/create-once.js";
 import { DeadlineGroup } from "../internal/deadline-group.js";
 import { checkOutWithin } from "../internal/pool-checkout.js";
 import { newToken } from "../internal/token.js";
+import type { SessionEnd } from "../sql/session-slot.js";
 import { CLAIM_SETTING, poolerRefusal, sameSession } from "./pooler.js";
 import { PING, type Statement } from "./statements.js";
 import type { PostgresNotification, PostgresPool, PostgresPoolClient } from "./types.js";

@@ -1,6 +1,6 @@
 import { performance } from "node:perf_hooks";
+import type { ExtendOutcome, LockHandle } from "../core/backend.js";
 import { LockLostError } from "../errors.js";
-import type { ExtendOutcome, LockHandle } from "./backend.js";
 
 /** A store's session (connection) that holds locks until it ends (PostgreSQL, MySQL). */
 export interface HeartbeatSession {

@@ -1,6 +1,6 @@
 import { performance } from "node:perf_hooks";
+import type { BackendEvents } from "../core/backend.js";
 import { LockerClosedError } from "../errors.js";
-import type { BackendEvents } from "./backend.js";
 import type { Heartbeat, HeartbeatSession } from "./session-heartbeat.js";
 
 /**
