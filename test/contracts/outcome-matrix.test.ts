@@ -5,6 +5,7 @@
  * reference only where {@link EXPECTED_DIFFERENCES} says so, with the reason.
  */
 import { rmSync } from "node:fs";
+import { dirname, join } from "node:path";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -14,22 +15,42 @@ import {
   EtcdSemaphore,
   FileLocker,
   FileReadWriteLocker,
+  FileSemaphore,
   type Locker,
+  MemcachedLocker,
   MemoryLocker,
   MemoryReadWriteLocker,
   MemorySemaphore,
   MySqlLocker,
+  MySqlSemaphore,
+  MySqlTableLocker,
+  MySqlTableReadWriteLocker,
+  MySqlTableSemaphore,
   PostgresLocker,
   PostgresReadWriteLocker,
+  PostgresSemaphore,
+  PostgresTableLocker,
+  PostgresTableReadWriteLocker,
+  PostgresTableSemaphore,
+  type ReadWriteLocker,
   RedisLocker,
   RedisReadWriteLocker,
   RedisSemaphore,
+  SqliteLocker,
+  SqliteReadWriteLocker,
+  SqliteSemaphore,
+  ZooKeeperLocker,
+  ZooKeeperReadWriteLocker,
+  ZooKeeperSemaphore,
 } from "../../src/index.js";
+import { PgBouncerServer } from "../../support/pgbouncer-server.mjs";
 import { EtcdFixture } from "../helpers/etcd-harness.js";
 import { tempLockDirectory } from "../helpers/file-harness.js";
+import { MemcachedFixture } from "../helpers/memcached-harness.js";
 import { MySqlFixture } from "../helpers/mysql-harness.js";
 import { PostgresFixture } from "../helpers/postgres-harness.js";
 import { type RedisServer, startServers, stopServers } from "../helpers/redis.js";
+import { ZooKeeperFixture } from "../helpers/zookeeper-harness.js";
 import { uniqueKey } from "./contract.js";
 
 /** One call of the matrix: what it passes (built fresh for every locker). */
@@ -120,6 +141,16 @@ const ROWS: readonly Row[] = [
   },
 ];
 
+/** The lockers by what they belong to: a read-write locker's views (`<name>.read`, `<name>.write`) in one group. */
+function groupsOfLockers(): Map<string, Array<[string, Locker]>> {
+  const groups = new Map<string, Array<[string, Locker]>>();
+  for (const [name, locker] of lockers) {
+    const owner = name.replace(/\.(read|write)$/, "");
+    groups.set(owner, [...(groups.get(owner) ?? []), [name, locker]]);
+  }
+  return groups;
+}
+
 /** What a call gave: the result's shape, or the error's class and code. */
 async function outcomeOf(row: Row, locker: Locker, key: string): Promise<string> {
   try {
@@ -142,7 +173,17 @@ async function outcomeOf(row: Row, locker: Locker, key: string): Promise<string>
  * equal the reference's.
  */
 const EXPECTED_DIFFERENCES: Record<string, Record<string, string>> = {};
-for (const semaphore of ["MemorySemaphore(limit 3)", "RedisSemaphore(limit 3)", "EtcdSemaphore(limit 3)"]) {
+for (const semaphore of [
+  "MemorySemaphore(limit 3)",
+  "FileSemaphore(limit 3)",
+  "RedisSemaphore(limit 3)",
+  "PostgresSemaphore(limit 3)",
+  "PostgresTableSemaphore(limit 3)",
+  "MySqlSemaphore(limit 3)",
+  "SqliteSemaphore(limit 3)",
+  "EtcdSemaphore(limit 3)",
+  "ZooKeeperSemaphore(limit 3)",
+]) {
   EXPECTED_DIFFERENCES[semaphore] = {
     "weight 2": "a semaphore's limit is 3: weight 2 fits (a lock's limit is 1)",
     "fencing true": "fencing needs an exclusive grant; a semaphore with limit 3 shares its permits",
@@ -154,7 +195,10 @@ for (const read of [
   "RedisReadWriteLocker.read",
   "FileReadWriteLocker.read",
   "PostgresReadWriteLocker.read",
+  "PostgresTableReadWriteLocker.read",
+  "SqliteReadWriteLocker.read",
   "EtcdReadWriteLocker.read",
+  "ZooKeeperReadWriteLocker.read",
 ]) {
   EXPECTED_DIFFERENCES[read] = {
     "fencing true": "read leases are shared: fencing needs an exclusive grant",
@@ -185,24 +229,67 @@ EXPECTED_DIFFERENCES["RedisLocker(quorum of 3)"] = {
 EXPECTED_DIFFERENCES["CombinedLocker(majority)"] = {
   "fencing true": "with a majority no single member sees every grant",
 };
+EXPECTED_DIFFERENCES.MemcachedLocker = {
+  "fencing true": "Memcached has no counter that survives a restart or an eviction",
+};
+for (const zookeeper of [
+  "ZooKeeperLocker",
+  "ZooKeeperSemaphore(limit 3)",
+  "ZooKeeperReadWriteLocker.read",
+  "ZooKeeperReadWriteLocker.write",
+]) {
+  EXPECTED_DIFFERENCES[zookeeper] = {
+    ...EXPECTED_DIFFERENCES[zookeeper],
+    "expiry 2^31 (past a timer's range)":
+      "a lease may not outlast the ZooKeeper session (30 s here), which deletes its node when it ends",
+  };
+}
 
 let redis: RedisServer[] = [];
 const clients: Redis[] = [];
 let postgres: PostgresFixture | undefined;
+/** A PgBouncer in transaction mode in front of `postgres`: the table lockers' documented setup. */
+let pooler: PgBouncerServer | undefined;
 let mysql: MySqlFixture | undefined;
 let etcd: EtcdFixture | undefined;
+let zookeeper: ZooKeeperFixture | undefined;
+let memcached: MemcachedFixture | undefined;
 const lockers = new Map<string, Locker>();
 const closables: Array<{ close(): Promise<void> }> = [];
 /** The file lockers' lock directory (removed after the lockers close). */
 let lockDirectory: string | undefined;
+/** The SQLite lockers' database file (its directory removed after the lockers close). */
+let sqlitePath: string | undefined;
+
+/** PostgreSQL, and a transaction pooler in front of it once it runs. */
+async function startPostgres(): Promise<[PostgresFixture, PgBouncerServer]> {
+  const fixture = await PostgresFixture.start();
+  try {
+    return [fixture, await PgBouncerServer.start(fixture.server, { poolMode: "transaction", poolSize: 4 })];
+  } catch (error) {
+    await fixture.stop();
+    throw error;
+  }
+}
 
 beforeAll(async () => {
-  [redis, postgres, mysql, etcd] = await Promise.all([
+  const started = await Promise.allSettled([
     startServers(3),
-    PostgresFixture.start(),
+    startPostgres(),
     MySqlFixture.start(),
     EtcdFixture.start(),
+    ZooKeeperFixture.start(),
+    MemcachedFixture.start(),
   ]);
+  const [redisStarted, postgresStarted, mysqlStarted, etcdStarted, zookeeperStarted, memcachedStarted] = started;
+  // Kept before any failure is thrown, so that afterAll stops what did start.
+  if (redisStarted.status === "fulfilled") redis = redisStarted.value;
+  if (postgresStarted.status === "fulfilled") [postgres, pooler] = postgresStarted.value;
+  if (mysqlStarted.status === "fulfilled") mysql = mysqlStarted.value;
+  if (etcdStarted.status === "fulfilled") etcd = etcdStarted.value;
+  if (zookeeperStarted.status === "fulfilled") zookeeper = zookeeperStarted.value;
+  if (memcachedStarted.status === "fulfilled") memcached = memcachedStarted.value;
+  for (const outcome of started) if (outcome.status === "rejected") throw outcome.reason;
   const client = (index: number): Redis => {
     const created = (redis[index] as RedisServer).client();
     clients.push(created);
@@ -210,40 +297,56 @@ beforeAll(async () => {
   };
   const directory = tempLockDirectory("matrix");
   lockDirectory = directory;
+  sqlitePath = join(tempLockDirectory("matrix-sqlite"), "locks.db");
   const add = (name: string, locker: Locker): void => {
     lockers.set(name, locker);
     closables.push(locker);
   };
+  const addReadWrite = (name: string, readWrite: ReadWriteLocker): void => {
+    closables.push(readWrite);
+    lockers.set(`${name}.read`, readWrite.read);
+    lockers.set(`${name}.write`, readWrite.write);
+  };
   add("MemoryLocker", new MemoryLocker());
   add("MemorySemaphore(limit 3)", new MemorySemaphore({ limit: 3 }));
-  const memoryReadWrite = new MemoryReadWriteLocker();
-  closables.push(memoryReadWrite);
-  lockers.set("MemoryReadWriteLocker.read", memoryReadWrite.read);
-  lockers.set("MemoryReadWriteLocker.write", memoryReadWrite.write);
+  addReadWrite("MemoryReadWriteLocker", new MemoryReadWriteLocker());
   add("FileLocker", new FileLocker({ directory }));
-  const fileReadWrite = new FileReadWriteLocker({ directory });
-  closables.push(fileReadWrite);
-  lockers.set("FileReadWriteLocker.read", fileReadWrite.read);
-  lockers.set("FileReadWriteLocker.write", fileReadWrite.write);
+  add("FileSemaphore(limit 3)", new FileSemaphore({ directory, limit: 3 }));
+  addReadWrite("FileReadWriteLocker", new FileReadWriteLocker({ directory }));
   add("RedisLocker(one node)", new RedisLocker(client(0)));
   add("RedisLocker(quorum of 3)", new RedisLocker([client(0), client(1), client(2)]));
   add("RedisSemaphore(limit 3)", new RedisSemaphore(client(0), { limit: 3 }));
-  const redisReadWrite = new RedisReadWriteLocker(client(0));
-  closables.push(redisReadWrite);
-  lockers.set("RedisReadWriteLocker.read", redisReadWrite.read);
-  lockers.set("RedisReadWriteLocker.write", redisReadWrite.write);
-  add("PostgresLocker", (postgres as PostgresFixture).locker());
-  const postgresReadWrite = new PostgresReadWriteLocker((postgres as PostgresFixture).pool());
-  closables.push(postgresReadWrite);
-  lockers.set("PostgresReadWriteLocker.read", postgresReadWrite.read);
-  lockers.set("PostgresReadWriteLocker.write", postgresReadWrite.write);
-  add("MySqlLocker", new MySqlLocker((mysql as MySqlFixture).pool()));
+  addReadWrite("RedisReadWriteLocker", new RedisReadWriteLocker(client(0)));
+  const pg = postgres as PostgresFixture;
+  add("PostgresLocker", pg.locker());
+  add("PostgresSemaphore(limit 3)", new PostgresSemaphore(pg.pool(), { limit: 3 }));
+  addReadWrite("PostgresReadWriteLocker", new PostgresReadWriteLocker(pg.pool()));
+  const pooled = (pooler as PgBouncerServer).pool({ max: 4 });
+  pg.pools.push(pooled);
+  add("PostgresTableLocker(PgBouncer)", new PostgresTableLocker(pooled));
+  add("PostgresTableSemaphore(limit 3)", new PostgresTableSemaphore(pooled, { limit: 3 }));
+  addReadWrite("PostgresTableReadWriteLocker", new PostgresTableReadWriteLocker(pooled));
+  const my = mysql as MySqlFixture;
+  add("MySqlLocker", new MySqlLocker(my.pool()));
+  add("MySqlSemaphore(limit 3)", new MySqlSemaphore(my.pool(), { limit: 3 }));
+  add("MySqlTableLocker", new MySqlTableLocker(my.pool()));
+  add("SqliteLocker", new SqliteLocker(sqlitePath));
+  add("SqliteSemaphore(limit 3)", new SqliteSemaphore(sqlitePath, { limit: 3 }));
+  addReadWrite("SqliteReadWriteLocker", new SqliteReadWriteLocker(sqlitePath));
   const etcdFixture = etcd as EtcdFixture;
   lockers.set("EtcdLocker", etcdFixture.locker({ expiry: 30_000 }));
   lockers.set("EtcdSemaphore(limit 3)", etcdFixture.semaphore(3, { expiry: 30_000 }));
   const etcdReadWrite = etcdFixture.readWrite({ expiry: 30_000 });
   lockers.set("EtcdReadWriteLocker.read", etcdReadWrite.read);
   lockers.set("EtcdReadWriteLocker.write", etcdReadWrite.write);
+  // The ZooKeeper and Memcached fixtures close the lockers they made.
+  const zk = zookeeper as ZooKeeperFixture;
+  lockers.set("ZooKeeperLocker", zk.locker({ expiry: 30_000 }));
+  lockers.set("ZooKeeperSemaphore(limit 3)", zk.semaphore(3, { expiry: 30_000 }));
+  const zookeeperReadWrite = zk.readWrite({ expiry: 30_000 });
+  lockers.set("ZooKeeperReadWriteLocker.read", zookeeperReadWrite.read);
+  lockers.set("ZooKeeperReadWriteLocker.write", zookeeperReadWrite.write);
+  lockers.set("MemcachedLocker", (memcached as MemcachedFixture).locker({ expiry: 30_000 }));
   add("CombinedLocker(all)", new CombinedLocker([new MemoryLocker(), new RedisLocker(client(1))]));
   add(
     "CombinedLocker(majority)",
@@ -256,11 +359,17 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.allSettled(closables.map((closable) => closable.close()));
   for (const created of clients) created.disconnect();
-  await postgres?.stop();
-  await mysql?.stop();
-  await etcd?.stop();
-  await stopServers(redis);
+  await pooler?.stop();
+  await Promise.allSettled([
+    postgres?.stop(),
+    mysql?.stop(),
+    etcd?.stop(),
+    zookeeper?.stop(),
+    memcached?.stop(),
+    stopServers(redis),
+  ]);
   if (lockDirectory !== undefined) rmSync(lockDirectory, { recursive: true, force: true });
+  if (sqlitePath !== undefined) rmSync(dirname(sqlitePath), { recursive: true, force: true });
 });
 
 describe("one outcome everywhere", () => {
@@ -269,8 +378,16 @@ describe("one outcome everywhere", () => {
     const table: Record<string, Record<string, string>> = {};
     const disagreements: string[] = [];
     for (const row of ROWS) {
-      const line: Record<string, string> = {};
-      for (const [name, locker] of lockers) line[name] = await outcomeOf(row, locker, uniqueKey(`matrix-${name}`));
+      // Every locker at once, each on its own key (a row costs its slowest store's round trips);
+      // the two views of a read-write locker one after the other, as they share its counts.
+      const outcomes = new Map<string, string>();
+      await Promise.all(
+        [...groupsOfLockers().values()].map(async (group) => {
+          for (const [name, locker] of group)
+            outcomes.set(name, await outcomeOf(row, locker, uniqueKey(`matrix-${name}`)));
+        }),
+      );
+      const line = Object.fromEntries([...lockers.keys()].map((name) => [name, outcomes.get(name) as string]));
       table[row.name] = line;
       const expected = line[reference];
       for (const [name, outcome] of Object.entries(line)) {
@@ -298,6 +415,11 @@ describe("one outcome everywhere", () => {
     const pg = postgres as PostgresFixture;
     const my = mysql as MySqlFixture;
     const etcdClient = (etcd as EtcdFixture).client();
+    const zookeeperClient = (zookeeper as ZooKeeperFixture).client();
+    const memcachedClient = (memcached as MemcachedFixture).client();
+    const pooled = (pooler as PgBouncerServer).pool({ max: 1 });
+    pg.pools.push(pooled);
+    const sqlite = sqlitePath as string;
     const constructors: Record<string, (expiry: number) => { close(): Promise<void> }> = {
       RedisLocker: (expiry) => new RedisLocker(redisClient, { expiry }),
       RedisSemaphore: (expiry) => new RedisSemaphore(redisClient, { expiry, limit: 2 }),
@@ -310,6 +432,22 @@ describe("one outcome everywhere", () => {
       EtcdLocker: (expiry) => new EtcdLocker(etcdClient, { expiry }),
       EtcdSemaphore: (expiry) => new EtcdSemaphore(etcdClient, { expiry, limit: 2 }),
       EtcdReadWriteLocker: (expiry) => new EtcdReadWriteLocker(etcdClient, { expiry }),
+      FileSemaphore: (expiry) => new FileSemaphore({ directory, expiry, limit: 2 }),
+      PostgresSemaphore: (expiry) => new PostgresSemaphore(pg.pool(), { expiry, limit: 2 }),
+      MySqlSemaphore: (expiry) => new MySqlSemaphore(my.pool(), { expiry, limit: 2 }),
+      PostgresTableLocker: (expiry) => new PostgresTableLocker(pooled, { expiry }),
+      PostgresTableSemaphore: (expiry) => new PostgresTableSemaphore(pooled, { expiry, limit: 2 }),
+      PostgresTableReadWriteLocker: (expiry) => new PostgresTableReadWriteLocker(pooled, { expiry }),
+      MySqlTableLocker: (expiry) => new MySqlTableLocker(my.pool(), { expiry }),
+      MySqlTableSemaphore: (expiry) => new MySqlTableSemaphore(my.pool(), { expiry, limit: 2 }),
+      MySqlTableReadWriteLocker: (expiry) => new MySqlTableReadWriteLocker(my.pool(), { expiry }),
+      SqliteLocker: (expiry) => new SqliteLocker(sqlite, { expiry }),
+      SqliteSemaphore: (expiry) => new SqliteSemaphore(sqlite, { expiry, limit: 2 }),
+      SqliteReadWriteLocker: (expiry) => new SqliteReadWriteLocker(sqlite, { expiry }),
+      ZooKeeperLocker: (expiry) => new ZooKeeperLocker(zookeeperClient, { expiry }),
+      ZooKeeperSemaphore: (expiry) => new ZooKeeperSemaphore(zookeeperClient, { expiry, limit: 2 }),
+      ZooKeeperReadWriteLocker: (expiry) => new ZooKeeperReadWriteLocker(zookeeperClient, { expiry }),
+      MemcachedLocker: (expiry) => new MemcachedLocker(memcachedClient, { expiry }),
     };
     const outcomes: Record<string, string> = {};
     for (const [name, make] of Object.entries(constructors)) {
