@@ -4,7 +4,6 @@ import type {
   AttemptRequest,
   Backend,
   BackendContext,
-  BackendEvents,
   BackendFactory,
   Capabilities,
   ExtendOutcome,
@@ -14,16 +13,16 @@ import type {
   StoredView,
 } from "../core/backend.js";
 import { LockHandle } from "../core/backend.js";
-import { UnsupportedError } from "../errors.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { confirmSession } from "../sql/session-heartbeat.js";
-import { SessionSlot } from "../sql/session-slot.js";
+import type { SessionSlot } from "../sql/session-slot.js";
 import { FencingTable } from "./fencing-table.js";
 import { lockName } from "./keys.js";
+import { LockConnection } from "./lock-connection.js";
 import type { ResolvedMySqlLockerOptions } from "./options.js";
-import { ProbeWatcher } from "./probe-watcher.js";
-import { checkOut, isStatementError, SAME_SESSION, Session, unavailable } from "./session.js";
+import type { ProbeWatcher } from "./probe-watcher.js";
+import { isStatementError, SAME_SESSION, type Session, unavailable } from "./session.js";
 import type { MySqlPool } from "./types.js";
 
 const HELD: AttemptOutcome = { kind: "held" };
@@ -60,45 +59,22 @@ class MySqlBackend implements Backend, Naming, Fencing {
     },
   };
   readonly watcher: ProbeWatcher;
-  readonly #pool: MySqlPool;
   readonly #options: ResolvedMySqlLockerOptions;
-  readonly #events: BackendEvents;
-  readonly #owner: string;
   readonly #fencing: FencingTable;
   /** The locker's one lock connection (see `SessionSlot`). */
   readonly #slot: SessionSlot<Session>;
-  /** Whether the owner table was made (or found) by this locker. */
-  #ownerTable: Promise<boolean> | undefined;
 
   constructor(pool: MySqlPool, options: ResolvedMySqlLockerOptions, context: BackendContext) {
-    this.#pool = pool;
     this.#options = options;
-    this.#events = context.events;
-    this.#owner = context.owner;
-    this.#slot = new SessionSlot<Session>({
-      expiry: options.expiry,
-      prefixLength: options.prefix.length,
-      events: context.events,
-      unavailable,
-      open: (resource) => this.#open(resource),
-      // Killed (ER_CONNECTION_KILLED), idle past wait_timeout, unconfirmed or found shared:
-      // expired; else it dropped: taken.
-      reasonOf: (how, cause) =>
-        how === "unconfirmed" || how === "moved" || (cause as { errno?: unknown } | undefined)?.errno === 4031
-          ? "expired"
-          : "taken",
-    });
-    this.#fencing = new FencingTable(options.fencingTable);
-    this.watcher = new ProbeWatcher({
+    const connection = new LockConnection({
       pool,
-      connectTimeout: options.connectTimeout,
-      limit: options.watchConnections,
+      options,
+      context,
       heldHere: (resource) => this.#slot.current?.resources.has(resource) === true,
-      released: (resource) => this.#events.released(resource.slice(options.prefix.length)),
-      cancel: (id) => this.#cancel(id),
-      closing: () => this.#slot.closing,
-      close: () => this.#slot.close(() => this.watcher.stop()),
     });
+    this.#slot = connection.slot;
+    this.watcher = connection.watcher;
+    this.#fencing = new FencingTable(options.fencingTable);
   }
 
   resourceOf(key: string): string {
@@ -148,24 +124,20 @@ class MySqlBackend implements Backend, Naming, Fencing {
     return confirmSession(this.#slot.current, handles, duration, this.#slot.heartbeat);
   }
 
-  async release(handle: LockHandleType): Promise<ReleaseOutcome> {
+  release(handle: LockHandleType): Promise<ReleaseOutcome> {
     const session = this.#slot.current;
-    if (session === undefined || !session.holds.has(handle.token)) return "expired";
+    if (session === undefined || !session.holds.has(handle.token)) return Promise.resolve("expired");
     session.holds.delete(handle.token);
     session.resources.delete(handle.resource);
     // Closed, and the last lease ran out: the connection is not confirmed any more; drop it.
-    if (this.#slot.endIfLastExpired(session, handle.validUntil)) return "expired";
-    try {
-      const [row] = await session.query<Array<{ released: unknown }>>(
+    if (this.#slot.endIfLastExpired(session, handle.validUntil)) return Promise.resolve("expired");
+    const freed = session
+      .query<Array<{ released: unknown }>>(
         `SELECT IF(${SAME_SESSION}, RELEASE_LOCK(?), NULL) AS released, ${SAME_SESSION} AS same`,
         [session.token, lockName(handle.resource), session.token],
-      );
-      return row?.released === 1 ? "released" : "expired";
-    } catch {
-      return session.ended ? "expired" : "unknown";
-    } finally {
-      await this.#slot.afterRelease(session);
-    }
+      )
+      .then(([row]) => row?.released === 1);
+    return this.#slot.released(session, freed);
   }
 
   async issueFencingToken(handle: LockHandleType): Promise<bigint | undefined> {
@@ -206,65 +178,5 @@ class MySqlBackend implements Backend, Naming, Fencing {
     if (row?.holder === null || row?.holder === undefined) return { holders: [], waiting: waitingCount };
     const owner = typeof row.owner === "string" ? row.owner : "";
     return { holders: [{ owner, weight: 1, expiresInMs: Number.POSITIVE_INFINITY }], waiting: waitingCount };
-  }
-
-  /** A GET_LOCK lock cannot move to another connection: always an UnsupportedError. */
-
-  /** `KILL QUERY id` on the lock connection; false when there is none or it failed. */
-  async #cancel(id: number): Promise<boolean> {
-    const session = this.#slot.current;
-    if (session === undefined) return false;
-    try {
-      await session.query("KILL QUERY ?", [id]);
-      return true;
-    } catch {
-      return false;
-    }
-  }
-
-  /** A new lock connection, checked out of the pool and set up (see `SessionSlot`). */
-  async #open(resource: string): Promise<Session> {
-    const connection = await checkOut(this.#pool, this.#options.connectTimeout, resource);
-    const session = new Session(
-      connection,
-      this.#options.operationTimeout,
-      this.#options.ownerTable,
-      (ended, how, cause) => this.#slot.ended(ended, how, cause),
-    );
-    try {
-      // The server ends the connection (freeing its locks) once idle for `expiry`.
-      await session.setUp(Math.max(1, Math.ceil(this.#options.expiry / 1000)));
-      await this.#writeOwner(session);
-    } catch (error) {
-      if (error instanceof UnsupportedError) throw error;
-      session.end("dropped", error);
-      throw unavailable(resource, error);
-    }
-    return session;
-  }
-
-  /** Records this locker's owner for the connection (best effort: an SQL error leaves it unknown). */
-  async #writeOwner(session: Session): Promise<void> {
-    const table = this.#options.ownerTable;
-    this.#ownerTable ??= session
-      .query(
-        `CREATE TABLE IF NOT EXISTS ${table} (connection_id BIGINT UNSIGNED NOT NULL PRIMARY KEY,
-          owner VARCHAR(256) CHARACTER SET utf8mb4 NOT NULL) ENGINE=InnoDB`,
-      )
-      .then(
-        () => true,
-        (error: unknown) => {
-          this.#ownerTable = undefined;
-          if (!isStatementError(error)) throw error;
-          return false;
-        },
-      );
-    if (!(await this.#ownerTable)) return;
-    try {
-      await session.query(`REPLACE INTO ${table} (connection_id, owner) VALUES (CONNECTION_ID(), ?)`, [this.#owner]);
-      session.ownerWritten = true;
-    } catch (error) {
-      if (!isStatementError(error)) throw error;
-    }
   }
 }

@@ -1,7 +1,7 @@
 import type { PooledLockerOptions, ResolvedPooledLockerOptions } from "../core/locker-options.js";
 import { snapshotPooledOptions } from "../core/locker-options.js";
-import { InvalidArgumentError } from "../errors.js";
 import { validateCount } from "../internal/validate.js";
+import { sqlName } from "../sql/sql-name.js";
 
 /**
  * Options of {@link MySqlLocker}. Every one is optional; `undefined` means the default, `null` and
@@ -48,16 +48,15 @@ const OWN_OPTION_NAMES = ["fencingTable", "ownerTable", "watchConnections"] as c
 /** An identifier, optionally database-qualified: used in SQL as written. */
 const TABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}(\.[A-Za-z_][A-Za-z0-9_]{0,63})?$/;
 
+/** A table option's name (see {@link TABLE_NAME}), or `fallback`. */
 function resolveTable(option: string, value: unknown, fallback: string): string {
-  const table = value === undefined ? fallback : value;
-  if (typeof table !== "string" || !TABLE_NAME.test(table)) {
-    throw new InvalidArgumentError(
-      option,
-      "an SQL identifier, optionally database-qualified (such as globallock_fencing or locks.fencing)",
-      table,
-    );
-  }
-  return table;
+  return sqlName(
+    option,
+    value,
+    fallback,
+    TABLE_NAME,
+    "an SQL identifier, optionally database-qualified (such as globallock_fencing or locks.fencing)",
+  );
 }
 
 /**

@@ -32,16 +32,13 @@ export function slotName(base: string, slot: number): string {
   return `${base}.${slot}`;
 }
 
-/** How an attempt treats the gate: it holds it, takes it (a waiter), or only checks it is free. */
-export const GATE = { held: 0, take: 1, check: 2 } as const;
-
 /** What one attempt sends (see {@link takePermits}). */
 export interface TakeRequest {
   /** The session's claim token (see `session.ts`). */
   readonly token: string;
   /** The key's gate name. */
   readonly gate: string;
-  /** How the attempt treats the gate ({@link GATE}). */
+  /** How the attempt treats the gate (`GATE` of `slot-books.ts`). */
   readonly gateMode: number;
   /** The key's slot base name. */
   readonly base: string;

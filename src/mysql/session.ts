@@ -1,10 +1,10 @@
 import { performance } from "node:perf_hooks";
-import { StoreUnavailableError, UnsupportedError } from "../errors.js";
+import { type StoreUnavailableError, UnsupportedError } from "../errors.js";
 import { DeadlineGroup } from "../internal/deadline-group.js";
-import { checkOutWithin } from "../internal/pool-checkout.js";
 import { type SharingSign, sharedSessionError } from "../internal/shared-session.js";
 import { newToken } from "../internal/token.js";
 import type { SessionEnd } from "../sql/session-slot.js";
+import { checkOutFor, statementFailed } from "../sql/sql-errors.js";
 import type { MySqlPool, MySqlPoolConnection } from "./types.js";
 
 /**
@@ -201,22 +201,13 @@ export class Session {
  * Checks a connection out of `pool`, waiting at most `timeout` ms; a connection that arrives
  * later goes straight back. Failures are a StoreUnavailableError naming `resource`.
  */
-export async function checkOut(pool: MySqlPool, timeout: number, resource: string): Promise<MySqlPoolConnection> {
-  try {
-    return await checkOutWithin(pool.getConnection(), timeout, "MySQL");
-  } catch (error) {
-    throw new StoreUnavailableError(resource, `MySQL is unavailable: ${messageOf(error)}`, { cause: error });
-  }
+export function checkOut(pool: MySqlPool, timeout: number, resource: string): Promise<MySqlPoolConnection> {
+  return checkOutFor("MySQL", pool.getConnection(), timeout, resource);
 }
 
-/** A statement on `resource` failed: a StoreUnavailableError with the error as its cause. */
+/** A statement on `resource` failed: a StoreUnavailableError with the error as its cause (a refusal as it is). */
 export function unavailable(resource: string, error: unknown): StoreUnavailableError | UnsupportedError {
-  if (error instanceof UnsupportedError) return error;
-  return new StoreUnavailableError(resource, `MySQL failed on "${resource}": ${messageOf(error)}`, { cause: error });
-}
-
-export function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  return error instanceof UnsupportedError ? error : statementFailed("MySQL", resource, error);
 }
 
 function ignore(): void {}

@@ -17,9 +17,10 @@
  */
 import type { StoredHolder, StoredView } from "../core/backend.js";
 import { withTimeout } from "../internal/sleep.js";
+import { checkOutFor } from "../sql/sql-errors.js";
 import { lockId, markerOf } from "./keys.js";
 import { unavailable } from "./session.js";
-import type { PostgresPool, PostgresPoolClient } from "./types.js";
+import type { PostgresPool } from "./types.js";
 
 /** One advisory lock row of a key (its lock or its waiter marker). */
 interface LockRow {
@@ -128,22 +129,7 @@ export async function inspectSlots(
 /** Runs one statement on a connection checked out for it; failures are StoreUnavailableErrors. */
 async function query<R>(settings: InspectSettings, resource: string, text: string, values: unknown[]): Promise<R[]> {
   const { pool, connectTimeout, operationTimeout } = settings;
-  const connecting = pool.connect();
-  let client: PostgresPoolClient;
-  try {
-    client = await withTimeout(
-      connecting,
-      connectTimeout,
-      () => new Error(`no connection within ${connectTimeout} ms`),
-    );
-  } catch (error) {
-    // A connection that arrives after the timeout goes straight back.
-    connecting.then(
-      (late) => late.release(),
-      () => undefined,
-    );
-    throw unavailable(resource, error);
-  }
+  const client = await checkOutFor("PostgreSQL", pool.connect(), connectTimeout, resource);
   try {
     const result = await withTimeout(
       client.query({ text, values }),

@@ -1,7 +1,7 @@
 import type { PooledLockerOptions, ResolvedPooledLockerOptions } from "../core/locker-options.js";
 import { snapshotPooledOptions } from "../core/locker-options.js";
-import { InvalidArgumentError } from "../errors.js";
 import { validateCount } from "../internal/validate.js";
+import { sqlName } from "../sql/sql-name.js";
 
 /**
  * Options of {@link PostgresLocker}. Every one is optional; `undefined` means the default, `null`
@@ -47,14 +47,13 @@ const SEQUENCE_NAME = /^[a-z_][a-z0-9_]{0,62}(\.[a-z_][a-z0-9_]{0,62})?$/;
  */
 export function resolvePostgresOptions(options: unknown): ResolvedPostgresLockerOptions {
   const { given, resolved } = snapshotPooledOptions(options, OWN_OPTION_NAMES);
-  const fencingSequence = given.fencingSequence === undefined ? "globallock_fencing" : given.fencingSequence;
-  if (typeof fencingSequence !== "string" || !SEQUENCE_NAME.test(fencingSequence)) {
-    throw new InvalidArgumentError(
-      "options.fencingSequence",
-      "a lowercase SQL identifier, optionally schema-qualified (such as globallock_fencing or locks.fencing)",
-      fencingSequence,
-    );
-  }
+  const fencingSequence = sqlName(
+    "options.fencingSequence",
+    given.fencingSequence,
+    "globallock_fencing",
+    SEQUENCE_NAME,
+    "a lowercase SQL identifier, optionally schema-qualified (such as globallock_fencing or locks.fencing)",
+  );
   const waitingRooms = given.waitingRooms === undefined ? 4 : given.waitingRooms;
   validateCount("options.waitingRooms", waitingRooms);
   return { ...resolved, fencingSequence, waitingRooms };

@@ -16,12 +16,13 @@ import { LockHandle } from "../core/backend.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { confirmSession } from "../sql/session-heartbeat.js";
-import { type SessionEnd, SessionSlot } from "../sql/session-slot.js";
+import type { SessionSlot } from "../sql/session-slot.js";
 import { inspectKey } from "./inspect.js";
-import { channelOf, lockIdText } from "./keys.js";
-import { MarkerWatcher } from "./marker-watcher.js";
+import { lockIdText } from "./keys.js";
+import { LockerSession } from "./locker-session.js";
+import type { MarkerWatcher } from "./marker-watcher.js";
 import type { ResolvedPostgresLockerOptions } from "./options.js";
-import { FencingSequence, openSession, type Session, unavailable } from "./session.js";
+import type { FencingSequence, Session } from "./session.js";
 import { READ, RELEASE, RELEASE_SHARED, type Row, rwMarkers, TRY, TRY_FENCED, UNMARK, WRITE } from "./statements.js";
 import type { PostgresPool } from "./types.js";
 import { WaitingRooms } from "./waiting-room.js";
@@ -60,24 +61,14 @@ export function postgresBackend(
 
 class PostgresBackend implements Backend, Naming, WaitQueue, Fencing {
   readonly can: Capabilities;
-  readonly watcher = new MarkerWatcher({
-    current: () => this.#slot.current,
-    connect: (resource) => this.#slot.connect(resource),
-    closing: () => this.#slot.closing,
-    close: () => this.#slot.close(async () => this.#rooms?.close()),
-    firstWatcher: (resource) => this.#rooms?.enter(resource),
-    lastWatcherLeft: (resource) => this.#rooms?.leave(resource),
-  });
+  readonly watcher: MarkerWatcher;
   /** Plain locks: the places this locker takes in its keys' waiting rooms (see `WaitingRooms`). */
   readonly #rooms: WaitingRooms | undefined;
   readonly #pool: PostgresPool;
   readonly #options: ResolvedPostgresLockerOptions;
-  readonly #events: BackendEvents;
-  /** The locker's owner: its session's `application_name` (see `Session.setUp`). */
-  readonly #owner: string;
-  readonly #channel: string;
   readonly #limit: number | undefined;
-  /** The locker's one session (see `SessionSlot`). */
+  /** The locker's one session, its watcher and its fencing sequence (see `LockerSession`). */
+  readonly #session: LockerSession;
   readonly #slot: SessionSlot<Session>;
   readonly #sequence: FencingSequence;
   /** Read-write mode: queued waiters holding a marker, by their id in the core. */
@@ -92,27 +83,26 @@ class PostgresBackend implements Backend, Naming, WaitQueue, Fencing {
   ) {
     this.#pool = pool;
     this.#options = options;
-    this.#events = events;
-    this.#owner = owner;
-    this.#slot = new SessionSlot<Session>({
-      expiry: options.expiry,
-      prefixLength: options.prefix.length,
+    this.#limit = limit;
+    this.#session = new LockerSession({
+      pool,
+      options,
       events,
-      unavailable,
-      open: (resource) => this.#open(resource),
-      // Ended by the server for idleness (57P05), unconfirmed or found shared: expired; else taken.
-      reasonOf: (how, cause) =>
-        how === "dropped" && (cause as { code?: unknown } | undefined)?.code !== "57P05" ? "taken" : "expired",
-      // Markers died with the previous session: take them again here.
-      opened: () => this.watcher.sessionOpened(),
-      forget: (session, current) => {
-        if (current) this.watcher.sessionEnded();
+      owner,
+      // A locker queued in the key's waiting room lets the room's head try.
+      notified: (key) => {
+        if (this.#rooms?.hears(options.prefix + key) !== false) events.released(key);
+      },
+      forget: (session) => {
         for (const [id, queued] of this.#queued) if (queued.session === session) this.#queued.delete(id);
       },
+      drain: async () => this.#rooms?.close(),
+      firstWatcher: (resource) => this.#rooms?.enter(resource),
+      lastWatcherLeft: (resource) => this.#rooms?.leave(resource),
     });
-    this.#channel = channelOf(options.prefix);
-    this.#sequence = new FencingSequence(options.fencingSequence);
-    this.#limit = limit;
+    this.#slot = this.#session.slot;
+    this.watcher = this.#session.watcher;
+    this.#sequence = this.#session.sequence;
     this.can = {
       naming: this,
       permits: limit !== undefined,
@@ -298,28 +288,24 @@ class PostgresBackend implements Backend, Naming, WaitQueue, Fencing {
     return confirmSession(this.#slot.current, handles, duration, this.#slot.heartbeat);
   }
 
-  async release(handle: LockHandle): Promise<ReleaseOutcome> {
+  release(handle: LockHandle): Promise<ReleaseOutcome> {
     const session = this.#slot.current;
     const shared = session?.holds.get(handle.token);
-    if (session === undefined || shared === undefined) return "expired";
+    if (session === undefined || shared === undefined) return Promise.resolve("expired");
     session.holds.delete(handle.token);
     this.#untake(session, handle.resource, shared);
     // Closed, and the last lease ran out: the session is not confirmed any more; the server frees it.
-    if (this.#slot.endIfLastExpired(session, handle.validUntil)) return "expired";
-    try {
-      const key = handle.resource.slice(this.#options.prefix.length);
-      const [row] = await session.query<{ released: boolean }>(shared ? RELEASE_SHARED : RELEASE, [
+    if (this.#slot.endIfLastExpired(session, handle.validUntil)) return Promise.resolve("expired");
+    const key = handle.resource.slice(this.#options.prefix.length);
+    const freed = session
+      .query<{ released: boolean }>(shared ? RELEASE_SHARED : RELEASE, [
         lockIdText(handle.resource),
-        this.#channel,
+        this.#session.channel,
         key,
         session.token,
-      ]);
-      return row?.released === true ? "released" : "expired";
-    } catch {
-      return session.ended ? "expired" : "unknown";
-    } finally {
-      await this.#slot.afterRelease(session);
-    }
+      ])
+      .then(releasedRow);
+    return this.#slot.released(session, freed);
   }
 
   async leaveQueue(_resource: string, waiterId: string): Promise<void> {
@@ -330,33 +316,12 @@ class PostgresBackend implements Backend, Naming, WaitQueue, Fencing {
     if (!session.ended) await session.query(UNMARK, [...marker, session.token]).catch(() => undefined);
   }
 
-  async issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
-    const session = this.#slot.current;
-    if (session === undefined || !session.holds.has(handle.token)) return undefined;
-    await this.#sequence.ensure(session, handle.resource);
-    const [row] = await this.#sequence.run<{ token: string }>(
-      session,
-      handle.resource,
-      "SELECT nextval($1::regclass)::text AS token",
-      [this.#options.fencingSequence],
-    );
-    return row === undefined ? undefined : BigInt(row.token);
+  issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
+    return this.#session.issueFencingToken(handle);
   }
+}
 
-  /** A new session, checked out of the pool and set up (see `SessionSlot`). */
-  #open(resource: string): Promise<Session> {
-    const { connectTimeout, operationTimeout, expiry } = this.#options;
-    return openSession(
-      this.#pool,
-      { connectTimeout, operationTimeout, expiry, channel: this.#channel, owner: this.#owner },
-      {
-        // A locker queued in the key's waiting room lets the room's head try.
-        notified: (key) => {
-          if (this.#rooms?.hears(this.#options.prefix + key) !== false) this.#events.released(key);
-        },
-        ended: (ended, how: SessionEnd, cause) => this.#slot.ended(ended, how, cause),
-      },
-      resource,
-    );
-  }
+/** Whether a release statement's answer says it freed the lock. */
+function releasedRow([row]: Array<{ released: boolean }>): boolean {
+  return row?.released === true;
 }

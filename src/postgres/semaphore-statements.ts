@@ -37,14 +37,12 @@ export function gateId(resource: string): bigint {
   return lockId(`${resource}\u0000gate`);
 }
 
-/** How an attempt treats the gate: it holds it, takes it (a waiter), or only checks it is free. */
-export const GATE = { held: 0, take: 1, check: 2 } as const;
-
 /**
  * One attempt: `$1` the slot base, `$2` the limit, `$3` the weight, `$4` the first slot tried,
- * `$5` the slots this session holds (skipped), `$6` the gate's id, `$7` the gate mode ({@link GATE}),
- * `$8` whether to draw a fencing token from the sequence `$9`, `$10`/`$11` the waiter marker,
- * `$12` the channel, `$13` the key (a NOTIFY when it opens the gate), `$14` the claim token.
+ * `$5` the slots this session holds (skipped), `$6` the gate's id, `$7` the gate mode (`GATE` of
+ * `slot-books.ts`), `$8` whether to draw a fencing token from the sequence `$9`, `$10`/`$11` the
+ * waiter marker, `$12` the channel, `$13` the key (a NOTIFY when it opens the gate), `$14` the
+ * claim token.
  * Answers `ok`, the slots `taken`, `head` (it holds the gate now), and the fencing `token`.
  */
 export const TAKE_PERMITS = prepared(`WITH RECURSIVE s AS MATERIALIZED (SELECT ${sameSession(14)} AS same),

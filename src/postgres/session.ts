@@ -1,10 +1,10 @@
 import { performance } from "node:perf_hooks";
-import { StoreUnavailableError, UnsupportedError } from "../errors.js";
-import { CreateOnce } from "../internal/create-once.js";
+import { type StoreUnavailableError, UnsupportedError } from "../errors.js";
 import { DeadlineGroup } from "../internal/deadline-group.js";
 import { checkOutWithin } from "../internal/pool-checkout.js";
 import { newToken } from "../internal/token.js";
 import type { SessionEnd } from "../sql/session-slot.js";
+import { checkOutFor, FencingStore, serverUnavailable, statementFailed } from "../sql/sql-errors.js";
 import { CLAIM_SETTING, poolerRefusal, sameSession } from "./pooler.js";
 import { PING, type Statement } from "./statements.js";
 import type { PostgresNotification, PostgresPool, PostgresPoolClient } from "./types.js";
@@ -273,12 +273,7 @@ export async function openSession(
   resource: string,
 ): Promise<Session> {
   const { connectTimeout, operationTimeout, expiry, channel, owner } = settings;
-  let client: PostgresPoolClient;
-  try {
-    client = await checkOutWithin(pool.connect(), connectTimeout, "PostgreSQL");
-  } catch (error) {
-    throw unavailableServer(resource, error);
-  }
+  const client = await checkOutFor("PostgreSQL", pool.connect(), connectTimeout, resource);
   const session = new Session(client, operationTimeout, channel, events);
   try {
     await session.setUp(expiry, owner);
@@ -286,7 +281,7 @@ export async function openSession(
   } catch (error) {
     if (error instanceof UnsupportedError) throw error;
     session.end("dropped", error);
-    throw unavailableServer(resource, error);
+    throw serverUnavailable("PostgreSQL", resource, error);
   }
   return session;
 }
@@ -332,15 +327,9 @@ async function probeSharing(pool: PostgresPool, session: Session, timeout: numbe
   }
 }
 
-function unavailableServer(resource: string, error: unknown): StoreUnavailableError {
-  return new StoreUnavailableError(resource, `PostgreSQL is unavailable: ${messageOf(error)}`, { cause: error });
-}
-
 /** A statement on `resource` failed: a StoreUnavailableError with the error as its cause. */
 export function unavailable(resource: string, error: unknown): StoreUnavailableError {
-  return new StoreUnavailableError(resource, `PostgreSQL failed on "${resource}": ${messageOf(error)}`, {
-    cause: error,
-  });
+  return statementFailed("PostgreSQL", resource, error);
 }
 
 /**
@@ -348,30 +337,21 @@ export function unavailable(resource: string, error: unknown): StoreUnavailableE
  * (concurrent creators are harmless), and again after a statement found it missing.
  */
 export class FencingSequence {
-  readonly #name: string;
-  readonly #created = new CreateOnce();
+  readonly #counter: FencingStore;
 
   constructor(name: string) {
-    this.#name = name;
+    this.#counter = new FencingStore("PostgreSQL", "sequence", name);
   }
 
   /** Makes sure the sequence exists; a failure is a StoreUnavailableError. */
-  async ensure(session: Session, resource: string): Promise<void> {
-    try {
-      await this.#created.ensure(() =>
-        session.query(`CREATE SEQUENCE IF NOT EXISTS ${this.#name}`, undefined).catch((error: unknown) => {
-          const code = (error as { code?: unknown }).code;
-          // Two sessions creating it at once: one wins, the other sees a duplicate.
-          if (code !== "23505" && code !== "42P07") throw error;
-        }),
-      );
-    } catch (error) {
-      throw new StoreUnavailableError(
-        resource,
-        `PostgreSQL could not create the fencing sequence ${this.#name}: ${messageOf(error)}`,
-        { cause: error },
-      );
-    }
+  ensure(session: Session, resource: string): Promise<void> {
+    return this.#counter.ensure(resource, () =>
+      session.query(`CREATE SEQUENCE IF NOT EXISTS ${this.#counter.name}`, undefined).catch((error: unknown) => {
+        const code = (error as { code?: unknown }).code;
+        // Two sessions creating it at once: one wins, the other sees a duplicate.
+        if (code !== "23505" && code !== "42P07") throw error;
+      }),
+    );
   }
 
   /** Runs a statement of an acquisition; a failure is a StoreUnavailableError with its cause. */
@@ -387,13 +367,9 @@ export class FencingSequence {
   failed(resource: string, error: unknown): StoreUnavailableError | UnsupportedError {
     if (error instanceof UnsupportedError) return error;
     // The sequence was dropped (or never made it to disk): create it again next time.
-    if ((error as { code?: unknown }).code === "42P01") this.#created.forget();
+    if ((error as { code?: unknown }).code === "42P01") this.#counter.forget();
     return unavailable(resource, error);
   }
-}
-
-export function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 function ignore(): void {}

@@ -1,6 +1,7 @@
 import { performance } from "node:perf_hooks";
 import type { BackendEvents } from "../core/backend.js";
 import { LockerClosedError } from "../errors.js";
+import type { ReleaseOutcome } from "../locker.js";
 import type { Heartbeat, HeartbeatSession } from "./session-heartbeat.js";
 
 /**
@@ -163,9 +164,20 @@ export class SessionSlot<S extends SlotSession> {
     return true;
   }
 
-  /** After a release on `session`: while closing, its last lease gone, it is retired. */
-  async afterRelease(session: S): Promise<void> {
-    if (this.#closing && session.holds.size === 0) await session.retire();
+  /**
+   * The outcome of a release statement sent on `session`: `freed` resolves true when it freed the
+   * lock, false when there was nothing to free ("expired"); a failure is "expired" when the session
+   * ended with it (its locks went with it), else "unknown". While closing, the session is retired
+   * once its last lease is released.
+   */
+  async released(session: S, freed: Promise<boolean>): Promise<ReleaseOutcome> {
+    try {
+      return (await freed) ? "released" : "expired";
+    } catch {
+      return session.ended ? "expired" : "unknown";
+    } finally {
+      if (this.#closing && session.holds.size === 0) await session.retire();
+    }
   }
 
   /**

@@ -2,6 +2,7 @@ import type { ResolvedLockerOptions, ServerLockerOptions } from "../core/locker-
 import { resolveBackoff, resolveOnLockLost, snapshotServerOptions } from "../core/locker-options.js";
 import { InvalidArgumentError } from "../errors.js";
 import { optionalBoolean } from "../internal/validate.js";
+import { sqlName } from "../sql/sql-name.js";
 
 /**
  * Options of the table lockers (`PostgresTableLocker`, `MySqlTableLocker`, `SqliteLocker`, and
@@ -63,14 +64,13 @@ export function resolveTableOptions(options: unknown, defaultPrefix: string): Re
     throw new InvalidArgumentError("options.prefix", `a string of at most ${MAX_PREFIX_BYTES} UTF-8 bytes`, prefix);
   }
   const [backoffMin, backoffMax] = resolveBackoff(given.backoff, expiry);
-  const table = given.table === undefined ? DEFAULT_TABLE : given.table;
-  if (typeof table !== "string" || !IDENTIFIER.test(table)) {
-    throw new InvalidArgumentError(
-      "options.table",
-      "a plain SQL identifier (a letter or _, then letters, digits or _, at most 48 characters)",
-      table,
-    );
-  }
+  const table = sqlName(
+    "options.table",
+    given.table,
+    DEFAULT_TABLE,
+    IDENTIFIER,
+    "a plain SQL identifier (a letter or _, then letters, digits or _, at most 48 characters)",
+  );
   const createTable = optionalBoolean("options.createTable", given.createTable, true);
   const onLockLost = resolveOnLockLost(given.onLockLost);
   return {
