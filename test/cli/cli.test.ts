@@ -434,7 +434,7 @@ describe("globallock run, file store", () => {
 
   it("is the package's bin: the built file, executable, with a node shebang", () => {
     const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"));
-    expect(pkg.bin).toEqual({ globallock: "../dist/cli/globallock.cjs" });
+    expect(pkg.bin).toEqual({ globallock: "./dist/cli/globallock.cjs" });
     expect(CLI_PATH()).toMatch(/dist\/cli\/globallock\.cjs$/);
     expect(readFileSync(CLI_PATH(), "utf8").startsWith("#!/usr/bin/env node\n")).toBe(true);
     expect(statSync(CLI_PATH()).mode & 0o111).toBe(0o111);

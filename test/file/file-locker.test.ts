@@ -55,7 +55,7 @@ describe("FileLocker specifics", () => {
   it("maps keys with /, .., NUL and 1,000 bytes to hashed names inside the directory, each its own lock", async () => {
     const directory = dir();
     const locker = make({ directory });
-    const keys = ["a/b", "../../../etc/passwd", "..", "/", "nul\0byte", "x".repeat(1000), "é".repeat(500), "a\\b"];
+    const keys = ["a/b", "../../etc/passwd", "..", "/", "nul\0byte", "x".repeat(1000), "é".repeat(500), "a\\b"];
     const leases = [];
     for (const key of keys) {
       const lease = await locker.tryAcquire(undefined, key, { fencing: true });
