@@ -251,7 +251,14 @@ export function semaphoreContract(name: string, setup: () => Promise<SemaphoreHa
       const key = uniqueKey("sem");
       const started = performance.now();
       const lease = await s.acquire(undefined, key, { weight: 2, autoExtend: false, expiry: 300 });
-      expect(await other.tryAcquire(undefined, key)).toBeUndefined();
+      const early = await other.tryAcquire(undefined, key);
+      if (early !== undefined) {
+        // Only once the 300 ms lease ran out (a machine slow enough to take that long for one
+        // call): then the rest of this test has nothing left to show.
+        expect(performance.now() - started).toBeGreaterThanOrEqual(250);
+        await early.release();
+        return;
+      }
       const waiting = other.acquire(AbortSignal.timeout(5000), key, { weight: 2 });
       const reason = await whenAborted(lease.lost);
       expect(reason).toBeInstanceOf(LockLostError);
