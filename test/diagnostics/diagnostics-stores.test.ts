@@ -1,9 +1,11 @@
 /**
  * The diagnostics channels (src/diagnostics.ts) on FileLocker (a temporary directory),
- * PostgresLocker and PostgresReadWriteLocker (a PostgreSQL server started here) and CombinedLocker (over a MemoryLocker and a
- * RedisLocker on a redis-server started here): the shared suite of diagnostics-contract.ts, then
- * what each store adds — extensions, losses to real faults, release outcomes — and that nothing is
- * timed or published while nobody listens.
+ * PostgresLocker and PostgresReadWriteLocker (a PostgreSQL server started here), MySqlLocker, and
+ * CombinedLocker (over a MemoryLocker and a RedisLocker on a redis-server started here): the shared
+ * suite of diagnostics-contract.ts, then what each store adds — extensions, losses to real faults,
+ * release outcomes — and that nothing is timed or published while nobody listens. The shared suite
+ * also runs on the semaphores of files, PostgreSQL and MySQL, the table lockers, ZooKeeper and
+ * Memcached (store-subjects.ts).
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import diagnostics_channel from "node:diagnostics_channel";
@@ -38,11 +40,14 @@ import { MySqlFixture } from "../helpers/mysql-harness.js";
 import { PostgresFixture } from "../helpers/postgres-harness.js";
 import { type RedisServer, startServers, stopServers } from "../helpers/redis.js";
 import { eventually, sleep } from "../helpers/wait.js";
+import { RECORD_KINDS, StoreSubjects, storeSubjects } from "./store-subjects.js";
 
 let directory: string;
 let postgres: PostgresFixture | undefined;
 let mysql: MySqlFixture | undefined;
 let redisServers: RedisServer[] = [];
+/** The stores of the subjects of store-subjects.ts. */
+let stores: StoreSubjects | undefined;
 const clients: Redis[] = [];
 const closables: Array<{ close(): Promise<void> }> = [];
 
@@ -71,20 +76,23 @@ function fileLocker(options: FileLockerOptions = {}): FileLocker {
 
 beforeAll(async () => {
   directory = tempLockDirectory("diagnostics");
-  const [started, servers, maria] = await Promise.allSettled([
-    PostgresFixture.start(),
+  const postgresStarting = PostgresFixture.start();
+  const mysqlStarting = MySqlFixture.start();
+  const [started, servers, maria, others] = await Promise.allSettled([
+    postgresStarting,
     startServers(1),
-    MySqlFixture.start(),
+    mysqlStarting,
+    StoreSubjects.start(postgresStarting, mysqlStarting),
   ]);
   if (started.status === "fulfilled") postgres = started.value;
   if (servers.status === "fulfilled") redisServers = servers.value;
   if (maria.status === "fulfilled") mysql = maria.value;
-  if (started.status === "rejected") throw started.reason;
-  if (servers.status === "rejected") throw servers.reason;
-  if (maria.status === "rejected") throw maria.reason;
+  if (others.status === "fulfilled") stores = others.value;
+  for (const outcome of [started, servers, maria, others]) if (outcome.status === "rejected") throw outcome.reason;
 });
 
 afterAll(async () => {
+  await stores?.stop();
   await Promise.allSettled(closables.map((closable) => closable.close()));
   for (const created of clients) created.disconnect();
   await Promise.allSettled([postgres?.stop(), mysql?.stop(), stopServers(redisServers)]);
@@ -151,7 +159,13 @@ const subjects: Subject[] = [
   },
 ];
 
-diagnosticsContract(subjects);
+diagnosticsContract([
+  ...subjects,
+  ...storeSubjects(() => {
+    if (stores === undefined) throw new Error("the stores did not start");
+    return stores;
+  }),
+]);
 
 /** The name of a message's channel in a recorder's `order`, with the message's kind. */
 function channelsOf(recorder: Recorder, kinds: readonly LockerKind[]): string[] {
@@ -460,6 +474,33 @@ describe("CombinedLocker", () => {
     ]);
     expect(recorder.lost.every((m) => m.expected)).toBe(true);
   });
+});
+
+describe("table lockers, ZooKeeper and Memcached", () => {
+  it.each(RECORD_KINDS)(
+    "%s: a lease's record deleted by hand: its extend message says taken, then the loss (not expected); the release finds it expired",
+    async (kind) => {
+      const subjects = stores as StoreSubjects;
+      const locker = subjects.locker(kind, 400);
+      const key = uniqueKey("record-diag");
+      const recorder = await recording(async () => {
+        const lease = await locker.acquire(undefined, key);
+        await subjects.deleteRecord(kind, key);
+        await eventually(() => lease.lost.aborted, 5000);
+        expect(await lease.releaseWithOutcome()).toBe("expired");
+      });
+      const failed = recorder.extends.filter((m) => m.locker === locker && m.outcome !== "extended");
+      expect(failed).toEqual([expect.objectContaining({ key, keys: [key], count: 1, kind, outcome: "taken" })]);
+      expect(recorder.lost).toEqual([
+        { key, locker, kind, reason: "taken", error: expect.any(LockLostError), expected: false },
+      ]);
+      expect(channelsOf(recorder, [kind]).slice(-3)).toEqual([
+        `${EXTEND_CHANNEL} ${kind}`,
+        `${LOST_CHANNEL} ${kind}`,
+        `globallock:release ${kind}`,
+      ]);
+    },
+  );
 });
 
 describe("no subscribers", () => {
