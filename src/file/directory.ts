@@ -8,9 +8,10 @@ import { access, chmod, lstat, mkdir, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { StoreUnavailableError } from "../errors.js";
 import { CallPolicy, inMemoryFileSystem } from "./call-policy.js";
+import { codeOf } from "./fs-errors.js";
 import type { ResolvedFileLockerOptions } from "./options.js";
 import { ownerField, writeOwnerFile } from "./owner.js";
-import { codeOf, FileStore } from "./store.js";
+import { FileStore } from "./store.js";
 
 /** Attempt directories older than this are left over by a killed process, and are removed. */
 const STALE_ATTEMPT_MS = 60_000;
@@ -20,6 +21,31 @@ export function hashKey(key: string): string {
   return createHash("sha256").update(key, "utf16le").digest("hex");
 }
 
+/**
+ * The hashes of a backend's keys: `mark(key)` hashed (a semaphore's or a read-write key's marked so
+ * that their files never meet a lock's), with the last one kept, so that a key used again and
+ * again is hashed once.
+ */
+export class KeyHashes {
+  readonly #mark: (key: string) => string;
+  #lastKey: string | undefined;
+  #lastHash = "";
+
+  constructor(mark: (key: string) => string) {
+    this.#mark = mark;
+  }
+
+  /** The file name stem of `key`. */
+  of(key: string): string {
+    if (key === this.#lastKey) return this.#lastHash;
+    const hash = hashKey(this.#mark(key));
+    this.#lastKey = key;
+    this.#lastHash = hash;
+    return hash;
+  }
+}
+
+/** The lock directory of a file locker and its lock files (see the module comment). */
 export class LockDirectory {
   readonly store: FileStore;
   readonly #options: ResolvedFileLockerOptions;

@@ -1,45 +1,41 @@
 import type {
   AdoptRequest,
+  AttemptOutcome,
+  AttemptRequest,
   Backend,
   BackendEvents,
   BackendFactory,
   Capabilities,
+  ExtendOutcome,
   Fencing,
   HandOff,
-  StoredHolder,
+  LockHandle,
   StoredView,
   WaitQueue,
 } from "../core/backend.js";
-import { type AttemptOutcome, type AttemptRequest, type ExtendOutcome, LockHandle } from "../core/backend.js";
-import { DeadlineGroup } from "../internal/deadline-group.js";
-import { toUnknown } from "../internal/release-func.js";
 import { pause } from "../internal/sleep.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
-import { hashKey, type LockDirectory } from "./directory.js";
+import { Departures } from "./departures.js";
+import { KeyHashes, type LockDirectory } from "./directory.js";
 import { type Entry, remainingMs, takeable } from "./entry.js";
+import { LockPlace, ReaderPlace } from "./entry-places.js";
+import { type EntryPlace, HeldEntries, type HeldEntry } from "./held-entries.js";
 import { LockQueue } from "./lock-queue.js";
 import type { ResolvedFileLockerOptions } from "./options.js";
-import { readOwner } from "./owner.js";
+import { storedHolder } from "./owner.js";
 import { ahead, PermitFiles, type Ticket, ticketEntry } from "./permits.js";
 import type { TakeResult } from "./store.js";
 import { FileReleaseWatcher } from "./watcher.js";
 
-/** How long a release may take before it reports `"unknown"` (the lock then expires on its own). */
-const RELEASE_TIMEOUT_MS = 5000;
+/** Why the file lockers cannot list their keys. */
+export const NO_LISTING = {
+  unsupported: "lock files are named by a hash of the key and do not record it, so the key cannot be read back",
+};
+
 /** Looks `inspect` takes for a settled view of a read-write key, and the pause between them. */
 const INSPECT_LOOKS = 20;
 const INSPECT_PAUSE_MS = 5;
-
-/** A lease held in the directory: its current entry, and where it lives. */
-interface Held {
-  readonly hash: string;
-  /** A reader's entry (in `H.rd`), else the lock's (`H.lock`). */
-  readonly reader: boolean;
-  entry: Entry;
-  /** The extension in flight, if any: a release waits for it (it renames the entry). */
-  extending?: Promise<Entry | undefined> | undefined;
-}
 
 /**
  * The key whose lock (as a `FileLocker` names it) is the write lock of the read-write key
@@ -91,32 +87,29 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff {
   readonly #limit: number | undefined;
   /** How long a waiter's ticket lasts unless refreshed (it is, at every attempt: backoff.max). */
   readonly #ticketTtl: number;
+  /** Where a lock's (or a writer's) entry lives, and where a reader's does. */
+  readonly #lockPlace: LockPlace;
+  readonly #readerPlace: ReaderPlace | undefined;
   /** Held leases by token. */
-  readonly #held = new Map<string, Held>();
+  readonly #held = new HeldEntries();
   /** Queue tickets being left, per key hash: an attempt reads the queue once they are gone. */
-  readonly #leaving = new Map<string, Promise<void>>();
+  readonly #departures: Departures;
   /** Attempts in flight per key: a concurrent one looks at the lock before building its own. */
   readonly #attempting = new Map<string, number>();
-  /**
-   * The bound on releases ({@link RELEASE_TIMEOUT_MS}): one coarse timer for all of them while any
-   * is in flight, not a timer set and cleared per release.
-   */
-  readonly #releaseDeadlines = new DeadlineGroup(RELEASE_TIMEOUT_MS, { inOrder: false });
+  /** The file name stems of keys; a read-write key's differ from a lock's (they never meet). */
+  readonly #hashes: KeyHashes;
 
   constructor(directory: LockDirectory, options: ResolvedFileLockerOptions, events: BackendEvents, limit?: number) {
+    const { store } = directory;
     this.#directory = directory;
     this.#limit = limit;
-    this.can = {
-      permits: limit !== undefined,
-      queue: this,
-      fencing: this,
-      handOff: this,
-      listing: {
-        unsupported: "lock files are named by a hash of the key and do not record it, so the key cannot be read back",
-      },
-    };
-    this.#permits = limit === undefined ? undefined : new PermitFiles(directory.store);
-    this.#queueFiles = this.#permits ?? new PermitFiles(directory.store);
+    this.can = { permits: limit !== undefined, queue: this, fencing: this, handOff: this, listing: NO_LISTING };
+    this.#permits = limit === undefined ? undefined : new PermitFiles(store);
+    this.#queueFiles = this.#permits ?? new PermitFiles(store);
+    this.#lockPlace = new LockPlace(store);
+    this.#readerPlace = this.#permits === undefined ? undefined : new ReaderPlace(store, this.#permits);
+    this.#departures = new Departures(store);
+    this.#hashes = new KeyHashes(limit === undefined ? lockKey : readWriteLockKey);
     this.#ticketTtl = Math.max(options.expiry, 3 * options.backoffMax + 1000);
     // A lock's ticket lasts three polls and a second (4 s by default): a waiter that stops (SIGSTOP,
     // a blocked event loop) holds up those behind it no longer than that.
@@ -129,26 +122,13 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff {
     this.watcher = new FileReleaseWatcher(
       options.directory,
       events,
-      (key) => this.#hashOf(key),
+      (key) => this.#hashes.of(key),
       () => {
         lockQueue?.close();
-        return directory.store.close();
+        return store.close();
       },
       (hash, name) => lockQueue?.quiet(hash, name) ?? false,
     );
-  }
-
-  /** The key {@link #hashOf} hashed last, and its hash: a key locked again and again is hashed once. */
-  #lastKey: string | undefined;
-  #lastHash = "";
-
-  /** The file name stem of `key`; a read-write key's differ from a lock's (they never meet). */
-  #hashOf(key: string): string {
-    if (key === this.#lastKey) return this.#lastHash;
-    const hash = hashKey(this.#permits === undefined ? key : readWriteLockKey(key));
-    this.#lastKey = key;
-    this.#lastHash = hash;
-    return hash;
   }
 
   /** Waiters queue by tickets, and releases grant the key to nobody: the first in line tries. */
@@ -164,7 +144,7 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff {
    * their deadline, or of a dead holder: the next attempt takes them over) are not listed.
    */
   async inspect(resource: string): Promise<StoredView> {
-    const hash = this.#hashOf(resource);
+    const hash = this.#hashes.of(resource);
     const { store } = this.#directory;
     const permits = this.#permits;
     let writers: Entry[] = [];
@@ -185,18 +165,10 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff {
       if (writers.length === 0 || readers.length === 0) break;
     }
     const holders = await Promise.all([
-      ...writers.map((entry) => this.#describe(entry, this.#limit ?? 1)),
-      ...readers.map((entry) => this.#describe(entry, 1)),
+      ...writers.map((entry) => storedHolder(store.directory, entry, this.#limit ?? 1)),
+      ...readers.map((entry) => storedHolder(store.directory, entry, 1)),
     ]);
     return { holders, waiting: tickets.filter((ticket) => !takeable(ticket)).length };
-  }
-
-  async #describe(entry: Entry, weight: number): Promise<StoredHolder> {
-    const owner = await readOwner(this.#directory.store.directory, entry.owner);
-    const expiresInMs = Math.max(0, remainingMs(entry));
-    return entry.fence === undefined
-      ? { owner, weight, expiresInMs }
-      : { owner, weight, expiresInMs, fencingToken: entry.fence };
   }
 
   /**
@@ -205,45 +177,23 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff {
    * {@link FileStore.adoptEntry}): of two adopters of one handle, the second finds it `"taken"`.
    */
   async adopt({ resource, token, weight, duration }: AdoptRequest): Promise<LockHandle | "taken" | "expired"> {
-    const hash = this.#hashOf(resource);
+    const hash = this.#hashes.of(resource);
     const reader = this.#permits !== undefined && weight < (this.#limit as number);
     const { store } = this.#directory;
     const dir = reader ? (this.#permits as PermitFiles).readersPath(hash) : store.lockPath(hash);
     const result = await this.#directory.use(() => store.adoptEntry(dir, token, newToken(), duration));
     if (typeof result === "string") return result;
-    return this.#hold(resource, hash, reader, result.entry, result.startedAt, duration);
+    return this.#held.hold(resource, this.#heldEntry(hash, reader, result.entry), result.startedAt, duration);
   }
 
-  /**
-   * Extends `handle` once for a hand-off, with an entry that names no process (the one handing it
-   * off may exit before it is adopted, and must not be judged dead for it), and forgets it here.
-   * (Called by the core's `Lease.handOff` instead of an extension.)
-   */
-  async detach(handle: LockHandle, duration: number): Promise<ExtendOutcome> {
-    const held = this.#held.get(handle.token);
-    if (held === undefined) return "taken";
-    if (performance.now() >= handle.validUntil) return "expired";
-    const startedAt = performance.now();
-    const { store } = this.#directory;
-    const dir = held.reader ? (this.#permits as PermitFiles).readersPath(held.hash) : store.lockPath(held.hash);
-    let next: Entry | undefined;
-    try {
-      await held.extending?.catch(() => undefined);
-      next = await store.run(true, () =>
-        store.moveEntry(dir, held.entry, duration, "hand off a lease in", held.entry.fence, true),
-      );
-    } catch (error) {
-      return error instanceof Error ? error : new Error(String(error));
-    }
-    if (next === undefined) return performance.now() >= handle.validUntil ? "expired" : "taken";
-    this.#held.delete(handle.token);
-    handle.renew(startedAt, startedAt + duration);
-    return "extended";
+  /** Extends `handle` once for a hand-off, and forgets it here (see `HeldEntries.detach`). */
+  detach(handle: LockHandle, duration: number): Promise<ExtendOutcome> {
+    return this.#held.detach(handle, duration);
   }
 
   acquire(request: AttemptRequest): Promise<AttemptOutcome> {
     const { resource, duration, fencing } = request;
-    const hash = this.#hashOf(resource);
+    const hash = this.#hashes.of(resource);
     const concurrent = this.#attempting.get(resource) ?? 0;
     this.#attempting.set(resource, concurrent + 1);
     let attempt: Promise<AttemptOutcome>;
@@ -295,7 +245,7 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff {
   async #acquireQueued(queue: LockQueue, hash: string, request: AttemptRequest): Promise<AttemptOutcome> {
     const { resource, duration, queueing, fencing } = request;
     const sentAt = performance.now();
-    await this.#leaving.get(hash);
+    await this.#departures.of(hash);
     const { store } = this.#directory;
     // First in line as last read (woken by the lock's release, most likely), a read younger than
     // its ticket: take at once, with no look at the queue or the lock. A miss reads the queue again
@@ -312,7 +262,7 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff {
       if (outcome.kind === "acquired") {
         // Its ticket goes once the taker has resumed: its section does not wait for that.
         const own = look.own;
-        void this.#leave(
+        void this.#departures.track(
           hash,
           nextTurn().then(() => queue.leave(hash, own)),
         );
@@ -334,7 +284,7 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff {
     const { resource, duration, queueing, fencing, weight } = request;
     const writer = weight === this.#limit && weight > 1;
     const sentAt = performance.now();
-    await this.#leaving.get(hash);
+    await this.#departures.of(hash);
     const tickets = await this.#directory.use(() => permits.tickets(hash));
     const own = tickets.find((ticket) => ticket.entry.token === queueing.grantedToken);
     const before = own === undefined ? tickets : tickets.filter((ticket) => ahead(ticket, own));
@@ -388,35 +338,17 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff {
   }
 
   /** A take's outcome: a miss with the holder's deadline as hint, or a grant (fenced when asked). */
-  async #outcome(
+  #outcome(
     resource: string,
     hash: string,
     reader: boolean,
     result: TakeResult,
     duration: number,
     fencing: boolean,
-  ): Promise<AttemptOutcome> {
+  ): AttemptOutcome | Promise<AttemptOutcome> {
     if (!result.taken || !fencing) return this.#settle(resource, hash, reader, result, duration);
-    const { store } = this.#directory;
-    const { entry } = result;
-    let fencingToken: bigint;
-    let confirmedAt: number;
-    let confirmed: Entry | undefined;
-    try {
-      fencingToken = await store.nextFencingToken(hash);
-      // Confirm the grant after the token: a holder that lost the lock meanwhile gets no token.
-      confirmedAt = performance.now();
-      confirmed = await store.extend(hash, entry, duration, fencingToken);
-    } catch (error) {
-      await store.release(hash, entry).catch(() => undefined);
-      throw error;
-    }
-    if (confirmed === undefined) return { kind: "held" };
-    return {
-      kind: "acquired",
-      handle: this.#hold(resource, hash, reader, confirmed, confirmedAt, duration),
-      fencingToken,
-    };
+    const held = this.#heldEntry(hash, reader, result.entry);
+    return this.#held.holdFenced(resource, held, duration, this.#directory.store);
   }
 
   /**
@@ -430,74 +362,29 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff {
         ? { kind: "held" }
         : { kind: "held", retryAfterMs: Math.max(1, remainingMs(holder) + 2) };
     }
-    return { kind: "acquired", handle: this.#hold(resource, hash, reader, result.entry, result.startedAt, duration) };
+    const held = this.#heldEntry(hash, reader, result.entry);
+    return { kind: "acquired", handle: this.#held.hold(resource, held, result.startedAt, duration) };
   }
 
-  /** Records `entry`, taken at `startedAt` for `duration` ms, as held here: its handle. */
-  #hold(
-    resource: string,
-    hash: string,
-    reader: boolean,
-    entry: Entry,
-    startedAt: number,
-    duration: number,
-  ): LockHandle {
-    this.#held.set(entry.token, { hash, reader, entry });
-    return new LockHandle(entry.token, resource, startedAt, startedAt + duration);
+  /** A lease of `hash` as held here: a reader's entry, or the lock's (a lock's, or a writer's). */
+  #heldEntry(hash: string, reader: boolean, entry: Entry): HeldEntry {
+    const place: EntryPlace = reader ? (this.#readerPlace as ReaderPlace) : this.#lockPlace;
+    return { hash, weight: reader ? 1 : (this.#limit ?? 1), entry, place };
   }
 
   extend(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
-    return Promise.all(handles.map((handle) => this.#extend(handle, duration)));
-  }
-
-  async #extend(handle: LockHandle, duration: number): Promise<ExtendOutcome> {
-    const held = this.#held.get(handle.token);
-    if (held === undefined) return "taken";
-    if (performance.now() >= handle.validUntil) return "expired";
-    const startedAt = performance.now();
-    let next: Entry | undefined;
-    try {
-      held.extending = held.reader
-        ? (this.#permits as PermitFiles).extendRead(held.hash, held.entry, duration)
-        : this.#directory.store.extend(held.hash, held.entry, duration);
-      next = await held.extending;
-    } catch (error) {
-      return error instanceof Error ? error : new Error(String(error));
-    } finally {
-      held.extending = undefined;
-    }
-    if (next === undefined) return performance.now() >= handle.validUntil ? "expired" : "taken";
-    // Ours until the new deadline. (After a loss declared meanwhile, a release still finds the entry.)
-    held.entry = next;
-    handle.renew(startedAt, startedAt + duration);
-    return "extended";
+    return this.#held.extend(handles, duration);
   }
 
   release(handle: LockHandle): Promise<ReleaseOutcome> {
-    const held = this.#held.get(handle.token);
-    if (held === undefined) return Promise.resolve("expired");
-    this.#held.delete(handle.token);
-    // Past the deadline it is expired, even when its entry was still there to delete.
-    const expired = performance.now() >= handle.validUntil;
-    const removeEntry = (): Promise<ReleaseOutcome> => {
-      const { hash, entry } = held;
-      const releasing = held.reader
-        ? (this.#permits as PermitFiles).releaseRead(hash, entry)
-        : this.#directory.store.release(hash, entry);
-      return this.#releaseDeadlines
-        .run(releasing, releaseTimedOut)
-        .then((outcome) => (expired ? "expired" : outcome), toUnknown);
-    };
-    // An extension in flight moves the entry: release the name it leaves (its own reaction, which
-    // came first, has recorded it by then). None in flight: nothing to wait for.
-    return held.extending === undefined ? removeEntry() : held.extending.then(removeEntry, removeEntry);
+    return this.#held.release(handle);
   }
 
   async leaveQueue(resource: string, _waiterId: string, grantedToken?: string): Promise<void> {
     if (grantedToken === undefined) return;
-    const hash = this.#hashOf(resource);
+    const hash = this.#hashes.of(resource);
     const lockQueue = this.#lockQueue;
-    await this.#leave(
+    await this.#departures.track(
       hash,
       lockQueue !== undefined
         ? lockQueue.leave(hash, undefined, grantedToken)
@@ -505,31 +392,20 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff {
     );
   }
 
-  /**
-   * Tracks `leaving`, a ticket leaving `hash`'s queue: the next attempt on the key here reads the
-   * queue once it is done (else it would find its own old ticket ahead), and `close()` waits for it.
-   */
-  #leave(hash: string, leaving: Promise<void>): Promise<void> {
-    const all = Promise.all([this.#leaving.get(hash), leaving.catch(() => undefined)]).then(() => {
-      if (this.#leaving.get(hash) === all) this.#leaving.delete(hash);
-    });
-    this.#leaving.set(hash, all);
-    this.#directory.store.tidy(all);
-    return all;
-  }
-
   async issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
     const held = this.#held.get(handle.token);
-    return held === undefined || held.reader ? undefined : this.#directory.store.nextFencingToken(held.hash);
+    return held === undefined || held.place !== this.#lockPlace
+      ? undefined
+      : this.#directory.store.nextFencingToken(held.hash);
   }
+}
+
+/** The key whose files a `FileLocker` names `key`'s: the key itself. */
+function lockKey(key: string): string {
+  return key;
 }
 
 /** Resolves in the event loop's next check phase (after the callbacks and reactions now due). */
 function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
-}
-
-/** What a release that did not finish within {@link RELEASE_TIMEOUT_MS} rejects with. */
-function releaseTimedOut(): Error {
-  return new Error("release timed out");
 }

@@ -10,8 +10,9 @@
 import { createHash } from "node:crypto";
 import { readFile, rename, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import type { StoredHolder } from "../core/backend.js";
 import { newToken } from "../internal/token.js";
-import { MAX_OWNER_FIELD } from "./entry.js";
+import { type Entry, MAX_OWNER_FIELD, remainingMs } from "./entry.js";
 
 /** What starts an owner field that refers to an owner file. */
 const REFERENCE = "%%";
@@ -61,4 +62,17 @@ export async function readOwner(directory: string, field: string): Promise<strin
   const hash = field.slice(REFERENCE.length);
   if (!/^[0-9a-f]{32}$/.test(hash)) return "";
   return readFile(join(directory, `.owner-${hash}`), "utf8").catch(() => "");
+}
+
+/**
+ * A holder as `inspect` shows it: `entry`'s owner (read back from `directory` where the entry
+ * refers to an owner file), `weight`, its time left as the store measures it (see `remainingMs`)
+ * and its fencing token, if it has one.
+ */
+export async function storedHolder(directory: string, entry: Entry, weight: number): Promise<StoredHolder> {
+  const owner = await readOwner(directory, entry.owner);
+  const expiresInMs = Math.max(0, remainingMs(entry));
+  return entry.fence === undefined
+    ? { owner, weight, expiresInMs }
+    : { owner, weight, expiresInMs, fencingToken: entry.fence };
 }

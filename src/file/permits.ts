@@ -32,8 +32,10 @@
 import { mkdir, readdir, rename, rmdir } from "node:fs/promises";
 import { join } from "node:path";
 import { type Entry, entryOf, parseEntry, takeable } from "./entry.js";
+import { moveEntry, removeEntry, removeStale } from "./entry-moves.js";
+import { codeOf } from "./fs-errors.js";
 import { monotonicNow } from "./host.js";
-import { codeOf, type FileStore, type TakeResult } from "./store.js";
+import type { FileStore, TakeResult } from "./store.js";
 
 /** A waiter's place in a key's queue. */
 export interface Ticket {
@@ -182,7 +184,7 @@ export class PermitFiles {
             await this.#removeReader(dir, entry);
             return { taken: false, holder };
           }
-          await this.#store.removeStale(lock, holder);
+          await removeStale(this.#store, lock, holder);
           await rmdir(lock).catch(ignore);
         }
         await this.#removeReader(dir, entry);
@@ -211,7 +213,7 @@ export class PermitFiles {
         for (const name of names) {
           const entry = parseEntry(name);
           if (entry !== undefined && !takeable(entry)) return false;
-          if (entry !== undefined && !(await this.#store.removeStale(dir, entry))) changed = true;
+          if (entry !== undefined && !(await removeStale(this.#store, dir, entry))) changed = true;
         }
         if (changed) continue;
         try {
@@ -230,13 +232,13 @@ export class PermitFiles {
   /** Moves a reader's entry to a new deadline; `undefined` when it is gone (taken over). */
   extendRead(hash: string, entry: Entry, expiry: number): Promise<Entry | undefined> {
     const dir = this.#path(hash, "rd");
-    return this.#store.run(true, () => this.#store.moveEntry(dir, entry, expiry, "extend a read lease in"));
+    return this.#store.run(true, () => moveEntry(this.#store, dir, entry, expiry, "extend a read lease in"));
   }
 
   /** Removes a reader's entry: `"released"`, or (gone already) `"taken"` by a writer or `"expired"`. */
   releaseRead(hash: string, entry: Entry): Promise<"released" | "taken" | "expired"> {
     return this.#store.run(true, async () => {
-      if (await this.#store.removeEntry(this.#path(hash, "rd"), entry, "release a read lease in")) return "released";
+      if (await removeEntry(this.#store, this.#path(hash, "rd"), entry, "release a read lease in")) return "released";
       const holder = await this.#store.readOwner(this.#store.lockPath(hash));
       return holder !== undefined && !takeable(holder) ? "taken" : "expired";
     });

@@ -29,8 +29,11 @@ import { mkdir, readdir, rename, rmdir } from "node:fs/promises";
 import { join } from "node:path";
 import { newToken } from "../internal/token.js";
 import { type Entry, entryOf, parseEntry, remainingMs, takeable } from "./entry.js";
+import { moveEntry, removeStale } from "./entry-moves.js";
+import { codeOf, isGone } from "./fs-errors.js";
+import type { EntryPlace } from "./held-entries.js";
 import { type PermitFiles, type Ticket, ticketEntry, ticketName } from "./permits.js";
-import { codeOf, type FileStore, isGone } from "./store.js";
+import type { FileStore } from "./store.js";
 
 /** A holder's permits: its entry in the directory of its weight. */
 export interface Permit {
@@ -68,7 +71,7 @@ function soonest(permits: readonly Permit[]): number | undefined {
 }
 
 /** The holders' files and the queue of the semaphore keys of one lock directory (see the module comment). */
-export class SemaphoreFiles {
+export class SemaphoreFiles implements EntryPlace {
   readonly #store: FileStore;
   /** The queue's files (`H.q`), as a read-write key's. */
   readonly queue: PermitFiles;
@@ -131,7 +134,7 @@ export class SemaphoreFiles {
   /** Moves a holder's entry to a new deadline; `undefined` when it is gone (taken over). */
   extend(hash: string, permit: Permit, expiry: number): Promise<Entry | undefined> {
     const dir = this.weightPath(hash, permit.weight);
-    return this.#store.run(true, () => this.#store.moveEntry(dir, permit.entry, expiry, "extend a permit in"));
+    return this.#store.run(true, () => moveEntry(this.#store, dir, permit.entry, expiry, "extend a permit in"));
   }
 
   /**
@@ -141,14 +144,14 @@ export class SemaphoreFiles {
   detach(hash: string, permit: Permit, expiry: number): Promise<Entry | undefined> {
     const dir = this.weightPath(hash, permit.weight);
     return this.#store.run(true, () =>
-      this.#store.moveEntry(dir, permit.entry, expiry, "hand off a permit in", permit.entry.fence, true),
+      moveEntry(this.#store, dir, permit.entry, expiry, "hand off a permit in", permit.entry.fence, true),
     );
   }
 
   /** Records `fence` in a holder's entry (a fenced grant's confirmation); `undefined` when it is gone. */
   fence(hash: string, permit: Permit, expiry: number, fence: bigint): Promise<Entry | undefined> {
     const dir = this.weightPath(hash, permit.weight);
-    return this.#store.run(true, () => this.#store.moveEntry(dir, permit.entry, expiry, "fence a permit in", fence));
+    return this.#store.run(true, () => moveEntry(this.#store, dir, permit.entry, expiry, "fence a permit in", fence));
   }
 
   /** Removes a holder's entry: `"released"`, or `"expired"` when it was gone already. */
@@ -212,7 +215,7 @@ export class SemaphoreFiles {
         if (!takeable(permit.entry)) continue;
         changed = true;
         const dir = this.weightPath(hash, permit.weight);
-        if (await this.#store.removeStale(dir, permit.entry)) await this.#tidy(hash, dir);
+        if (await removeStale(this.#store, dir, permit.entry)) await this.#tidy(hash, dir);
       }
       if (!changed) return permits;
     }

@@ -37,17 +37,11 @@
  *   an empty directory, is the store's next attempt directory, so a take + release in steady state
  *   is three calls: `mkdir(H.tmp-T/<entry>)`, `rename(H.tmp-T, H.lock)`, `rename(H.lock/<entry>,
  *   H.tmp-T2)`. The new name starts with the key's hash: the event that wakes waiters watching the
- *   directory. A store keeps a few spares. With its calls on the event loop (a file system in
- *   memory) it leaves at most {@link EMPTY_LOCKS_KEPT} locks empty (past that, and when it closes,
- *   it removes them; a lock directory may be removed whenever it is empty). Through the thread
- *   pool, a release then removes the lock it emptied (`rmdir`, a fourth call, sent once the release
- *   is done and not waited for): a rename onto an absent lock is far cheaper than one onto an
- *   empty lock, which the file system must delete on the way. Without room for another spare, after `close()`, and in a directory
- *   shared by several users (a spare has this user's mode), a release removes the entry and then
- *   the lock directory (`rmdir`, which fails unless it is still empty).
- * - **fencing**: `rename(H.fence/n, H.fence/n+1)`: succeeds only for the caller that read `n`
- *   while it was current, so the counter only rises, even when a holder that lost its lock meanwhile
- *   writes late.
+ *   directory. Which spares and empty locks a store keeps, and when it removes them: `spares.ts`.
+ *   Without room for another spare, after `close()`, and in a directory shared by several users, a
+ *   release removes the entry and then the lock directory (`rmdir`, which fails unless it is still
+ *   empty).
+ * - **fencing**: `rename(H.fence/n, H.fence/n+1)` (see `fence-counter.ts`).
  *
  * Why two takers never both hold, with empty lock directories around: a lock is held exactly when
  * its directory holds an entry, and an entry gets into `H.lock` only inside the directory a take
@@ -72,15 +66,20 @@
  * calls of takes, releases and extensions go through libuv's thread pool, or, with
  * `FileLockerOptions.syncCalls`, run on the event loop while no operation waits (`calls.ts`).
  */
-import { chmod, mkdir, readdir, rename, rmdir, stat, unlink, writeFile } from "node:fs/promises";
-import { join, sep } from "node:path";
+import { chmod, mkdir, readdir } from "node:fs/promises";
+import { sep } from "node:path";
 import { StoreUnavailableError } from "../errors.js";
-import { newToken } from "../internal/token.js";
+import { type AdoptResult, adoptEntry } from "./adoption.js";
+import { sweepAttempts } from "./attempt-sweep.js";
 import type { CallPolicy } from "./call-policy.js";
-import { type FileCalls, THREAD_POOL_CALLS } from "./calls.js";
+import type { FileCalls } from "./calls.js";
 import { type Entry, entryOf, parseEntry, remainingMs, takeable } from "./entry.js";
+import { moveEntry, removeEntry, removeStale, under } from "./entry-moves.js";
+import { drawFencingToken } from "./fence-counter.js";
+import { codeOf, isGone } from "./fs-errors.js";
 import { OperationQueue } from "./operation-queue.js";
 import type { OwnerField } from "./owner.js";
+import { SpareDirectories } from "./spares.js";
 
 export type { Entry } from "./entry.js";
 
@@ -104,40 +103,10 @@ export interface FileStoreStats {
  * directory (Windows, where an empty one is then removed and the rename tried again).
  */
 const HELD_CODES = new Set(["ENOTEMPTY", "EEXIST", "EPERM"]);
-/** The name of an attempt directory (`.tmp-T`, or a spare `H.tmp-T`) or of an owner file being written. */
-const ATTEMPT = /^(?:[0-9a-f]{64})?\.tmp-/;
 /** Attempts of one take that found the lock changing under it before it counts as held. */
 const TAKE_ROUNDS = 4;
 /** Store operations of one locker in flight at most (libuv's thread pool has 4 threads by default). */
 const OPERATIONS_IN_FLIGHT = 4;
-/** Spare attempt directories a store keeps at most (one per operation in flight). */
-const SPARES = OPERATIONS_IN_FLIGHT;
-/** Lock directories a store leaves empty at most before it removes the oldest of them. */
-const EMPTY_LOCKS_KEPT = 64;
-
-/**
- * The path of `name` (one path component: an entry's or a lock's name) in the directory `dir`
- * (an absolute, normalized path not ending in a separator): what `path.join` answers, without its
- * normalization pass (the paths of a take and a release are built on every call).
- */
-function under(dir: string, name: string): string {
-  return `${dir}${sep}${name}`;
-}
-
-/** The error code of a Node.js system error, if any. */
-export function codeOf(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" ? code : undefined;
-}
-
-/** Whether `error` says a path is gone (or a component of it is not a directory any more). */
-export function isGone(error: unknown): boolean {
-  const code = codeOf(error);
-  return code === "ENOENT" || code === "ENOTDIR";
-}
-
-/** What {@link FileStore.adoptEntry} answers: the new entry, or why there is none. */
-export type AdoptResult = { readonly entry: Entry; readonly startedAt: number } | "taken" | "expired";
 
 /**
  * The lock files of one directory, as one locker writes them (its entries carry its `owner`).
@@ -149,15 +118,9 @@ export class FileStore {
   readonly ownerField: OwnerField;
   readonly #queue = new OperationQueue(OPERATIONS_IN_FLIGHT);
   readonly stats: FileStoreStats = { staleTakeovers: 0, deadHolderTakeovers: 0, lostTakeoverRaces: 0 };
-  /** Empty directories of this store, named `.tmp-T` or `H.tmp-T`, for the next attempts (see the module comment). */
-  readonly #spares: string[] = [];
-  /** Lock directories this store's releases left empty, the oldest first (see {@link #leftEmpty}). */
-  readonly #emptyLocks = new Set<string>();
-  /** Closed: nothing more is kept (see {@link close}). */
-  #closed = false;
-  /** Removals of spares and empty locks sent without waiting for them: `close()` waits for them. */
-  readonly #tidying = new Set<Promise<void>>();
-  /** Where takes, releases and extensions make their calls (see {@link #fs}). */
+  /** Spare attempt directories, and the lock directories this store left empty (see `spares.ts`). */
+  readonly #spares: SpareDirectories;
+  /** Where takes, releases and extensions make their calls (see {@link fs}). */
   readonly calls: CallPolicy;
   /**
    * In a lock directory shared by several users (writable by its group or by others; set when it is
@@ -169,12 +132,13 @@ export class FileStore {
 
   /**
    * @param calls where takes, releases and extensions make their calls (`FileLockerOptions.syncCalls`;
-   * see {@link #fs}).
+   * see {@link fs}).
    */
   constructor(directory: string, owner: OwnerField, calls: CallPolicy) {
     this.directory = directory;
     this.ownerField = owner;
     this.calls = calls;
+    this.#spares = new SpareDirectories({ queue: this.#queue, calls, most: OPERATIONS_IN_FLIGHT });
   }
 
   /**
@@ -182,7 +146,7 @@ export class FileStore {
    * and no operation of this store waits for a slot, else through the thread pool (see
    * {@link CallPolicy.calls}).
    */
-  get #fs(): FileCalls {
+  get fs(): FileCalls {
     return this.calls.calls(this.#queue.queued !== 0);
   }
 
@@ -193,7 +157,7 @@ export class FileStore {
    */
   async makeDirectory(path: string, privateMode?: number): Promise<void> {
     if (this.shareMode === undefined) {
-      await (privateMode === undefined ? this.#fs.mkdir(path) : mkdir(path, { mode: privateMode }));
+      await (privateMode === undefined ? this.fs.mkdir(path) : mkdir(path, { mode: privateMode }));
       return;
     }
     await mkdir(path, { mode: this.shareMode });
@@ -245,7 +209,7 @@ export class FileStore {
           attempt = await this.#build(token, entry);
         } else if (built.name !== entry.name) {
           const from = under(attempt, built.name);
-          await this.call("refresh an attempt in", () => this.#fs.rename(from, under(attempt as string, entry.name)));
+          await this.call("refresh an attempt in", () => this.fs.rename(from, under(attempt as string, entry.name)));
         }
         built = entry;
         const installed = await this.#install(attempt, lock);
@@ -261,22 +225,22 @@ export class FileStore {
         const holder = await this.readOwner(lock);
         if (holder === undefined) {
           // Freed meanwhile (or, on Windows, an empty lock directory, which a rename never replaces there).
-          await this.#fs.rmdir(lock).catch(() => undefined);
+          await this.fs.rmdir(lock).catch(() => undefined);
           continue;
         }
         if (!takeable(holder)) return { taken: false, holder };
-        await this.removeStale(lock, holder);
+        await removeStale(this, lock, holder);
       }
       return { taken: false, holder: await this.readOwner(lock) };
     } finally {
       // The attempt directory is still here unless the rename moved it onto the lock: empty, it is kept.
       if (attempt !== undefined && built !== undefined) {
         const spare = attempt;
-        const emptied = await this.#fs.rmdir(under(spare, built.name)).then(
+        const emptied = await this.fs.rmdir(under(spare, built.name)).then(
           () => true,
           () => false,
         );
-        if (emptied) this.#keepSpare(spare);
+        if (emptied) this.#spares.keep(spare, this.shareMode !== undefined);
       }
     }
   }
@@ -286,10 +250,10 @@ export class FileStore {
    * (none kept, or the kept one swept away meanwhile) a new `.tmp-<token>` directory.
    */
   async #build(token: string, entry: Entry): Promise<string> {
-    const spare = this.#spares.pop();
+    const spare = this.#spares.take();
     if (spare !== undefined) {
       try {
-        await this.#fs.mkdir(under(spare, entry.name));
+        await this.fs.mkdir(under(spare, entry.name));
         return spare;
       } catch (error) {
         if (!isGone(error)) throw this.unavailable("write an attempt in", error);
@@ -298,25 +262,12 @@ export class FileStore {
     const attempt = this.#inDirectory(`.tmp-${token}`);
     await this.call("create an attempt directory in", () => this.makeDirectory(attempt));
     try {
-      await this.#fs.mkdir(under(attempt, entry.name));
+      await this.fs.mkdir(under(attempt, entry.name));
     } catch (error) {
-      await this.#fs.rmdir(attempt).catch(() => undefined);
+      await this.fs.rmdir(attempt).catch(() => undefined);
       throw this.unavailable("write an attempt in", error);
     }
     return attempt;
-  }
-
-  /**
-   * Keeps the empty directory `path` for the next attempt (see the module comment), unless enough
-   * are kept, the store is closed or the directory is shared (a spare has this user's mode, not the
-   * directory's shared one): then it is removed.
-   */
-  #keepSpare(path: string): void {
-    if (this.#closed || this.shareMode !== undefined || this.#spares.length >= SPARES) {
-      this.tidy(this.#fs.rmdir(path));
-      return;
-    }
-    this.#spares.push(path);
   }
 
   /**
@@ -325,7 +276,7 @@ export class FileStore {
    */
   async #install(attempt: string, lock: string): Promise<"taken" | "held" | "gone"> {
     try {
-      await this.#fs.rename(attempt, lock);
+      await this.fs.rename(attempt, lock);
       return "taken";
     } catch (error) {
       const code = codeOf(error) ?? "";
@@ -336,55 +287,12 @@ export class FileStore {
   }
 
   /**
-   * Removes a stale entry of `dir` (a lock, or the readers of a read-write key): exactly one of
-   * the contenders that found it succeeds (true); false when it was gone (removed by another, or
-   * renamed by an extension that came first).
-   */
-  async removeStale(dir: string, stale: Entry): Promise<boolean> {
-    const dead = remainingMs(stale) > 0;
-    try {
-      await this.#fs.rmdir(under(dir, stale.name));
-      this.stats.staleTakeovers += 1;
-      if (dead) this.stats.deadHolderTakeovers += 1;
-      return true;
-    } catch (error) {
-      if (codeOf(error) !== "ENOENT") throw this.unavailable("take over a stale lock in", error);
-      this.stats.lostTakeoverRaces += 1;
-      return false;
-    }
-  }
-
-  /**
    * Moves our entry to a new deadline, `expiry` ms from now (recording `fence`, the grant's fencing
    * token, when given). Resolves to the new entry, or to `undefined` when the entry is gone (the
    * lock was taken over or deleted).
    */
   extend(hash: string, entry: Entry, expiry: number, fence?: bigint): Promise<Entry | undefined> {
-    return this.#queue.run(true, () => this.moveEntry(this.lockPath(hash), entry, expiry, "extend a lock in", fence));
-  }
-
-  /**
-   * Renames `entry` of `dir` (a lock, or the readers of a read-write key) to a new deadline,
-   * `expiry` ms from now, for an operation in a slot: the new entry, or `undefined` when it is gone.
-   * The new entry keeps the owner and the fencing token (unless `fence` replaces it); `detached`:
-   * it names no process (a lease handed off: the process that writes it may exit).
-   */
-  async moveEntry(
-    dir: string,
-    entry: Entry,
-    expiry: number,
-    operation: string,
-    fence = entry.fence,
-    detached = false,
-  ): Promise<Entry | undefined> {
-    const next = entryOf(entry.token, expiry, entry.acquiredAt, entry.owner, fence, detached);
-    try {
-      await this.#fs.rename(under(dir, entry.name), under(dir, next.name));
-      return next;
-    } catch (error) {
-      if (isGone(error)) return undefined;
-      throw this.unavailable(operation, error);
-    }
+    return this.#queue.run(true, () => moveEntry(this, this.lockPath(hash), entry, expiry, "extend a lock in", fence));
   }
 
   /**
@@ -415,18 +323,13 @@ export class FileStore {
    * entry and the lock directory as {@link removeEntry} does.
    */
   #vacate(lock: string, hash: string, entry: Entry): Promise<boolean> {
-    if (this.#closed || this.shareMode !== undefined || this.#spares.length >= SPARES) {
-      return this.removeEntry(lock, entry, "release a lock in");
-    }
+    const shared = this.shareMode !== undefined;
+    if (!this.#spares.roomFor(shared)) return removeEntry(this, lock, entry, "release a lock in");
     const spare = this.#inDirectory(`${hash}.tmp-${entry.token}`);
-    return this.#fs.rename(under(lock, entry.name), spare).then(
+    return this.fs.rename(under(lock, entry.name), spare).then(
       () => {
-        this.#keepSpare(spare);
-        // Through the thread pool the emptied lock is removed now, off the release's path, so that
-        // the next take renames onto an absent lock (see the module comment). On the event loop,
-        // or while operations wait for a slot, it is left empty for the next take.
-        if (this.calls.synchronous || this.#queue.queued !== 0) this.#leftEmpty(lock);
-        else this.#removeIfEmpty(lock);
+        this.#spares.keep(spare, shared);
+        this.#spares.emptied(lock);
         return true;
       },
       (error: unknown) => {
@@ -436,36 +339,9 @@ export class FileStore {
     );
   }
 
-  /**
-   * Notes that `lock` was left empty; past {@link EMPTY_LOCKS_KEPT} of them, the one left longest
-   * ago is removed (only if still empty: a lock taken meanwhile stays), so that a process using
-   * many keys leaves few empty directories behind.
-   */
-  #leftEmpty(lock: string): void {
-    this.#emptyLocks.delete(lock);
-    this.#emptyLocks.add(lock);
-    if (this.#emptyLocks.size <= EMPTY_LOCKS_KEPT) return;
-    const oldest = this.#emptyLocks.values().next().value as string;
-    this.#emptyLocks.delete(oldest);
-    this.#removeIfEmpty(oldest);
-  }
-
-  /**
-   * Removes the lock directory `lock` if it is still empty (an `rmdir` through the thread pool, in
-   * a slot behind held leases' operations), without waiting: a lock taken meanwhile stays.
-   */
-  #removeIfEmpty(lock: string): void {
-    this.tidy(this.#queue.run(false, () => THREAD_POOL_CALLS.rmdir(lock)));
-  }
-
   /** Tracks a removal nobody waits for (best effort: a failure is ignored), for `close()`. */
   tidy(removal: Promise<unknown>): void {
-    const tracked: Promise<void> = removal
-      .catch(() => undefined)
-      .then(() => {
-        this.#tidying.delete(tracked);
-      });
-    this.#tidying.add(tracked);
+    this.#spares.tidy(removal);
   }
 
   /**
@@ -473,41 +349,14 @@ export class FileStore {
    * another stays); later releases remove their lock directory. Best effort.
    */
   close(): Promise<void> {
-    this.#closed = true;
-    const left = [...this.#spares.splice(0), ...this.#emptyLocks];
-    this.#emptyLocks.clear();
-    const removing = this.#queue.run(true, async () => {
-      for (const path of left) await rmdir(path).catch(() => undefined);
-    });
-    // A process that exits once `close()` resolved leaves nothing behind.
-    return Promise.all([removing, ...this.#tidying]).then(() => undefined);
-  }
-
-  /**
-   * Removes `entry` of `dir`, then `dir` if that left it empty, for an operation in a slot; false
-   * when the entry was gone already.
-   */
-  async removeEntry(dir: string, entry: Entry, operation: string): Promise<boolean> {
-    try {
-      await this.#fs.rmdir(under(dir, entry.name));
-    } catch (error) {
-      if (isGone(error)) return false;
-      throw this.unavailable(operation, error);
-    }
-    await this.#fs.rmdir(dir).catch(() => undefined);
-    return true;
-  }
-
-  /** The current entry of `hash`'s lock, if any (stale or not). */
-  owner(hash: string): Promise<Entry | undefined> {
-    return this.#queue.run(false, () => this.readOwner(this.lockPath(hash)));
+    return this.#spares.close();
   }
 
   /** The live-most entry of the lock directory `lock`, not queued (for operations in a slot). */
   async readOwner(lock: string): Promise<Entry | undefined> {
     let names: string[];
     try {
-      names = await this.#fs.readdir(lock);
+      names = await this.fs.readdir(lock);
     } catch (error) {
       if (isGone(error)) return undefined;
       throw this.unavailable("read a lock in", error);
@@ -525,120 +374,31 @@ export class FileStore {
    * reading a name), stale or not, changing nothing; none when `dir` is absent.
    */
   entries(dir: string, parse: (name: string) => Entry | undefined = parseEntry): Promise<Entry[]> {
-    return this.#queue.run(false, async () => {
-      const names = await readdir(dir).catch((error: unknown) => {
-        if (isGone(error)) return [] as string[];
-        throw this.unavailable("read a lock in", error);
-      });
-      return names.flatMap((name) => parse(name) ?? []);
-    });
+    return this.#queue.run(false, () => this.listEntries(dir, parse));
   }
 
-  /**
-   * Takes over the entry with `token` in `dir` (a lock, or the readers of a read-write key) for
-   * this store's owner: renames it to an entry with `newToken`, a deadline `expiry` ms from now and
-   * the same fencing token — one rename, so of two adopters of one entry exactly one succeeds (as
-   * of two extensions, or an extension and a takeover). `"taken"` when another live entry holds
-   * `dir` instead, `"expired"` when the entry is gone or its deadline passed. (A holder known dead
-   * does not matter: a handed-off lease outlives the process that handed it off.)
-   */
+  /** {@link entries}, not queued (for operations in a slot). */
+  async listEntries(dir: string, parse: (name: string) => Entry | undefined = parseEntry): Promise<Entry[]> {
+    const names = await readdir(dir).catch((error: unknown) => {
+      if (isGone(error)) return [] as string[];
+      throw this.unavailable("read a lock in", error);
+    });
+    return names.flatMap((name) => parse(name) ?? []);
+  }
+
+  /** Takes over the entry with `token` in `dir` for this store's owner (see `adoption.ts`). */
   adoptEntry(dir: string, token: string, newToken: string, expiry: number): Promise<AdoptResult> {
-    return this.#queue.run(true, async () => {
-      const names = await readdir(dir).catch((error: unknown) => {
-        if (isGone(error)) return [] as string[];
-        throw this.unavailable("read a lock in", error);
-      });
-      const entries = names.flatMap((name) => parseEntry(name) ?? []);
-      const found = entries.find((entry) => entry.token === token);
-      if (found !== undefined && remainingMs(found) > 0) {
-        const startedAt = performance.now();
-        const next = entryOf(newToken, expiry, found.acquiredAt, this.ownerField.field, found.fence);
-        try {
-          await rename(join(dir, found.name), join(dir, next.name));
-          return { entry: next, startedAt };
-        } catch (error) {
-          if (!isGone(error)) throw this.unavailable("adopt a lock in", error);
-        }
-      }
-      const others = await this.readOwner(dir);
-      return others !== undefined && others.token !== token && !takeable(others) ? "taken" : "expired";
-    });
+    return this.#queue.run(true, () => adoptEntry(this, dir, token, newToken, expiry));
   }
 
-  /**
-   * The next fencing token of `hash` (call only while holding its lock): 1 for the first grant,
-   * then one more than the last. The counter is the name of the one file in `H.fence/`, moved up
-   * by a rename that only succeeds from the current value.
-   */
+  /** The next fencing token of `hash` (call only while holding its lock; see `fence-counter.ts`). */
   nextFencingToken(hash: string): Promise<bigint> {
-    return this.#queue.run(true, () => this.#nextFencingToken(hash));
+    return this.#queue.run(true, () => drawFencingToken(this, hash));
   }
 
-  async #nextFencingToken(hash: string): Promise<bigint> {
-    const dir = join(this.directory, `${hash}.fence`);
-    for (let round = 0; round < 64; round++) {
-      const values = await this.#fenceValues(dir);
-      const last = values.reduce((max, value) => (value > max ? value : max), 0n);
-      for (const value of values) {
-        if (value < last) await unlink(join(dir, String(value))).catch(() => undefined);
-      }
-      try {
-        if (values.length === 0) await writeFile(join(dir, "1"), "", { flag: "wx" });
-        else await rename(join(dir, String(last)), join(dir, String(last + 1n)));
-        return last + 1n;
-      } catch (error) {
-        if (codeOf(error) !== "ENOENT" && codeOf(error) !== "EEXIST") {
-          throw this.unavailable("issue a fencing token in", error);
-        }
-      }
-    }
-    throw this.unavailable("issue a fencing token in", new Error("the counter kept changing"));
-  }
-
-  async #fenceValues(dir: string): Promise<bigint[]> {
-    let names: string[];
-    try {
-      names = await readdir(dir);
-    } catch (error) {
-      if (codeOf(error) !== "ENOENT") throw this.unavailable("read a fencing counter in", error);
-      await this.call("create a fencing counter in", () => this.makeDirectory(dir, 0o700).catch(ignoreExists));
-      return [];
-    }
-    return names.filter((name) => /^\d{1,30}$/.test(name)).map((name) => BigInt(name));
-  }
-
-  /**
-   * Removes attempt directories older than `olderThanMs` (left by a process killed while it made
-   * an attempt); best effort.
-   */
+  /** Removes attempt directories older than `olderThanMs` (see `attempt-sweep.ts`); best effort. */
   sweepAttempts(olderThanMs: number): Promise<void> {
-    return this.#queue.run(false, () => this.#sweepAttempts(olderThanMs));
-  }
-
-  async #sweepAttempts(olderThanMs: number): Promise<void> {
-    const names = await readdir(this.directory).catch(() => [] as string[]);
-    const cutoff = Date.now() - olderThanMs;
-    for (const name of names) {
-      if (!ATTEMPT.test(name)) continue;
-      const path = join(this.directory, name);
-      try {
-        const info = await stat(path);
-        if (info.mtimeMs > cutoff) continue;
-        // An owner file being written (see `owner.ts`), or an attempt directory.
-        if (!info.isDirectory()) {
-          await unlink(path);
-          continue;
-        }
-        // Moved aside before it is emptied: a live locker about to take with it (an old spare)
-        // then finds it gone and builds another, rather than moving it onto a lock half emptied.
-        const swept = join(this.directory, `.tmp-${newToken()}`);
-        await rename(path, swept);
-        for (const inner of await readdir(swept)) await rmdir(join(swept, inner));
-        await rmdir(swept);
-      } catch {
-        // Gone meanwhile, or not ours to remove.
-      }
-    }
+    return this.#queue.run(false, () => sweepAttempts(this.directory, olderThanMs));
   }
 
   /** Runs `operation`; a failure is a StoreUnavailableError saying what could not be done. */
@@ -658,8 +418,4 @@ export class FileStore {
       { cause },
     );
   }
-}
-
-function ignoreExists(error: unknown): void {
-  if (codeOf(error) !== "EEXIST") throw error;
 }
