@@ -115,3 +115,12 @@ export function unavailable(resource: string, error: unknown): StoreUnavailableE
         : String(error);
   return new StoreUnavailableError(resource, `ZooKeeper failed on "${resource}": ${detail}`, { cause: error });
 }
+
+/** Settles like `call`; a ZooKeeper failure is {@link unavailable} about `resource`. */
+export async function about<T>(resource: string, call: Promise<T>): Promise<T> {
+  try {
+    return await call;
+  } catch (error) {
+    throw unavailable(resource, error);
+  }
+}

@@ -18,15 +18,15 @@ import type {
 } from "../core/backend.js";
 import { LockHandle } from "../core/backend.js";
 import { InvalidArgumentError } from "../errors.js";
-import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
-import { czxidOf, SessionExpiredError, unavailable, ZooKeeperCalls } from "./calls.js";
-import { entryPrefix, keyOfNodeName, nodeNameOf, queueOf, standingOf } from "./layout.js";
+import { about, czxidOf, SessionExpiredError, unavailable, ZooKeeperCalls } from "./calls.js";
+import { keyOfNodeName, nodeNameOf, queueOf, standingOf } from "./layout.js";
 import { NodeJanitor } from "./node-janitor.js";
+import { NodeJoiner } from "./node-joiner.js";
 import type { ResolvedZooKeeperLockerOptions } from "./options.js";
+import { type OwnNode, QueuedNodes } from "./queued-nodes.js";
 import { inspectKey, listKeys } from "./stored-views.js";
 import {
-  CreateMode,
   codeOf,
   ErrorCode,
   NODE_DELETED,
@@ -36,21 +36,8 @@ import {
 } from "./types.js";
 
 const HELD: AttemptOutcome = { kind: "held" };
-const NOTHING = Buffer.alloc(0);
 /** A lease is trusted for `length × (1 − drift) − 1` ms after the command that confirmed it was sent. */
 const DRIFT_FACTOR = 0.01;
-/** Tries of a join whose key node a release deleted between its two creates. */
-const JOIN_ROUNDS = 5;
-
-/** A node of this locker: a holder's or a queued waiter's. */
-interface OwnNode {
-  readonly resource: string;
-  readonly path: string;
-  /** The local deadline of its lease (while held). */
-  validUntil: number;
-  /** While it is a registration: the place in the key's queue it holds (see the backend's registrations). */
-  place?: string | undefined;
-}
 
 /**
  * The backend of the ZooKeeper lockers (see `ZooKeeperLocker` for the whole picture): Curator's
@@ -97,21 +84,14 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
   readonly #prefix: string;
   readonly #events: BackendEvents;
   readonly #limit: number;
-  readonly #owner: Buffer;
   /** Held nodes, by token (their name). */
   readonly #held = new Map<string, OwnNode>();
-  /** Queued waiters' nodes, by registration token (their name). */
-  readonly #queued = new Map<string, OwnNode>();
-  /**
-   * The registration of each place in a key's queue (the queue entry's waiter id and the key), as
-   * the core keeps one: a lock's locker has one place per key, a counted waiter its own. A later
-   * registration of a place replaces the earlier one (an attempt abandoned in flight may answer
-   * after its successor), whose node goes: it would otherwise stand in the queue for nobody.
-   */
-  readonly #registrations = new Map<string, string>();
+  /** Queued waiters' nodes, by registration token (see `QueuedNodes`). */
+  readonly #queued = new QueuedNodes();
   /** Deletes this locker's nodes (close waits for it). */
   readonly #janitor: NodeJanitor;
-  #prefixMade: Promise<unknown> | undefined;
+  /** Makes the attempts' nodes. */
+  readonly #joiner: NodeJoiner;
   /** Set once the client's session expired: the client is done for (it does not open another). */
   #sessionEnded: Error | undefined;
   #disconnected = false;
@@ -129,7 +109,12 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
     this.#prefix = options.prefix;
     this.#events = context.events;
     this.#limit = limit;
-    this.#owner = Buffer.from(context.owner, "utf8");
+    this.#joiner = new NodeJoiner({
+      calls: this.#calls,
+      janitor: this.#janitor,
+      prefix: options.prefix,
+      owner: Buffer.from(context.owner, "utf8"),
+    });
     client.on("state", this.#onState);
   }
 
@@ -162,12 +147,12 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
     const registered = token === undefined ? undefined : this.#queued.get(token);
     if (registered !== undefined && token !== undefined) {
       const sentAt = performance.now();
-      const children = await this.#read(resource, this.#calls.children(resource));
+      const children = await about(resource, this.#calls.children(resource));
       const outcome = await this.#place(request, registered, token, children, sentAt, false);
       if (outcome !== undefined) return outcome;
       // Its node went (its session expired, or someone deleted it): a fresh attempt, at the back.
     }
-    const { node, name, children, sentAt } = await this.#join(resource, weight);
+    const { node, name, children, sentAt } = await this.#joiner.join(resource, weight);
     const outcome = await this.#place(request, node, name, children, sentAt, true);
     if (outcome === undefined) throw unavailable(resource, new Error(`its node ${node.path} vanished at once`));
     return outcome;
@@ -193,14 +178,15 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
       for (;;) {
         const standing = standingOf(queueOf(children, this.#limit), name, this.#limit);
         if (standing === "gone" || standing === "holds") {
-          this.#unqueue(name);
+          this.#queued.unqueue(name);
           return standing === "gone" ? undefined : await this.#grant(request, node, name, readAt);
         }
         if (!queueing.joinOnMiss) {
           this.#janitor.removeLater(node.path, resource);
           return HELD;
         }
-        this.#register(node, name, `${queueing.waiterId} ${resource}`);
+        const replaced = this.#queued.register(node, name, `${queueing.waiterId} ${resource}`);
+        if (replaced !== undefined) this.#janitor.removeLater(replaced.path, replaced.resource);
         // A node ahead that is gone before its watch is set fires nothing: read again.
         const watching = standing.map((entry) => this.#calls.exists(`${resource}/${entry.name}`, this.#onEvent));
         if ((await Promise.all(watching)).every((stat) => stat !== null)) {
@@ -212,77 +198,10 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
     } catch (error) {
       if (fresh || this.#held.get(name) === node) {
         this.#held.delete(name);
-        this.#unqueue(name);
+        this.#queued.unqueue(name);
         this.#janitor.removeLater(node.path, resource);
       }
       throw unavailable(resource, error);
-    }
-  }
-
-  /** Queues `node` (named `name`) as the registration of `place`, deleting the one it replaces. */
-  #register(node: OwnNode, name: string, place: string): void {
-    const replaced = this.#registrations.get(place);
-    if (replaced !== undefined && replaced !== name) {
-      const old = this.#unqueue(replaced);
-      if (old !== undefined) this.#janitor.removeLater(old.path, old.resource);
-    }
-    node.place = place;
-    this.#queued.set(name, node);
-    this.#registrations.set(place, name);
-  }
-
-  /** Takes the queued node named `name` out of the books (not out of ZooKeeper), if it is there. */
-  #unqueue(name: string): OwnNode | undefined {
-    const node = this.#queued.get(name);
-    if (node === undefined) return undefined;
-    this.#queued.delete(name);
-    if (node.place !== undefined && this.#registrations.get(node.place) === name)
-      this.#registrations.delete(node.place);
-    node.place = undefined;
-    return node;
-  }
-
-  /**
-   * Creates this attempt's node behind everybody (the key's node too, should a release have
-   * deleted it) and reads the key's children after it, pipelined: ZooKeeper runs a session's
-   * requests in order.
-   */
-  async #join(resource: string, weight: number) {
-    const calls = this.#calls;
-    await this.#makePrefix(resource, false);
-    const slot = newToken();
-    for (let round = 1; ; round++) {
-      const sentAt = performance.now();
-      const makingKey = calls.bound(calls.sendCreate(resource, NOTHING, CreateMode.PERSISTENT)).catch(codeOf);
-      const making = calls.sendCreate(
-        `${resource}/${entryPrefix(slot, weight)}`,
-        this.#owner,
-        CreateMode.EPHEMERAL_SEQUENTIAL,
-      );
-      const reading = calls.children(resource);
-      reading.catch(ignore);
-      let path: string;
-      try {
-        path = await calls.bound(making);
-      } catch (error) {
-        if (codeOf(error) !== ErrorCode.NO_NODE) {
-          // Cut short: the node may come later (the client sends it once connected), or may have
-          // been made before the connection dropped; it goes either way.
-          this.#janitor.afterLateAnswer(making, resource, slot);
-          throw unavailable(resource, error);
-        }
-        if (round === JOIN_ROUNDS) throw unavailable(resource, error);
-        // The prefix node is gone (deleted by hand): made again.
-        if ((await makingKey) === ErrorCode.NO_NODE) await this.#makePrefix(resource, true);
-        continue;
-      }
-      const node: OwnNode = { resource, path, validUntil: 0 };
-      try {
-        return { node, name: path.slice(resource.length + 1), children: await reading, sentAt };
-      } catch (error) {
-        this.#janitor.removeLater(path, resource);
-        throw unavailable(resource, error);
-      }
     }
   }
 
@@ -353,7 +272,7 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
   }
 
   async leaveQueue(_resource: string, _waiterId: string, grantedToken?: string): Promise<void> {
-    const node = grantedToken === undefined ? undefined : this.#unqueue(grantedToken);
+    const node = grantedToken === undefined ? undefined : this.#queued.unqueue(grantedToken);
     if (node !== undefined) await this.#janitor.remove(node.path, node.resource);
   }
 
@@ -361,7 +280,7 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
   async issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
     const node = this.#held.get(handle.token);
     if (node === undefined) return undefined;
-    const stat = await this.#read(handle.resource, this.#calls.exists(node.path));
+    const stat = await about(handle.resource, this.#calls.exists(node.path));
     return stat === null ? undefined : czxidOf(stat);
   }
 
@@ -399,7 +318,6 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
       const tokens = new Set(this.#held.keys());
       this.#held.clear();
       this.#queued.clear();
-      this.#registrations.clear();
       this.#sessionEnded = new SessionExpiredError();
       this.#events.lost(tokens, "expired", this.#sessionEnded);
     } else if (state.name === "DISCONNECTED") {
@@ -411,27 +329,6 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
     }
   };
 
-  /** Makes the prefix node (and its parents) once, or `again` when it was found gone. */
-  #makePrefix(resource: string, again: boolean): Promise<unknown> {
-    if (again || this.#prefixMade === undefined) {
-      const making = this.#calls.makePath(this.#prefix);
-      this.#prefixMade = making;
-      making.catch(() => {
-        if (this.#prefixMade === making) this.#prefixMade = undefined;
-      });
-    }
-    return this.#read(resource, this.#prefixMade as Promise<unknown>);
-  }
-
-  /** Settles like `call`; a ZooKeeper failure is a StoreUnavailableError about `resource`. */
-  async #read<T>(resource: string, call: Promise<T>): Promise<T> {
-    try {
-      return await call;
-    } catch (error) {
-      throw unavailable(resource, error);
-    }
-  }
-
   /**
    * Stops listening; deletes queued waiters' nodes (their waits were rejected). Held nodes stay
    * under their holders until their leases run out, as a dead holder's would (the session lives
@@ -442,7 +339,6 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
     this.#client.removeListener("state", this.#onState);
     for (const node of this.#queued.values()) this.#janitor.removeLater(node.path, node.resource);
     this.#queued.clear();
-    this.#registrations.clear();
     for (const [token, node] of this.#held) {
       const expire = (): void => {
         if (this.#held.get(token) !== node) return;
@@ -470,5 +366,3 @@ function discardPartialReply(client: ZooKeeperClient): void {
 function boundOf(sentAt: number, length: number): number {
   return sentAt + length * (1 - DRIFT_FACTOR) - 1;
 }
-
-function ignore(): void {}
