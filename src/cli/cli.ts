@@ -4,13 +4,14 @@
  */
 import { readFileSync, realpathSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { HELP, parseCommandLine, UsageError, usageMessage } from "./args.js";
+import { parseCommandLine } from "./args.js";
 import { doctorCommand } from "./doctor.js";
 import { EXIT } from "./exit-codes.js";
 import { listCommand } from "./list.js";
 import { Reporter } from "./reporter.js";
 import { runCommand } from "./run.js";
 import { statusCommand } from "./status.js";
+import { HELP, UsageError, usageMessage } from "./usage.js";
 
 /** Runs the command line `argv` (without node and the script); resolves to the exit status. */
 export async function main(argv: readonly string[]): Promise<number> {

@@ -5,7 +5,7 @@
  */
 import { checkDeployment } from "../deployment/check-deployment.js";
 import type { Finding } from "../deployment/finding.js";
-import type { DoctorCommand } from "./args.js";
+import type { DoctorCommand } from "./invocation.js";
 import type { Reporter } from "./reporter.js";
 import { failure } from "./run.js";
 import { type OpenStore, openStore } from "./store.js";

@@ -5,8 +5,8 @@
  * (the file store: lock files are named by a hash of the key) is an UnsupportedError: exit 64.
  */
 import type { LockInfo } from "../locker.js";
-import type { ListCommand } from "./args.js";
 import { lockInfoJson } from "./holders.js";
+import type { ListCommand } from "./invocation.js";
 import type { Reporter } from "./reporter.js";
 import { failure } from "./run.js";
 import { type OpenStore, openStore } from "./store.js";

@@ -2,9 +2,10 @@
  * `globallock status --key NAME`: who holds the key (owner, mode, time left, fencing token) and how
  * many wait for it, as the store's `inspect` tells (see `holders.ts` for the JSON).
  */
-import type { StatusCommand } from "./args.js";
+
 import { EXIT } from "./exit-codes.js";
 import { describeHolder, lockInfoJson } from "./holders.js";
+import type { StatusCommand } from "./invocation.js";
 import type { Reporter } from "./reporter.js";
 import { failure } from "./run.js";
 import { type OpenStore, openStore } from "./store.js";

@@ -10,7 +10,7 @@ import type { FileSemaphore } from "../file/file-semaphore.js";
 import type { Locker } from "../locker.js";
 // Referenced from doc comments only.
 import type { RedisSemaphore } from "../redis/redis-semaphore.js";
-import type { StoreChoice } from "./args.js";
+import type { StoreChoice } from "./invocation.js";
 
 /** An open store. */
 export interface OpenStore {

@@ -4,7 +4,8 @@
  * without starting anything.
  */
 import { describe, expect, it } from "vitest";
-import { parseCommandLine, UsageError } from "../../src/cli/args.js";
+import { parseCommandLine } from "../../src/cli/args.js";
+import { UsageError } from "../../src/cli/usage.js";
 
 const parse = (...argv: string[]) => parseCommandLine(argv, {});
 const run = (...argv: string[]) => {

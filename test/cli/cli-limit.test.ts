@@ -7,7 +7,9 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MAX_RUN_LIMIT, parseCommandLine, UsageError } from "../../src/cli/args.js";
+import { parseCommandLine } from "../../src/cli/args.js";
+import { MAX_RUN_LIMIT } from "../../src/cli/option-values.js";
+import { UsageError } from "../../src/cli/usage.js";
 import { assertBuilt, type RunningCli, runCli, startCli } from "../helpers/cli.js";
 import { tempLockDirectory } from "../helpers/file-harness.js";
 import { type RedisServer, startServers, stopServers } from "../helpers/redis.js";
