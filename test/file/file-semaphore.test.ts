@@ -10,7 +10,7 @@ import { FileLocker, type Locker } from "../../src/index.js";
 import { uniqueKey } from "../contracts/contract.js";
 import { semaphoreContract } from "../contracts/semaphore-contract.js";
 import { tempLockDirectory } from "../helpers/file-harness.js";
-import { bundleChild, RemoteLocker } from "./remote-locker.js";
+import { bundleChild, RemoteLocker } from "../helpers/remote-locker.js";
 
 const CHILD = new URL("./semaphore-child.ts", import.meta.url).pathname;
 
@@ -34,7 +34,7 @@ semaphoreContract("FileSemaphore (peer: a FileSemaphore in a child process)", as
     peer: async (locker, options) => {
       const limit = limits.get(locker) ?? 1;
       const options_: FileSemaphoreOptions = { directory, limit, ...wakeOnly(options) };
-      const child = await RemoteLocker.start(bundle.path, options_);
+      const child = await RemoteLocker.ofBundle(bundle.path, options_);
       remote.push(child);
       limits.set(child, limit);
       return child;
@@ -63,7 +63,7 @@ describe("FileSemaphore specifics", () => {
   });
 
   it("a SIGKILLed holder's permits are taken back (its process is gone): waiters get in", async () => {
-    const child = await RemoteLocker.start(bundle.path, { directory, limit: 3 } satisfies FileSemaphoreOptions);
+    const child = await RemoteLocker.ofBundle(bundle.path, { directory, limit: 3 } satisfies FileSemaphoreOptions);
     const here = new FileSemaphore({ directory, limit: 3 });
     closables.push(here);
     const key = uniqueKey("sem-kill");

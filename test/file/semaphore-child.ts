@@ -1,5 +1,5 @@
-/** A FileSemaphore in a child process (see remote-child.ts); options: FileSemaphoreOptions. */
+/** A FileSemaphore in a child process (see test/helpers/remote-child.ts); options: FileSemaphoreOptions. */
 import { FileSemaphore, type FileSemaphoreOptions } from "../../src/file/file-semaphore.js";
-import { serve } from "./remote-child.js";
+import { serve } from "../helpers/remote-child.js";
 
 serve((options) => new FileSemaphore(options as FileSemaphoreOptions));

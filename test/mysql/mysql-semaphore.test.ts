@@ -14,8 +14,8 @@ import {
 import { gateName, slotBase, slotName } from "../../src/mysql/semaphore-statements.js";
 import { uniqueKey } from "../contracts/contract.js";
 import { semaphoreContract } from "../contracts/semaphore-contract.js";
-import { bundleChild, RemoteLocker } from "../file/remote-locker.js";
 import { MySqlFixture } from "../helpers/mysql-harness.js";
+import { bundleChild, RemoteLocker } from "../helpers/remote-locker.js";
 
 const CHILD = new URL("./semaphore-child.ts", import.meta.url).pathname;
 
@@ -39,7 +39,7 @@ semaphoreContract("MySqlSemaphore (peer: a MySqlSemaphore in a child process)", 
     peer: async (locker, options) => {
       const limit = limits.get(locker) ?? 1;
       const given: MySqlSemaphoreOptions = { limit, ...wakeOnly(options) };
-      const child = await RemoteLocker.start(bundle.path, { connection: fixture.server.connection, options: given });
+      const child = await RemoteLocker.ofBundle(bundle.path, { connection: fixture.server.connection, options: given });
       remote.push(child);
       limits.set(child, limit);
       return child;
@@ -68,7 +68,7 @@ describe("MySqlSemaphore specifics", () => {
 
   it("a SIGKILLed holder's permits are back at once (its connection dies with it), and inspect reads holders by connection", async () => {
     const options: MySqlSemaphoreOptions = { limit: 3 };
-    const child = await RemoteLocker.start(bundle.path, { connection: fixture.server.connection, options });
+    const child = await RemoteLocker.ofBundle(bundle.path, { connection: fixture.server.connection, options });
     const here = new MySqlSemaphore(fixture.pool(), options);
     closables.push(here);
     const key = uniqueKey("sem-kill");

@@ -13,8 +13,8 @@ import {
 } from "../../src/postgres/postgres-semaphore.js";
 import { uniqueKey } from "../contracts/contract.js";
 import { semaphoreContract } from "../contracts/semaphore-contract.js";
-import { bundleChild, RemoteLocker } from "../file/remote-locker.js";
 import { PostgresFixture } from "../helpers/postgres-harness.js";
+import { bundleChild, RemoteLocker } from "../helpers/remote-locker.js";
 
 const CHILD = new URL("./semaphore-child.ts", import.meta.url).pathname;
 
@@ -38,7 +38,7 @@ semaphoreContract("PostgresSemaphore (peer: a PostgresSemaphore in a child proce
     peer: async (locker, options) => {
       const limit = limits.get(locker) ?? 1;
       const given: PostgresSemaphoreOptions = { limit, ...wakeOnly(options) };
-      const child = await RemoteLocker.start(bundle.path, { connection: fixture.server.connection, options: given });
+      const child = await RemoteLocker.ofBundle(bundle.path, { connection: fixture.server.connection, options: given });
       remote.push(child);
       limits.set(child, limit);
       return child;
@@ -67,7 +67,7 @@ describe("PostgresSemaphore specifics", () => {
 
   it("a SIGKILLed holder's permits are back at once (its session dies with it), and inspect reads holders by session", async () => {
     const options: PostgresSemaphoreOptions = { limit: 3 };
-    const child = await RemoteLocker.start(bundle.path, { connection: fixture.server.connection, options });
+    const child = await RemoteLocker.ofBundle(bundle.path, { connection: fixture.server.connection, options });
     const here = new PostgresSemaphore(fixture.pool(), options);
     closables.push(here);
     const key = uniqueKey("sem-kill");

@@ -1,10 +1,10 @@
 /**
- * A PostgresSemaphore in a child process (see test/file/remote-child.ts), on a pool of its own;
+ * A PostgresSemaphore in a child process (see test/helpers/remote-child.ts), on a pool of its own;
  * options: { connection, options }.
  */
 import pg from "pg";
 import { PostgresSemaphore, type PostgresSemaphoreOptions } from "../../src/postgres/postgres-semaphore.js";
-import { serve } from "../file/remote-child.js";
+import { serve } from "../helpers/remote-child.js";
 
 serve((given) => {
   const { connection, options } = given as { connection: pg.PoolConfig; options: PostgresSemaphoreOptions };

@@ -2,6 +2,8 @@
  * The child side of {@link RemoteLocker} (remote-locker.ts): a locker in a child process, driven
  * over IPC. A child entry (a semaphore child of a store) calls {@link serve} with how to make its
  * locker; the entry is bundled from the sources by esbuild when a test starts (see `bundleChild`).
+ * (file-peer-child.mjs speaks the same protocol for a FileLocker on the built package, with a few
+ * requests of its own.) A request it does not serve (`adopt`, `handOff`) is answered with an error.
  *
  * Parent → child: { op: "open", id, options } | { op: "acquire", id, key, options, wait } |
  *   { op: "abort", id } | { op: "release", id } | { op: "inspect", id, key } | { op: "waiting", id }
@@ -87,6 +89,8 @@ export function serve(open: (options: unknown) => Promise<Locker> | Locker): voi
           await locker?.close();
           reply({ id, ok: true });
           break;
+        default:
+          reply({ id, ok: false, error: { message: `remote-child does not serve ${op}` } });
       }
     } catch (error) {
       reply({ id, ok: false, error: describeError(error) });
