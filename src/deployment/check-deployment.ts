@@ -31,8 +31,10 @@ export function deploymentCheckOf(locker: object): DeploymentCheck | undefined {
  * Checks the setup of the store `locker` runs on against what its locks need (seed 003's "Is it
  * reliable?" list): an eviction policy that can drop lock keys, no persistence, replication,
  * scripting refused, a clock far from the server's (Redis); a transaction pooler or a read-only
- * server (PostgreSQL, MySQL); a network file system or a per-user lock directory (files); a
- * single-member cluster (etcd); evictions (Memcached). Reads only and sends a few commands; never
+ * server (PostgreSQL, MySQL); a read-only server or a statement-mode pooler (the table lockers,
+ * for which a transaction pooler is fine); a network file system or a journal mode other than WAL
+ * (SQLite); a network file system or a per-user lock directory (files); a single-member cluster
+ * (etcd, ZooKeeper); evictions (Memcached). Reads only and sends a few commands; never
  * changes the store.
  * Resolves to what it found (empty: nothing to report). A store that cannot be reached, or a
  * setting it may not read, is itself a finding, not a rejection. Rejects with the signal's

@@ -2,14 +2,16 @@ import { CoreLocker } from "../core/core-locker.js";
 import { CoreSemaphore } from "../core/core-semaphore.js";
 import { LockCore } from "../core/lock-core.js";
 import { CoreReadWriteLocker, READ_WRITE_PERMITS } from "../core/read-write-views.js";
-import { InvalidArgumentError } from "../errors.js";
+import { attachDeploymentCheck } from "../deployment/check-deployment.js";
+import { checkMySqlTable } from "../deployment/table.js";
 import type { MySqlPool } from "../mysql/types.js";
+import { checkMySqlPool } from "../sql/pool-checks.js";
+import { semaphoreFencingRefusal } from "../sql/semaphore-options.js";
 import { MySqlDialect } from "./mysql-dialect.js";
 import type { ResolvedTableLockerOptions, TableLockerOptions } from "./options.js";
 import { tableBackend } from "./table-backend.js";
 import {
   readWriteStore,
-  semaphoreFencingRefusal,
   semaphoreParts,
   TABLE_LOCK_PREFIX,
   TABLE_READ_WRITE_PREFIX,
@@ -21,10 +23,8 @@ import {
 
 /** The dialect of a `mysql2/promise` pool (checked first: an InvalidArgumentError naming what was passed). */
 function dialectOf(pool: unknown): (table: string) => MySqlDialect {
-  if (typeof (pool as { getConnection?: unknown } | null | undefined)?.getConnection !== "function") {
-    throw new InvalidArgumentError("pool", "a mysql2/promise Pool (an object with a getConnection() method)", pool);
-  }
-  return (table) => new MySqlDialect(pool as MySqlPool, table);
+  checkMySqlPool(pool);
+  return (table) => new MySqlDialect(pool, table);
 }
 
 /**
@@ -48,6 +48,7 @@ export class MySqlTableLocker extends CoreLocker<ResolvedTableLockerOptions> {
   constructor(pool: MySqlPool, options?: TableLockerOptions) {
     const { resolved, dialect } = tableParts(options, TABLE_LOCK_PREFIX, dialectOf(pool));
     super(new LockCore(resolved, tableBackend(dialect, resolved, 1)), tableKind("mysql-table", "lock"));
+    attachDeploymentCheck([this], () => checkMySqlTable(pool));
   }
 }
 
@@ -66,6 +67,7 @@ export class MySqlTableSemaphore extends CoreSemaphore<ResolvedTableLockerOption
     const { limit, rest } = semaphoreParts(options);
     const { resolved, dialect } = tableParts(rest, TABLE_SEMAPHORE_PREFIX, makeDialect);
     super(resolved, tableBackend(dialect, resolved, limit), limit, tableKind("mysql-table", "semaphore"));
+    attachDeploymentCheck([this], () => checkMySqlTable(pool));
   }
 
   /** @internal */
@@ -88,5 +90,6 @@ export class MySqlTableReadWriteLocker extends CoreReadWriteLocker<ResolvedTable
   constructor(pool: MySqlPool, options?: TableLockerOptions) {
     const { resolved, dialect } = tableParts(options, TABLE_READ_WRITE_PREFIX, dialectOf(pool));
     super(resolved, tableBackend(dialect, resolved, READ_WRITE_PERMITS), readWriteStore("mysql-table"));
+    attachDeploymentCheck([this, this.read, this.write], () => checkMySqlTable(pool));
   }
 }

@@ -2,14 +2,16 @@ import { CoreLocker } from "../core/core-locker.js";
 import { CoreSemaphore } from "../core/core-semaphore.js";
 import { LockCore } from "../core/lock-core.js";
 import { CoreReadWriteLocker, READ_WRITE_PERMITS } from "../core/read-write-views.js";
-import { InvalidArgumentError } from "../errors.js";
+import { attachDeploymentCheck } from "../deployment/check-deployment.js";
+import { checkPostgresTable } from "../deployment/table.js";
 import type { PostgresPool } from "../postgres/types.js";
+import { checkPostgresPool } from "../sql/pool-checks.js";
+import { semaphoreFencingRefusal } from "../sql/semaphore-options.js";
 import type { ResolvedTableLockerOptions, TableLockerOptions } from "./options.js";
 import { PostgresDialect } from "./postgres-dialect.js";
 import { tableBackend } from "./table-backend.js";
 import {
   readWriteStore,
-  semaphoreFencingRefusal,
   semaphoreParts,
   TABLE_LOCK_PREFIX,
   TABLE_READ_WRITE_PREFIX,
@@ -21,10 +23,8 @@ import {
 
 /** The dialect of a `pg.Pool` (checked first: an InvalidArgumentError naming what was passed). */
 function dialectOf(pool: unknown): (table: string) => PostgresDialect {
-  if (typeof (pool as { connect?: unknown } | null | undefined)?.connect !== "function") {
-    throw new InvalidArgumentError("pool", "a pg Pool (an object with a connect() method)", pool);
-  }
-  return (table) => new PostgresDialect(pool as PostgresPool, table);
+  checkPostgresPool(pool);
+  return (table) => new PostgresDialect(pool, table);
 }
 
 /**
@@ -69,6 +69,7 @@ export class PostgresTableLocker extends CoreLocker<ResolvedTableLockerOptions> 
   constructor(pool: PostgresPool, options?: TableLockerOptions) {
     const { resolved, dialect } = tableParts(options, TABLE_LOCK_PREFIX, dialectOf(pool));
     super(new LockCore(resolved, tableBackend(dialect, resolved, 1)), tableKind("postgres-table", "lock"));
+    attachDeploymentCheck([this], () => checkPostgresTable(pool));
   }
 }
 
@@ -89,6 +90,7 @@ export class PostgresTableSemaphore extends CoreSemaphore<ResolvedTableLockerOpt
     const { limit, rest } = semaphoreParts(options);
     const { resolved, dialect } = tableParts(rest, TABLE_SEMAPHORE_PREFIX, makeDialect);
     super(resolved, tableBackend(dialect, resolved, limit), limit, tableKind("postgres-table", "semaphore"));
+    attachDeploymentCheck([this], () => checkPostgresTable(pool));
   }
 
   /** @internal */
@@ -111,5 +113,6 @@ export class PostgresTableReadWriteLocker extends CoreReadWriteLocker<ResolvedTa
   constructor(pool: PostgresPool, options?: TableLockerOptions) {
     const { resolved, dialect } = tableParts(options, TABLE_READ_WRITE_PREFIX, dialectOf(pool));
     super(resolved, tableBackend(dialect, resolved, READ_WRITE_PERMITS), readWriteStore("postgres-table"));
+    attachDeploymentCheck([this, this.read, this.write], () => checkPostgresTable(pool));
   }
 }

@@ -125,6 +125,11 @@ export class SqliteDialect implements TableDialect {
     }
   }
 
+  /** The database the locker runs its statements on now: the caller's, or the file it opened (until it closes). */
+  get connection(): SqliteDatabase | undefined {
+    return this.#given ?? this.#opened;
+  }
+
   close(): void {
     this.#closed = true;
     this.#opened?.close();

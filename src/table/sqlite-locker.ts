@@ -2,13 +2,15 @@ import { CoreLocker } from "../core/core-locker.js";
 import { CoreSemaphore } from "../core/core-semaphore.js";
 import { LockCore } from "../core/lock-core.js";
 import { CoreReadWriteLocker, READ_WRITE_PERMITS } from "../core/read-write-views.js";
+import { attachDeploymentCheck } from "../deployment/check-deployment.js";
+import { checkSqlite } from "../deployment/sqlite.js";
 import { InvalidArgumentError } from "../errors.js";
+import { semaphoreFencingRefusal } from "../sql/semaphore-options.js";
 import type { ResolvedTableLockerOptions, TableLockerOptions } from "./options.js";
 import { type SqliteDatabase, SqliteDialect } from "./sqlite-dialect.js";
 import { tableBackend } from "./table-backend.js";
 import {
   readWriteStore,
-  semaphoreFencingRefusal,
   semaphoreParts,
   TABLE_LOCK_PREFIX,
   TABLE_READ_WRITE_PREFIX,
@@ -53,6 +55,7 @@ export class SqliteLocker extends CoreLocker<ResolvedTableLockerOptions> {
   constructor(db: SqliteDatabase | string, options?: TableLockerOptions) {
     const { resolved, dialect } = tableParts(options, TABLE_LOCK_PREFIX, dialectOf(db));
     super(new LockCore(resolved, tableBackend(dialect, resolved, 1)), tableKind("sqlite", "lock"));
+    attachDeploymentCheck([this], () => checkSqlite(db, () => dialect.connection));
   }
 }
 
@@ -71,6 +74,7 @@ export class SqliteSemaphore extends CoreSemaphore<ResolvedTableLockerOptions> {
     const { limit, rest } = semaphoreParts(options);
     const { resolved, dialect } = tableParts(rest, TABLE_SEMAPHORE_PREFIX, makeDialect);
     super(resolved, tableBackend(dialect, resolved, limit), limit, tableKind("sqlite", "semaphore"));
+    attachDeploymentCheck([this], () => checkSqlite(db, () => dialect.connection));
   }
 
   /** @internal */
@@ -93,5 +97,6 @@ export class SqliteReadWriteLocker extends CoreReadWriteLocker<ResolvedTableLock
   constructor(db: SqliteDatabase | string, options?: TableLockerOptions) {
     const { resolved, dialect } = tableParts(options, TABLE_READ_WRITE_PREFIX, dialectOf(db));
     super(resolved, tableBackend(dialect, resolved, READ_WRITE_PERMITS), readWriteStore("sqlite"));
+    attachDeploymentCheck([this, this.read, this.write], () => checkSqlite(db, () => dialect.connection));
   }
 }

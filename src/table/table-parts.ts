@@ -23,20 +23,20 @@ export interface TableSemaphoreOptions extends TableLockerOptions {
 }
 
 /** What a table locker's constructor makes of its arguments. */
-export interface TableParts {
+export interface TableParts<Dialect extends TableDialect = TableDialect> {
   readonly resolved: ResolvedTableLockerOptions;
-  readonly dialect: TableDialect;
+  readonly dialect: Dialect;
 }
 
 /**
  * Validates a table locker's options (`prefix` defaulting to `defaultPrefix`) and makes its
  * dialect for the resolved table. Throws InvalidArgumentError.
  */
-export function tableParts(
+export function tableParts<Dialect extends TableDialect>(
   options: unknown,
   defaultPrefix: string,
-  dialectOf: (table: string) => TableDialect,
-): TableParts {
+  dialectOf: (table: string) => Dialect,
+): TableParts<Dialect> {
   validateOptionsObject("options", options);
   const resolved = resolveTableOptions(options, defaultPrefix);
   return { resolved, dialect: dialectOf(resolved.table) };
@@ -50,11 +50,6 @@ export function semaphoreParts(options: unknown): { readonly limit: number; read
     throw new InvalidArgumentError("options.limit", "a safe integer >= 1 (permits per key)", limit);
   }
   return { limit, rest };
-}
-
-/** The message of `fencing: true` on a table semaphore whose limit is above 1. */
-export function semaphoreFencingRefusal(limit: number): string {
-  return `Fencing tokens need an exclusive grant; a semaphore with limit ${limit} shares its permits`;
 }
 
 /** The table lockers of a database, as diagnostics messages name them. */

@@ -1,11 +1,12 @@
 /**
  * checkDeployment against real stores set up the ways that can break a lock: a Redis that may
  * evict lock keys, keeps nothing on disk, refuses scripts, replicates or is a replica; PostgreSQL
- * behind a transaction pooler or read-only by default; a read-only MariaDB or a shared connection;
- * a per-user lock directory; a single-member etcd. Each setup gives its finding, and a setup
- * without the fault does not.
+ * behind a transaction or statement pooler, read-only by default, or a standby in recovery; a
+ * read-only MariaDB or a shared connection (the table lockers' verdicts on the same setups
+ * included); a per-user lock directory; a single-member etcd. Each setup gives its finding, and a
+ * setup without the fault does not. (SQLite's: sqlite-deployment.test.ts.)
  */
-import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
@@ -22,7 +23,13 @@ import {
   type Locker,
   MemoryLocker,
   MySqlLocker,
+  MySqlTableLocker,
+  MySqlTableReadWriteLocker,
+  MySqlTableSemaphore,
   PostgresLocker,
+  PostgresTableLocker,
+  PostgresTableReadWriteLocker,
+  PostgresTableSemaphore,
   RedisLocker,
   RedisSemaphore,
 } from "../../src/index.js";
@@ -164,6 +171,7 @@ describe("checkDeployment: PostgreSQL", () => {
   let readOnly: PostgresServer;
   let transaction: PgBouncerServer;
   let session: PgBouncerServer;
+  let statement: PgBouncerServer;
   const pools: Pool[] = [];
   const pool = (source: { pool(options?: object): Pool }): Pool => {
     const made = source.pool({ max: 4 });
@@ -176,14 +184,15 @@ describe("checkDeployment: PostgreSQL", () => {
       PostgresServer.start(),
       PostgresServer.start({ args: ["-c", "default_transaction_read_only=on"] }),
     ]);
-    [transaction, session] = await Promise.all([
+    [transaction, session, statement] = await Promise.all([
       PgBouncerServer.start(server, { poolMode: "transaction", poolSize: 2 }),
       PgBouncerServer.start(server, { poolMode: "session", poolSize: 4 }),
+      PgBouncerServer.start(server, { poolMode: "statement", poolSize: 2 }),
     ]);
   });
   afterAll(async () => {
     await Promise.allSettled(pools.map((made) => made.end()));
-    await Promise.allSettled([transaction?.stop(), session?.stop()]);
+    await Promise.allSettled([transaction?.stop(), session?.stop(), statement?.stop()]);
     await Promise.allSettled([server?.stop(), readOnly?.stop()]);
   });
 
@@ -202,6 +211,37 @@ describe("checkDeployment: PostgreSQL", () => {
     expect(codes(await checkDeployment(keep(new PostgresLocker(pool(readOnly)))))).toEqual([
       "warning:postgres-read-only",
     ]);
+  });
+
+  it("table lockers: a direct connection, a session pooler and a transaction pooler report nothing (nothing of theirs outlives a transaction)", async () => {
+    expect(await checkDeployment(keep(new PostgresTableLocker(pool(server))))).toEqual([]);
+    expect(await checkDeployment(keep(new PostgresTableLocker(pool(session))))).toEqual([]);
+    const pooled = pool(transaction);
+    expect(await checkDeployment(keep(new PostgresTableLocker(pooled)))).toEqual([]);
+    expect(await checkDeployment(keep(new PostgresTableSemaphore(pooled, { limit: 2 })))).toEqual([]);
+    const rw = keep(new PostgresTableReadWriteLocker(pooled));
+    expect(await checkDeployment(rw.read)).toEqual([]);
+  });
+
+  it("table lockers: a statement pooler and read-only transactions by default are errors (every attempt would fail)", async () => {
+    const found = await checkDeployment(keep(new PostgresTableLocker(pool(statement))));
+    expect(codes(found)).toEqual(["error:postgres-statement-pooler"]);
+    expect(found[0]?.fix).toMatch(/transaction-mode/);
+    expect(codes(await checkDeployment(keep(new PostgresTableSemaphore(pool(readOnly), { limit: 2 }))))).toEqual([
+      "error:postgres-read-only",
+    ]);
+  });
+
+  it("a standby in recovery is an error for both kinds of locker (the read-only server, restarted as a standby)", async () => {
+    // No primary to follow: it stays in recovery, open for reads. (The last test of the server.)
+    writeFileSync(join(readOnly.dataDir, "standby.signal"), "");
+    await readOnly.restart();
+    const found = await checkDeployment(keep(new PostgresLocker(pool(readOnly))));
+    expect(codes(found)).toEqual(["error:postgres-read-only"]);
+    expect(found[0]?.message).toMatch(/standby in recovery: its advisory locks/);
+    const onStandby = await checkDeployment(keep(new PostgresTableReadWriteLocker(pool(readOnly))).write);
+    expect(codes(onStandby)).toEqual(["error:postgres-read-only"]);
+    expect(onStandby[0]?.message).toMatch(/standby in recovery: the lease table cannot be written/);
   });
 });
 
@@ -225,7 +265,7 @@ describe("checkDeployment: MySQL", () => {
     }
   });
 
-  it("two pool connections on one server connection (as a multiplexing proxy hands them out): an error", async () => {
+  it("two pool connections on one server connection (as a multiplexing proxy hands them out): an error, but not for a table locker", async () => {
     const shared = await fixture.pool(1).getConnection();
     try {
       const proxy: MySqlPool = {
@@ -237,8 +277,23 @@ describe("checkDeployment: MySQL", () => {
         }),
       };
       expect(codes(await checkDeployment(keep(new MySqlLocker(proxy))))).toEqual(["error:mysql-multiplexing-proxy"]);
+      expect(await checkDeployment(keep(new MySqlTableLocker(proxy)))).toEqual([]);
     } finally {
       shared.release();
+    }
+  });
+
+  it("table lockers: a primary reports nothing; read_only = ON is an error (a replica's rows are not the primary's)", async () => {
+    expect(await checkDeployment(keep(new MySqlTableLocker(fixture.pool())))).toEqual([]);
+    await fixture.server.query("SET GLOBAL read_only = ON");
+    try {
+      expect(codes(await checkDeployment(keep(new MySqlTableSemaphore(fixture.pool(), { limit: 2 }))))).toEqual([
+        "error:mysql-read-only",
+      ]);
+      const rw = keep(new MySqlTableReadWriteLocker(fixture.pool()));
+      expect(codes(await checkDeployment(rw.read))).toEqual(["error:mysql-read-only"]);
+    } finally {
+      await fixture.server.query("SET GLOBAL read_only = OFF");
     }
   });
 });
