@@ -15,6 +15,7 @@ import type {
 import { LockHandle } from "../core/backend.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
+import { MYSQL_LOCK_LIMITS, sessionLockCapabilities } from "../sql/session-capabilities.js";
 import { confirmSession } from "../sql/session-heartbeat.js";
 import type { SessionSlot } from "../sql/session-slot.js";
 import { FencingTable } from "./fencing-table.js";
@@ -26,9 +27,6 @@ import { isStatementError, SAME_SESSION, type Session, unavailable } from "./ses
 import type { MySqlPool } from "./types.js";
 
 const HELD: AttemptOutcome = { kind: "held" };
-
-/** Why MySQL locks cannot be handed to another process. */
-const NO_HAND_OFF = "a MySQL GET_LOCK lock belongs to the connection that took it";
 
 /**
  * The backend of {@link MySqlLocker}: `GET_LOCK` on one lock connection checked out of the caller's
@@ -49,15 +47,7 @@ export function mySqlBackend(pool: MySqlPool, options: ResolvedMySqlLockerOption
 }
 
 class MySqlBackend implements Backend, Naming, Fencing {
-  readonly can: Capabilities = {
-    naming: this,
-    heldUntilReleased: true,
-    fencing: this,
-    handOff: { unsupported: NO_HAND_OFF },
-    listing: {
-      unsupported: "MySQL user-level locks (GET_LOCK) are named by a hash of the key, so the key cannot be read back",
-    },
-  };
+  readonly can: Capabilities = sessionLockCapabilities(this, MYSQL_LOCK_LIMITS);
   readonly watcher: ProbeWatcher;
   readonly #options: ResolvedMySqlLockerOptions;
   readonly #fencing: FencingTable;

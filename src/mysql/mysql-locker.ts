@@ -2,18 +2,11 @@ import { CoreLocker } from "../core/core-locker.js";
 import { LockCore } from "../core/lock-core.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkMySql } from "../deployment/mysql.js";
-import { InvalidArgumentError } from "../errors.js";
 import { validateOptionsObject } from "../internal/validate.js";
+import { checkMySqlPool } from "../sql/pool-checks.js";
 import { mySqlBackend } from "./mysql-backend.js";
 import { type MySqlLockerOptions, type ResolvedMySqlLockerOptions, resolveMySqlOptions } from "./options.js";
 import type { MySqlPool } from "./types.js";
-
-/** Checks the pool argument of a MySQL locker. */
-export function checkPool(pool: unknown): asserts pool is MySqlPool {
-  if (typeof (pool as { getConnection?: unknown } | null | undefined)?.getConnection !== "function") {
-    throw new InvalidArgumentError("pool", "a mysql2/promise Pool (an object with a getConnection() method)", pool);
-  }
-}
 
 /**
  * A {@link Locker} on MySQL or MariaDB user-level locks (`GET_LOCK`), through a `mysql2/promise`
@@ -55,7 +48,7 @@ export class MySqlLocker extends CoreLocker<ResolvedMySqlLockerOptions> {
    * @param options see {@link MySqlLockerOptions}.
    */
   constructor(pool: MySqlPool, options?: MySqlLockerOptions) {
-    checkPool(pool);
+    checkMySqlPool(pool);
     validateOptionsObject("options", options);
     const resolved = resolveMySqlOptions(options);
     super(new LockCore(resolved, mySqlBackend(pool, resolved)), "mysql-lock");

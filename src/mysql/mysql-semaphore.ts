@@ -1,11 +1,10 @@
 import { CoreSemaphore } from "../core/core-semaphore.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkMySql } from "../deployment/mysql.js";
-import { InvalidArgumentError } from "../errors.js";
-import { validateOptionsObject } from "../internal/validate.js";
+import { checkMySqlPool } from "../sql/pool-checks.js";
+import { semaphoreFencingRefusal, semaphoreOptions } from "../sql/semaphore-options.js";
 // Referenced from doc comments only.
 import type { MySqlLocker } from "./mysql-locker.js";
-import { checkPool } from "./mysql-locker.js";
 import { type MySqlLockerOptions, type ResolvedMySqlLockerOptions, resolveMySqlOptions } from "./options.js";
 import { mySqlSemaphoreBackend } from "./semaphore-backend.js";
 import type { MySqlPool } from "./types.js";
@@ -56,18 +55,8 @@ export class MySqlSemaphore extends CoreSemaphore<ResolvedMySqlLockerOptions> {
    * @param options the locker's options (default prefix {@link MYSQL_SEMAPHORE_PREFIX}) and `limit`.
    */
   constructor(pool: MySqlPool, options: MySqlSemaphoreOptions) {
-    checkPool(pool);
-    validateOptionsObject("options", options);
-    const { limit, ...rest } = (options ?? {}) as Partial<MySqlSemaphoreOptions>;
-    if (typeof limit !== "number" || !Number.isSafeInteger(limit) || limit < 1 || limit > MAX_MYSQL_PERMITS) {
-      throw new InvalidArgumentError(
-        "options.limit",
-        `an integer from 1 to ${MAX_MYSQL_PERMITS} (permits per key)`,
-        limit,
-      );
-    }
-    const given: MySqlLockerOptions = { ...rest };
-    if (given.prefix === undefined) given.prefix = MYSQL_SEMAPHORE_PREFIX;
+    checkMySqlPool(pool);
+    const { limit, given } = semaphoreOptions<MySqlLockerOptions>(options, MAX_MYSQL_PERMITS, MYSQL_SEMAPHORE_PREFIX);
     const resolved = resolveMySqlOptions(given);
     super(resolved, mySqlSemaphoreBackend(pool, resolved, limit), limit, "mysql-semaphore");
     attachDeploymentCheck([this], () => checkMySql(pool));
@@ -75,6 +64,6 @@ export class MySqlSemaphore extends CoreSemaphore<ResolvedMySqlLockerOptions> {
 
   /** @internal */
   protected fencingRefusal(): string {
-    return `Fencing tokens need an exclusive grant; a semaphore with limit ${this.limit} shares its permits`;
+    return semaphoreFencingRefusal(this.limit);
   }
 }

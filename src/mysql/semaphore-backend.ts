@@ -15,6 +15,7 @@ import type {
 import { LockHandle } from "../core/backend.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
+import { MYSQL_LOCK_LIMITS, sessionLockCapabilities } from "../sql/session-capabilities.js";
 import { confirmSession } from "../sql/session-heartbeat.js";
 import type { SessionSlot } from "../sql/session-slot.js";
 import { GATE, SlotBooks, type SlotKey } from "../sql/slot-books.js";
@@ -107,17 +108,7 @@ class MySqlSemaphoreBackend implements Backend, Naming, WaitQueue, Fencing {
     });
     this.#slot = connection.slot;
     this.watcher = connection.watcher;
-    this.can = {
-      naming: this,
-      permits: true,
-      heldUntilReleased: true,
-      queue: this,
-      fencing: this,
-      handOff: { unsupported: "a MySQL GET_LOCK lock belongs to the connection that took it" },
-      listing: {
-        unsupported: "MySQL user-level locks (GET_LOCK) are named by a hash of the key, so the key cannot be read back",
-      },
-    };
+    this.can = sessionLockCapabilities(this, MYSQL_LOCK_LIMITS, { permits: true, queue: this });
   }
 
   resourceOf(key: string): string {

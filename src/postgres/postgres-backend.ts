@@ -15,6 +15,7 @@ import type {
 import { LockHandle } from "../core/backend.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
+import { POSTGRES_LOCK_LIMITS, sessionLockCapabilities } from "../sql/session-capabilities.js";
 import { confirmSession } from "../sql/session-heartbeat.js";
 import type { SessionSlot } from "../sql/session-slot.js";
 import { inspectKey } from "./inspect.js";
@@ -103,17 +104,7 @@ class PostgresBackend implements Backend, Naming, WaitQueue, Fencing {
     this.#slot = this.#session.slot;
     this.watcher = this.#session.watcher;
     this.#sequence = this.#session.sequence;
-    this.can = {
-      naming: this,
-      permits: limit !== undefined,
-      heldUntilReleased: true,
-      queue: this,
-      fencing: this,
-      handOff: { unsupported: "a PostgreSQL advisory lock belongs to the session (connection) that took it" },
-      listing: {
-        unsupported: "PostgreSQL advisory locks are named by a hash of the key, so the key cannot be read back",
-      },
-    };
+    this.can = sessionLockCapabilities(this, POSTGRES_LOCK_LIMITS, { permits: limit !== undefined, queue: this });
     this.#rooms =
       limit === undefined && options.waitingRooms > 0
         ? new WaitingRooms({

@@ -2,18 +2,11 @@ import { CoreLocker } from "../core/core-locker.js";
 import { LockCore } from "../core/lock-core.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkPostgres } from "../deployment/postgres.js";
-import { InvalidArgumentError } from "../errors.js";
 import { validateOptionsObject } from "../internal/validate.js";
+import { checkPostgresPool } from "../sql/pool-checks.js";
 import { type PostgresLockerOptions, type ResolvedPostgresLockerOptions, resolvePostgresOptions } from "./options.js";
 import { postgresBackend } from "./postgres-backend.js";
 import type { PostgresPool } from "./types.js";
-
-/** Checks the pool argument of a PostgreSQL locker. */
-export function checkPool(pool: unknown): asserts pool is PostgresPool {
-  if (typeof (pool as { connect?: unknown } | null | undefined)?.connect !== "function") {
-    throw new InvalidArgumentError("pool", "a pg Pool (an object with a connect() method)", pool);
-  }
-}
 
 /**
  * A {@link Locker} on PostgreSQL session advisory locks, through a `pg.Pool` the caller creates,
@@ -59,7 +52,7 @@ export class PostgresLocker extends CoreLocker<ResolvedPostgresLockerOptions> {
    * @param options see {@link PostgresLockerOptions}.
    */
   constructor(pool: PostgresPool, options?: PostgresLockerOptions) {
-    checkPool(pool);
+    checkPostgresPool(pool);
     validateOptionsObject("options", options);
     const resolved = resolvePostgresOptions(options);
     super(new LockCore(resolved, postgresBackend(pool, resolved)), "postgres-lock");

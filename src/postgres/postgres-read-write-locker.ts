@@ -5,9 +5,9 @@ import { checkPostgres } from "../deployment/postgres.js";
 import type { UnsupportedError } from "../errors.js";
 import { validateOptionsObject } from "../internal/validate.js";
 import type { Locker } from "../locker.js";
+import { checkPostgresPool } from "../sql/pool-checks.js";
 import { type PostgresLockerOptions, resolvePostgresOptions } from "./options.js";
 import { postgresBackend } from "./postgres-backend.js";
-import { checkPool } from "./postgres-locker.js";
 import type { PostgresPool } from "./types.js";
 
 /** The default `prefix` of a {@link PostgresReadWriteLocker}: its lock ids never collide with locks'. */
@@ -43,7 +43,7 @@ export class PostgresReadWriteLocker extends CoreReadWriteLocker {
    * @param options the locker's options (see {@link PostgresLockerOptions}; default prefix `"globallock:rw:"`).
    */
   constructor(pool: PostgresPool, options?: PostgresLockerOptions) {
-    checkPool(pool);
+    checkPostgresPool(pool);
     validateOptionsObject("options", options);
     const given: PostgresLockerOptions = { ...options };
     if (given.prefix === undefined) given.prefix = READ_WRITE_PREFIX;

@@ -1,12 +1,11 @@
 import { CoreSemaphore } from "../core/core-semaphore.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkPostgres } from "../deployment/postgres.js";
-import { InvalidArgumentError } from "../errors.js";
-import { validateOptionsObject } from "../internal/validate.js";
+import { checkPostgresPool } from "../sql/pool-checks.js";
+import { semaphoreFencingRefusal, semaphoreOptions } from "../sql/semaphore-options.js";
 import { type PostgresLockerOptions, type ResolvedPostgresLockerOptions, resolvePostgresOptions } from "./options.js";
 // Referenced from doc comments only.
 import type { PostgresLocker } from "./postgres-locker.js";
-import { checkPool } from "./postgres-locker.js";
 import { postgresSemaphoreBackend } from "./semaphore-backend.js";
 import type { PostgresPool } from "./types.js";
 
@@ -55,18 +54,12 @@ export class PostgresSemaphore extends CoreSemaphore<ResolvedPostgresLockerOptio
    * @param options the locker's options (default prefix {@link POSTGRES_SEMAPHORE_PREFIX}) and `limit`.
    */
   constructor(pool: PostgresPool, options: PostgresSemaphoreOptions) {
-    checkPool(pool);
-    validateOptionsObject("options", options);
-    const { limit, ...rest } = (options ?? {}) as Partial<PostgresSemaphoreOptions>;
-    if (typeof limit !== "number" || !Number.isSafeInteger(limit) || limit < 1 || limit > MAX_POSTGRES_PERMITS) {
-      throw new InvalidArgumentError(
-        "options.limit",
-        `an integer from 1 to ${MAX_POSTGRES_PERMITS} (permits per key)`,
-        limit,
-      );
-    }
-    const given: PostgresLockerOptions = { ...rest };
-    if (given.prefix === undefined) given.prefix = POSTGRES_SEMAPHORE_PREFIX;
+    checkPostgresPool(pool);
+    const { limit, given } = semaphoreOptions<PostgresLockerOptions>(
+      options,
+      MAX_POSTGRES_PERMITS,
+      POSTGRES_SEMAPHORE_PREFIX,
+    );
     const resolved = resolvePostgresOptions(given);
     super(resolved, postgresSemaphoreBackend(pool, resolved, limit), limit, "postgres-semaphore");
     attachDeploymentCheck([this], () => checkPostgres(pool));
@@ -74,6 +67,6 @@ export class PostgresSemaphore extends CoreSemaphore<ResolvedPostgresLockerOptio
 
   /** @internal */
   protected fencingRefusal(): string {
-    return `Fencing tokens need an exclusive grant; a semaphore with limit ${this.limit} shares its permits`;
+    return semaphoreFencingRefusal(this.limit);
   }
 }

@@ -15,6 +15,7 @@ import type {
 import { LockHandle } from "../core/backend.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
+import { POSTGRES_LOCK_LIMITS, sessionLockCapabilities } from "../sql/session-capabilities.js";
 import { confirmSession } from "../sql/session-heartbeat.js";
 import type { SessionSlot } from "../sql/session-slot.js";
 import { SlotBooks, type SlotKey } from "../sql/slot-books.js";
@@ -102,17 +103,7 @@ class PostgresSemaphoreBackend implements Backend, Naming, WaitQueue, Fencing {
     });
     this.#slot = this.#session.slot;
     this.watcher = this.#session.watcher;
-    this.can = {
-      naming: this,
-      permits: true,
-      heldUntilReleased: true,
-      queue: this,
-      fencing: this,
-      handOff: { unsupported: "a PostgreSQL advisory lock belongs to the session (connection) that took it" },
-      listing: {
-        unsupported: "PostgreSQL advisory locks are named by a hash of the key, so the key cannot be read back",
-      },
-    };
+    this.can = sessionLockCapabilities(this, POSTGRES_LOCK_LIMITS, { permits: true, queue: this });
   }
 
   resourceOf(key: string): string {
