@@ -92,22 +92,29 @@ export class IoRedisConnection implements RedisConnection {
   // flattens them into the command's arguments anyway.
   evalsha(sha: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
     if (this.#Command === undefined) return this.#client.evalsha(sha, keys.length, keys, args);
-    return sendDirect(this.#client, this.#Command, "evalsha", scriptArguments([sha], keys, args));
+    return this.#sendDirect("evalsha", scriptArguments(sha, keys, args));
   }
 
   eval(source: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
     if (this.#Command === undefined) return this.#client.eval(source, keys.length, keys, args);
-    return sendDirect(this.#client, this.#Command, "eval", scriptArguments([source], keys, args));
+    return this.#sendDirect("eval", scriptArguments(source, keys, args));
   }
 
   setIfAbsent(key: string, value: string, ttlMs: number): Promise<unknown> {
     if (this.#Command === undefined) return this.#client.set(key, value, "PX", ttlMs, "NX");
-    return sendDirect(this.#client, this.#Command, "set", [key, value, "PX", String(ttlMs), "NX"]);
+    return this.#sendDirect("set", [key, value, "PX", String(ttlMs), "NX"]);
   }
 
   removeMembers(key: string, member: string, other: string): Promise<unknown> {
     if (this.#Command === undefined) return this.#client.zrem(key, member, other);
-    return sendDirect(this.#client, this.#Command, "zrem", [key, member, other]);
+    return this.#sendDirect("zrem", [key, member, other]);
+  }
+
+  /** Sends command `name` with `args` (flat, strings), built with {@link #Command} (set). */
+  #sendDirect(name: string, args: string[]): Promise<unknown> {
+    const command = new (this.#Command as IoRedisCommandClass)(name, NO_ARGUMENTS, UTF8);
+    command.args = args;
+    return (this.#client as Required<Pick<IoRedisLike, "sendCommand">>).sendCommand(command);
   }
 
   scriptLoad(source: string): Promise<unknown> {
@@ -228,7 +235,9 @@ class IoRedisTransactions implements TransactionConnection {
   /** Sends command `name` with `args`, built directly where the client allows (see {@link directCommands}). */
   #call(name: string, args: string[]): Promise<unknown> {
     if (this.#Command === undefined) return this.#client.call(name, ...args);
-    return sendDirect(this.#client, this.#Command, name, args);
+    const command = new this.#Command(name, NO_ARGUMENTS, UTF8);
+    command.args = args;
+    return (this.#client as Required<Pick<IoRedisLike, "sendCommand">>).sendCommand(command);
   }
 
   watchAndRead(keys: readonly string[], reads: readonly Command[]): Promise<unknown[]> {
@@ -309,19 +318,4 @@ function directCommands(client: IoRedisLike): IoRedisCommandClass | undefined {
   } catch {
     return undefined;
   }
-}
-
-/**
- * Sends command `name` with `args` (flat, strings) on `client`, built with its ioredis's `Command`
- * class (see {@link directCommands}).
- */
-function sendDirect(
-  client: IoRedisLike,
-  Command: IoRedisCommandClass | undefined,
-  name: string,
-  args: string[],
-): Promise<unknown> {
-  const command = new (Command as IoRedisCommandClass)(name, NO_ARGUMENTS, UTF8);
-  command.args = args;
-  return (client as Required<Pick<IoRedisLike, "sendCommand">>).sendCommand(command);
 }

@@ -100,11 +100,11 @@ export class NodeRedisConnection implements RedisConnection {
   }
 
   evalsha(sha: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
-    return this.#send(keys[0], scriptArguments(["EVALSHA", sha], keys, args));
+    return this.#send(keys[0], scriptArguments(sha, keys, args, "EVALSHA"));
   }
 
   eval(source: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
-    return this.#send(keys[0], scriptArguments(["EVAL", source], keys, args));
+    return this.#send(keys[0], scriptArguments(source, keys, args, "EVAL"));
   }
 
   setIfAbsent(key: string, value: string, ttlMs: number): Promise<unknown> {

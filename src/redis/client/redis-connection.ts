@@ -146,17 +146,22 @@ export function ignore(): undefined {
 }
 
 /**
- * A script command's arguments after `head` (the command's name and script, or the script alone),
- * flat and as strings, appended to `head`: numkeys, keys, arguments.
+ * A script command's arguments, flat and as strings: `name` when given (the command's, for a
+ * client that takes it among them), script or SHA, numkeys, keys, arguments.
  */
-export function scriptArguments(head: string[], keys: readonly string[], args: readonly ScriptArgument[]): string[] {
-  head.push(String(keys.length));
-  for (let index = 0; index < keys.length; index++) head.push(keys[index] as string);
+export function scriptArguments(
+  script: string,
+  keys: readonly string[],
+  args: readonly ScriptArgument[],
+  name?: string,
+): string[] {
+  const list = name === undefined ? [script, String(keys.length)] : [name, script, String(keys.length)];
+  for (let index = 0; index < keys.length; index++) list.push(keys[index] as string);
   for (let index = 0; index < args.length; index++) {
     const arg = args[index] as ScriptArgument;
-    head.push(typeof arg === "string" ? arg : String(arg));
+    list.push(typeof arg === "string" ? arg : String(arg));
   }
-  return head;
+  return list;
 }
 
 /** A client that reports `ready` (ioredis and node-redis both do). */
