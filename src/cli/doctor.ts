@@ -7,8 +7,7 @@ import { checkDeployment } from "../deployment/check-deployment.js";
 import type { Finding } from "../deployment/finding.js";
 import type { DoctorCommand } from "./invocation.js";
 import type { Reporter } from "./reporter.js";
-import { failure } from "./run.js";
-import { type OpenStore, openStore } from "./store.js";
+import { withStore } from "./store-command.js";
 
 /** The exit status for `found`: 2 with an error, 1 with a warning, else 0. */
 export function doctorExitCode(found: readonly Finding[]): number {
@@ -23,18 +22,16 @@ function describe(item: Finding): string {
 }
 
 /** Prints the findings on stdout; resolves to the exit status. */
-export async function doctorCommand(cmd: DoctorCommand, reporter: Reporter, stdout: { write(text: string): unknown }) {
-  let store: OpenStore | undefined;
-  try {
-    store = await openStore(cmd.store, {}, false);
+export function doctorCommand(
+  cmd: DoctorCommand,
+  reporter: Reporter,
+  stdout: { write(text: string): unknown },
+): Promise<number> {
+  return withStore(cmd.store, "", reporter, async (store) => {
     const found = await checkDeployment(store.locker);
     if (cmd.json) stdout.write(`${JSON.stringify({ store: store.label, findings: found })}\n`);
     else if (found.length === 0) stdout.write(`${store.label}: nothing to report\n`);
     else stdout.write(`${store.label}:\n${found.map(describe).join("")}`);
     return doctorExitCode(found);
-  } catch (error) {
-    return failure(error, { key: "" }, reporter);
-  } finally {
-    await store?.close().catch(() => undefined);
-  }
+  });
 }

@@ -8,17 +8,18 @@ import type { LockInfo } from "../locker.js";
 import { lockInfoJson } from "./holders.js";
 import type { ListCommand } from "./invocation.js";
 import type { Reporter } from "./reporter.js";
-import { failure } from "./run.js";
-import { type OpenStore, openStore } from "./store.js";
+import { withStore } from "./store-command.js";
 
 /** Column widths: key, holder, mode, time left, waiting (with a space between: 79 columns). */
 const WIDTHS = [31, 20, 9, 8, 7] as const;
 
 /** Prints the held keys on stdout; resolves to the exit status (0, or the error's). */
-export async function listCommand(cmd: ListCommand, reporter: Reporter, stdout: { write(text: string): unknown }) {
-  let store: OpenStore | undefined;
-  try {
-    store = await openStore(cmd.store, {}, false);
+export function listCommand(
+  cmd: ListCommand,
+  reporter: Reporter,
+  stdout: { write(text: string): unknown },
+): Promise<number> {
+  return withStore(cmd.store, "", reporter, async (store) => {
     const options = cmd.limit === undefined ? { prefix: cmd.prefix } : { prefix: cmd.prefix, limit: cmd.limit };
     const infos = await store.locker.list(undefined, options);
     const limit = cmd.limit ?? 1000;
@@ -33,11 +34,7 @@ export async function listCommand(cmd: ListCommand, reporter: Reporter, stdout: 
       if (full) stdout.write(`(the first ${limit} found; more may be held: --limit or --prefix)\n`);
     }
     return 0;
-  } catch (error) {
-    return failure(error, { key: "" }, reporter);
-  } finally {
-    await store?.close().catch(() => undefined);
-  }
+  });
 }
 
 /** The table of `infos`: a header, then a line per key, every line at most 79 columns wide. */

@@ -7,14 +7,15 @@ import { EXIT } from "./exit-codes.js";
 import { describeHolder, lockInfoJson } from "./holders.js";
 import type { StatusCommand } from "./invocation.js";
 import type { Reporter } from "./reporter.js";
-import { failure } from "./run.js";
-import { type OpenStore, openStore } from "./store.js";
+import { withStore } from "./store-command.js";
 
 /** Prints the key's state on stdout (one JSON object with `--json`); resolves to the exit status. */
-export async function statusCommand(cmd: StatusCommand, reporter: Reporter, stdout: { write(text: string): unknown }) {
-  let store: OpenStore | undefined;
-  try {
-    store = await openStore(cmd.store, {}, false);
+export function statusCommand(
+  cmd: StatusCommand,
+  reporter: Reporter,
+  stdout: { write(text: string): unknown },
+): Promise<number> {
+  return withStore(cmd.store, cmd.key, reporter, async (store) => {
     const info = await store.locker.inspect(undefined, cmd.key);
     const held = info.holders.length > 0;
     if (cmd.json) {
@@ -31,9 +32,5 @@ export async function statusCommand(cmd: StatusCommand, reporter: Reporter, stdo
       }
     }
     return held ? 0 : EXIT.FREE;
-  } catch (error) {
-    return failure(error, cmd, reporter);
-  } finally {
-    await store?.close().catch(() => undefined);
-  }
+  });
 }
