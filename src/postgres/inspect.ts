@@ -69,14 +69,9 @@ export async function inspectKey(settings: InspectSettings, resource: string): P
 }
 
 /** One advisory lock row of a semaphore's key: a slot (`objsubid` 1) or its waiter marker (2). */
-interface SlotRow {
-  pid: number;
-  mode: string;
-  granted: boolean;
-  objsubid: number;
+interface SlotRow extends LockRow {
   classid: string;
   objid: string;
-  owner: string | null;
 }
 
 const SLOT_LOCKS = `SELECT l.pid, l.mode, l.granted, l.objsubid::int AS objsubid, l.classid::text AS classid,
