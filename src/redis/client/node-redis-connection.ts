@@ -225,10 +225,12 @@ class OwnConnection {
     return this.#client;
   }
 
+  /** True once {@link close} was called. */
   get closed(): boolean {
     return this.#closed;
   }
 
+  /** Destroys the connection (once made, if it is still being made). Never throws. */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
