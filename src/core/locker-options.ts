@@ -167,6 +167,28 @@ export function snapshotServerOptions<const K extends string>(
   return { given, expiry, prefix, operationTimeout, owner: resolveOwner(given.owner) };
 }
 
+/** What a server locker without options of its own resolves: the core's settings and its prefix. */
+export interface ResolvedServerOptions extends ResolvedLockerOptions {
+  /** Prepended to every key. */
+  readonly prefix: string;
+}
+
+/**
+ * The settings of a server locker whose only options are the shared ones (`backoff` and
+ * `onLockLost` beside those {@link snapshotServerOptions} read), from its snapshot, with `prefix`
+ * as the store checked it and `sweepConcurrency` extension calls in flight at once.
+ */
+export function resolveServerOptions(
+  snapshot: ServerOptionsSnapshot<"backoff" | "onLockLost">,
+  prefix: string,
+  sweepConcurrency: number,
+): ResolvedServerOptions {
+  const { given, expiry, operationTimeout, owner } = snapshot;
+  const [backoffMin, backoffMax] = resolveBackoff(given.backoff, expiry);
+  const onLockLost = resolveOnLockLost(given.onLockLost);
+  return { expiry, prefix, operationTimeout, owner, backoffMin, backoffMax, onLockLost, sweepConcurrency };
+}
+
 /** `prefix`: a string, by default `"globallock:"`. */
 function resolvePrefix(value: unknown): string {
   const prefix = value === undefined ? "globallock:" : value;

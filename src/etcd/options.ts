@@ -1,5 +1,5 @@
 import type { ResolvedLockerOptions, ServerLockerOptions } from "../core/locker-options.js";
-import { resolveBackoff, resolveOnLockLost, snapshotServerOptions } from "../core/locker-options.js";
+import { resolveServerOptions, snapshotServerOptions } from "../core/locker-options.js";
 
 /**
  * Options of {@link EtcdLocker} (and its semaphore and read-write lockers). Every one is optional;
@@ -30,17 +30,6 @@ const SWEEP_CONCURRENCY = 4;
  * `InvalidArgumentError`.
  */
 export function resolveEtcdOptions(options: unknown): ResolvedEtcdLockerOptions {
-  const { given, expiry, prefix, operationTimeout, owner } = snapshotServerOptions(options, OWN_OPTION_NAMES);
-  const [backoffMin, backoffMax] = resolveBackoff(given.backoff, expiry);
-  const onLockLost = resolveOnLockLost(given.onLockLost);
-  return {
-    expiry,
-    prefix,
-    operationTimeout,
-    owner,
-    backoffMin,
-    backoffMax,
-    onLockLost,
-    sweepConcurrency: SWEEP_CONCURRENCY,
-  };
+  const snapshot = snapshotServerOptions(options, OWN_OPTION_NAMES);
+  return resolveServerOptions(snapshot, snapshot.prefix, SWEEP_CONCURRENCY);
 }

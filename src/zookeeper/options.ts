@@ -1,5 +1,5 @@
 import type { ResolvedLockerOptions, ServerLockerOptions } from "../core/locker-options.js";
-import { resolveBackoff, resolveOnLockLost, snapshotServerOptions } from "../core/locker-options.js";
+import { resolveServerOptions, snapshotServerOptions } from "../core/locker-options.js";
 import { InvalidArgumentError } from "../errors.js";
 import { validateOptionsObject } from "../internal/validate.js";
 import { isRefusedUnit } from "./layout.js";
@@ -46,20 +46,8 @@ export function resolveZooKeeperOptions(options: unknown, defaultPrefix: string)
   const given: ZooKeeperLockerOptions = { ...(options as ZooKeeperLockerOptions | undefined) };
   if (given.prefix === undefined) given.prefix = defaultPrefix;
   const snapshot = snapshotServerOptions(given, OWN_OPTION_NAMES);
-  const { expiry, prefix, operationTimeout, owner } = snapshot;
-  checkPrefix(prefix);
-  const [backoffMin, backoffMax] = resolveBackoff(snapshot.given.backoff, expiry);
-  const onLockLost = resolveOnLockLost(snapshot.given.onLockLost);
-  return {
-    expiry,
-    prefix,
-    operationTimeout,
-    owner,
-    backoffMin,
-    backoffMax,
-    onLockLost,
-    sweepConcurrency: SWEEP_CONCURRENCY,
-  };
+  checkPrefix(snapshot.prefix);
+  return resolveServerOptions(snapshot, snapshot.prefix, SWEEP_CONCURRENCY);
 }
 
 /** Throws an InvalidArgumentError naming `prefix` unless it is a ZooKeeper path the lockers may use. */
