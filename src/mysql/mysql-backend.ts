@@ -73,6 +73,8 @@ class MySqlBackend implements Backend, Naming, Fencing {
 
   async acquire({ resource, duration, fencing }: AttemptRequest): Promise<AttemptOutcome> {
     this.#slot.checkRefusal();
+    // A probe of ours cancelled a moment ago may still hold the key for a round trip.
+    await this.watcher.stopping(resource);
     const session = await this.#slot.connect(resource);
     if (fencing) await this.#fencing.ensure(session, resource);
     // Held or tried here already: GET_LOCK is re-entrant on a connection, so no try.

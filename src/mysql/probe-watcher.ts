@@ -1,6 +1,7 @@
 import type { ReleaseWatcher } from "../core/backend.js";
+import { withTimeout } from "../internal/sleep.js";
 import { lockName } from "./keys.js";
-import { checkOut } from "./session.js";
+import { checkOut, isStatementError } from "./session.js";
 import type { MySqlPool, MySqlPoolConnection } from "./types.js";
 
 /** How long one probe's `GET_LOCK` on the key waits before it asks again, in seconds. */
@@ -98,6 +99,12 @@ export class ProbeWatcher implements ReleaseWatcher {
   readonly #watchers = new Map<string, number>();
   /** The running probe per resource. */
   readonly #probes = new Map<string, Probe>();
+  /**
+   * Per resource, the probes cancelled and not yet finished: until then one may hold the key for a
+   * moment (a `KILL QUERY` is answered before the server has woken the statement it ends, so a
+   * release just after it can still grant the probe the key).
+   */
+  readonly #stopping = new Map<string, Promise<void>>();
 
   constructor(host: ProbeWatcherHost) {
     this.#host = host;
@@ -127,6 +134,15 @@ export class ProbeWatcher implements ReleaseWatcher {
 
   close(): Promise<void> {
     return this.#host.close();
+  }
+
+  /**
+   * Settles once no cancelled probe of `resource` can hold the key any more; `undefined` when none
+   * is stopping. An attempt waits for it, so that the locker's own probe never makes it miss (a
+   * `tryLock` right after the last waiter here gave up).
+   */
+  stopping(resource: string): Promise<void> | undefined {
+    return this.#stopping.size === 0 ? undefined : this.#stopping.get(resource);
   }
 
   /** A try on the lock connection found `resource` held elsewhere: probe it if it is waited for. */
@@ -232,9 +248,21 @@ export class ProbeWatcher implements ReleaseWatcher {
         await leaveRoom();
       }
       if (probe.head) await leaveRoom();
-    } catch {
+    } catch (error) {
       // A killed statement may have left a lock here, or the connection failed.
       clean = false;
+      if (isStatementError(error)) {
+        // Killed (the connection lives): give back whatever it may hold, so that the key is free
+        // once the probe is done (a destroyed connection's locks are freed only once the server
+        // notices it is gone).
+        await probe.killing;
+        const given = connection.query("DO RELEASE_LOCK(?), RELEASE_LOCK(?)", [room, name]);
+        const timedOut = () => new Error("no answer");
+        clean = await withTimeout(given, this.#host.connectTimeout, timedOut).then(
+          () => true,
+          () => false,
+        );
+      }
     } finally {
       probe.head = false;
       // A late KILL QUERY must not reach the pool's next user of this connection.
@@ -287,6 +315,12 @@ export class ProbeWatcher implements ReleaseWatcher {
     if (this.#probes.get(probe.resource) === probe) this.#probes.delete(probe.resource);
     if (probe.cancelled) return probe.done;
     probe.cancelled = true;
+    const { resource, done } = probe;
+    const stopping = Promise.all([this.#stopping.get(resource), done]).then(() => undefined);
+    this.#stopping.set(resource, stopping);
+    void stopping.then(() => {
+      if (this.#stopping.get(resource) === stopping) this.#stopping.delete(resource);
+    });
     probe.verdict?.("cancelled");
     const id = probe.connection?.connection.threadId;
     if (probe.blocking && id !== undefined && id !== null) {

@@ -132,6 +132,8 @@ class MySqlSemaphoreBackend implements Backend, Naming, WaitQueue, Fencing {
     const books = this.#books;
     const gate = books.gateMode(key, waiterId, join);
     if (gate === undefined) return books.missed(key, join, waiterId, weight, performance.now());
+    // A probe of ours cancelled a moment ago may still hold a slot or the gate for a round trip.
+    await this.watcher.stopping(resource);
     const session = await this.#slot.connect(resource);
     if (fencing) await this.#fencing.ensure(session, resource);
     const held = books.slotsHere(resource);
