@@ -3,7 +3,7 @@
  * each checked; a bad one is a {@link UsageError} that names it.
  */
 import { MAX_TIMER_DELAY_MS, MIN_EXPIRY_MS } from "../core/limits.js";
-import { MAX_OWNER_BYTES } from "../core/locker-options.js";
+import { MAX_OWNER_BYTES } from "../locker-options.js";
 import type { StoreChoice } from "./invocation.js";
 import { UsageError } from "./usage.js";
 

@@ -1,9 +1,9 @@
-import { CoreLocker } from "../core/core-locker.js";
 import { LockCore } from "../core/lock-core.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkEtcd } from "../deployment/etcd.js";
 import { InvalidArgumentError } from "../errors.js";
 import { validateOptionsObject } from "../internal/validate.js";
+import { CoreLocker } from "../lockers/core-locker.js";
 import { etcdBackend } from "./etcd-backend.js";
 import { type EtcdLockerOptions, type ResolvedEtcdLockerOptions, resolveEtcdOptions } from "./options.js";
 import type { EtcdClient } from "./types.js";

@@ -1,7 +1,7 @@
-import { CoreReadWriteLocker, READ_WRITE_PERMITS, type ReadWriteStore } from "../core/read-write-views.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkEtcd } from "../deployment/etcd.js";
 import { validateOptionsObject } from "../internal/validate.js";
+import { CoreReadWriteLocker, READ_WRITE_PERMITS, type ReadWriteStore } from "../lockers/read-write-views.js";
 import { etcdBackend } from "./etcd-backend.js";
 import { checkClient } from "./etcd-locker.js";
 import { type EtcdLockerOptions, resolveEtcdOptions } from "./options.js";

@@ -1,8 +1,8 @@
-import { CoreSemaphore } from "../core/core-semaphore.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkEtcd } from "../deployment/etcd.js";
 import { InvalidArgumentError } from "../errors.js";
 import { validateOptionsObject } from "../internal/validate.js";
+import { CoreSemaphore } from "../lockers/core-semaphore.js";
 import { etcdBackend } from "./etcd-backend.js";
 import { checkClient } from "./etcd-locker.js";
 import { type EtcdLockerOptions, type ResolvedEtcdLockerOptions, resolveEtcdOptions } from "./options.js";

@@ -1,10 +1,10 @@
-import { CoreLocker } from "../core/core-locker.js";
 import { LockCore } from "../core/lock-core.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkFiles } from "../deployment/files.js";
 import { abortable } from "../internal/abortable.js";
 import type { AcquireCall } from "../internal/traced-locker.js";
 import { validateKey } from "../internal/validate.js";
+import { CoreLocker } from "../lockers/core-locker.js";
 import { hashKey, LockDirectory } from "./directory.js";
 import { fileBackend } from "./file-backend.js";
 import { type FileLockerOptions, type ResolvedFileLockerOptions, resolveFileOptions } from "./options.js";

@@ -1,9 +1,9 @@
-import { CoreReadWriteLocker, READ_WRITE_PERMITS, type ReadWriteStore } from "../core/read-write-views.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkFiles } from "../deployment/files.js";
 // Referenced from doc comments only.
 import type { UnsupportedError } from "../errors.js";
 import type { Locker } from "../locker.js";
+import { CoreReadWriteLocker, READ_WRITE_PERMITS, type ReadWriteStore } from "../lockers/read-write-views.js";
 import { LockDirectory } from "./directory.js";
 import { fileBackend } from "./file-backend.js";
 // Referenced from doc comments only.

@@ -1,10 +1,10 @@
-import { CoreSemaphore } from "../core/core-semaphore.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkFiles } from "../deployment/files.js";
 import { InvalidArgumentError } from "../errors.js";
 import { validateOptionsObject } from "../internal/validate.js";
 // Referenced from doc comments only.
 import type { Locker } from "../locker.js";
+import { CoreSemaphore } from "../lockers/core-semaphore.js";
 import { LockDirectory } from "./directory.js";
 // Referenced from doc comments only.
 import type { FileLocker } from "./file-locker.js";

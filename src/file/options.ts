@@ -1,9 +1,9 @@
 import { tmpdir, userInfo } from "node:os";
 import { join, resolve } from "node:path";
-import type { LockerOptions, ResolvedLockerOptions } from "../core/locker-options.js";
-import { resolveBackoff, resolveExpiry, resolveOnLockLost, resolveOwner } from "../core/locker-options.js";
 import { InvalidArgumentError } from "../errors.js";
 import { snapshotOptions } from "../internal/validate.js";
+import type { LockerOptions, ResolvedLockerOptions } from "../locker-options.js";
+import { resolveBackoff, resolveExpiry, resolveOnLockLost, resolveOwner } from "../locker-options.js";
 
 /**
  * Options of {@link FileLocker}. Every one is optional; `undefined` means the default, `null` and

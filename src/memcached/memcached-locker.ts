@@ -1,9 +1,9 @@
-import { CoreLocker } from "../core/core-locker.js";
 import { LockCore } from "../core/lock-core.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkMemcached } from "../deployment/memcached.js";
 import { InvalidArgumentError } from "../errors.js";
 import { validateOptionsObject } from "../internal/validate.js";
+import { CoreLocker } from "../lockers/core-locker.js";
 import { KeyNames } from "./layout.js";
 import { memcachedBackend } from "./memcached-backend.js";
 import {

@@ -1,5 +1,5 @@
-import type { ResolvedLockerOptions, ServerLockerOptions } from "../core/locker-options.js";
-import { resolveServerOptions, snapshotServerOptions } from "../core/locker-options.js";
+import type { ResolvedLockerOptions, ServerLockerOptions } from "../locker-options.js";
+import { resolveServerOptions, snapshotServerOptions } from "../locker-options.js";
 
 /**
  * Options of {@link MemcachedLocker}: those of every locker, and `prefix`. Every one is optional;

@@ -20,11 +20,11 @@ import type {
 } from "../core/backend.js";
 import { LockHandle } from "../core/backend.js";
 import type { CoreSettings } from "../core/lock-core.js";
-import { resolveOwner } from "../core/locker-options.js";
 import { InvalidArgumentError } from "../errors.js";
 import { IntrusiveList, type Linked } from "../internal/intrusive-list.js";
 import { type ResolvedAcquireOptions, validateTimerDelay } from "../internal/validate.js";
 import type { ReleaseOutcome } from "../locker.js";
+import { resolveOwner } from "../locker-options.js";
 import { type Holder, Holders } from "./holders.js";
 
 /**

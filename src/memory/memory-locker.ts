@@ -1,8 +1,8 @@
-import { CoreLocker } from "../core/core-locker.js";
 import { type CoreSettings, LockCore } from "../core/lock-core.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkMemory } from "../deployment/memory.js";
 import { type ResolvedAcquireOptions, snapshotOptions } from "../internal/validate.js";
+import { CoreLocker } from "../lockers/core-locker.js";
 import { type MemoryOptions, memoryBackend, memoryRequest, memorySettings } from "./memory-backend.js";
 
 /** Options of {@link MemoryLocker} (any other key is an `InvalidArgumentError`). */

@@ -1,8 +1,8 @@
 import type { CoreSettings } from "../core/lock-core.js";
-import { CoreReadWriteLocker, type ReadWriteStore } from "../core/read-write-views.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkMemory } from "../deployment/memory.js";
 import { snapshotOptions } from "../internal/validate.js";
+import { CoreReadWriteLocker, type ReadWriteStore } from "../lockers/read-write-views.js";
 import type { ReadWriteLocker } from "../read-write.js";
 import { type MemoryOptions, memoryBackend, memoryRequest, memorySettings } from "./memory-backend.js";
 // Referenced from doc comments only.

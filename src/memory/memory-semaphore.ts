@@ -1,9 +1,9 @@
-import { CoreSemaphore } from "../core/core-semaphore.js";
 import type { CoreSettings } from "../core/lock-core.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkMemory } from "../deployment/memory.js";
 import { InvalidArgumentError } from "../errors.js";
 import { type OptionResolvers, type ResolvedAcquireOptions, resolveEachOption } from "../internal/validate.js";
+import { CoreSemaphore } from "../lockers/core-semaphore.js";
 import { type MemoryOptions, memoryBackend, memoryRequest, memorySettings } from "./memory-backend.js";
 
 /** Options of {@link MemorySemaphore}. */

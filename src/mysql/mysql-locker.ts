@@ -1,8 +1,8 @@
-import { CoreLocker } from "../core/core-locker.js";
 import { LockCore } from "../core/lock-core.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkMySql } from "../deployment/mysql.js";
 import { validateOptionsObject } from "../internal/validate.js";
+import { CoreLocker } from "../lockers/core-locker.js";
 import { checkMySqlPool } from "../sql/pool-checks.js";
 import { mySqlBackend } from "./mysql-backend.js";
 import { type MySqlLockerOptions, type ResolvedMySqlLockerOptions, resolveMySqlOptions } from "./options.js";

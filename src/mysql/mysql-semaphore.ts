@@ -1,6 +1,6 @@
-import { CoreSemaphore } from "../core/core-semaphore.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkMySql } from "../deployment/mysql.js";
+import { CoreSemaphore } from "../lockers/core-semaphore.js";
 import { checkMySqlPool } from "../sql/pool-checks.js";
 import { semaphoreFencingRefusal, semaphoreOptions } from "../sql/semaphore-options.js";
 // Referenced from doc comments only.

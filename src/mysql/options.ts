@@ -1,6 +1,6 @@
-import type { PooledLockerOptions, ResolvedPooledLockerOptions } from "../core/locker-options.js";
-import { snapshotPooledOptions } from "../core/locker-options.js";
 import { validateCount } from "../internal/validate.js";
+import type { PooledLockerOptions, ResolvedPooledLockerOptions } from "../locker-options.js";
+import { snapshotPooledOptions } from "../locker-options.js";
 import { sqlName } from "../sql/sql-name.js";
 
 /**

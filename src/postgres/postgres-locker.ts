@@ -1,8 +1,8 @@
-import { CoreLocker } from "../core/core-locker.js";
 import { LockCore } from "../core/lock-core.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkPostgres } from "../deployment/postgres.js";
 import { validateOptionsObject } from "../internal/validate.js";
+import { CoreLocker } from "../lockers/core-locker.js";
 import { checkPostgresPool } from "../sql/pool-checks.js";
 import { type PostgresLockerOptions, type ResolvedPostgresLockerOptions, resolvePostgresOptions } from "./options.js";
 import { postgresBackend } from "./postgres-backend.js";

@@ -1,10 +1,10 @@
-import { CoreReadWriteLocker, READ_WRITE_PERMITS, type ReadWriteStore } from "../core/read-write-views.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkPostgres } from "../deployment/postgres.js";
 // Referenced from doc comments only.
 import type { UnsupportedError } from "../errors.js";
 import { validateOptionsObject } from "../internal/validate.js";
 import type { Locker } from "../locker.js";
+import { CoreReadWriteLocker, READ_WRITE_PERMITS, type ReadWriteStore } from "../lockers/read-write-views.js";
 import { checkPostgresPool } from "../sql/pool-checks.js";
 import { type PostgresLockerOptions, resolvePostgresOptions } from "./options.js";
 import { postgresBackend } from "./postgres-backend.js";

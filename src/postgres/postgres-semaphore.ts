@@ -1,6 +1,6 @@
-import { CoreSemaphore } from "../core/core-semaphore.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkPostgres } from "../deployment/postgres.js";
+import { CoreSemaphore } from "../lockers/core-semaphore.js";
 import { checkPostgresPool } from "../sql/pool-checks.js";
 import { semaphoreFencingRefusal, semaphoreOptions } from "../sql/semaphore-options.js";
 import { type PostgresLockerOptions, type ResolvedPostgresLockerOptions, resolvePostgresOptions } from "./options.js";

@@ -1,7 +1,7 @@
-import type { ResolvedLockerOptions, ServerLockerOptions } from "../core/locker-options.js";
-import { resolveBackoff, resolveOnLockLost, snapshotServerOptions } from "../core/locker-options.js";
 import { InvalidArgumentError, UnsupportedError } from "../errors.js";
 import { validateOptionsObject, validatePositiveInteger } from "../internal/validate.js";
+import type { ResolvedLockerOptions, ServerLockerOptions } from "../locker-options.js";
+import { resolveBackoff, resolveOnLockLost, snapshotServerOptions } from "../locker-options.js";
 import { clientKind } from "./client/connection-of.js";
 import type { RedisClient } from "./types.js";
 

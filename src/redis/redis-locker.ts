@@ -1,8 +1,8 @@
-import { CoreLocker } from "../core/core-locker.js";
 import { LockCore } from "../core/lock-core.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkRedis } from "../deployment/redis.js";
 import { UnsupportedError } from "../errors.js";
+import { CoreLocker } from "../lockers/core-locker.js";
 import { type RedisLockerOptions, type ResolvedRedisLockerOptions, resolveClients, resolveOptions } from "./options.js";
 import { redisBackend } from "./redis-backend.js";
 import type { RedisClient } from "./types.js";

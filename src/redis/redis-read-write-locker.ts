@@ -1,9 +1,9 @@
-import { CoreReadWriteLocker, READ_WRITE_PERMITS, type ReadWriteStore } from "../core/read-write-views.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkRedis } from "../deployment/redis.js";
 // Referenced from doc comments only.
 import type { UnsupportedError } from "../errors.js";
 import type { Locker } from "../locker.js";
+import { CoreReadWriteLocker, READ_WRITE_PERMITS, type ReadWriteStore } from "../lockers/read-write-views.js";
 import type { RedisLockerOptions } from "./options.js";
 import { refuseQuorum, refuseScriptless, resolveClients, resolveOptions, withDefaultPrefix } from "./options.js";
 import { redisBackend } from "./redis-backend.js";

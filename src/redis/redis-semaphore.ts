@@ -1,8 +1,8 @@
-import { CoreSemaphore } from "../core/core-semaphore.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkRedis } from "../deployment/redis.js";
 import { InvalidArgumentError } from "../errors.js";
 import { validateOptionsObject } from "../internal/validate.js";
+import { CoreSemaphore } from "../lockers/core-semaphore.js";
 import type { RedisLockerOptions, ResolvedRedisLockerOptions } from "./options.js";
 import { refuseQuorum, refuseScriptless, resolveClients, resolveOptions, withDefaultPrefix } from "./options.js";
 import { redisBackend } from "./redis-backend.js";

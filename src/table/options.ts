@@ -1,7 +1,7 @@
-import type { ResolvedLockerOptions, ServerLockerOptions } from "../core/locker-options.js";
-import { resolveBackoff, resolveOnLockLost, snapshotServerOptions } from "../core/locker-options.js";
 import { InvalidArgumentError } from "../errors.js";
 import { optionalBoolean } from "../internal/validate.js";
+import type { ResolvedLockerOptions, ServerLockerOptions } from "../locker-options.js";
+import { resolveBackoff, resolveOnLockLost, snapshotServerOptions } from "../locker-options.js";
 import { sqlName } from "../sql/sql-name.js";
 
 /**

@@ -1,9 +1,9 @@
-import { CoreLocker } from "../core/core-locker.js";
-import { CoreSemaphore } from "../core/core-semaphore.js";
 import { LockCore } from "../core/lock-core.js";
-import { CoreReadWriteLocker, READ_WRITE_PERMITS } from "../core/read-write-views.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkPostgresTable } from "../deployment/table.js";
+import { CoreLocker } from "../lockers/core-locker.js";
+import { CoreSemaphore } from "../lockers/core-semaphore.js";
+import { CoreReadWriteLocker, READ_WRITE_PERMITS } from "../lockers/read-write-views.js";
 import type { PostgresPool } from "../postgres/types.js";
 import { checkPostgresPool } from "../sql/pool-checks.js";
 import { semaphoreFencingRefusal } from "../sql/semaphore-options.js";

@@ -1,10 +1,10 @@
-import { CoreLocker } from "../core/core-locker.js";
-import { CoreSemaphore } from "../core/core-semaphore.js";
 import { LockCore } from "../core/lock-core.js";
-import { CoreReadWriteLocker, READ_WRITE_PERMITS } from "../core/read-write-views.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkSqlite } from "../deployment/sqlite.js";
 import { InvalidArgumentError } from "../errors.js";
+import { CoreLocker } from "../lockers/core-locker.js";
+import { CoreSemaphore } from "../lockers/core-semaphore.js";
+import { CoreReadWriteLocker, READ_WRITE_PERMITS } from "../lockers/read-write-views.js";
 import { semaphoreFencingRefusal } from "../sql/semaphore-options.js";
 import type { ResolvedTableLockerOptions, TableLockerOptions } from "./options.js";
 import { type SqliteDatabase, SqliteDialect } from "./sqlite-dialect.js";

@@ -1,8 +1,8 @@
-import type { ReadWriteStore } from "../core/read-write-views.js";
-import { READ_WRITE_PERMITS } from "../core/read-write-views.js";
 import type { LockerKind } from "../diagnostics.js";
 import { InvalidArgumentError } from "../errors.js";
 import { validateOptionsObject } from "../internal/validate.js";
+import type { ReadWriteStore } from "../lockers/read-write-views.js";
+import { READ_WRITE_PERMITS } from "../lockers/read-write-views.js";
 import type { TableDialect } from "./dialect.js";
 import { type ResolvedTableLockerOptions, resolveTableOptions, type TableLockerOptions } from "./options.js";
 

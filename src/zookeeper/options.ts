@@ -1,7 +1,7 @@
-import type { ResolvedLockerOptions, ServerLockerOptions } from "../core/locker-options.js";
-import { resolveServerOptions, snapshotServerOptions } from "../core/locker-options.js";
 import { InvalidArgumentError } from "../errors.js";
 import { validateOptionsObject } from "../internal/validate.js";
+import type { ResolvedLockerOptions, ServerLockerOptions } from "../locker-options.js";
+import { resolveServerOptions, snapshotServerOptions } from "../locker-options.js";
 import { isRefusedUnit } from "./layout.js";
 
 /**

@@ -1,8 +1,8 @@
-import { CoreLocker } from "../core/core-locker.js";
 import { LockCore } from "../core/lock-core.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkZooKeeper } from "../deployment/zookeeper.js";
 import { InvalidArgumentError } from "../errors.js";
+import { CoreLocker } from "../lockers/core-locker.js";
 import {
   type ResolvedZooKeeperLockerOptions,
   resolveZooKeeperOptions,

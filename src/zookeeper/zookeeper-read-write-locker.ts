@@ -1,6 +1,6 @@
-import { CoreReadWriteLocker, READ_WRITE_PERMITS, type ReadWriteStore } from "../core/read-write-views.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkZooKeeper } from "../deployment/zookeeper.js";
+import { CoreReadWriteLocker, READ_WRITE_PERMITS, type ReadWriteStore } from "../lockers/read-write-views.js";
 import { resolveZooKeeperOptions, type ZooKeeperLockerOptions } from "./options.js";
 import type { ZooKeeperClient } from "./types.js";
 import { zooKeeperBackend } from "./zookeeper-backend.js";

@@ -1,8 +1,8 @@
-import { CoreSemaphore } from "../core/core-semaphore.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkZooKeeper } from "../deployment/zookeeper.js";
 import { InvalidArgumentError } from "../errors.js";
 import { validateOptionsObject } from "../internal/validate.js";
+import { CoreSemaphore } from "../lockers/core-semaphore.js";
 import {
   type ResolvedZooKeeperLockerOptions,
   resolveZooKeeperOptions,

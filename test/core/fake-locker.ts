@@ -1,5 +1,5 @@
-import { CoreLocker } from "../../src/core/core-locker.js";
 import { type CoreSettings, LockCore } from "../../src/core/lock-core.js";
+import { CoreLocker } from "../../src/lockers/core-locker.js";
 import { FakeBackend } from "./fake-backend.js";
 
 /**

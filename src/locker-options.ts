@@ -1,5 +1,7 @@
 import { hostname } from "node:os";
-import { InvalidArgumentError, type LockLostError } from "../errors.js";
+import { DEFAULT_EXPIRY_MS } from "./core/limits.js";
+import type { CoreSettings } from "./core/lock-core.js";
+import { InvalidArgumentError, type LockLostError } from "./errors.js";
 import {
   MAX_TIMER_DELAY_MS,
   type OptionsSnapshot,
@@ -7,9 +9,7 @@ import {
   validateExpiry,
   validateFunction,
   validateTimerDelay,
-} from "../internal/validate.js";
-import { DEFAULT_EXPIRY_MS } from "./limits.js";
-import type { CoreSettings } from "./lock-core.js";
+} from "./internal/validate.js";
 
 /*
  * The options every store's locker takes (Redis, PostgreSQL, file), declared and resolved once.

@@ -1,10 +1,10 @@
+import type { BackendFactory, StoredHolder } from "../core/backend.js";
+import { type CoreSettings, LockCore } from "../core/lock-core.js";
 import type { LockerKind } from "../diagnostics.js";
 import { UnsupportedError } from "../errors.js";
 import { checkWeight, type ResolvedAcquireOptions } from "../internal/validate.js";
 import type { HolderInfo } from "../locker.js";
-import type { BackendFactory, StoredHolder } from "./backend.js";
 import { CoreLocker, holderInfo } from "./core-locker.js";
-import { type CoreSettings, LockCore } from "./lock-core.js";
 
 /**
  * A counting semaphore over a {@link LockCore} whose backend counts permits: `weight` from 1 to

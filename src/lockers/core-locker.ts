@@ -1,3 +1,7 @@
+import type { AcquisitionOwner } from "../core/acquisition.js";
+import type { StoredHolder } from "../core/backend.js";
+import { decodeHandOff } from "../core/hand-off-handle.js";
+import type { CoreSettings, LockCore } from "../core/lock-core.js";
 import type { LockerKind } from "../diagnostics.js";
 // Referenced from doc comments only.
 import type { LockerClosedError } from "../errors.js";
@@ -15,10 +19,6 @@ import type {
   LockInfo,
   ReleaseFunc,
 } from "../locker.js";
-import type { AcquisitionOwner } from "./acquisition.js";
-import type { StoredHolder } from "./backend.js";
-import { decodeHandOff } from "./hand-off-handle.js";
-import type { CoreSettings, LockCore } from "./lock-core.js";
 
 /**
  * A {@link Locker} over a {@link LockCore}: what every Redis locker shares. A subclass says how

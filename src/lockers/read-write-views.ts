@@ -1,11 +1,11 @@
+import type { BackendFactory, StoredHolder } from "../core/backend.js";
+import { type CoreSettings, LockCore } from "../core/lock-core.js";
 import type { LockerStore } from "../diagnostics.js";
 import { UnsupportedError } from "../errors.js";
 import { checkWeight, DEFAULT_ACQUIRE_OPTIONS, type ResolvedAcquireOptions } from "../internal/validate.js";
 import type { HolderInfo, Locker } from "../locker.js";
 import type { ReadWriteLocker } from "../read-write.js";
-import type { BackendFactory, StoredHolder } from "./backend.js";
 import { CoreLocker, holderInfo } from "./core-locker.js";
-import { type CoreSettings, LockCore } from "./lock-core.js";
 
 /**
  * Permits of a read-write key on a store: a reader takes one, a writer all of them. (A billion
