@@ -213,6 +213,7 @@ export class WaitLoop {
       // A grant that arrived during an attempt that then failed or was abandoned: decide now (a
       // lock's next waiter here takes it; with nobody left to take it, it goes back).
       this.grants.settleEarlyGrant(key, place);
+      if (acquired && !parts.counted) parts.keys.settle(key, state);
     }
   }
 

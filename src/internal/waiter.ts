@@ -130,6 +130,12 @@ export class KeyState<G = unknown, H = unknown> extends IntrusiveList<Waiter<G>>
 const IDLE_KEPT = 1024;
 
 /**
+ * Keys a locker tracks before a lock's state, once its key is taken, goes back to being a count
+ * (see {@link KeyStates.settle}): below it, a key locked again and again reuses its state.
+ */
+const FEW_KEYS = 1024;
+
+/**
  * The {@link KeyState} of every key a locker holds or waits for. Everything about a key lives on
  * its state object, so an uncontended lock and release touch one map entry.
  *
@@ -199,6 +205,30 @@ export class KeyStates<G = unknown, H = unknown> {
     }
     this.#states.set(key, entry - 1);
     if (entry === 1) this.#idled();
+  }
+
+  /**
+   * `state` is no longer needed while `key` is only held here: once the locker has many keys, the
+   * entry of a key that a `lock` call just took goes back to being the count of its acquisitions (as
+   * a `tryLock`'s is), so that a held lock costs no state object. Kept as it is while anyone waits
+   * for the key here, its attempt or grant is pending, or it was waited for (those need the state),
+   * and while the locker has few keys (a key locked again and again reuses its state).
+   */
+  settle(key: string, state: KeyState<G, H>): void {
+    if (
+      this.#states.size <= FEW_KEYS ||
+      state.waiters.size !== 0 ||
+      state.held === 0 ||
+      state.attempting ||
+      state.registration !== undefined ||
+      state.earlyGrant !== undefined ||
+      state.grantedOnward ||
+      state.waitedAt !== Number.NEGATIVE_INFINITY ||
+      this.#states.get(key) !== state
+    ) {
+      return;
+    }
+    this.#states.set(key, state.held);
   }
 
   /** Marks `key`'s state idle when nothing is held or waited for any more. */

@@ -162,6 +162,43 @@ describe("KeyStates", () => {
     expect(keys.heldCount("a")).toBe(1);
   });
 
+  it("settles a state whose key is only held back into a count, once the locker has many keys", () => {
+    const keys = new KeyStates();
+    const few = keys.open("few");
+    keys.hold("few");
+    keys.settle("few", few);
+    // Few keys: the state stays, for the key's next lock.
+    expect(keys.get("few")).toBe(few);
+    for (let i = 0; i < 1100; i++) keys.hold(`held-${i}`);
+    keys.settle("few", few);
+    expect(keys.get("few")).toBeUndefined();
+    expect(keys.heldCount("few")).toBe(1);
+    keys.unhold("few");
+    expect(keys.heldCount("few")).toBe(0);
+    // Kept while anyone waits, a grant is pending, or the key was waited for.
+    const waited = keys.open("waited");
+    keys.hold("waited");
+    waited.waitedAt = 1;
+    keys.settle("waited", waited);
+    const queued = keys.open("queued");
+    keys.hold("queued");
+    const waiter = new Waiter();
+    queued.waiters.push(waiter);
+    keys.settle("queued", queued);
+    const registered = keys.open("registered");
+    keys.hold("registered");
+    registered.registration = {};
+    keys.settle("registered", registered);
+    const free = keys.open("free");
+    keys.settle("free", free);
+    expect([keys.get("waited"), keys.get("queued"), keys.get("registered"), keys.get("free")]).toEqual([
+      waited,
+      queued,
+      registered,
+      free,
+    ]);
+  });
+
   it("keeps a released key as an idle count, and purges idle entries once they outnumber busy ones", () => {
     const keys = new KeyStates();
     keys.hold("k");

@@ -31,6 +31,30 @@ describe("core: waiting", () => {
     expect(locker.waitingCount).toBe(0);
   });
 
+  it("serves a key's waiters in order when the locker holds many keys (a held key's state settled to a count)", async () => {
+    const locker = bed.locker();
+    const releases = await Promise.all(
+      Array.from({ length: 1100 }, (_, i) => locker.lock(undefined, uniqueKey(`many-${i}`))),
+    );
+    const key = uniqueKey("many-last");
+    const first = await locker.lock(undefined, key);
+    const order: number[] = [];
+    const waiters = Array.from({ length: 3 }, (_, i) =>
+      locker.lock(undefined, key).then(async (release) => {
+        order.push(i);
+        await release();
+      }),
+    );
+    await untilWaiting(locker, 3);
+    expect(locker.heldCount).toBe(1101);
+    await first();
+    await Promise.all(waiters);
+    expect(order).toEqual([0, 1, 2]);
+    await Promise.all(releases.map((release) => release()));
+    expect(locker.heldCount).toBe(0);
+    expect(locker.waitingCount).toBe(0);
+  });
+
   it("has one attempt in flight per key, however many wait and however often they are woken", async () => {
     // A slow store, a fast safety net, and extra wake-ups: only the head of the key's queue tries.
     const locker = bed.locker({ backoffMin: 1, backoffMax: 5 });
