@@ -122,8 +122,9 @@ describe("core: close", () => {
     const locker = bed.locker({ onLockLost: (error) => lost.push(error) });
     const { store } = locker;
     const [kept, released] = [uniqueKey("close-kept"), uniqueKey("close-released")];
-    const lease = await locker.acquire(undefined, kept, { expiry: 300 });
-    const other = await locker.acquire(undefined, released, { expiry: 300 });
+    // A lease long enough that a stalled machine does not let it run out before the checks below.
+    const lease = await locker.acquire(undefined, kept, { expiry: 1000 });
+    const other = await locker.acquire(undefined, released, { expiry: 1000 });
     // The keeper is at work before the close...
     await eventually(() => store.callsOf("extend", kept).length >= 1);
     await locker.close();
