@@ -1,8 +1,9 @@
 /**
  * `globallock list [--prefix P] [--limit N] [--json] [store options]`: every held key of the store
- * with its holders and waiters (`Locker.list`), as a table that fits 80 columns or as one JSON
- * object (documented in docs/reference.md, "globallock list"). A store that cannot name its keys
- * (the file store: lock files are named by a hash of the key) is an UnsupportedError: exit 64.
+ * (the file store's or a Redis's) with its holders and waiters (`Locker.list` of the read-write
+ * locker that `run` and `status` use), as a table that fits 80 columns or as one JSON object
+ * (documented in docs/reference.md, "globallock list"). A store that cannot name its keys would be
+ * an UnsupportedError: exit 64.
  */
 import type { LockInfo } from "../locker.js";
 import { lockInfoJson } from "./holders.js";

@@ -32,8 +32,8 @@ status is passed through.
 \`globallock list\` prints every held key of the store (at most --limit N, default
 1000, at most 10000; --prefix P: only keys that start with P): its holder (or
 how many share it), mode, time left and waiters, in 80 columns (--json: one JSON
-object). On Redis only: lock files are named by a hash of the key, which cannot
-be read back (exit 64).
+object). It shows the keys of runs with and without --shared, as status does
+(not the permits of --limit runs).
 
 \`globallock doctor\` checks the store's setup (an eviction policy that can drop
 lock keys, no persistence, replication, refused scripts, a lock directory on a
@@ -123,8 +123,7 @@ Exit status:
   127                   the command was not found
   128+N                 interrupted by signal N while waiting for the lock
   status: 0 held, 1 free, 64 bad usage, 69 store unreachable
-  list: 0 listed (none held too), 64 bad usage or a store that cannot list,
-        69 store unreachable
+  list: 0 listed (none held too), 64 bad usage, 69 store unreachable
   doctor: 0 nothing to fix, 1 warnings, 2 errors, 64 bad usage
 
 Examples:
@@ -147,7 +146,8 @@ Examples:
   globallock run --key db --fencing-env LOCK_TOKEN -- sh -c 'psql -v token=$LOCK_TOKEN ...'
   # Is it held?
   globallock status backup
-  # Which locks are held on this Redis, and by whom?
+  # Which locks are held on this host, and by whom? On this Redis, under deploy?
+  globallock list
   globallock list --redis redis://locks.internal:6379 --prefix deploy
   # Is the store set up so that locks hold?
   globallock doctor --redis redis://locks.internal:6379

@@ -10,7 +10,8 @@ export type AdoptResult = { readonly entry: Entry; readonly startedAt: number } 
 /**
  * Takes over the entry with `token` in `dir` (a lock, the readers of a read-write key, a
  * semaphore's weight directory) for `store`'s owner, in an operation in one of its slots: renames
- * it to an entry with `newToken`, a deadline `expiry` ms from now and the same fencing token — one
+ * it to an entry with `newToken`, a deadline `expiry` ms from now, the same fencing token and the
+ * adopter's key field `keyField` (the adopter's owner may leave the key another room) — one
  * rename, so of two adopters of one entry exactly one succeeds (as of two extensions, or an
  * extension and a takeover). `"taken"` when another live entry holds `dir` instead, `"expired"`
  * when the entry is gone or its deadline passed. (A holder known dead does not matter: a
@@ -22,12 +23,13 @@ export async function adoptEntry(
   token: string,
   newToken: string,
   expiry: number,
+  keyField: string,
 ): Promise<AdoptResult> {
   const entries = await store.listEntries(dir);
   const found = entries.find((entry) => entry.token === token);
   if (found !== undefined && remainingMs(found) > 0) {
     const startedAt = performance.now();
-    const next = entryOf(newToken, expiry, found.acquiredAt, store.ownerField.field, found.fence);
+    const next = entryOf(newToken, expiry, found.acquiredAt, store.ownerField.field, found.fence, false, keyField);
     try {
       await rename(join(dir, found.name), join(dir, next.name));
       return { entry: next, startedAt };

@@ -27,18 +27,19 @@ export function hashKey(key: string): string {
  * again is hashed once.
  */
 export class KeyHashes {
-  readonly #mark: (key: string) => string;
+  /** How a key is marked before it is hashed (a semaphore's or a read-write key's apart from a lock's). */
+  readonly mark: (key: string) => string;
   #lastKey: string | undefined;
   #lastHash = "";
 
   constructor(mark: (key: string) => string) {
-    this.#mark = mark;
+    this.mark = mark;
   }
 
   /** The file name stem of `key`. */
   of(key: string): string {
     if (key === this.#lastKey) return this.#lastHash;
-    const hash = hashKey(this.#mark(key));
+    const hash = hashKey(this.mark(key));
     this.#lastKey = key;
     this.#lastHash = hash;
     return hash;

@@ -39,9 +39,9 @@ export async function removeStale(store: FileStore, dir: string, stale: Entry): 
 
 /**
  * Renames `entry` of `dir` to a new deadline, `expiry` ms from now: the new entry, or `undefined`
- * when it is gone. The new entry keeps the owner and the fencing token (unless `fence` replaces
- * it); `detached`: it names no process (a lease handed off: the process that writes it may exit).
- * `operation` says what failed in a StoreUnavailableError.
+ * when it is gone. The new entry keeps the owner, the key and the fencing token (unless `fence`
+ * replaces it); `detached`: it names no process (a lease handed off: the process that writes it
+ * may exit). `operation` says what failed in a StoreUnavailableError.
  */
 export async function moveEntry(
   store: FileStore,
@@ -52,7 +52,7 @@ export async function moveEntry(
   fence = entry.fence,
   detached = false,
 ): Promise<Entry | undefined> {
-  const next = entryOf(entry.token, expiry, entry.acquiredAt, entry.owner, fence, detached);
+  const next = entryOf(entry.token, expiry, entry.acquiredAt, entry.owner, fence, detached, entry.keyField);
   try {
     await store.fs.rename(under(dir, entry.name), under(dir, next.name));
     return next;

@@ -12,7 +12,8 @@
  * `0` where unknown; `P`, `S` and `N` are 0 in a lease handed off to another process, which only
  * its deadline ends); the grant's fencing token `F` (`0`: none); the holder locker's `owner` `O`
  * (see `owner.ts`: percent-encoded, or a reference to an owner file when it is too long for a
- * name); and the host name.
+ * name), followed in a holder's entry by `%~` and the caller's key (see `key-field.ts`); and the
+ * host name.
  *
  * Reading an entry: another process of the same host and boot compares `D` with its own monotonic
  * clock (wall-clock steps move neither) and can tell whether the holder is dead; any other reader
@@ -42,6 +43,11 @@ export interface Entry {
   readonly fence: bigint | undefined;
   /** The holder's owner as the name carries it (see `owner.ts`; `""`: none). */
   readonly owner: string;
+  /**
+   * The caller's key as the name carries it (see `key-field.ts`): `""` in a queue ticket and in an
+   * entry written before keys were recorded.
+   */
+  readonly keyField: string;
   readonly host: string;
 }
 
@@ -54,15 +60,28 @@ const MAX_FENCE = 10n ** 20n;
 /** The longest name a file system takes (NAME_MAX on Linux and macOS, in bytes). */
 const NAME_MAX = 255;
 
+/** The characters a queue ticket adds before an entry's name (`<seq>.<r|w>.`, see `permits.ts`). */
+const TICKET_PREFIX = 19;
+
+/** What separates the owner from the key in an entry's owner field (never in a percent-encoding). */
+export const KEY_SEPARATOR = "%~";
+
 /**
  * The longest owner field an entry of this process can carry and stay within {@link NAME_MAX}:
  * the name's other fields at their longest (deadlines of 16 digits, a fencing token of 20) plus
- * the 19 characters a queue ticket adds before an entry's name (see `permits.ts`).
+ * the {@link TICKET_PREFIX} a queue ticket adds before an entry's name.
  */
 export const MAX_OWNER_FIELD =
   NAME_MAX -
-  (32 + 3 * 16 + 20 + 19 + 11) -
+  (32 + 3 * 16 + 20 + TICKET_PREFIX + 11) -
   `${process.pid}${SELF_START_TIME}${PID_NAMESPACE}${BOOT_ID || "0"}${HOST}`.length;
+
+/**
+ * The longest owner and key fields together, with their {@link KEY_SEPARATOR}, that a holder's
+ * entry of this process can carry: a holder's entry is never a ticket's (tickets carry neither
+ * field), so it has the ticket's room too.
+ */
+export const MAX_HOLDER_FIELDS = MAX_OWNER_FIELD + TICKET_PREFIX;
 
 /** The fields P.S.N.B of an entry of this process (see {@link entryOf}), made once. */
 const PROCESS_FIELDS = `${process.pid}.${SELF_START_TIME}.${PID_NAMESPACE}.${BOOT_ID || "0"}`;
@@ -73,8 +92,9 @@ const DETACHED_FIELDS = `0.0.0.${BOOT_ID || "0"}`;
 export function parseEntry(name: string): Entry | undefined {
   const match = ENTRY.exec(name);
   if (match === null) return undefined;
-  const [, token, deadline, wall, acquiredAt, pid, start, namespace, boot, fence, owner, host] =
+  const [, token, deadline, wall, acquiredAt, pid, start, namespace, boot, fence, holder, host] =
     match as unknown as string[];
+  const split = (holder as string).indexOf(KEY_SEPARATOR);
   return {
     name,
     token: token as string,
@@ -86,7 +106,8 @@ export function parseEntry(name: string): Entry | undefined {
     pidNamespace: Number(namespace),
     bootId: boot === "0" ? "" : (boot as string),
     fence: fence === "0" ? undefined : BigInt(fence as string),
-    owner: owner as string,
+    owner: split < 0 ? (holder as string) : (holder as string).slice(0, split),
+    keyField: split < 0 ? "" : (holder as string).slice(split + KEY_SEPARATOR.length),
     host: host as string,
   };
 }
@@ -94,7 +115,8 @@ export function parseEntry(name: string): Entry | undefined {
 /**
  * An entry of this process with `token`, granted at `acquiredAt`, running out `expiry` ms from
  * now, for `owner` (an owner field of at most {@link MAX_OWNER_FIELD} characters, see `owner.ts`)
- * with the grant's fencing token `fence`.
+ * with the grant's fencing token `fence`, recording the key field `keyField` (a holder's; with the
+ * owner field, at most {@link MAX_HOLDER_FIELDS} characters: see `key-field.ts`).
  */
 export function entryOf(
   token: string,
@@ -103,14 +125,17 @@ export function entryOf(
   owner = "",
   fence: bigint | undefined = undefined,
   detached = false,
+  keyField = "",
 ): Entry {
   const deadline = monotonicNow() + expiry;
   const wallDeadline = Date.now() + expiry;
   // A token too long for its field (never in practice: 20 digits) is left out rather than break the name.
   const kept = fence !== undefined && fence > 0n && fence < MAX_FENCE ? fence : undefined;
   // T.D.W.A.P.S.N.B.F.O.host (see the module comment). A detached entry (a lease handed off) names
-  // no process: only its deadline ends it.
-  const name = `${token}.${deadline}.${wallDeadline}.${acquiredAt}.${detached ? DETACHED_FIELDS : PROCESS_FIELDS}.${kept === undefined ? "0" : kept.toString()}.${owner}.${HOST}`;
+  // no process: only its deadline ends it. The key rides in O, after the owner: a reader of the
+  // format without keys reads every other field as before (and the owner as unknown).
+  const holder = keyField === "" ? owner : `${owner}${KEY_SEPARATOR}${keyField}`;
+  const name = `${token}.${deadline}.${wallDeadline}.${acquiredAt}.${detached ? DETACHED_FIELDS : PROCESS_FIELDS}.${kept === undefined ? "0" : kept.toString()}.${holder}.${HOST}`;
   return {
     name,
     token,
@@ -123,6 +148,7 @@ export function entryOf(
     bootId: BOOT_ID,
     fence: kept,
     owner,
+    keyField,
     host: HOST,
   };
 }

@@ -9,6 +9,8 @@ import type {
   ExtendOutcome,
   Fencing,
   HandOff,
+  ListedResource,
+  Listing,
   LockHandle,
   StoredView,
   WaitQueue,
@@ -21,17 +23,14 @@ import { KeyHashes, type LockDirectory } from "./directory.js";
 import { type Entry, remainingMs, takeable } from "./entry.js";
 import { LockPlace, ReaderPlace } from "./entry-places.js";
 import { type EntryPlace, HeldEntries, type HeldEntry } from "./held-entries.js";
+import { KeyFields } from "./key-field.js";
+import { listKeys } from "./listing.js";
 import { LockQueue } from "./lock-queue.js";
 import type { ResolvedFileLockerOptions } from "./options.js";
 import { storedHolder } from "./owner.js";
 import { ahead, PermitFiles, type Ticket, ticketEntry } from "./permits.js";
 import type { TakeResult } from "./store.js";
 import { FileReleaseWatcher } from "./watcher.js";
-
-/** Why the file lockers cannot list their keys. */
-export const NO_LISTING = {
-  unsupported: "lock files are named by a hash of the key and do not record it, so the key cannot be read back",
-};
 
 /** Looks `inspect` takes for a settled view of a read-write key, and the pause between them. */
 const INSPECT_LOOKS = 20;
@@ -60,8 +59,10 @@ export function readWriteLockKey(key: string): string {
  *
  * Each entry carries its holder's `owner` in its name (see `owner.ts`), so `inspect` reads who
  * holds a key from two directory listings, the lock and its queue (three for a read-write key:
- * the writer, the readers, the queue). A lease is handed off in the directory's scope; `adopt`
- * renames the handed entry to one of its own (see {@link FileStore.adoptEntry}).
+ * the writer, the readers, the queue). A holder's entry records the caller's key too (see
+ * `key-field.ts`), so `list` names held keys from the lock directory (see `listing.ts`). A lease
+ * is handed off in the directory's scope; `adopt` renames the handed entry to one of its own (see
+ * {@link FileStore.adoptEntry}).
  *
  * @param limit the permits of a read-write key (a writer's weight); `undefined` for locks.
  */
@@ -73,7 +74,7 @@ export function fileBackend(
   return ({ events }) => new FileBackend(directory, options, events, limit);
 }
 
-class FileBackend implements Backend, WaitQueue, Fencing, HandOff {
+class FileBackend implements Backend, WaitQueue, Fencing, HandOff, Listing {
   readonly can: Capabilities;
   /** Handles name the lock directory: a handle adopts only in the directory it was handed off in. */
   readonly scope: string;
@@ -98,18 +99,21 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff {
   readonly #attempting = new Map<string, number>();
   /** The file name stems of keys; a read-write key's differ from a lock's (they never meet). */
   readonly #hashes: KeyHashes;
+  /** What the entries record of their key (see `key-field.ts`). */
+  readonly #keyFields: KeyFields;
 
   constructor(directory: LockDirectory, options: ResolvedFileLockerOptions, events: BackendEvents, limit?: number) {
     const { store } = directory;
     this.#directory = directory;
     this.#limit = limit;
-    this.can = { permits: limit !== undefined, queue: this, fencing: this, handOff: this, listing: NO_LISTING };
+    this.can = { permits: limit !== undefined, queue: this, fencing: this, handOff: this, listing: this };
     this.#permits = limit === undefined ? undefined : new PermitFiles(store);
     this.#queueFiles = this.#permits ?? new PermitFiles(store);
     this.#lockPlace = new LockPlace(store);
     this.#readerPlace = this.#permits === undefined ? undefined : new ReaderPlace(store, this.#permits);
     this.#departures = new Departures(store);
     this.#hashes = new KeyHashes(limit === undefined ? lockKey : readWriteLockKey);
+    this.#keyFields = new KeyFields(store);
     this.#ticketTtl = Math.max(options.expiry, 3 * options.backoffMax + 1000);
     // A lock's ticket lasts three polls and a second (4 s by default): a waiter that stops (SIGSTOP,
     // a blocked event loop) holds up those behind it no longer than that.
@@ -143,8 +147,33 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff {
    * comparing the writer's wall-clock deadline with this host's wall clock. Stale entries (past
    * their deadline, or of a dead holder: the next attempt takes them over) are not listed.
    */
-  async inspect(resource: string): Promise<StoredView> {
-    const hash = this.#hashes.of(resource);
+  inspect(resource: string): Promise<StoredView> {
+    return this.#view(this.#hashes.of(resource));
+  }
+
+  /**
+   * Up to `limit` held keys that start with `prefix` (see `listing.ts`), from their `H.lock` (and,
+   * for a read-write key, `H.rd`: its readers); each key as {@link inspect} shows it.
+   */
+  list(prefix: string, limit: number): Promise<ListedResource[]> {
+    const { store } = this.#directory;
+    const permits = this.#permits;
+    return listKeys(
+      store,
+      {
+        places: permits === undefined ? ["lock"] : ["lock", "rd"],
+        mark: this.#hashes.mark,
+        entries: (hash, place) =>
+          store.entries(place === "rd" ? (permits as PermitFiles).readersPath(hash) : store.lockPath(hash)),
+        view: (hash) => this.#view(hash),
+      },
+      prefix,
+      limit,
+    );
+  }
+
+  /** {@link inspect} of the key whose files are named by `hash`. */
+  async #view(hash: string): Promise<StoredView> {
     const { store } = this.#directory;
     const permits = this.#permits;
     let writers: Entry[] = [];
@@ -181,7 +210,8 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff {
     const reader = this.#permits !== undefined && weight < (this.#limit as number);
     const { store } = this.#directory;
     const dir = reader ? (this.#permits as PermitFiles).readersPath(hash) : store.lockPath(hash);
-    const result = await this.#directory.use(() => store.adoptEntry(dir, token, newToken(), duration));
+    const keyField = this.#keyFields.of(resource, hash);
+    const result = await this.#directory.use(() => store.adoptEntry(dir, token, newToken(), duration, keyField));
     if (typeof result === "string") return result;
     return this.#held.hold(resource, this.#heldEntry(hash, reader, result.entry), result.startedAt, duration);
   }
@@ -208,7 +238,10 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff {
         // Look first when another attempt here is under way (a burst) or this is a retry of a
         // waiter (one read instead of three calls and a clean-up: the key is probably held).
         const probe = concurrent > 0 || request.queueing.joinOnMiss;
-        const taking = this.#directory.use(() => this.#directory.store.take(hash, newToken(), duration, probe));
+        const keyField = this.#keyFields.of(resource, hash);
+        const taking = this.#directory.use(() =>
+          this.#directory.store.take(hash, newToken(), duration, probe, keyField),
+        );
         // Reactions, not async frames: an uncontended take is answered a few microtasks sooner.
         attempt = fencing
           ? taking.then((result) => this.#outcome(resource, hash, false, result, duration, true))
@@ -257,7 +290,10 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff {
         : queue.lookAsHead(hash);
     let outcome: AttemptOutcome = { kind: "held" };
     if (look.ahead.length === 0) {
-      const result = await this.#directory.use(() => store.take(hash, newToken(), duration, head === undefined));
+      const keyField = this.#keyFields.of(resource, hash);
+      const result = await this.#directory.use(() =>
+        store.take(hash, newToken(), duration, head === undefined, keyField),
+      );
       outcome = await this.#outcome(resource, hash, false, result, duration, fencing);
       if (outcome.kind === "acquired") {
         // Its ticket goes once the taker has resumed: its section does not wait for that.
@@ -296,7 +332,7 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff {
             resource,
             hash,
             true,
-            await permits.takeRead(hash, newToken(), duration),
+            await permits.takeRead(hash, newToken(), duration, this.#keyFields.of(resource, hash)),
             duration,
             false,
           );
@@ -323,7 +359,7 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff {
     fencing: boolean,
   ): Promise<AttemptOutcome> {
     const { store } = this.#directory;
-    const result = await store.take(hash, newToken(), duration, false);
+    const result = await store.take(hash, newToken(), duration, false, this.#keyFields.of(resource, hash));
     if (!result.taken) return this.#outcome(resource, hash, false, result, duration, false);
     let clear: boolean;
     try {

@@ -161,14 +161,17 @@ export class PermitFiles {
     return this.#store.run(true, () => removeTicket(this.#path(hash, "q"), ticketName(ticket)));
   }
 
-  /** One attempt of a reader: its entry, unless a live writer holds `hash`'s lock. */
-  takeRead(hash: string, token: string, expiry: number): Promise<TakeResult> {
+  /**
+   * One attempt of a reader: its entry (recording the key field `keyField`), unless a live writer
+   * holds `hash`'s lock.
+   */
+  takeRead(hash: string, token: string, expiry: number, keyField: string): Promise<TakeResult> {
     return this.#store.run(false, async () => {
       const dir = this.#path(hash, "rd");
       const lock = this.#store.lockPath(hash);
       for (let round = 0; round < ROUNDS; round++) {
         const startedAt = performance.now();
-        const entry = entryOf(token, expiry, Date.now(), this.#store.ownerField.field);
+        const entry = entryOf(token, expiry, Date.now(), this.#store.ownerField.field, undefined, false, keyField);
         await this.#store.makeDirectory(dir, 0o700).catch(ignore);
         try {
           await mkdir(join(dir, entry.name));

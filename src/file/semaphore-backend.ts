@@ -9,6 +9,8 @@ import type {
   ExtendOutcome,
   Fencing,
   HandOff,
+  ListedResource,
+  Listing,
   LockHandle,
   StoredView,
   WaitQueue,
@@ -18,8 +20,9 @@ import type { ReleaseOutcome } from "../locker.js";
 import { Departures } from "./departures.js";
 import { KeyHashes, type LockDirectory } from "./directory.js";
 import { takeable } from "./entry.js";
-import { NO_LISTING } from "./file-backend.js";
 import { HeldEntries } from "./held-entries.js";
+import { KeyFields } from "./key-field.js";
+import { listKeys } from "./listing.js";
 import type { ResolvedFileLockerOptions } from "./options.js";
 import { storedHolder } from "./owner.js";
 import { PermitFiles, ticketEntry } from "./permits.js";
@@ -60,7 +63,7 @@ export function fileSemaphoreBackend(
   return ({ events }) => new FileSemaphoreBackend(directory, options, limit, events);
 }
 
-class FileSemaphoreBackend implements Backend, WaitQueue, Fencing, HandOff {
+class FileSemaphoreBackend implements Backend, WaitQueue, Fencing, HandOff, Listing {
   readonly can: Capabilities;
   /** Handles name the lock directory: a handle adopts only in the directory it was handed off in. */
   readonly scope: string;
@@ -83,6 +86,8 @@ class FileSemaphoreBackend implements Backend, WaitQueue, Fencing, HandOff {
   readonly #turns = new Map<string, Promise<unknown>>();
   /** The file name stems of keys (see {@link semaphoreKey}). */
   readonly #hashes = new KeyHashes(semaphoreKey);
+  /** What the entries record of their key (see `key-field.ts`). */
+  readonly #keyFields: KeyFields;
 
   constructor(directory: LockDirectory, options: ResolvedFileLockerOptions, limit: number, events: BackendEvents) {
     const { store } = directory;
@@ -92,7 +97,8 @@ class FileSemaphoreBackend implements Backend, WaitQueue, Fencing, HandOff {
     this.#files = new SemaphoreFiles(store, this.#queue);
     this.#departures = new Departures(store);
     this.#ticketTtl = Math.max(options.expiry, 3 * options.backoffMax + 1000);
-    this.can = { permits: true, queue: this, fencing: this, handOff: this, listing: NO_LISTING };
+    this.can = { permits: true, queue: this, fencing: this, handOff: this, listing: this };
+    this.#keyFields = new KeyFields(store);
     this.scope = `file-semaphore:${options.directory}`;
     this.watcher = new FileReleaseWatcher(
       options.directory,
@@ -133,7 +139,8 @@ class FileSemaphoreBackend implements Backend, WaitQueue, Fencing, HandOff {
     const own = tickets.find((ticket) => ticket.entry.token === queueing.grantedToken);
     let outcome: AttemptOutcome = HELD;
     if (own === undefined ? tickets.length === 0 : tickets[0] === own) {
-      const taken = await this.#files.take(hash, newToken(), weight, this.#limit, duration);
+      const keyField = this.#keyFields.of(resource, hash);
+      const taken = await this.#files.take(hash, newToken(), weight, this.#limit, duration, keyField);
       if (taken.taken) {
         const held = { hash, weight, entry: taken.entry, place: this.#files };
         outcome = fencing
@@ -170,8 +177,27 @@ class FileSemaphoreBackend implements Backend, WaitQueue, Fencing, HandOff {
    * The live holders of `resource` (with their weights) and its live queue tickets, read without
    * changing anything; time left as the store measures it (see `remainingMs`).
    */
-  async inspect(resource: string): Promise<StoredView> {
-    const hash = this.#hashes.of(resource);
+  inspect(resource: string): Promise<StoredView> {
+    return this.#view(this.#hashes.of(resource));
+  }
+
+  /** Up to `limit` held keys that start with `prefix` (see `listing.ts`): `H.sem`, each as {@link inspect} shows it. */
+  list(prefix: string, limit: number): Promise<ListedResource[]> {
+    return listKeys(
+      this.#directory.store,
+      {
+        places: ["sem"],
+        mark: semaphoreKey,
+        entries: async (hash) => (await this.#files.held(hash)).map((permit) => permit.entry),
+        view: (hash) => this.#view(hash),
+      },
+      prefix,
+      limit,
+    );
+  }
+
+  /** {@link inspect} of the key whose files are named by `hash`. */
+  async #view(hash: string): Promise<StoredView> {
     const { store } = this.#directory;
     const [permits, tickets] = await Promise.all([
       this.#files.held(hash),
@@ -189,7 +215,8 @@ class FileSemaphoreBackend implements Backend, WaitQueue, Fencing, HandOff {
     const hash = this.#hashes.of(resource);
     const { store } = this.#directory;
     const dir = this.#files.weightPath(hash, weight);
-    const result = await this.#directory.use(() => store.adoptEntry(dir, token, newToken(), duration));
+    const keyField = this.#keyFields.of(resource, hash);
+    const result = await this.#directory.use(() => store.adoptEntry(dir, token, newToken(), duration, keyField));
     if (typeof result === "string") return result;
     const held = { hash, weight, entry: result.entry, place: this.#files };
     return this.#held.hold(resource, held, result.startedAt, duration);

@@ -97,16 +97,23 @@ export class SemaphoreFiles implements EntryPlace {
 
   /**
    * One attempt to take `weight` of `limit` permits of `hash` for `token`, with a lease of `expiry`
-   * ms (see the module comment).
+   * ms (see the module comment); the entry records the key field `keyField` (see `key-field.ts`).
    */
-  take(hash: string, token: string, weight: number, limit: number, expiry: number): Promise<SemaphoreTake> {
+  take(
+    hash: string,
+    token: string,
+    weight: number,
+    limit: number,
+    expiry: number,
+    keyField: string,
+  ): Promise<SemaphoreTake> {
     return this.#store.run(false, async () => {
       const before = await this.#live(hash);
       if (before === undefined) return { taken: false, retryAfterMs: undefined };
       if (used(before) + weight > limit) return { taken: false, retryAfterMs: soonest(before) };
       const dir = this.weightPath(hash, weight);
       const startedAt = performance.now();
-      const entry = entryOf(token, expiry, Date.now(), this.#store.ownerField.field);
+      const entry = entryOf(token, expiry, Date.now(), this.#store.ownerField.field, undefined, false, keyField);
       if (!(await this.#make(hash, dir, entry))) return { taken: false, retryAfterMs: undefined };
       let after: Permit[] | undefined;
       try {

@@ -178,10 +178,10 @@ export class FileStore {
    * One attempt to take the lock of `hash` for `token`, with a lease of `expiry` ms: takes it if
    * it is free, its holder's deadline passed or its holder is dead (exactly one of racing
    * contenders takes a stale lock over). `probe`: look before building anything (cheaper when the
-   * lock is probably held).
+   * lock is probably held). The entry records the key field `keyField` (see `key-field.ts`).
    */
-  take(hash: string, token: string, expiry: number, probe: boolean): Promise<TakeResult> {
-    return this.#queue.run(false, () => this.#take(hash, token, expiry, probe));
+  take(hash: string, token: string, expiry: number, probe: boolean, keyField = ""): Promise<TakeResult> {
+    return this.#queue.run(false, () => this.#take(hash, token, expiry, probe, keyField));
   }
 
   /**
@@ -192,7 +192,7 @@ export class FileStore {
     return this.#queue.run(urgent, operation);
   }
 
-  async #take(hash: string, token: string, expiry: number, probe: boolean): Promise<TakeResult> {
+  async #take(hash: string, token: string, expiry: number, probe: boolean, keyField: string): Promise<TakeResult> {
     const lock = this.lockPath(hash);
     if (probe) {
       const holder = await this.readOwner(lock);
@@ -204,7 +204,7 @@ export class FileStore {
     try {
       for (let round = 0; round < TAKE_ROUNDS; round++) {
         const startedAt = performance.now();
-        const entry = entryOf(token, expiry, Date.now(), this.ownerField.field);
+        const entry = entryOf(token, expiry, Date.now(), this.ownerField.field, undefined, false, keyField);
         if (attempt === undefined || built === undefined) {
           attempt = await this.#build(token, entry);
         } else if (built.name !== entry.name) {
@@ -386,9 +386,12 @@ export class FileStore {
     return names.flatMap((name) => parse(name) ?? []);
   }
 
-  /** Takes over the entry with `token` in `dir` for this store's owner (see `adoption.ts`). */
-  adoptEntry(dir: string, token: string, newToken: string, expiry: number): Promise<AdoptResult> {
-    return this.#queue.run(true, () => adoptEntry(this, dir, token, newToken, expiry));
+  /**
+   * Takes over the entry with `token` in `dir` for this store's owner, recording the key field
+   * `keyField` (see `adoption.ts`).
+   */
+  adoptEntry(dir: string, token: string, newToken: string, expiry: number, keyField: string): Promise<AdoptResult> {
+    return this.#queue.run(true, () => adoptEntry(this, dir, token, newToken, expiry, keyField));
   }
 
   /** The next fencing token of `hash` (call only while holding its lock; see `fence-counter.ts`). */

@@ -1,9 +1,10 @@
 /**
  * `globallock list [--prefix P] [--limit N] [--json] [store options]`: the held keys of a real
- * Redis as a table that fits 80 columns (a long key cut with …), or one JSON object; the file
- * store refuses (exit 64, saying why). Parsing is checked without starting anything.
+ * Redis and of the file store (held by lockers of the test's process and by a run of the CLI, then
+ * SIGKILLed) as a table that fits 80 columns (a long key cut with …), or one JSON object. Parsing
+ * is checked without starting anything.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
@@ -11,8 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseCommandLine } from "../../src/cli/args.js";
 import { listTable, shortMs } from "../../src/cli/list.js";
 import { HELP, USAGE, UsageError } from "../../src/cli/usage.js";
-import { type Lease, RedisReadWriteLocker } from "../../src/index.js";
-import { assertBuilt, runCli } from "../helpers/cli.js";
+import { FileReadWriteLocker, type Lease, type ReadWriteLocker, RedisReadWriteLocker } from "../../src/index.js";
+import { assertBuilt, runCli, startCli } from "../helpers/cli.js";
 import { RedisServer } from "../helpers/redis.js";
 import { eventually } from "../helpers/wait.js";
 
@@ -102,63 +103,120 @@ describe("globallock list: against a real Redis and the file store", () => {
 
   it("prints every held key in 80 columns, --prefix and --limit narrow it, --json is one object", async () => {
     const redis = ["--redis", server.url];
-    expect(await runCli(["list", ...redis])).toMatchObject({
-      code: 0,
-      stdout: expect.stringMatching(/^no held locks/),
-    });
-    const longKey = `reports/${"quarterly-".repeat(8)}final`;
-    const leases: Lease[] = [
-      await locker.write.acquire(undefined, "deploy/api"),
-      await locker.read.acquire(undefined, "catalog"),
-      await locker.read.acquire(undefined, "catalog"),
-      await locker.write.acquire(undefined, longKey),
-    ];
-    const stop = new AbortController();
-    const waiter = locker.write.acquire(stop.signal, "deploy/api").catch((error: unknown) => error);
-    await eventually(async () => (await locker.write.inspect(undefined, "deploy/api")).waiting === 1, 20_000);
-
-    const all = await runCli(["list", ...redis]);
-    expect(all.code).toBe(0);
-    const lines = all.stdout.trimEnd().split("\n");
-    for (const line of lines) expect([...line].length).toBeLessThanOrEqual(80);
-    expect(lines[0]).toMatch(/^KEY\s+HOLDER\s+MODE\s+LEFT\s+WAITING$/);
-    expect(lines.slice(1).map((line) => line.split(/\s+/)[0])).toEqual([
-      "catalog",
-      "deploy/api",
-      `${longKey.slice(0, 30)}…`,
-    ]);
-    expect(lines[1]).toMatch(/^catalog\s+2 holders\s+shared\s+\d/);
-    expect(lines[2]).toMatch(/^deploy\/api\s+ci-runner-7\s+exclusive\s+\S+\s+1$/);
-
-    const narrowed = await runCli(["list", ...redis, "--prefix", "deploy/"]);
-    expect(narrowed.stdout.trimEnd().split("\n")).toHaveLength(2);
-    const limited = await runCli(["list", ...redis, "--limit", "1"]);
-    expect(limited.stdout).toMatch(/\(the first 1 found; more may be held/);
-
-    const json = await runCli(["list", ...redis, "--json"]);
-    expect(json.code).toBe(0);
-    const parsed = JSON.parse(json.stdout) as { store: string; locks: Array<Record<string, unknown>> };
-    expect(parsed.store).toMatch(/^Redis /);
-    expect(parsed.locks.map((lock) => lock.key)).toEqual(["catalog", "deploy/api", longKey]);
-    expect(parsed.locks[1]).toMatchObject({
-      key: "deploy/api",
-      held: true,
-      waiting: 1,
-      holders: [{ owner: "ci-runner-7", mode: "exclusive", weight: 1 }],
-    });
-
-    stop.abort(new Error("done"));
-    await waiter;
-    await Promise.all(leases.map((lease) => lease.release()));
+    const held = await holdAndList(redis, locker, locker);
+    expect(held.label).toMatch(/^Redis /);
+    await held.release();
     expect((await runCli(["list", ...redis, "--json"])).stdout).toBe(
-      `${JSON.stringify({ store: parsed.store, locks: [], limitReached: false })}\n`,
+      `${JSON.stringify({ store: held.label, locks: [], limitReached: false })}\n`,
     );
   }, 60_000);
 
-  it("the file store cannot list its keys: exit 64 with the reason", async () => {
-    const result = await runCli(["list", "--dir", directory]);
-    expect(result.code).toBe(64);
-    expect(result.stderr).toMatch(/lock files are named by a hash of the key/);
-    expect(result.stdout).toBe("");
-  });
+  it("on the file store: every key the CLI's runs hold, from another process; a killed run's key is gone", async () => {
+    const dir = ["--dir", directory];
+    // The CLI's own store: a read-write locker on the directory, here in the test's process.
+    const files = new FileReadWriteLocker({ directory, owner: "ci-runner-7" });
+    const waiter = new FileReadWriteLocker({ directory });
+    // A run of the CLI itself holds a key too, until it is killed (its command tells its pid, to
+    // be killed here should the run's reaper miss it).
+    const pidFile = join(directory, "doomed.pid");
+    const run = startCli([
+      "run",
+      ...dir,
+      "--owner",
+      "doomed-run",
+      "doomed",
+      "-c",
+      `echo $$ > ${pidFile}; exec sleep 600`,
+    ]);
+    await eventually(async () => (await files.write.inspect(undefined, "doomed")).holders.length === 1, 20_000);
+    const held = await holdAndList(dir, files, waiter, { doomed: /^doomed\s+doomed-run\s+exclusive\s+\S+\s+0$/ });
+    expect(held.label).toBe(`file store ${directory}`);
+
+    // SIGKILLed (its command with it): its entry stays until someone takes the key over, but
+    // names a dead process.
+    run.child.kill("SIGKILL");
+    await run.exited;
+    try {
+      const listed = async (): Promise<{ locks: unknown[] }> =>
+        JSON.parse((await runCli(["list", ...dir, "--prefix", "doomed", "--json"])).stdout);
+      await eventually(async () => (await listed()).locks.length === 0);
+    } finally {
+      const pid = Number(readFileSync(pidFile, "utf8"));
+      try {
+        if (pid > 0) process.kill(pid, "SIGKILL");
+      } catch {
+        // Gone with its run, as it should be.
+      }
+    }
+    await held.release();
+    expect((await runCli(["list", ...dir, "--json"])).stdout).toBe(
+      `${JSON.stringify({ store: held.label, locks: [], limitReached: false })}\n`,
+    );
+    await Promise.all([files.close(), waiter.close()]);
+  }, 60_000);
 });
+
+/**
+ * Checks `globallock list <store>` on an empty store, then holds with `locker` (the CLI's own kind
+ * of locker, its owner "ci-runner-7") a key, two readers of another and a long key, with a waiter
+ * of `waiter` on the first, and checks the table, `--prefix`, `--limit` and `--json`, `more` (keys
+ * held otherwise, each with its table line) among them. Resolves to the store's label and what
+ * ends the waiter and releases the keys.
+ */
+async function holdAndList(
+  store: readonly string[],
+  locker: ReadWriteLocker,
+  waiter: ReadWriteLocker,
+  more: Record<string, RegExp> = {},
+): Promise<{ label: string; release(): Promise<void> }> {
+  const empty = await runCli(["list", ...store, "--prefix", "deploy/"]);
+  expect(empty).toMatchObject({ code: 0, stdout: expect.stringMatching(/^no held locks under "deploy\/"/) });
+  const longKey = `reports/${"quarterly-".repeat(8)}final`;
+  const leases: Lease[] = [
+    await locker.write.acquire(undefined, "deploy/api"),
+    await locker.read.acquire(undefined, "catalog"),
+    await locker.read.acquire(undefined, "catalog"),
+    await locker.write.acquire(undefined, longKey),
+  ];
+  const stop = new AbortController();
+  const waiting = waiter.write.acquire(stop.signal, "deploy/api").catch((error: unknown) => error);
+  await eventually(async () => (await locker.write.inspect(undefined, "deploy/api")).waiting === 1, 20_000);
+
+  const keys = ["catalog", "deploy/api", longKey, ...Object.keys(more)].sort();
+  const all = await runCli(["list", ...store]);
+  expect(all.code).toBe(0);
+  const lines = all.stdout.trimEnd().split("\n");
+  for (const line of lines) expect([...line].length).toBeLessThanOrEqual(80);
+  expect(lines[0]).toMatch(/^KEY\s+HOLDER\s+MODE\s+LEFT\s+WAITING$/);
+  expect(lines.slice(1).map((line) => line.split(/\s+/)[0])).toEqual(
+    keys.map((key) => (key.length > 31 ? `${key.slice(0, 30)}…` : key)),
+  );
+  const lineOf = (key: string): string | undefined => lines[keys.indexOf(key) + 1];
+  expect(lineOf("catalog")).toMatch(/^catalog\s+2 holders\s+shared\s+\d/);
+  expect(lineOf("deploy/api")).toMatch(/^deploy\/api\s+ci-runner-7\s+exclusive\s+\S+\s+1$/);
+  for (const [key, line] of Object.entries(more)) expect(lineOf(key)).toMatch(line);
+
+  const narrowed = await runCli(["list", ...store, "--prefix", "deploy/"]);
+  expect(narrowed.stdout.trimEnd().split("\n")).toHaveLength(2);
+  const limited = await runCli(["list", ...store, "--limit", "1"]);
+  expect(limited.stdout).toMatch(/\(the first 1 found; more may be held/);
+
+  const json = await runCli(["list", ...store, "--json"]);
+  expect(json.code).toBe(0);
+  const parsed = JSON.parse(json.stdout) as { store: string; locks: Array<Record<string, unknown>> };
+  expect(parsed.locks.map((lock) => lock.key)).toEqual(keys);
+  expect(parsed.locks[keys.indexOf("deploy/api")]).toMatchObject({
+    key: "deploy/api",
+    held: true,
+    waiting: 1,
+    holders: [{ owner: "ci-runner-7", mode: "exclusive", weight: 1 }],
+  });
+  return {
+    label: parsed.store,
+    release: async () => {
+      stop.abort(new Error("done"));
+      await waiting;
+      await Promise.all(leases.map((lease) => lease.release()));
+    },
+  };
+}

@@ -1,16 +1,19 @@
 /**
  * `locker.list(signal, { prefix, limit })`: every held key with its holders and waiters, on every
- * store that can name its keys (memory, etcd, Redis on one node and on a Cluster), read from
- * another locker than the holder's where the store is shared; limit and prefix honoured, released
- * keys gone, a semaphore's and a read-write locker's holders told apart. Stores that cannot name
- * their keys (PostgreSQL, MySQL, lock files: named by a hash of the key) refuse with an
+ * store that can name its keys (memory, etcd, Redis on one node and on a Cluster, lock files),
+ * read from another locker than the holder's where the store is shared; limit and prefix
+ * honoured, released keys gone, a semaphore's and a read-write locker's holders told apart. Stores
+ * that cannot name their keys (PostgreSQL, MySQL: named by a hash of the key) refuse with an
  * UnsupportedError before anything is sent.
  */
+import { rmSync } from "node:fs";
 import { Cluster, Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   CombinedLocker,
   FileLocker,
+  FileReadWriteLocker,
+  FileSemaphore,
   InvalidArgumentError,
   type Locker,
   LockerClosedError,
@@ -28,6 +31,7 @@ import {
 } from "../../src/index.js";
 import { FaultyLocker } from "../../src/testing/index.js";
 import { EtcdFixture } from "../helpers/etcd-harness.js";
+import { tempLockDirectory } from "../helpers/file-harness.js";
 import { nodeRedisClient, nodeRedisCluster } from "../helpers/node-redis.js";
 import { RedisServer, startCluster, stopServers } from "../helpers/redis.js";
 import { eventually } from "../helpers/wait.js";
@@ -174,6 +178,34 @@ function listSuite(name: string, start: () => Promise<ListStore>, stop: () => Pr
     }),
     async () => {
       await Promise.all(lockers.map((locker) => locker.close()));
+    },
+  );
+}
+
+// Lock files: the lock directory read as a stream, each held entry naming its key; every locker
+// on the directory is like another process (the tests with one in a child process are in
+// test/file/file-list.test.ts).
+{
+  let directory: string;
+  const lockers: Array<{ close(): Promise<void> }> = [];
+  const keep = <T extends { close(): Promise<void> }>(locker: T): T => {
+    lockers.push(locker);
+    return locker;
+  };
+  listSuite(
+    "lock files",
+    async () => {
+      directory = tempLockDirectory("list-contract");
+      return {
+        locker: () => keep(new FileLocker({ directory })),
+        semaphore: (limit) => keep(new FileSemaphore({ directory, limit })),
+        readWrite: () => keep(new FileReadWriteLocker({ directory })),
+        shared: true,
+      };
+    },
+    async () => {
+      await Promise.all(lockers.map((locker) => locker.close()));
+      if (directory !== undefined) rmSync(directory, { recursive: true, force: true });
     },
   );
 }
@@ -442,21 +474,14 @@ function listSuite(name: string, start: () => Promise<ListStore>, stop: () => Pr
 }
 
 describe("list: stores that cannot name their keys", () => {
-  it("PostgreSQL, MySQL and lock files refuse with an UnsupportedError that says why, sending nothing", async () => {
+  it("PostgreSQL and MySQL refuse with an UnsupportedError that says why, sending nothing", async () => {
     // Pools on a port nobody listens on: the refusal comes before any connection.
     const { Pool } = await import("pg");
     const pool = new Pool({ host: "127.0.0.1", port: 1, connectionTimeoutMillis: 200 });
     const mysql = await import("mysql2/promise");
     const mysqlPool = mysql.createPool({ host: "127.0.0.1", port: 1, connectTimeout: 200 });
-    const directory = await import("node:fs/promises").then(({ mkdtemp }) =>
-      mkdtemp(`${process.env.TMPDIR ?? "/tmp"}/globallock-list-`),
-    );
-    const lockers = [new PostgresLocker(pool), new MySqlLocker(mysqlPool), new FileLocker({ directory })];
-    const reasons = [
-      /PostgreSQL advisory locks are named by a hash of the key/,
-      /MySQL user-level locks/,
-      /lock files/,
-    ];
+    const lockers = [new PostgresLocker(pool), new MySqlLocker(mysqlPool)];
+    const reasons = [/PostgreSQL advisory locks are named by a hash of the key/, /MySQL user-level locks/];
     try {
       for (const [index, locker] of lockers.entries()) {
         const refusal = await locker.list(undefined).catch((error: unknown) => error);
@@ -470,7 +495,6 @@ describe("list: stores that cannot name their keys", () => {
       await Promise.all(lockers.map((locker) => locker.close()));
       await pool.end();
       await mysqlPool.end();
-      await import("node:fs/promises").then(({ rm }) => rm(directory, { recursive: true, force: true }));
     }
   });
 });
@@ -498,13 +522,13 @@ describe("list: wrappers", () => {
     await alone();
     expect(await all.list(undefined)).toEqual([]);
 
-    const directory = await import("node:fs/promises").then(({ mkdtemp }) =>
-      mkdtemp(`${process.env.TMPDIR ?? "/tmp"}/globallock-list-`),
-    );
-    const files = new FileLocker({ directory });
-    const refusing = new CombinedLocker([new MemoryLocker(), files]);
+    // A member that cannot list (a pool on a port nobody listens on: the refusal comes first).
+    const { Pool } = await import("pg");
+    const pool = new Pool({ host: "127.0.0.1", port: 1, connectionTimeoutMillis: 200 });
+    const postgres = new PostgresLocker(pool);
+    const refusing = new CombinedLocker([new MemoryLocker(), postgres]);
     await expect(refusing.list(undefined)).rejects.toBeInstanceOf(UnsupportedError);
-    await Promise.all([faulty, all, majority, refusing, first, second, files].map((locker) => locker.close()));
-    await import("node:fs/promises").then(({ rm }) => rm(directory, { recursive: true, force: true }));
+    await Promise.all([faulty, all, majority, refusing, first, second, postgres].map((locker) => locker.close()));
+    await pool.end();
   });
 });

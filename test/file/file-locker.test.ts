@@ -63,9 +63,12 @@ describe("FileLocker specifics", () => {
       leases.push(lease);
     }
     for (const key of keys) expect(await locker.tryAcquire(undefined, key)).toBeUndefined();
+    // The two keys too long for an entry's name get a key file each, written beside their take
+    // (see key-field.ts), named by the hash too.
+    await eventually(() => readdirSync(directory).filter((name) => name.startsWith(".key-")).length === 2);
     const names = readdirSync(directory);
     expect(names.filter((name) => name.endsWith(".lock"))).toHaveLength(keys.length);
-    for (const name of names) expect(name).toMatch(/^[0-9a-f]{64}\.(lock|fence)$/);
+    for (const name of names) expect(name).toMatch(/^(?:[0-9a-f]{64}\.(?:lock|fence)|\.key-[0-9a-f]{64})$/);
     for (const key of keys) expect(dirname(locker.lockPath(key))).toBe(directory);
     const info = await locker.inspect(undefined, "nul\0byte");
     expect(info).toMatchObject({ key: "nul\0byte", waiting: 0 });
@@ -73,14 +76,14 @@ describe("FileLocker specifics", () => {
     expect(info.holders[0]?.fencingToken).toBeTypeOf("bigint");
     for (const lease of leases) expect(await lease?.releaseWithOutcome()).toBe("released");
     // Released: each lock directory is left empty (free), beside at most 4 spare attempt directories.
-    const left = readdirSync(directory).filter((name) => !name.endsWith(".fence"));
+    const left = readdirSync(directory).filter((name) => !name.endsWith(".fence") && !name.startsWith(".key-"));
     for (const name of left.filter((entry) => entry.endsWith(".lock")))
       expect(readdirSync(join(directory, name))).toEqual([]);
     expect(left.filter((name) => !name.endsWith(".lock")).length).toBeLessThanOrEqual(4);
     expect(await locker.inspect(undefined, "a/b")).toEqual({ key: "a/b", holders: [], waiting: 0 });
     await locker.close();
-    // Closed: only the fencing counters stay.
-    expect(readdirSync(directory).filter((name) => !name.endsWith(".fence"))).toEqual([]);
+    // Closed: only the fencing counters and the key files stay.
+    expect(readdirSync(directory).filter((name) => !name.endsWith(".fence") && !name.startsWith(".key-"))).toEqual([]);
   });
 
   it('a release the file system leaves unanswered for 5 s reports "unknown", and the lock is freed once it runs', async () => {
