@@ -237,7 +237,7 @@ export interface Locker {
    * the list is read may or may not be in it.
    *
    * Rejects with {@link UnsupportedError}, naming why, where the store cannot name its keys
-   * (PostgreSQL and MySQL locks and lock files are named by a hash of the key); with
+   * (PostgreSQL and MySQL locks are named by a hash of the key); with
    * {@link InvalidArgumentError} for a bad `prefix` or `limit`; with `signal.reason` on abort
    * (at once when it has aborted already); with {@link StoreUnavailableError} when the store fails.
    */
