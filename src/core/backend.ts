@@ -277,8 +277,11 @@ export interface Naming {
  * {@link BackendEvents.released} and waiters try, in queue order.
  */
 export interface WaitQueue {
-  /** True when releases of `resource` grant it to queued waiters (a store may grant some keys only). */
-  grants(resource: string): boolean;
+  /**
+   * True when releases of `resource` grant it to queued waiters (a store may grant some keys only).
+   * Left out: releases grant to nobody, and the first in line tries.
+   */
+  grants?(resource: string): boolean;
   /**
    * The handle of a grant a release made to `registration` at the store's time
    * `grantedServerMs`: valid for the grant grace from then, as bounded locally. Called only for

@@ -87,7 +87,7 @@ export class Store {
   /** True when releases of `resource` grant it to a queued waiter (see `WaitQueue.grants`). */
   grants(resource: string): boolean {
     const queue = this.#can.queue;
-    return queue?.grants(resource) === true;
+    return queue?.grants?.(resource) === true;
   }
 
   /** The handle of a grant the store reported (see `WaitQueue.grantedHandle`). */

@@ -133,11 +133,6 @@ class EtcdBackend implements Backend, Naming, WaitQueue, Fencing, HandOff, Listi
     return this.#options.prefix + key;
   }
 
-  /** Waiters queue by entries; a release grants the key to nobody (the next entry's watch fires). */
-  grants(): boolean {
-    return false;
-  }
-
   #directory(resource: string): KeyDirectory {
     const { prefix } = this.#options;
     return directoryOf(this.#client.prefix, prefix, resource.slice(prefix.length));

@@ -135,11 +135,6 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff, Listing {
     );
   }
 
-  /** Waiters queue by tickets, and releases grant the key to nobody: the first in line tries. */
-  grants(): boolean {
-    return false;
-  }
-
   /**
    * The live entries of `resource` (its lock's; a read-write key's readers' too) and its live
    * queue tickets, read without changing anything. Time left is measured as the store measures it

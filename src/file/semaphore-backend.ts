@@ -108,11 +108,6 @@ class FileSemaphoreBackend implements Backend, WaitQueue, Fencing, HandOff, List
     );
   }
 
-  /** Waiters queue by tickets, and releases grant the key to nobody: the first in line tries. */
-  grants(): boolean {
-    return false;
-  }
-
   /**
    * One attempt in queue order: it tries when its ticket is first in line, or (without one) when
    * nobody queues; a miss that joins the queue takes (or keeps) a ticket, whose token is its

@@ -115,11 +115,6 @@ class MySqlSemaphoreBackend implements Backend, Naming, WaitQueue, Fencing {
     return this.#options.prefix + key;
   }
 
-  /** Waiters queue here and at the gate; a release grants nothing (the waiters try). */
-  grants(): boolean {
-    return false;
-  }
-
   acquire(request: AttemptRequest): Promise<AttemptOutcome> {
     const key = this.#books.key(request.resource);
     return this.#books.inTurn(key, () => this.#attempt(key, request));

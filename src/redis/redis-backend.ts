@@ -69,7 +69,7 @@ export function redisBackend(
           })
         : new RedlockStore(list, { commandTimeout: operationTimeout, driftFactor, prefix, owner, watcher });
     const queue = store.can.queue;
-    if (queue !== undefined) hasQueue = (resource) => queue.grants(resource);
+    if (queue?.grants !== undefined) hasQueue = (resource) => queue.grants?.(resource) === true;
     return store;
   };
 }

@@ -114,11 +114,6 @@ class TableBackend implements Backend, Naming, WaitQueue, Fencing, HandOff, List
     return this.#options.prefix + key;
   }
 
-  /** Waiters queue as rows; a release grants nothing (the next waiter finds its row holds). */
-  grants(): boolean {
-    return false;
-  }
-
   async acquire(request: AttemptRequest): Promise<AttemptOutcome> {
     const { resource: name, duration, queueing, weight } = request;
     const token = newToken();

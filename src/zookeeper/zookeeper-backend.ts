@@ -127,11 +127,6 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
     return resource.startsWith(`${this.#prefix}/`) ? keyOfNodeName(resource.slice(this.#prefix.length + 1)) : undefined;
   }
 
-  /** Waiters queue as nodes; a release grants nothing (the next node's watch fires). */
-  grants(): boolean {
-    return false;
-  }
-
   async acquire(request: AttemptRequest): Promise<AttemptOutcome> {
     const { resource, duration, queueing, weight } = request;
     if (this.#sessionEnded !== undefined) throw unavailable(resource, this.#sessionEnded);
