@@ -71,10 +71,12 @@ class MySqlBackend implements Backend, Naming, Fencing {
     return this.#options.prefix + key;
   }
 
-  async acquire({ resource, duration, fencing }: AttemptRequest): Promise<AttemptOutcome> {
+  async acquire({ resource, duration, fencing, queueing }: AttemptRequest): Promise<AttemptOutcome> {
     this.#slot.checkRefusal();
-    // A probe of ours cancelled a moment ago may still hold the key for a round trip.
-    await this.watcher.stopping(resource);
+    // A probe of ours cancelled a moment ago may still hold the key for a round trip: a try that
+    // does not wait must not miss for it (a waiter hears the probe's release).
+    const stopping = queueing.joinOnMiss ? undefined : this.watcher.stopping(resource);
+    if (stopping !== undefined) await stopping;
     const session = await this.#slot.connect(resource);
     if (fencing) await this.#fencing.ensure(session, resource);
     // Held or tried here already: GET_LOCK is re-entrant on a connection, so no try.

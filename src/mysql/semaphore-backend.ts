@@ -127,8 +127,10 @@ class MySqlSemaphoreBackend implements Backend, Naming, WaitQueue, Fencing {
     const books = this.#books;
     const gate = books.gateMode(key, waiterId, join);
     if (gate === undefined) return books.missed(key, join, waiterId, weight, performance.now());
-    // A probe of ours cancelled a moment ago may still hold a slot or the gate for a round trip.
-    await this.watcher.stopping(resource);
+    // A probe of ours cancelled a moment ago may still hold a slot or the gate for a round trip:
+    // a try that does not wait must not miss for it (a waiter hears the probe's release).
+    const stopping = join ? undefined : this.watcher.stopping(resource);
+    if (stopping !== undefined) await stopping;
     const session = await this.#slot.connect(resource);
     if (fencing) await this.#fencing.ensure(session, resource);
     const held = books.slotsHere(resource);
