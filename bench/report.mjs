@@ -267,7 +267,7 @@ function held(s) {
   return [
     "## 6. Held locks: speed at scale (Redis)",
     "",
-    `One RedisLocker (expiry ${int(c.expiryMs)} ms, its lease keeper extending every held lock) holds none, then ${c.sizes.map(int).join(", then ")} locks taken with tryLock on distinct keys; in each state, uncontended acquire + release on other keys of the same locker: sequential, and ${c.concurrency} keys at once. ${c.cycles} cycle(s) of none → ${c.sizes.map(int).join(" → ")} → extension round → release all; per state ${c.subRounds} sub-round(s) of ${c.durationMs} ms per loop, globallock and the raw control alternating. "÷ none" = rate with N held ÷ rate with none held at the start of the same cycle, median over cycles. The raw floor (own connection, same process) is a control: a drop it shares comes from the environment (a bigger heap to collect, more keys in Redis), not from the locker. CPU per op: Node (process.cpuUsage) and redis-server (INFO cpu) over each loop.`,
+    `One RedisLocker (expiry ${int(c.expiryMs)} ms, its lease keeper extending every held lock) holds none, then ${c.sizes.map(int).join(", then ")} locks taken with lock on distinct keys (release functions kept); in each state, uncontended acquire + release on other keys of the same locker: sequential, and ${c.concurrency} keys at once. ${c.cycles} cycle(s) of none → ${c.sizes.map(int).join(" → ")} → extension round → release all; per state ${c.subRounds} sub-round(s) of ${c.durationMs} ms per loop, globallock and the raw control alternating. "÷ none" = rate with N held ÷ rate with none held at the start of the same cycle, median over cycles. The raw floor (own connection, same process) is a control: a drop it shares comes from the environment (a bigger heap to collect, more keys in Redis), not from the locker. CPU per op: Node (process.cpuUsage) and redis-server (INFO cpu) over each loop.`,
     "",
     table(
       [
@@ -296,10 +296,10 @@ function held(s) {
       ]),
     ),
     "",
-    `Memory: V8 heapUsed after forced full collections (gc() twice), with N held minus with none held (same cycle), ÷ N; the array holding the release functions is allocated before the baseline. Outside the heap: process.memoryUsage().external the same way. After releasing all: heapUsed minus the none-held baseline (${num(s.retainedAfterReleaseBytes / 1024)} KiB, median over cycles). Fill: concurrent tryLock, ${c.fillConcurrency} in flight; release of all: ${int(s.releasePerSec)}/s.`,
+    `Memory: V8 heapUsed after forced full collections (gc() twice), with N held minus with none held (same cycle), ÷ N; the array holding the release functions is allocated before the baseline. Outside the heap: process.memoryUsage().external the same way. After releasing all: heapUsed minus the none-held baseline (${num(s.retainedAfterReleaseBytes / 1024)} KiB, median over cycles). Fill: concurrent lock, ${c.fillConcurrency} in flight; release of all: ${int(s.releasePerSec)}/s.`,
     "",
     table(
-      ["held", "fill (ms)", "tryLock/s", "heap per held lock (B)", "outside heap per lock (B)"],
+      ["held", "fill (ms)", "lock/s", "heap per held lock (B)", "outside heap per lock (B)"],
       s.memory.map((m) => [
         int(m.held),
         int(m.fillMs),
