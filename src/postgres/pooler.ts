@@ -11,8 +11,9 @@ import { type SharingSign, sharedSessionError } from "../internal/shared-session
  * So every session claims its server connection: the custom setting {@link CLAIM_SETTING} holds
  * the session's random token, set only where no other session's token is, and every statement a
  * held lock depends on runs its lock functions only where the setting still holds that token
- * ({@link sameSession}), answering whether it did in a `same` column. A statement that answers
- * `same = false` touched nothing; the session is then found moved, and the locker refuses.
+ * ({@link sameSession}), answering whether it did: in a `same` column, or as NULL in the column
+ * that answers what it did (see `Statement.claim`). A statement that answers it ran elsewhere
+ * touched nothing; the session is then found moved, and the locker refuses.
  */
 export const CLAIM_SETTING = "globallock.session";
 

@@ -139,10 +139,23 @@ class PostgresBackend implements Backend, Naming, WaitQueue, Fencing {
     return false;
   }
 
-  async acquire(request: AttemptRequest): Promise<AttemptOutcome> {
+  acquire(request: AttemptRequest): Promise<AttemptOutcome> {
+    const session = this.#slot.current;
+    // A live session, nothing to set up first: the try's own promise is the answer.
+    if (session === undefined || request.fencing || this.#slot.refused) return this.#acquireAfterSetUp(request);
+    return this.#try(session, request);
+  }
+
+  /** {@link acquire} once the session is open and, for a fenced attempt, the sequence made. */
+  async #acquireAfterSetUp(request: AttemptRequest): Promise<AttemptOutcome> {
     this.#slot.checkRefusal();
     const session = this.#slot.current ?? (await this.#slot.connect(request.resource));
     if (request.fencing) await this.#sequence.ensure(session, request.resource);
+    return this.#try(session, request);
+  }
+
+  /** One try on `session`: a lock's, or a read-write key's. */
+  #try(session: Session, request: AttemptRequest): Promise<AttemptOutcome> {
     return this.#limit === undefined ? this.#tryLock(session, request) : this.#tryReadWrite(session, request);
   }
 
@@ -161,6 +174,8 @@ class PostgresBackend implements Backend, Naming, WaitQueue, Fencing {
       [row] = await session.query<Row>(
         fencing ? TRY_FENCED : TRY,
         fencing ? [id, this.#options.fencingSequence, session.token] : [id, session.token],
+        "moved",
+        sentAt,
       );
     } catch (error) {
       throw this.#sequence.failed(resource, error);
@@ -288,15 +303,13 @@ class PostgresBackend implements Backend, Naming, WaitQueue, Fencing {
     // Closed, and the last lease ran out: the session is not confirmed any more; the server frees it.
     if (this.#slot.endIfLastExpired(session, handle.validUntil)) return Promise.resolve("expired");
     const key = handle.resource.slice(this.#options.prefix.length);
-    const freed = session
-      .query<{ released: boolean }>(shared ? RELEASE_SHARED : RELEASE, [
-        lockIdText(handle.resource),
-        this.#session.channel,
-        key,
-        session.token,
-      ])
-      .then(releasedRow);
-    return this.#slot.released(session, freed);
+    const answer = session.query<{ released: boolean }>(shared ? RELEASE_SHARED : RELEASE, [
+      lockIdText(handle.resource),
+      this.#session.channel,
+      key,
+      session.token,
+    ]);
+    return this.#slot.releasedWith(session, answer, releasedRow);
   }
 
   async leaveQueue(_resource: string, waiterId: string): Promise<void> {

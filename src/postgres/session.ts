@@ -6,7 +6,7 @@ import { newToken } from "../internal/token.js";
 import type { SessionEnd } from "../sql/session-slot.js";
 import { checkOutFor, FencingStore, serverUnavailable, statementFailed } from "../sql/sql-errors.js";
 import { CLAIM_SETTING, poolerRefusal, sameSession } from "./pooler.js";
-import { PING, type Statement } from "./statements.js";
+import { callOf, PING, ranElsewhere, type Statement } from "./statements.js";
 import type { PostgresNotification, PostgresPool, PostgresPoolClient } from "./types.js";
 
 /** What a session tells its locker. */
@@ -127,22 +127,24 @@ export class Session {
   /**
    * Runs one statement (a {@link Statement} is sent as a named prepared statement) with the
    * session's timeout (counted from when it is sent). An ordinary SQL error is thrown as is; any
-   * other failure ends the session first. A statement whose first row answers `same = false` ran
-   * on a server connection that is not the session's: the session ends as moved, and the pooler
-   * refusal (named after `sign`) is thrown.
+   * other failure ends the session first. A statement whose first row answers that it ran on a
+   * server connection that is not the session's (see {@link ranElsewhere}) ends the session as
+   * moved, and the pooler refusal (named after `sign`) is thrown. `now`: `performance.now()` as the
+   * caller read it just before the call (a clock read saved when the statement goes out at once).
    */
   query<R>(
     statement: string | Statement,
     values: unknown[] | undefined,
     sign: "claimed" | "moved" = "moved",
+    now?: number,
   ): Promise<R[]> {
     // One statement on the wire at a time, in call order (pg 9 drops its own queue of concurrent
     // calls): a local waiter's attempt sent after a release still sees the key free. With nothing
     // queued, it is sent now (no hop through the queue's tail).
     let run: Promise<R[]>;
-    if (this.#pending++ === 0) run = this.#send<R>(statement, values, sign);
+    if (this.#pending++ === 0) run = this.#send<R>(statement, values, sign, now ?? performance.now());
     else {
-      const send = (): Promise<R[]> => this.#send<R>(statement, values, sign);
+      const send = (): Promise<R[]> => this.#send<R>(statement, values, sign, performance.now());
       run = this.#tail.then(send, send);
     }
     this.#tail = run;
@@ -154,13 +156,13 @@ export class Session {
     statement: string | Statement,
     values: unknown[] | undefined,
     sign: "claimed" | "moved",
+    sentAt: number,
   ): Promise<R[]> {
-    const sentAt = performance.now();
     try {
       if (this.#ended) throw new Error("the locker's PostgreSQL connection has ended");
       let result: { rows: unknown[] };
       try {
-        result = await this.#ask(statement, values, this.#prepare);
+        result = await this.#ask(statement, values, this.#prepare, sentAt);
       } catch (error) {
         const code = (error as { code?: unknown }).code;
         // 42P05: another client prepared it on this server connection: a pooler shares it.
@@ -169,10 +171,10 @@ export class Session {
         // connection); unnamed, it needs none. A statement that moved is caught by its claim check.
         if (typeof statement === "string" || code !== "26000") throw error;
         this.#prepare = false;
-        result = await this.#ask(statement, values, false);
+        result = await this.#ask(statement, values, false, performance.now());
       }
-      const first = result.rows[0] as { same?: unknown } | undefined;
-      if (first !== undefined && "same" in first && first.same !== true) throw this.#moved(poolerRefusal(sign));
+      const first = result.rows[0] as Record<string, unknown> | undefined;
+      if (first !== undefined && ranElsewhere(statement, first)) throw this.#moved(poolerRefusal(sign));
       if (sentAt > this.confirmedAt) this.confirmedAt = sentAt;
       return result.rows as R[];
     } catch (error) {
@@ -183,19 +185,24 @@ export class Session {
     }
   }
 
-  /** Sends one statement (named when `prepare`) and bounds the wait for its answer. */
-  #ask(statement: string | Statement, values: unknown[] | undefined, prepare: boolean): Promise<{ rows: unknown[] }> {
+  /** Sends one statement (named when `prepare`), sent at `now`, and bounds the wait for its answer. */
+  #ask(
+    statement: string | Statement,
+    values: unknown[] | undefined,
+    prepare: boolean,
+    now: number,
+  ): Promise<{ rows: unknown[] }> {
     const config =
       typeof statement === "string"
         ? values === undefined
           ? { text: statement }
           : { text: statement, values }
         : prepare
-          ? { name: statement.name, text: statement.text, values }
+          ? callOf(statement, values)
           : { text: statement.text, values };
     // Our own timeout, not pg's `query_timeout`: pg's timer can fire while the answer already
     // waits in the socket (a burst of calls stalled the event loop), and ends a healthy session.
-    return this.#deadlines.run(this.client.query(config), this.#timeoutError);
+    return this.#deadlines.run(this.client.query(config), this.#timeoutError, now);
   }
 
   /** Ends the session as moved (shared by a pooler) and returns the refusal to throw. */

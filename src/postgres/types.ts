@@ -17,7 +17,9 @@ export interface PostgresNotification {
 export interface PostgresPoolClient {
   /**
    * Runs one statement with its parameters (the locker bounds the wait for its answer itself);
-   * with a `name`, as a prepared statement parsed once per connection.
+   * with a `name`, as a prepared statement parsed once per connection. A prepared statement's
+   * `name` and `text` are inherited from `config`'s prototype, as `pg` reads them: a client that
+   * copies only a config's own properties loses them.
    */
   query(config: { name?: string; text: string; values?: unknown[] | undefined }): Promise<{
     /** The rows the statement returned. */

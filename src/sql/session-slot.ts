@@ -88,6 +88,11 @@ export class SessionSlot<S extends SlotSession> {
     return this.#closing;
   }
 
+  /** True once a session was found shared: every attempt refuses (see {@link checkRefusal}). */
+  get refused(): boolean {
+    return this.#refusal !== undefined;
+  }
+
   /** Throws the refusal of a locker whose session was found shared (see {@link ended}). */
   checkRefusal(): void {
     if (this.#refusal !== undefined) throw this.#refusal;
@@ -170,14 +175,25 @@ export class SessionSlot<S extends SlotSession> {
    * ended with it (its locks went with it), else "unknown". While closing, the session is retired
    * once its last lease is released.
    */
-  async released(session: S, freed: Promise<boolean>): Promise<ReleaseOutcome> {
-    try {
-      return (await freed) ? "released" : "expired";
-    } catch {
-      return session.ended ? "expired" : "unknown";
-    } finally {
-      if (this.#closing && session.holds.size === 0) await session.retire();
-    }
+  released(session: S, freed: Promise<boolean>): Promise<ReleaseOutcome> {
+    return this.releasedWith(session, freed, isTrue);
+  }
+
+  /**
+   * {@link released} for a statement that answers `answer`, of which `freed` (which does not
+   * throw) tells whether it freed the lock, read in the same reaction: no promise in between.
+   */
+  releasedWith<T>(session: S, answer: Promise<T>, freed: (answer: T) => boolean): Promise<ReleaseOutcome> {
+    return answer.then(
+      (value) => this.#afterRelease(session, freed(value) ? "released" : "expired"),
+      () => this.#afterRelease(session, session.ended ? "expired" : "unknown"),
+    );
+  }
+
+  /** `outcome`, once `session` is retired if the locker closes and that was its last lease. */
+  #afterRelease(session: S, outcome: ReleaseOutcome): ReleaseOutcome | Promise<ReleaseOutcome> {
+    if (!this.#closing || session.holds.size > 0) return outcome;
+    return session.retire().then(() => outcome);
   }
 
   /**
@@ -198,4 +214,8 @@ export class SessionSlot<S extends SlotSession> {
     }
     setTimeout(() => session.end("unconfirmed", new LockerClosedError()), this.#settings.expiry).unref();
   }
+}
+
+function isTrue(value: boolean): boolean {
+  return value;
 }
