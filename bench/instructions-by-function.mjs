@@ -14,13 +14,15 @@
  *
  * A profile to read, not a figure to quote: the counts to quote are instructions.mjs's (one
  * function's JIT code moved by a late recompile can land under "unknown"). Needs the build (`npm run build`), valgrind and
- * callgrind_annotate; the Redis modes start their own redis-server.
+ * callgrind_annotate; the Redis modes start their own redis-server, the newer stores' modes
+ * (bench/lib/store-modes.mjs) their own server, one for both modes when they need the same.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { measuredPart, runChildUnderCallgrind, WARM_UP } from "./lib/callgrind.mjs";
+import { STORE_MODES, startStoreServer } from "./lib/store-modes.mjs";
 
 const [mode = "redis", other = "peer-mutex", pairsArgument = "10000"] = process.argv.slice(2);
 const pairs = Number(pairsArgument);
@@ -96,7 +98,9 @@ function nameAt(ranges, address) {
 /** The group a function's cost is totalled in. */
 function groupOf(name) {
   if (name.startsWith("JS ")) {
-    return /\b(core|redis|internal|file|memory|postgres|mysql|etcd)\/[\w-]+\.js/.test(name) && !name.includes("node:")
+    return /\b(core|redis|internal|file|memory|postgres|mysql|etcd|sql|table|zookeeper|memcached)\/[\w-]+\.js/.test(
+      name,
+    ) && !name.includes("node:")
       ? "globallock JavaScript"
       : "other JavaScript";
   }
@@ -112,6 +116,10 @@ try {
     const { startServer } = await import("./lib/redis-server.mjs");
     server = await startServer();
     port = String(server.port);
+  } else if (STORE_MODES.has(mode) || STORE_MODES.has(other)) {
+    // One server for both: a mode and its floor (`<mode>-raw`) need the same kind.
+    server = await startStoreServer(STORE_MODES.has(mode) ? mode : other);
+    port = server.port;
   }
   const counted = pairs;
   const [ours, theirs] = [mode, other].map((kind) => profileRun(kind, pairs, port, dir));

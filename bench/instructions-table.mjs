@@ -7,7 +7,7 @@
  * other busy process, counts more (replies arrive in other batches), so nothing else should run
  * meanwhile. Modes are grouped by what they are compared with: each row is given as a ratio to its
  * group's floor (a raw pair with no library: `SET NX PX` and a compare-and-delete, a bare advisory
- * lock pair) and to the group's fewest-instructions peer, with the store's own units (Redis
+ * lock pair; for the newer stores, the locker's own statements, requests or commands sent by hand) and to the group's fewest-instructions peer, with the store's own units (Redis
  * commands, SQL statements, file-system calls) per pair beside it.
  *
  * With no row given it counts every row of {@link GROUPS} (two to three minutes each at the
@@ -83,6 +83,46 @@ const GROUPS = [
     ],
   },
   {
+    name: "PostgreSQL lease table",
+    unit: "statements",
+    rows: [
+      rowOf("postgres-table", "globallock PostgresTableLocker", "ours"),
+      rowOf("postgres-table-raw", "raw floor: its statements by hand on the same pool", "floor"),
+    ],
+  },
+  {
+    name: "MySQL lease table (MariaDB)",
+    unit: "statements",
+    rows: [
+      rowOf("mysql-table", "globallock MySqlTableLocker", "ours"),
+      rowOf("mysql-table-raw", "raw floor: its statements by hand on the same pool", "floor"),
+    ],
+  },
+  {
+    name: "SQLite lease table",
+    unit: "statements",
+    rows: [
+      rowOf("sqlite", "globallock SqliteLocker", "ours"),
+      rowOf("sqlite-raw", "raw floor: its statements by hand on the same Database", "floor"),
+    ],
+  },
+  {
+    name: "ZooKeeper",
+    unit: "requests",
+    rows: [
+      rowOf("zookeeper", "globallock ZooKeeperLocker", "ours"),
+      rowOf("zookeeper-raw", "raw floor: create ephemeral sequential + getChildren, delete", "floor"),
+    ],
+  },
+  {
+    name: "Memcached",
+    unit: "commands",
+    rows: [
+      rowOf("memcached", "globallock MemcachedLocker", "ours"),
+      rowOf("memcached-raw", "raw floor: add, then gets + cas stored expired", "floor"),
+    ],
+  },
+  {
     name: "Lock files",
     unit: "file-system calls",
     rows: [
@@ -112,9 +152,12 @@ function count(row) {
   return JSON.parse(line);
 }
 
-/** The store's units per pair in a count: commands, statements or file-system calls. */
+/**
+ * The store's units per pair in a count: commands, statements, requests or file-system calls
+ * (`statementsPerPair`: PostgreSQL's, in results saved before every store's were `operationsPerPair`).
+ */
 function unitsOf(result) {
-  return result.commandsPerPair ?? result.statementsPerPair ?? result.fsCallsPerPair;
+  return result.commandsPerPair ?? result.operationsPerPair ?? result.statementsPerPair ?? result.fsCallsPerPair;
 }
 
 const ratio = (value, base) => (base === undefined || base === 0 ? "" : `${(value / base).toFixed(2)}×`);

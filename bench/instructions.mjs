@@ -8,7 +8,8 @@
  * bench/lib/optional-peers.mjs), redis-semaphore (limit 4,
  * weight 1), peer-semaphore (redis-semaphore's Semaphore, limit 4), peer-mutex (redis-semaphore's
  * Mutex), memory, async-mutex (one async-mutex Mutex: the in-process peer of memory), file,
- * file-pool, file-raw, proper-lockfile, postgres, postgres-raw, postgres-raw-prepared (every mode's table:
+ * file-pool, file-raw, proper-lockfile, postgres, postgres-raw, postgres-raw-prepared, and the newer stores'
+ * modes below (every mode's table:
  * bench/instructions-table.mjs, `npm run bench:instructions`). Every mode runs
  * sequential pairs on one key; with `keys` > 1 (say 8), each round locks that many keys at once
  * (one `Promise.all`), then releases them at once, and `pairs` counts rounds (as does the warm-up,
@@ -39,6 +40,11 @@
  * also reports the statements sent per measured pair (counted in the child by a wrapper around
  * `pg.Client.prototype.query`).
  *
+ * The newer stores' modes — `postgres-table`, `mysql-table` (on MariaDB), `sqlite`, `zookeeper`,
+ * `memcached`, each with its floor `<mode>-raw`: the locker's own statements, requests or commands
+ * sent by hand on the same kind of client (bench/lib/store-floors.mjs) — start their server as
+ * bench/lib/store-modes.mjs says and also report the store operations sent per measured pair.
+ *
  * The file modes — `file` (FileLocker with its default `syncCalls: "auto"`: calls on the event loop
  * on a file system in memory, through libuv's thread pool elsewhere, as on the ext4 `/tmp` the
  * bench uses), `file-pool` (`syncCalls: false`: every call through the thread pool),
@@ -57,6 +63,7 @@ import { fileURLToPath } from "node:url";
 import { markMeasured, measuredInstructions, runChildUnderCallgrind, WARM_UP } from "./lib/callgrind.mjs";
 import { missingPeer } from "./lib/optional-peers.mjs";
 import { COMPARE_AND_DELETE, LEASE_MS } from "./lib/raw-floor.mjs";
+import { openStoreMode, STORE_MODES, startStoreServer } from "./lib/store-modes.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const [store = "redis", pairsArgument = "20000", keysArgument = "1"] = process.argv.slice(2);
@@ -114,8 +121,8 @@ const FS_CALLS = new Set([
  */
 const RUNS = Math.max(1, Number(process.env.INSTRUCTIONS_RUNS ?? 1));
 
-/** Statements sent by the child (PostgreSQL cases only). */
-let statements = 0;
+/** Store operations sent by the child (PostgreSQL modes and STORE_MODES): statements, requests, commands. */
+let operations = 0;
 
 if (process.argv[5] === "--child") {
   await child(store, Number(process.argv[6]), process.argv[7]);
@@ -144,6 +151,9 @@ async function parent() {
     port = String(server.port);
     admin = new Redis({ host: "127.0.0.1", port: server.port });
     commandsOf = async () => Object.values(await readCommandStats(admin)).reduce((sum, calls) => sum + calls, 0);
+  } else if (STORE_MODES.has(store)) {
+    server = await startStoreServer(store);
+    port = server.port;
   } else if (store.startsWith("postgres")) {
     const { PostgresServer } = await import("../support/postgres-server.mjs");
     server = await PostgresServer.start();
@@ -167,7 +177,7 @@ async function parent() {
         instructions: counted.instructions,
         perPair: Math.round(counted.instructions / (pairs * keys)),
         ...(admin === undefined ? {} : { commandsPerPair: Math.round((100 * commands) / pairsRun) / 100 }),
-        ...(counted.statements === undefined ? {} : { statementsPerPair: counted.statements }),
+        ...(counted.operations === undefined ? {} : { operationsPerPair: counted.operations }),
         ...(FILE_MODES.has(store) ? countSyscalls() : {}),
       }),
     );
@@ -211,10 +221,10 @@ async function countOnce(n, port, kind) {
   try {
     const out = join(dir, "callgrind.out");
     const run = runChildUnderCallgrind({ out, mode: kind, pairs, keys, n, port });
-    const statements = /^statements per pair: ([\d.]+)$/m.exec(run.stdout)?.[1];
+    const operations = /^operations per pair: ([\d.]+)$/m.exec(run.stdout)?.[1];
     return {
       instructions: measuredInstructions(out),
-      statements: statements === undefined ? undefined : Number(statements),
+      operations: operations === undefined ? undefined : Number(operations),
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -380,13 +390,15 @@ async function child(kind, n, port) {
       close: async () => {},
     };
     cleanUp = async () => rmSync(directory, { recursive: true, force: true });
+  } else if (STORE_MODES.has(kind)) {
+    ({ locker, cleanUp } = await openStoreMode(kind, port, lib, () => operations++));
   } else if (kind.startsWith("postgres")) {
     const { default: pg } = await import("pg");
     const connection = { host: "127.0.0.1", port: Number(port), user: "postgres", database: "postgres" };
     // Statements sent, counted in JS (every query of the locker or the floor goes through here).
     const query = pg.Client.prototype.query;
     pg.Client.prototype.query = function countedQuery(...args) {
-      statements++;
+      operations++;
       return query.apply(this, args);
     };
     if (kind === "postgres") {
@@ -402,7 +414,7 @@ async function child(kind, n, port) {
     }
   } else {
     throw new Error(
-      `unknown mode ${kind}: redis, redis-noscripts, redis-raw, redlock, sesame-redlock, redlock-universal, redis-semaphore, peer-semaphore, peer-mutex, memory, memory-handoff, async-mutex, file, file-pool, file-raw, proper-lockfile, postgres, postgres-raw or postgres-raw-prepared`,
+      `unknown mode ${kind}: redis, redis-noscripts, redis-raw, redlock, sesame-redlock, redlock-universal, redis-semaphore, peer-semaphore, peer-mutex, memory, memory-handoff, async-mutex, file, file-pool, file-raw, proper-lockfile, postgres, postgres-raw, postgres-raw-prepared or one of ${[...STORE_MODES].join(", ")}`,
     );
   }
   let counted = 0;
@@ -411,7 +423,7 @@ async function child(kind, n, port) {
   const warmUp = Math.ceil(WARM_UP / keys);
   for (let i = 0; i < warmUp + n; i++) {
     if (i === warmUp) {
-      counted = statements;
+      counted = operations;
       markMeasured();
     }
     if (keys === 1) {
@@ -423,7 +435,9 @@ async function child(kind, n, port) {
     }
   }
   markMeasured();
-  if (kind.startsWith("postgres")) console.log(`statements per pair: ${(statements - counted) / (n * keys)}`);
+  if (kind.startsWith("postgres") || STORE_MODES.has(kind)) {
+    console.log(`operations per pair: ${(operations - counted) / (n * keys)}`);
+  }
   await locker.close();
   await cleanUp();
 }

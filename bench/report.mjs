@@ -5,8 +5,11 @@
 import { breakdown, int, num, percent, ratio, table } from "./lib/format.mjs";
 import { renderEtcd } from "./scenarios/etcd.mjs";
 import { renderFile } from "./scenarios/file.mjs";
+import { renderMemcached } from "./scenarios/memcached.mjs";
 import { renderMySql } from "./scenarios/mysql.mjs";
 import { renderPostgres } from "./scenarios/postgres.mjs";
+import { renderTable } from "./scenarios/table.mjs";
+import { renderZooKeeper } from "./scenarios/zookeeper.mjs";
 
 function header(meta) {
   const pinning = meta.pinned
@@ -455,5 +458,10 @@ export function renderMarkdown(results) {
   if (results.mysql) sections.push(renderMySql(results.mysql));
   if (results.file) sections.push(renderFile(results.file));
   if (results.etcd) sections.push(renderEtcd(results.etcd));
+  if (results["postgres-table"]) sections.push(renderTable(results["postgres-table"], "13a. PostgresTableLocker"));
+  if (results["mysql-table"]) sections.push(renderTable(results["mysql-table"], "13b. MySqlTableLocker"));
+  if (results.sqlite) sections.push(renderTable(results.sqlite, "13c. SqliteLocker"));
+  if (results.zookeeper) sections.push(renderZooKeeper(results.zookeeper));
+  if (results.memcached) sections.push(renderMemcached(results.memcached));
   return `${sections.join("\n\n")}\n`;
 }

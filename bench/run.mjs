@@ -7,7 +7,9 @@
  *
  *   BENCH_QUICK=1           ~1-minute smoke run
  *   BENCH_ONLY=a,b          only these scenarios (uncontended, contended, handoff, memory, held,
- *                           quorum, semaphore, postgres, mysql, file, etcd); the report is printed but bench/results is left alone
+ *                           quorum, semaphore, postgres, mysql, file, etcd, postgres-table,
+ *                           mysql-table, sqlite, zookeeper, memcached); the report is printed but
+ *                           bench/results is left alone
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -29,12 +31,15 @@ import { runEtcd } from "./scenarios/etcd.mjs";
 import { runFile } from "./scenarios/file.mjs";
 import { runHandoff } from "./scenarios/handoff.mjs";
 import { runHeld } from "./scenarios/held.mjs";
+import { runMemcached } from "./scenarios/memcached.mjs";
 import { runMemory } from "./scenarios/memory.mjs";
 import { runMySql } from "./scenarios/mysql.mjs";
 import { runPostgres } from "./scenarios/postgres.mjs";
 import { runQuorum } from "./scenarios/quorum.mjs";
 import { runSemaphore } from "./scenarios/semaphore.mjs";
+import { runMySqlTable, runPostgresTable, runSqlite } from "./scenarios/table.mjs";
 import { runUncontended } from "./scenarios/uncontended.mjs";
+import { runZooKeeper } from "./scenarios/zookeeper.mjs";
 
 /** Every scenario, in the order they run. */
 const RUNNERS = {
@@ -49,6 +54,11 @@ const RUNNERS = {
   mysql: runMySql,
   file: runFile,
   etcd: runEtcd,
+  "postgres-table": runPostgresTable,
+  "mysql-table": runMySqlTable,
+  sqlite: runSqlite,
+  zookeeper: runZooKeeper,
+  memcached: runMemcached,
 };
 const SCENARIOS = Object.keys(RUNNERS);
 const RESULTS_DIR = fileURLToPath(new URL("./results/", import.meta.url));

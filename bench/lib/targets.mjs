@@ -168,6 +168,20 @@ function quorumTargets(s) {
   ];
 }
 
+/** The newer stores' scenarios, by the name their results have (scenario 13–15). */
+const NEWER_STORES = ["postgres-table", "mysql-table", "sqlite", "zookeeper", "memcached"];
+
+/** Issue 41: each newer store's contended rows even (Jain ≥ 0.95), nobody giving up. */
+function newerStoreTargets(scenario, s) {
+  return [...s.contended, ...(s.polling ?? [])].map((r) => ({
+    scenario,
+    what: `contended, 8 workers on one key, ${r.label}: Jain, gave up`,
+    goal: "Jain ≥ 0.95, 0 gave up",
+    measured: `Jain ${num(r.jain, 3)}, ${num(r.gaveUp)} gave up${r.drained ? "" : ", not drained"}`,
+    pass: atLeast(r.jain, 0.95) && r.gaveUp === 0 && r.drained,
+  }));
+}
+
 /**
  * Every target whose scenario ran, with its measured value and verdict.
  * @param {object} report as assembled by bench/run.mjs
@@ -180,6 +194,8 @@ export function computeTargets(report) {
   if (report.handoff) targets.push(...handoffTargets(report.handoff));
   if (report.contended) targets.push(...contendedTargets(report.contended));
   if (report.quorum) targets.push(...quorumTargets(report.quorum));
+  for (const scenario of NEWER_STORES)
+    if (report[scenario]) targets.push(...newerStoreTargets(scenario, report[scenario]));
   return targets;
 }
 
