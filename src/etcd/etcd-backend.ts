@@ -1,23 +1,5 @@
 import { performance } from "node:perf_hooks";
-import type {
-  AdoptRequest,
-  AttemptOutcome,
-  AttemptRequest,
-  Backend,
-  BackendContext,
-  BackendEvents,
-  BackendFactory,
-  Capabilities,
-  ExtendOutcome,
-  Fencing,
-  HandOff,
-  ListedResource,
-  Listing,
-  Naming,
-  StoredView,
-  WaitQueue,
-} from "../core/backend.js";
-import { LockHandle } from "../core/backend.js";
+import * as contract from "../core/backend.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { EntryAttempts, type Granted } from "./entry-attempts.js";
 import { EtcdCommands } from "./etcd-commands.js";
@@ -54,12 +36,18 @@ import { EtcdReleaseWatcher } from "./watcher.js";
  *
  * @param limit permits per key: 1 for a lock.
  */
-export function etcdBackend(client: EtcdClient, options: ResolvedEtcdLockerOptions, limit: number): BackendFactory {
+export function etcdBackend(
+  client: EtcdClient,
+  options: ResolvedEtcdLockerOptions,
+  limit: number,
+): contract.BackendFactory {
   return (context) => new EtcdBackend(client, options, context, limit);
 }
 
-class EtcdBackend implements Backend, Naming, WaitQueue, Fencing, HandOff, Listing {
-  readonly can: Capabilities = {
+class EtcdBackend
+  implements contract.Backend, contract.Naming, contract.WaitQueue, contract.Fencing, contract.HandOff, contract.Listing
+{
+  readonly can: contract.Capabilities = {
     naming: this,
     permits: true,
     heldUntilReleased: true,
@@ -73,7 +61,7 @@ class EtcdBackend implements Backend, Naming, WaitQueue, Fencing, HandOff, Listi
   readonly scope: string;
   readonly #client: EtcdClient;
   readonly #options: ResolvedEtcdLockerOptions;
-  readonly #events: BackendEvents;
+  readonly #events: contract.BackendEvents;
   readonly #limit: number;
   readonly #owner: string;
   readonly #leases: Leases;
@@ -88,7 +76,7 @@ class EtcdBackend implements Backend, Naming, WaitQueue, Fencing, HandOff, Listi
   /** Listens for the deletes of held entries. */
   readonly #heldWatch: HeldWatch;
 
-  constructor(client: EtcdClient, options: ResolvedEtcdLockerOptions, context: BackendContext, limit: number) {
+  constructor(client: EtcdClient, options: ResolvedEtcdLockerOptions, context: contract.BackendContext, limit: number) {
     this.#client = client;
     this.#options = options;
     this.#events = context.events;
@@ -138,7 +126,7 @@ class EtcdBackend implements Backend, Naming, WaitQueue, Fencing, HandOff, Listi
     return directoryOf(this.#client.prefix, prefix, resource.slice(prefix.length));
   }
 
-  async acquire(request: AttemptRequest): Promise<AttemptOutcome> {
+  async acquire(request: contract.AttemptRequest): Promise<contract.AttemptOutcome> {
     const ttl = ttlSecondsOf(request.duration);
     let record = await this.#leases.get(ttl, request.resource);
     try {
@@ -155,13 +143,13 @@ class EtcdBackend implements Backend, Naming, WaitQueue, Fencing, HandOff, Listi
     }
   }
 
-  async #attempt(request: AttemptRequest, record: LeaseRecord): Promise<AttemptOutcome> {
+  async #attempt(request: contract.AttemptRequest, record: LeaseRecord): Promise<contract.AttemptOutcome> {
     const outcome = await this.#attempts.attempt(request, record);
     return outcome.kind === "granted" ? this.#granted(request, outcome) : outcome;
   }
 
   /** The outcome of a grant of `granted`'s entry, fenced by its create revision when asked. */
-  #granted(request: AttemptRequest, granted: Granted): AttemptOutcome {
+  #granted(request: contract.AttemptRequest, granted: Granted): contract.AttemptOutcome {
     const { record, key, value, token, sentAt } = granted;
     const { resource } = request;
     const validUntil = Math.min(boundOf(sentAt, request.duration), record.validUntil);
@@ -179,11 +167,11 @@ class EtcdBackend implements Backend, Naming, WaitQueue, Fencing, HandOff, Listi
    * Records a held entry, which etcd had at revision `seenAt`, and makes its handle; from now on
    * its delete is a loss (see {@link #deleted}).
    */
-  #hold(token: string, sentAt: number, validUntil: number, held: HeldEntry, seenAt: string): LockHandle {
+  #hold(token: string, sentAt: number, validUntil: number, held: HeldEntry, seenAt: string): contract.LockHandle {
     this.#held.set(token, held);
     held.record.tokens.add(token);
     this.#heldWatch.add(token, held, seenAt, sentAt);
-    return new LockHandle(token, held.resource, sentAt, validUntil);
+    return new contract.LockHandle(token, held.resource, sentAt, validUntil);
   }
 
   /** Reads a held entry the watch may have missed the delete of: gone or replaced, it is lost. */
@@ -225,12 +213,12 @@ class EtcdBackend implements Backend, Naming, WaitQueue, Fencing, HandOff, Listi
    * One keepalive per lease of the batch (shared with any in flight): it extends every entry on
    * the lease. A lease etcd no longer has loses every lock on it ("expired").
    */
-  async extend(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
+  async extend(handles: readonly contract.LockHandle[], duration: number): Promise<contract.ExtendOutcome[]> {
     const now = performance.now();
     const byRecord = new Map<LeaseRecord, number[]>();
-    const outcomes: ExtendOutcome[] = [];
+    const outcomes: contract.ExtendOutcome[] = [];
     for (let index = 0; index < handles.length; index++) {
-      const handle = handles[index] as LockHandle;
+      const handle = handles[index] as contract.LockHandle;
       const held = this.#held.get(handle.token);
       outcomes.push(held === undefined ? "taken" : "expired");
       if (held === undefined || now >= handle.validUntil) continue;
@@ -240,11 +228,11 @@ class EtcdBackend implements Backend, Naming, WaitQueue, Fencing, HandOff, Listi
     }
     await Promise.all(
       Array.from(byRecord, async ([record, indexes]) => {
-        let outcome: ExtendOutcome;
+        let outcome: contract.ExtendOutcome;
         try {
           const sentAt = await this.#leases.keepAlive(record);
           for (const index of indexes) {
-            const handle = handles[index] as LockHandle;
+            const handle = handles[index] as contract.LockHandle;
             const validUntil = Math.min(boundOf(sentAt, duration), record.validUntil);
             if (validUntil > handle.validUntil) handle.renew(sentAt, validUntil);
             outcomes[index] = "extended";
@@ -260,7 +248,7 @@ class EtcdBackend implements Backend, Naming, WaitQueue, Fencing, HandOff, Listi
   }
 
   /** Deletes the entry if it is still ours (compare-and-delete). Never rejects. */
-  async release(handle: LockHandle): Promise<ReleaseOutcome> {
+  async release(handle: contract.LockHandle): Promise<ReleaseOutcome> {
     const held = this.#held.get(handle.token);
     if (held === undefined) return "expired";
     this.#forget(handle.token, held);
@@ -287,7 +275,7 @@ class EtcdBackend implements Backend, Naming, WaitQueue, Fencing, HandOff, Listi
   }
 
   /** The fencing token of a held lock: its entry's create revision (read back). */
-  async issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
+  async issueFencingToken(handle: contract.LockHandle): Promise<bigint | undefined> {
     const held = this.#held.get(handle.token);
     if (held === undefined) return undefined;
     const { kvs } = await this.#commands.range(handle.resource, { key: held.key });
@@ -296,12 +284,12 @@ class EtcdBackend implements Backend, Naming, WaitQueue, Fencing, HandOff, Listi
   }
 
   /** Who holds `resource` and who waits (see {@link inspectKey}). */
-  inspect(resource: string): Promise<StoredView> {
+  inspect(resource: string): Promise<contract.StoredView> {
     return inspectKey(this.#views, resource);
   }
 
   /** Held keys under the locker's prefix that start with `prefix` (see {@link listHeld}). */
-  list(prefix: string, limit: number): Promise<ListedResource[]> {
+  list(prefix: string, limit: number): Promise<contract.ListedResource[]> {
     return listHeld(this.#views, prefix, limit);
   }
 
@@ -310,7 +298,7 @@ class EtcdBackend implements Backend, Naming, WaitQueue, Fencing, HandOff, Listi
    * key: same create revision, so the same fencing token) with a fresh token and this locker's
    * lease, in a transaction that checks it was not changed since it was read.
    */
-  async adopt(request: AdoptRequest): Promise<LockHandle | "taken" | "expired"> {
+  async adopt(request: contract.AdoptRequest): Promise<contract.LockHandle | "taken" | "expired"> {
     const { resource, token, weight, duration } = request;
     const slot = slotOf(token);
     if (slot === undefined) return "taken";
@@ -339,7 +327,7 @@ class EtcdBackend implements Backend, Naming, WaitQueue, Fencing, HandOff, Listi
    * longer ours to watch or release). Its token stays on the lease's list: close must not revoke
    * the lease under an entry that waits for its adopter.
    */
-  async detach(handle: LockHandle, duration: number): Promise<ExtendOutcome> {
+  async detach(handle: contract.LockHandle, duration: number): Promise<contract.ExtendOutcome> {
     const [outcome = "taken"] = await this.extend([handle], duration);
     const held = this.#held.get(handle.token);
     if (outcome === "extended" && held !== undefined) this.#forget(handle.token, held);

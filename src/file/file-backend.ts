@@ -1,20 +1,4 @@
-import type {
-  AdoptRequest,
-  AttemptOutcome,
-  AttemptRequest,
-  Backend,
-  BackendEvents,
-  BackendFactory,
-  Capabilities,
-  ExtendOutcome,
-  Fencing,
-  HandOff,
-  ListedResource,
-  Listing,
-  LockHandle,
-  StoredView,
-  WaitQueue,
-} from "../core/backend.js";
+import type * as contract from "../core/backend.js";
 import { pause } from "../internal/sleep.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
@@ -70,12 +54,14 @@ export function fileBackend(
   directory: LockDirectory,
   options: ResolvedFileLockerOptions,
   limit?: number,
-): BackendFactory {
+): contract.BackendFactory {
   return ({ events }) => new FileBackend(directory, options, events, limit);
 }
 
-class FileBackend implements Backend, WaitQueue, Fencing, HandOff, Listing {
-  readonly can: Capabilities;
+class FileBackend
+  implements contract.Backend, contract.WaitQueue, contract.Fencing, contract.HandOff, contract.Listing
+{
+  readonly can: contract.Capabilities;
   /** Handles name the lock directory: a handle adopts only in the directory it was handed off in. */
   readonly scope: string;
   readonly watcher: FileReleaseWatcher;
@@ -102,7 +88,12 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff, Listing {
   /** What the entries record of their key (see `key-field.ts`). */
   readonly #keyFields: KeyFields;
 
-  constructor(directory: LockDirectory, options: ResolvedFileLockerOptions, events: BackendEvents, limit?: number) {
+  constructor(
+    directory: LockDirectory,
+    options: ResolvedFileLockerOptions,
+    events: contract.BackendEvents,
+    limit?: number,
+  ) {
     const { store } = directory;
     this.#directory = directory;
     this.#limit = limit;
@@ -142,7 +133,7 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff, Listing {
    * comparing the writer's wall-clock deadline with this host's wall clock. Stale entries (past
    * their deadline, or of a dead holder: the next attempt takes them over) are not listed.
    */
-  inspect(resource: string): Promise<StoredView> {
+  inspect(resource: string): Promise<contract.StoredView> {
     return this.#view(this.#hashes.of(resource));
   }
 
@@ -150,7 +141,7 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff, Listing {
    * Up to `limit` held keys that start with `prefix` (see `listing.ts`), from their `H.lock` (and,
    * for a read-write key, `H.rd`: its readers); each key as {@link inspect} shows it.
    */
-  list(prefix: string, limit: number): Promise<ListedResource[]> {
+  list(prefix: string, limit: number): Promise<contract.ListedResource[]> {
     const { store } = this.#directory;
     const permits = this.#permits;
     return listKeys(
@@ -168,7 +159,7 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff, Listing {
   }
 
   /** {@link inspect} of the key whose files are named by `hash`. */
-  async #view(hash: string): Promise<StoredView> {
+  async #view(hash: string): Promise<contract.StoredView> {
     const { store } = this.#directory;
     const permits = this.#permits;
     let writers: Entry[] = [];
@@ -200,7 +191,12 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff, Listing {
    * read-write key's limit) to one of this locker's, in one rename (see
    * {@link FileStore.adoptEntry}): of two adopters of one handle, the second finds it `"taken"`.
    */
-  async adopt({ resource, token, weight, duration }: AdoptRequest): Promise<LockHandle | "taken" | "expired"> {
+  async adopt({
+    resource,
+    token,
+    weight,
+    duration,
+  }: contract.AdoptRequest): Promise<contract.LockHandle | "taken" | "expired"> {
     const hash = this.#hashes.of(resource);
     const reader = this.#permits !== undefined && weight < (this.#limit as number);
     const { store } = this.#directory;
@@ -212,16 +208,16 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff, Listing {
   }
 
   /** Extends `handle` once for a hand-off, and forgets it here (see `HeldEntries.detach`). */
-  detach(handle: LockHandle, duration: number): Promise<ExtendOutcome> {
+  detach(handle: contract.LockHandle, duration: number): Promise<contract.ExtendOutcome> {
     return this.#held.detach(handle, duration);
   }
 
-  acquire(request: AttemptRequest): Promise<AttemptOutcome> {
+  acquire(request: contract.AttemptRequest): Promise<contract.AttemptOutcome> {
     const { resource, duration, fencing } = request;
     const hash = this.#hashes.of(resource);
     const concurrent = this.#attempting.get(resource) ?? 0;
     this.#attempting.set(resource, concurrent + 1);
-    let attempt: Promise<AttemptOutcome>;
+    let attempt: Promise<contract.AttemptOutcome>;
     try {
       const lockQueue = this.#lockQueue;
       if (this.#permits !== undefined) attempt = this.#acquireCounted(this.#permits, hash, request);
@@ -270,7 +266,11 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff, Listing {
    * of its own (of any, without one); a miss that joins the queue takes (or keeps) a ticket, whose
    * token is its registration. Taking the key leaves the queue.
    */
-  async #acquireQueued(queue: LockQueue, hash: string, request: AttemptRequest): Promise<AttemptOutcome> {
+  async #acquireQueued(
+    queue: LockQueue,
+    hash: string,
+    request: contract.AttemptRequest,
+  ): Promise<contract.AttemptOutcome> {
     const { resource, duration, queueing, fencing } = request;
     const sentAt = performance.now();
     await this.#departures.of(hash);
@@ -283,7 +283,7 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff, Listing {
       head === undefined
         ? await this.#directory.use(() => queue.look(hash, queueing.grantedToken))
         : queue.lookAsHead(hash);
-    let outcome: AttemptOutcome = { kind: "held" };
+    let outcome: contract.AttemptOutcome = { kind: "held" };
     if (look.ahead.length === 0) {
       const keyField = this.#keyFields.of(resource, hash);
       const result = await this.#directory.use(() =>
@@ -311,7 +311,11 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff, Listing {
    * `permits.ts`): it tries unless a ticket ahead of its own (of a writer, for a reader) is live;
    * a miss that joins the queue takes (or keeps) a ticket, whose token is its registration.
    */
-  async #acquireCounted(permits: PermitFiles, hash: string, request: AttemptRequest): Promise<AttemptOutcome> {
+  async #acquireCounted(
+    permits: PermitFiles,
+    hash: string,
+    request: contract.AttemptRequest,
+  ): Promise<contract.AttemptOutcome> {
     const { resource, duration, queueing, fencing, weight } = request;
     const writer = weight === this.#limit && weight > 1;
     const sentAt = performance.now();
@@ -319,7 +323,7 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff, Listing {
     const tickets = await this.#directory.use(() => permits.tickets(hash));
     const own = tickets.find((ticket) => ticket.entry.token === queueing.grantedToken);
     const before = own === undefined ? tickets : tickets.filter((ticket) => ahead(ticket, own));
-    let outcome: AttemptOutcome = { kind: "held" };
+    let outcome: contract.AttemptOutcome = { kind: "held" };
     if (writer ? before.length === 0 : !before.some((ticket) => ticket.writer)) {
       outcome = writer
         ? await this.#takeWrite(permits, resource, hash, duration, fencing)
@@ -352,7 +356,7 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff, Listing {
     hash: string,
     duration: number,
     fencing: boolean,
-  ): Promise<AttemptOutcome> {
+  ): Promise<contract.AttemptOutcome> {
     const { store } = this.#directory;
     const result = await store.take(hash, newToken(), duration, false, this.#keyFields.of(resource, hash));
     if (!result.taken) return this.#outcome(resource, hash, false, result, duration, false);
@@ -376,7 +380,7 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff, Listing {
     result: TakeResult,
     duration: number,
     fencing: boolean,
-  ): AttemptOutcome | Promise<AttemptOutcome> {
+  ): contract.AttemptOutcome | Promise<contract.AttemptOutcome> {
     if (!result.taken || !fencing) return this.#settle(resource, hash, reader, result, duration);
     const held = this.#heldEntry(hash, reader, result.entry);
     return this.#held.holdFenced(resource, held, duration, this.#directory.store);
@@ -386,7 +390,13 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff, Listing {
    * {@link #outcome} without a fencing token, at once: a miss (with the holder's time left as the
    * retry hint), or the lease `result` took, now held here.
    */
-  #settle(resource: string, hash: string, reader: boolean, result: TakeResult, duration: number): AttemptOutcome {
+  #settle(
+    resource: string,
+    hash: string,
+    reader: boolean,
+    result: TakeResult,
+    duration: number,
+  ): contract.AttemptOutcome {
     if (!result.taken) {
       const { holder } = result;
       return holder === undefined
@@ -403,11 +413,11 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff, Listing {
     return { hash, weight: reader ? 1 : (this.#limit ?? 1), entry, place };
   }
 
-  extend(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
+  extend(handles: readonly contract.LockHandle[], duration: number): Promise<contract.ExtendOutcome[]> {
     return this.#held.extend(handles, duration);
   }
 
-  release(handle: LockHandle): Promise<ReleaseOutcome> {
+  release(handle: contract.LockHandle): Promise<ReleaseOutcome> {
     return this.#held.release(handle);
   }
 
@@ -423,7 +433,7 @@ class FileBackend implements Backend, WaitQueue, Fencing, HandOff, Listing {
     );
   }
 
-  async issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
+  async issueFencingToken(handle: contract.LockHandle): Promise<bigint | undefined> {
     const held = this.#held.get(handle.token);
     return held === undefined || held.place !== this.#lockPlace
       ? undefined

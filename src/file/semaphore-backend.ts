@@ -1,20 +1,4 @@
-import type {
-  AdoptRequest,
-  AttemptOutcome,
-  AttemptRequest,
-  Backend,
-  BackendEvents,
-  BackendFactory,
-  Capabilities,
-  ExtendOutcome,
-  Fencing,
-  HandOff,
-  ListedResource,
-  Listing,
-  LockHandle,
-  StoredView,
-  WaitQueue,
-} from "../core/backend.js";
+import type * as contract from "../core/backend.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { Departures } from "./departures.js";
@@ -29,7 +13,7 @@ import { PermitFiles, ticketEntry } from "./permits.js";
 import { SemaphoreFiles } from "./semaphore-files.js";
 import { FileReleaseWatcher } from "./watcher.js";
 
-const HELD: AttemptOutcome = { kind: "held" };
+const HELD: contract.AttemptOutcome = { kind: "held" };
 
 /**
  * The key whose files a `FileSemaphore` names `key`'s: marked, so that a semaphore's files never
@@ -59,12 +43,14 @@ export function fileSemaphoreBackend(
   directory: LockDirectory,
   options: ResolvedFileLockerOptions,
   limit: number,
-): BackendFactory {
+): contract.BackendFactory {
   return ({ events }) => new FileSemaphoreBackend(directory, options, limit, events);
 }
 
-class FileSemaphoreBackend implements Backend, WaitQueue, Fencing, HandOff, Listing {
-  readonly can: Capabilities;
+class FileSemaphoreBackend
+  implements contract.Backend, contract.WaitQueue, contract.Fencing, contract.HandOff, contract.Listing
+{
+  readonly can: contract.Capabilities;
   /** Handles name the lock directory: a handle adopts only in the directory it was handed off in. */
   readonly scope: string;
   readonly watcher: FileReleaseWatcher;
@@ -89,7 +75,12 @@ class FileSemaphoreBackend implements Backend, WaitQueue, Fencing, HandOff, List
   /** What the entries record of their key (see `key-field.ts`). */
   readonly #keyFields: KeyFields;
 
-  constructor(directory: LockDirectory, options: ResolvedFileLockerOptions, limit: number, events: BackendEvents) {
+  constructor(
+    directory: LockDirectory,
+    options: ResolvedFileLockerOptions,
+    limit: number,
+    events: contract.BackendEvents,
+  ) {
     const { store } = directory;
     this.#directory = directory;
     this.#limit = limit;
@@ -113,7 +104,7 @@ class FileSemaphoreBackend implements Backend, WaitQueue, Fencing, HandOff, List
    * nobody queues; a miss that joins the queue takes (or keeps) a ticket, whose token is its
    * registration. Taking the permits leaves the queue.
    */
-  acquire(request: AttemptRequest): Promise<AttemptOutcome> {
+  acquire(request: contract.AttemptRequest): Promise<contract.AttemptOutcome> {
     const hash = this.#hashes.of(request.resource);
     const previous = this.#turns.get(hash);
     const attempt =
@@ -126,13 +117,13 @@ class FileSemaphoreBackend implements Backend, WaitQueue, Fencing, HandOff, List
     return attempt;
   }
 
-  async #attempt(hash: string, request: AttemptRequest): Promise<AttemptOutcome> {
+  async #attempt(hash: string, request: contract.AttemptRequest): Promise<contract.AttemptOutcome> {
     const { resource, duration, queueing, fencing, weight } = request;
     const sentAt = performance.now();
     await this.#departures.of(hash);
     const tickets = await this.#directory.use(() => this.#queue.tickets(hash));
     const own = tickets.find((ticket) => ticket.entry.token === queueing.grantedToken);
-    let outcome: AttemptOutcome = HELD;
+    let outcome: contract.AttemptOutcome = HELD;
     if (own === undefined ? tickets.length === 0 : tickets[0] === own) {
       const keyField = this.#keyFields.of(resource, hash);
       const taken = await this.#files.take(hash, newToken(), weight, this.#limit, duration, keyField);
@@ -154,11 +145,11 @@ class FileSemaphoreBackend implements Backend, WaitQueue, Fencing, HandOff, List
     return { ...outcome, kind: "held", registration: { token: ticket.entry.token, weight, sentAt, serverMs: 0 } };
   }
 
-  extend(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
+  extend(handles: readonly contract.LockHandle[], duration: number): Promise<contract.ExtendOutcome[]> {
     return this.#held.extend(handles, duration);
   }
 
-  release(handle: LockHandle): Promise<ReleaseOutcome> {
+  release(handle: contract.LockHandle): Promise<ReleaseOutcome> {
     return this.#held.release(handle);
   }
 
@@ -172,12 +163,12 @@ class FileSemaphoreBackend implements Backend, WaitQueue, Fencing, HandOff, List
    * The live holders of `resource` (with their weights) and its live queue tickets, read without
    * changing anything; time left as the store measures it (see `remainingMs`).
    */
-  inspect(resource: string): Promise<StoredView> {
+  inspect(resource: string): Promise<contract.StoredView> {
     return this.#view(this.#hashes.of(resource));
   }
 
   /** Up to `limit` held keys that start with `prefix` (see `listing.ts`): `H.sem`, each as {@link inspect} shows it. */
-  list(prefix: string, limit: number): Promise<ListedResource[]> {
+  list(prefix: string, limit: number): Promise<contract.ListedResource[]> {
     return listKeys(
       this.#directory.store,
       {
@@ -192,7 +183,7 @@ class FileSemaphoreBackend implements Backend, WaitQueue, Fencing, HandOff, List
   }
 
   /** {@link inspect} of the key whose files are named by `hash`. */
-  async #view(hash: string): Promise<StoredView> {
+  async #view(hash: string): Promise<contract.StoredView> {
     const { store } = this.#directory;
     const [permits, tickets] = await Promise.all([
       this.#files.held(hash),
@@ -206,7 +197,12 @@ class FileSemaphoreBackend implements Backend, WaitQueue, Fencing, HandOff, List
    * Takes over a handed-off lease: renames its entry (in its weight's directory) to one of this
    * locker's, in one rename: of two adopters of one handle, the second finds it gone.
    */
-  async adopt({ resource, token, weight, duration }: AdoptRequest): Promise<LockHandle | "taken" | "expired"> {
+  async adopt({
+    resource,
+    token,
+    weight,
+    duration,
+  }: contract.AdoptRequest): Promise<contract.LockHandle | "taken" | "expired"> {
     const hash = this.#hashes.of(resource);
     const { store } = this.#directory;
     const dir = this.#files.weightPath(hash, weight);
@@ -218,12 +214,12 @@ class FileSemaphoreBackend implements Backend, WaitQueue, Fencing, HandOff, List
   }
 
   /** Extends `handle` once for a hand-off, and forgets it here (see `HeldEntries.detach`). */
-  detach(handle: LockHandle, duration: number): Promise<ExtendOutcome> {
+  detach(handle: contract.LockHandle, duration: number): Promise<contract.ExtendOutcome> {
     return this.#held.detach(handle, duration);
   }
 
   /** A fencing token for a holder of every permit (a semaphore of limit 1: the core allows no other). */
-  async issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
+  async issueFencingToken(handle: contract.LockHandle): Promise<bigint | undefined> {
     const held = this.#held.get(handle.token);
     if (held === undefined || held.weight < this.#limit) return undefined;
     return this.#directory.store.nextFencingToken(held.hash);

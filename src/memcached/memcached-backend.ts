@@ -1,18 +1,5 @@
 import { performance } from "node:perf_hooks";
-import type {
-  AdoptRequest,
-  AttemptOutcome,
-  AttemptRequest,
-  Backend,
-  BackendEvents,
-  BackendFactory,
-  Capabilities,
-  ExtendOutcome,
-  HandOff,
-  Naming,
-  StoredView,
-} from "../core/backend.js";
-import { LockHandle } from "../core/backend.js";
+import * as contract from "../core/backend.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { MemcachedCommands, unavailable } from "./commands.js";
@@ -53,12 +40,12 @@ export function memcachedBackend(
   client: MemcachedClient,
   options: ResolvedMemcachedLockerOptions,
   names: KeyNames,
-): BackendFactory {
+): contract.BackendFactory {
   return (context) => new MemcachedBackend(client, options, names, context.owner, context.events);
 }
 
-class MemcachedBackend implements Backend, Naming, HandOff {
-  readonly can: Capabilities = {
+class MemcachedBackend implements contract.Backend, contract.Naming, contract.HandOff {
+  readonly can: contract.Capabilities = {
     naming: this,
     handOff: this,
     fencing: {
@@ -86,7 +73,7 @@ class MemcachedBackend implements Backend, Naming, HandOff {
     options: ResolvedMemcachedLockerOptions,
     names: KeyNames,
     owner: string,
-    events: BackendEvents,
+    events: contract.BackendEvents,
   ) {
     this.#options = options;
     this.#names = names;
@@ -108,7 +95,7 @@ class MemcachedBackend implements Backend, Naming, HandOff {
    * attempt that would join a queue) reads the holder's item too, to say when the server frees it
    * should its holder stop extending it.
    */
-  async acquire(request: AttemptRequest): Promise<AttemptOutcome> {
+  async acquire(request: contract.AttemptRequest): Promise<contract.AttemptOutcome> {
     const { resource, duration } = request;
     const closedFor = this.#guard.knownClosed();
     if (closedFor !== undefined) return { kind: "held", retryAfterMs: closedFor };
@@ -133,7 +120,7 @@ class MemcachedBackend implements Backend, Naming, HandOff {
       this.#deleteLater(resource, token);
       return { kind: "held", retryAfterMs: guard.retryAfterMs };
     }
-    const handle = new LockHandle(token, resource, sentAt, validUntilOf(sentAt, duration));
+    const handle = new contract.LockHandle(token, resource, sentAt, validUntilOf(sentAt, duration));
     if (performance.now() >= handle.validUntil) {
       this.#track(this.release(handle));
       return { kind: "expired-on-arrival" };
@@ -146,7 +133,7 @@ class MemcachedBackend implements Backend, Naming, HandOff {
    * time (by its writer's clock) plus its TTL. Past or implausible (clocks apart): no hint. A
    * failed read is no hint either (the attempt itself was answered).
    */
-  async #heldUntil(resource: string): Promise<AttemptOutcome> {
+  async #heldUntil(resource: string): Promise<contract.AttemptOutcome> {
     try {
       const value = await this.#commands.get(resource);
       // Released meanwhile: try again at once.
@@ -162,11 +149,11 @@ class MemcachedBackend implements Backend, Naming, HandOff {
   }
 
   /** Extends each lock where its item still holds its token (one `gets` and one `cas` each). */
-  extend(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
+  extend(handles: readonly contract.LockHandle[], duration: number): Promise<contract.ExtendOutcome[]> {
     return Promise.all(handles.map((handle) => this.#extendOne(handle, duration)));
   }
 
-  async #extendOne(handle: LockHandle, duration: number): Promise<ExtendOutcome> {
+  async #extendOne(handle: contract.LockHandle, duration: number): Promise<contract.ExtendOutcome> {
     if (performance.now() >= handle.validUntil) return "expired";
     const { resource, token } = handle;
     let sentAt = 0;
@@ -185,7 +172,7 @@ class MemcachedBackend implements Backend, Naming, HandOff {
   }
 
   /** Deletes the lock where its item still holds the handle's token (`gets`, then `cas` stored expired). */
-  async release(handle: LockHandle): Promise<ReleaseOutcome> {
+  async release(handle: contract.LockHandle): Promise<ReleaseOutcome> {
     const { resource, token } = handle;
     try {
       const swapped = await this.#swap(resource, token, (cas) => this.#commands.cas(resource, "", cas, -1));
@@ -203,7 +190,7 @@ class MemcachedBackend implements Backend, Naming, HandOff {
    * Takes over a handed-off lock: where its item still holds the handed token, writes it with a
    * fresh token of this locker and a full lease (`gets`, then `cas`).
    */
-  async adopt(request: AdoptRequest): Promise<LockHandle | "taken" | "expired"> {
+  async adopt(request: contract.AdoptRequest): Promise<contract.LockHandle | "taken" | "expired"> {
     const { resource, token, duration } = request;
     const fresh = newToken();
     let sentAt = 0;
@@ -213,7 +200,7 @@ class MemcachedBackend implements Backend, Naming, HandOff {
     });
     if (swapped === "taken") return "taken";
     if (swapped === "gone") return "expired";
-    return new LockHandle(fresh, resource, sentAt, validUntilOf(sentAt, duration));
+    return new contract.LockHandle(fresh, resource, sentAt, validUntilOf(sentAt, duration));
   }
 
   /**
@@ -221,7 +208,7 @@ class MemcachedBackend implements Backend, Naming, HandOff {
    * writer's clock (Memcached reads no TTL back); an item written by something else shows an owner
    * of `""` ending now. Memcached knows of no waiters.
    */
-  async inspect(resource: string): Promise<StoredView> {
+  async inspect(resource: string): Promise<contract.StoredView> {
     const value = await this.#commands.get(resource);
     if (value === undefined) return { holders: [], waiting: 0 };
     const lock = parseLockValue(value);

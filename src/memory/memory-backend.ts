@@ -1,24 +1,5 @@
 import { performance } from "node:perf_hooks";
-import type {
-  AttemptOutcome,
-  AttemptRequest,
-  Backend,
-  BackendEvents,
-  BackendFactory,
-  Capabilities,
-  ExtendOutcome,
-  Fencing,
-  Grant,
-  InProcess,
-  ListedResource,
-  Listing,
-  Registration,
-  ReleaseWatcher,
-  StoredHolder,
-  StoredView,
-  WaitQueue,
-} from "../core/backend.js";
-import { LockHandle } from "../core/backend.js";
+import * as contract from "../core/backend.js";
 import type { CoreSettings } from "../core/lock-core.js";
 import { InvalidArgumentError } from "../errors.js";
 import { IntrusiveList, type Linked } from "../internal/intrusive-list.js";
@@ -113,7 +94,7 @@ class Slot extends IntrusiveList<Place> {
 }
 
 /** Memory needs no subscription: the backend reports releases itself, synchronously. */
-const WATCHER: ReleaseWatcher = {
+const WATCHER: contract.ReleaseWatcher = {
   watch: () => Promise.resolve(),
   unwatch: () => undefined,
   isWatching: () => true,
@@ -133,9 +114,11 @@ const WATCHER: ReleaseWatcher = {
  * touches it. Tokens are a counter: nothing leaves the process. Fencing tokens rise with every
  * fenced grant of the locker, so they rise per key.
  */
-class MemoryBackend implements Backend, WaitQueue, Fencing, InProcess, Listing {
+class MemoryBackend
+  implements contract.Backend, contract.WaitQueue, contract.Fencing, contract.InProcess, contract.Listing
+{
   readonly watcher = WATCHER;
-  readonly can: Capabilities = {
+  readonly can: contract.Capabilities = {
     permits: true,
     queue: this,
     fencing: this,
@@ -145,24 +128,24 @@ class MemoryBackend implements Backend, WaitQueue, Fencing, InProcess, Listing {
   };
   readonly #slots = new Map<string, Slot>();
   readonly #limit: number;
-  readonly #events: BackendEvents;
+  readonly #events: contract.BackendEvents;
   #tokens = 0;
   #fence = 0n;
 
   readonly #owner: string;
 
-  constructor(limit: number, events: BackendEvents, owner: string) {
+  constructor(limit: number, events: contract.BackendEvents, owner: string) {
     this.#limit = limit;
     this.#events = events;
     this.#owner = owner;
   }
 
   /** This locker's holders of `resource` (unexpired) and its queued waiters. */
-  async inspect(resource: string): Promise<StoredView> {
+  async inspect(resource: string): Promise<contract.StoredView> {
     const slot = this.#slots.get(resource);
     if (slot === undefined) return { holders: [], waiting: 0 };
     const now = performance.now();
-    const holders: StoredHolder[] = [];
+    const holders: contract.StoredHolder[] = [];
     for (const [, { weight, deadline, fencingToken }] of slot.holders.entries()) {
       if (deadline <= now) continue;
       const expiresInMs = Math.max(0, deadline - now);
@@ -176,8 +159,8 @@ class MemoryBackend implements Backend, WaitQueue, Fencing, InProcess, Listing {
   }
 
   /** This locker's held keys (from the map of its keys), the first `limit` by key. */
-  async list(prefix: string, limit: number): Promise<ListedResource[]> {
-    const listed: ListedResource[] = [];
+  async list(prefix: string, limit: number): Promise<contract.ListedResource[]> {
+    const listed: contract.ListedResource[] = [];
     const resources = [...this.#slots.keys()].filter((resource) => resource.startsWith(prefix)).sort();
     for (const resource of resources) {
       if (listed.length >= limit) break;
@@ -191,12 +174,12 @@ class MemoryBackend implements Backend, WaitQueue, Fencing, InProcess, Listing {
     return true;
   }
 
-  acquire(request: AttemptRequest): Promise<AttemptOutcome> {
+  acquire(request: contract.AttemptRequest): Promise<contract.AttemptOutcome> {
     return Promise.resolve(this.acquireNow(request));
   }
 
   /** {@inheritDoc InProcess.acquireNow} */
-  acquireNow({ resource, duration, queueing, fencing, weight }: AttemptRequest): AttemptOutcome {
+  acquireNow({ resource, duration, queueing, fencing, weight }: contract.AttemptRequest): contract.AttemptOutcome {
     let slot = this.#slots.get(resource);
     if (slot === undefined) {
       slot = new Slot(resource);
@@ -213,7 +196,7 @@ class MemoryBackend implements Backend, WaitQueue, Fencing, InProcess, Listing {
       const token = this.#hold(slot, weight, duration, now);
       if (queueing.leaveOnSuccess) this.#unqueue(slot, queueing.waiterId);
       if (claimed) this.#admit(slot, now);
-      const handle = new LockHandle(token, resource, now, (slot.holders.get(token) as Holder).deadline);
+      const handle = new contract.LockHandle(token, resource, now, (slot.holders.get(token) as Holder).deadline);
       return fencing
         ? { kind: "acquired", handle, fencingToken: this.#fenceHolder(slot, token) }
         : { kind: "acquired", handle };
@@ -230,11 +213,11 @@ class MemoryBackend implements Backend, WaitQueue, Fencing, InProcess, Listing {
     place.token = this.#newToken();
     place.weight = weight;
     place.duration = duration;
-    const registration: Registration = { token: place.token, weight, sentAt: now, serverMs: now };
+    const registration: contract.Registration = { token: place.token, weight, sentAt: now, serverMs: now };
     return { kind: "held", registration };
   }
 
-  async extend(handles: readonly LockHandle[]): Promise<ExtendOutcome[]> {
+  async extend(handles: readonly contract.LockHandle[]): Promise<contract.ExtendOutcome[]> {
     // Only a hand-off grant with `autoExtend: false` is ever extended (once): its deadline was set
     // from the grant and stays; the extension just confirms it is still held.
     const now = performance.now();
@@ -246,12 +229,12 @@ class MemoryBackend implements Backend, WaitQueue, Fencing, InProcess, Listing {
     });
   }
 
-  release(handle: LockHandle): Promise<ReleaseOutcome> {
+  release(handle: contract.LockHandle): Promise<ReleaseOutcome> {
     return Promise.resolve(this.releaseNow(handle));
   }
 
   /** {@inheritDoc InProcess.releaseNow} */
-  releaseNow(handle: LockHandle): ReleaseOutcome {
+  releaseNow(handle: contract.LockHandle): ReleaseOutcome {
     const slot = this.#slots.get(handle.resource);
     const holder = slot?.holders.get(handle.token);
     handle.grantedTo = "";
@@ -263,10 +246,10 @@ class MemoryBackend implements Backend, WaitQueue, Fencing, InProcess, Listing {
     return holder.deadline <= now ? "expired" : "released";
   }
 
-  grantedHandle(resource: string, registration: Registration, grantedServerMs: number): LockHandle {
+  grantedHandle(resource: string, registration: contract.Registration, grantedServerMs: number): contract.LockHandle {
     // A holder no longer there (released, expired) makes a handle already past its validity.
     const deadline = this.#slots.get(resource)?.holders.get(registration.token)?.deadline ?? 0;
-    return new LockHandle(registration.token, resource, grantedServerMs, deadline);
+    return new contract.LockHandle(registration.token, resource, grantedServerMs, deadline);
   }
 
   async leaveQueue(resource: string, waiterId: string, grantedToken?: string): Promise<void> {
@@ -278,12 +261,12 @@ class MemoryBackend implements Backend, WaitQueue, Fencing, InProcess, Listing {
     this.#admit(slot, performance.now());
   }
 
-  async issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
+  async issueFencingToken(handle: contract.LockHandle): Promise<bigint | undefined> {
     return this.issueFencingTokenNow(handle);
   }
 
   /** {@inheritDoc InProcess.issueFencingTokenNow} */
-  issueFencingTokenNow(handle: LockHandle): bigint | undefined {
+  issueFencingTokenNow(handle: contract.LockHandle): bigint | undefined {
     const slot = this.#slots.get(handle.resource);
     const holder = slot?.holders.get(handle.token);
     return slot !== undefined && holder !== undefined && holder.deadline > performance.now()
@@ -349,8 +332,8 @@ class MemoryBackend implements Backend, WaitQueue, Fencing, InProcess, Listing {
    */
   #admit(slot: Slot, now: number): string | undefined {
     // The first grant apart: a lock's release grants one (no array to make).
-    let first: Grant | undefined;
-    let more: Grant[] | undefined;
+    let first: contract.Grant | undefined;
+    let more: contract.Grant[] | undefined;
     for (let head = slot.head; head !== undefined; head = slot.head) {
       if (slot.used + head.weight > this.#limit) break;
       this.#unqueue(slot, head.waiterId);
@@ -374,6 +357,6 @@ class MemoryBackend implements Backend, WaitQueue, Fencing, InProcess, Listing {
 }
 
 /** Makes the backend of an in-memory locker whose keys have `limit` permits (1 for a lock). */
-export function memoryBackend(limit: number): BackendFactory {
+export function memoryBackend(limit: number): contract.BackendFactory {
   return ({ events, owner }) => new MemoryBackend(limit, events, owner);
 }

@@ -1,18 +1,5 @@
 import { performance } from "node:perf_hooks";
-import type {
-  AttemptOutcome,
-  AttemptRequest,
-  Backend,
-  BackendContext,
-  BackendFactory,
-  Capabilities,
-  ExtendOutcome,
-  Fencing,
-  LockHandle as LockHandleType,
-  Naming,
-  StoredView,
-} from "../core/backend.js";
-import { LockHandle } from "../core/backend.js";
+import * as contract from "../core/backend.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { MYSQL_LOCK_LIMITS, sessionLockCapabilities } from "../sql/session-capabilities.js";
@@ -26,7 +13,7 @@ import type { ProbeWatcher } from "./probe-watcher.js";
 import { isStatementError, SAME_SESSION, type Session, unavailable } from "./session.js";
 import type { MySqlPool } from "./types.js";
 
-const HELD: AttemptOutcome = { kind: "held" };
+const HELD: contract.AttemptOutcome = { kind: "held" };
 
 /**
  * The backend of {@link MySqlLocker}: `GET_LOCK` on one lock connection checked out of the caller's
@@ -42,19 +29,19 @@ const HELD: AttemptOutcome = { kind: "held" };
  * - Fencing tokens: a counter row per lock name, bumped on the lock connection after `GET_LOCK`
  *   succeeded, so only while the lock is held.
  */
-export function mySqlBackend(pool: MySqlPool, options: ResolvedMySqlLockerOptions): BackendFactory {
+export function mySqlBackend(pool: MySqlPool, options: ResolvedMySqlLockerOptions): contract.BackendFactory {
   return (context) => new MySqlBackend(pool, options, context);
 }
 
-class MySqlBackend implements Backend, Naming, Fencing {
-  readonly can: Capabilities = sessionLockCapabilities(this, MYSQL_LOCK_LIMITS);
+class MySqlBackend implements contract.Backend, contract.Naming, contract.Fencing {
+  readonly can: contract.Capabilities = sessionLockCapabilities(this, MYSQL_LOCK_LIMITS);
   readonly watcher: ProbeWatcher;
   readonly #options: ResolvedMySqlLockerOptions;
   readonly #fencing: FencingTable;
   /** The locker's one lock connection (see `SessionSlot`). */
   readonly #slot: SessionSlot<Session>;
 
-  constructor(pool: MySqlPool, options: ResolvedMySqlLockerOptions, context: BackendContext) {
+  constructor(pool: MySqlPool, options: ResolvedMySqlLockerOptions, context: contract.BackendContext) {
     this.#options = options;
     const connection = new LockConnection({
       pool,
@@ -71,7 +58,7 @@ class MySqlBackend implements Backend, Naming, Fencing {
     return this.#options.prefix + key;
   }
 
-  async acquire({ resource, duration, fencing, queueing }: AttemptRequest): Promise<AttemptOutcome> {
+  async acquire({ resource, duration, fencing, queueing }: contract.AttemptRequest): Promise<contract.AttemptOutcome> {
     this.#slot.checkRefusal();
     // A probe of ours cancelled a moment ago may still hold the key for a round trip: a try that
     // does not wait must not miss for it (a waiter hears the probe's release).
@@ -102,7 +89,12 @@ class MySqlBackend implements Backend, Naming, Fencing {
     }
     this.watcher.acquiredHere(resource);
     if (session.ended) return { kind: "expired-on-arrival" };
-    const handle = new LockHandle(newToken(), resource, sentAt, sentAt + Math.min(duration, this.#options.expiry));
+    const handle = new contract.LockHandle(
+      newToken(),
+      resource,
+      sentAt,
+      sentAt + Math.min(duration, this.#options.expiry),
+    );
     session.holds.set(handle.token, resource);
     if (!fencing) return { kind: "acquired", handle };
     try {
@@ -114,11 +106,11 @@ class MySqlBackend implements Backend, Naming, Fencing {
   }
 
   /** One `DO 1` confirms the connection, and so every lease of the batch on it. */
-  async extend(handles: readonly LockHandleType[], duration: number): Promise<ExtendOutcome[]> {
+  async extend(handles: readonly contract.LockHandle[], duration: number): Promise<contract.ExtendOutcome[]> {
     return confirmSession(this.#slot.current, handles, duration, this.#slot.heartbeat);
   }
 
-  release(handle: LockHandleType): Promise<ReleaseOutcome> {
+  release(handle: contract.LockHandle): Promise<ReleaseOutcome> {
     const session = this.#slot.current;
     if (session === undefined || !session.holds.has(handle.token)) return Promise.resolve("expired");
     session.holds.delete(handle.token);
@@ -134,7 +126,7 @@ class MySqlBackend implements Backend, Naming, Fencing {
     return this.#slot.released(session, freed);
   }
 
-  async issueFencingToken(handle: LockHandleType): Promise<bigint | undefined> {
+  async issueFencingToken(handle: contract.LockHandle): Promise<bigint | undefined> {
     const session = this.#slot.current;
     if (session === undefined || !session.holds.has(handle.token)) return undefined;
     await this.#fencing.ensure(session, handle.resource);
@@ -146,7 +138,7 @@ class MySqlBackend implements Backend, Naming, Fencing {
    * `GET_LOCK` on its name or its waiting room, whose name contains it (this process's probes and
    * anyone's blocking calls, as far as the processlist shows them to this user). Reads only.
    */
-  async inspect(resource: string): Promise<StoredView> {
+  async inspect(resource: string): Promise<contract.StoredView> {
     const session = await this.#slot.connect(resource);
     const name = lockName(resource);
     const waiting =

@@ -1,18 +1,5 @@
 import { performance } from "node:perf_hooks";
-import type {
-  AttemptOutcome,
-  AttemptRequest,
-  Backend,
-  BackendContext,
-  BackendFactory,
-  Capabilities,
-  ExtendOutcome,
-  Fencing,
-  Naming,
-  StoredView,
-  WaitQueue,
-} from "../core/backend.js";
-import { LockHandle } from "../core/backend.js";
+import * as contract from "../core/backend.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { MYSQL_LOCK_LIMITS, sessionLockCapabilities } from "../sql/session-capabilities.js";
@@ -64,12 +51,12 @@ export function mySqlSemaphoreBackend(
   pool: MySqlPool,
   options: ResolvedMySqlLockerOptions,
   limit: number,
-): BackendFactory {
+): contract.BackendFactory {
   return (context) => new MySqlSemaphoreBackend(pool, options, limit, context);
 }
 
-class MySqlSemaphoreBackend implements Backend, Naming, WaitQueue, Fencing {
-  readonly can: Capabilities;
+class MySqlSemaphoreBackend implements contract.Backend, contract.Naming, contract.WaitQueue, contract.Fencing {
+  readonly can: contract.Capabilities;
   readonly watcher: ProbeWatcher;
   readonly #options: ResolvedMySqlLockerOptions;
   readonly #limit: number;
@@ -78,7 +65,7 @@ class MySqlSemaphoreBackend implements Backend, Naming, WaitQueue, Fencing {
   /** Permits held here, their slots, and this locker's waiters and gates per key. */
   readonly #books: SlotBooks<Session, KeyState>;
 
-  constructor(pool: MySqlPool, options: ResolvedMySqlLockerOptions, limit: number, context: BackendContext) {
+  constructor(pool: MySqlPool, options: ResolvedMySqlLockerOptions, limit: number, context: contract.BackendContext) {
     this.#options = options;
     this.#limit = limit;
     this.#fencing = new FencingTable(options.fencingTable);
@@ -115,12 +102,12 @@ class MySqlSemaphoreBackend implements Backend, Naming, WaitQueue, Fencing {
     return this.#options.prefix + key;
   }
 
-  acquire(request: AttemptRequest): Promise<AttemptOutcome> {
+  acquire(request: contract.AttemptRequest): Promise<contract.AttemptOutcome> {
     const key = this.#books.key(request.resource);
     return this.#books.inTurn(key, () => this.#attempt(key, request));
   }
 
-  async #attempt(key: KeyState, request: AttemptRequest): Promise<AttemptOutcome> {
+  async #attempt(key: KeyState, request: contract.AttemptRequest): Promise<contract.AttemptOutcome> {
     this.#slot.checkRefusal();
     const { resource, duration, queueing, fencing, weight } = request;
     const { waiterId, joinOnMiss: join } = queueing;
@@ -168,7 +155,12 @@ class MySqlSemaphoreBackend implements Backend, Naming, WaitQueue, Fencing {
     this.watcher.acquiredHere(resource);
     books.admitted(key, waiterId);
     if (session.ended) return { kind: "expired-on-arrival" };
-    const handle = new LockHandle(newToken(), resource, sentAt, sentAt + Math.min(duration, this.#options.expiry));
+    const handle = new contract.LockHandle(
+      newToken(),
+      resource,
+      sentAt,
+      sentAt + Math.min(duration, this.#options.expiry),
+    );
     books.hold(handle.token, { session, resource, slots: numbers(row?.taken) });
     this.#settle(session, resource);
     session.holds.set(handle.token, resource);
@@ -200,11 +192,11 @@ class MySqlSemaphoreBackend implements Backend, Naming, WaitQueue, Fencing {
   }
 
   /** One `SELECT` confirms the connection, and so every lease of the batch on it. */
-  extend(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
+  extend(handles: readonly contract.LockHandle[], duration: number): Promise<contract.ExtendOutcome[]> {
     return confirmSession(this.#slot.current, handles, duration, this.#slot.heartbeat);
   }
 
-  release(handle: LockHandle): Promise<ReleaseOutcome> {
+  release(handle: contract.LockHandle): Promise<ReleaseOutcome> {
     const session = this.#slot.current;
     const held = this.#books.release(handle.token, session);
     if (held === undefined || session === undefined) return Promise.resolve("expired");
@@ -235,7 +227,7 @@ class MySqlSemaphoreBackend implements Backend, Naming, WaitQueue, Fencing {
     });
   }
 
-  async issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
+  async issueFencingToken(handle: contract.LockHandle): Promise<bigint | undefined> {
     const session = this.#slot.current;
     if (session === undefined || !session.holds.has(handle.token)) return undefined;
     await this.#fencing.ensure(session, handle.resource);
@@ -247,7 +239,7 @@ class MySqlSemaphoreBackend implements Backend, Naming, WaitQueue, Fencing {
    * from the owner table) and how many connections wait in `GET_LOCK` on its gate, its slots or
    * their waiting rooms (this process's probes and anyone's, as far as the processlist shows them).
    */
-  async inspect(resource: string): Promise<StoredView> {
+  async inspect(resource: string): Promise<contract.StoredView> {
     const session = await this.#slot.connect(resource);
     const { base, gate } = this.#books.key(resource);
     type HolderRow = { holder: unknown; weight: unknown; owner?: unknown };

@@ -1,18 +1,5 @@
 import { performance } from "node:perf_hooks";
-import type {
-  AttemptOutcome,
-  AttemptRequest,
-  Backend,
-  BackendEvents,
-  BackendFactory,
-  Capabilities,
-  ExtendOutcome,
-  Fencing,
-  Naming,
-  StoredView,
-  WaitQueue,
-} from "../core/backend.js";
-import { LockHandle } from "../core/backend.js";
+import * as contract from "../core/backend.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { POSTGRES_LOCK_LIMITS, sessionLockCapabilities } from "../sql/session-capabilities.js";
@@ -36,7 +23,7 @@ interface QueuedWaiter {
   readonly marker: [number, number];
 }
 
-const HELD: AttemptOutcome = { kind: "held" };
+const HELD: contract.AttemptOutcome = { kind: "held" };
 
 /**
  * The backend of the PostgreSQL lockers: session advisory locks on one connection checked out of
@@ -56,12 +43,12 @@ export function postgresBackend(
   pool: PostgresPool,
   options: ResolvedPostgresLockerOptions,
   limit?: number,
-): BackendFactory {
+): contract.BackendFactory {
   return ({ events, owner }) => new PostgresBackend(pool, options, events, owner, limit);
 }
 
-class PostgresBackend implements Backend, Naming, WaitQueue, Fencing {
-  readonly can: Capabilities;
+class PostgresBackend implements contract.Backend, contract.Naming, contract.WaitQueue, contract.Fencing {
+  readonly can: contract.Capabilities;
   readonly watcher: MarkerWatcher;
   /** Plain locks: the places this locker takes in its keys' waiting rooms (see `WaitingRooms`). */
   readonly #rooms: WaitingRooms | undefined;
@@ -78,7 +65,7 @@ class PostgresBackend implements Backend, Naming, WaitQueue, Fencing {
   constructor(
     pool: PostgresPool,
     options: ResolvedPostgresLockerOptions,
-    events: BackendEvents,
+    events: contract.BackendEvents,
     owner: string,
     limit?: number,
   ) {
@@ -128,7 +115,7 @@ class PostgresBackend implements Backend, Naming, WaitQueue, Fencing {
   }
 
   /** Reads `pg_locks` and `pg_stat_activity` on a connection of its own (see `inspect.ts`). */
-  inspect(resource: string): Promise<StoredView> {
+  inspect(resource: string): Promise<contract.StoredView> {
     const { connectTimeout, operationTimeout } = this.#options;
     const settings = { pool: this.#pool, connectTimeout, operationTimeout, exclusiveWeight: this.#limit ?? 1 };
     return inspectKey(settings, resource);
@@ -139,7 +126,7 @@ class PostgresBackend implements Backend, Naming, WaitQueue, Fencing {
     return false;
   }
 
-  acquire(request: AttemptRequest): Promise<AttemptOutcome> {
+  acquire(request: contract.AttemptRequest): Promise<contract.AttemptOutcome> {
     const session = this.#slot.current;
     // A live session, nothing to set up first: the try's own promise is the answer.
     if (session === undefined || request.fencing || this.#slot.refused) return this.#acquireAfterSetUp(request);
@@ -147,7 +134,7 @@ class PostgresBackend implements Backend, Naming, WaitQueue, Fencing {
   }
 
   /** {@link acquire} once the session is open and, for a fenced attempt, the sequence made. */
-  async #acquireAfterSetUp(request: AttemptRequest): Promise<AttemptOutcome> {
+  async #acquireAfterSetUp(request: contract.AttemptRequest): Promise<contract.AttemptOutcome> {
     this.#slot.checkRefusal();
     const session = this.#slot.current ?? (await this.#slot.connect(request.resource));
     if (request.fencing) await this.#sequence.ensure(session, request.resource);
@@ -155,7 +142,7 @@ class PostgresBackend implements Backend, Naming, WaitQueue, Fencing {
   }
 
   /** One try on `session`: a lock's, or a read-write key's. */
-  #try(session: Session, request: AttemptRequest): Promise<AttemptOutcome> {
+  #try(session: Session, request: contract.AttemptRequest): Promise<contract.AttemptOutcome> {
     return this.#limit === undefined ? this.#tryLock(session, request) : this.#tryReadWrite(session, request);
   }
 
@@ -163,7 +150,10 @@ class PostgresBackend implements Backend, Naming, WaitQueue, Fencing {
    * A lock: the plain `pg_try_advisory_lock` (the uncontended path: one prepared statement, one
    * parameter), with a fencing token drawn in the same statement only when asked.
    */
-  async #tryLock(session: Session, { resource, duration, fencing }: AttemptRequest): Promise<AttemptOutcome> {
+  async #tryLock(
+    session: Session,
+    { resource, duration, fencing }: contract.AttemptRequest,
+  ): Promise<contract.AttemptOutcome> {
     // Held here already: session locks are re-entrant, so a try would succeed; it is a miss.
     if (session.resources.has(resource)) return HELD;
     const id = lockIdText(resource);
@@ -193,8 +183,8 @@ class PostgresBackend implements Backend, Naming, WaitQueue, Fencing {
   /** Read-write mode: READ or WRITE, which keep the waiters' markers (see statements.ts). */
   async #tryReadWrite(
     session: Session,
-    { resource, duration, queueing, fencing, weight }: AttemptRequest,
-  ): Promise<AttemptOutcome> {
+    { resource, duration, queueing, fencing, weight }: contract.AttemptRequest,
+  ): Promise<contract.AttemptOutcome> {
     const id = lockIdText(resource);
     const shared = weight < (this.#limit ?? 1);
     const queued = this.#queued.get(queueing.waiterId);
@@ -255,8 +245,13 @@ class PostgresBackend implements Backend, Naming, WaitQueue, Fencing {
     duration: number,
     sentAt: number,
     shared: boolean,
-  ): AttemptOutcome {
-    const handle = new LockHandle(newToken(), resource, sentAt, sentAt + Math.min(duration, this.#options.expiry));
+  ): contract.AttemptOutcome {
+    const handle = new contract.LockHandle(
+      newToken(),
+      resource,
+      sentAt,
+      sentAt + Math.min(duration, this.#options.expiry),
+    );
     if (session.ended) return { kind: "expired-on-arrival" };
     session.holds.set(handle.token, shared);
     return row.token === undefined || row.token === null
@@ -278,7 +273,7 @@ class PostgresBackend implements Backend, Naming, WaitQueue, Fencing {
   }
 
   /** A miss; a counted waiter is told it queued (the core then calls leaveQueue when it gives up). */
-  #held(join: boolean, weight: number, sentAt: number): AttemptOutcome {
+  #held(join: boolean, weight: number, sentAt: number): contract.AttemptOutcome {
     return join ? { kind: "held", registration: { token: "", weight, sentAt, serverMs: 0 } } : HELD;
   }
 
@@ -290,11 +285,11 @@ class PostgresBackend implements Backend, Naming, WaitQueue, Fencing {
   }
 
   /** One `SELECT 1` confirms the session, and so every lease of the batch on it. */
-  async extend(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
+  async extend(handles: readonly contract.LockHandle[], duration: number): Promise<contract.ExtendOutcome[]> {
     return confirmSession(this.#slot.current, handles, duration, this.#slot.heartbeat);
   }
 
-  release(handle: LockHandle): Promise<ReleaseOutcome> {
+  release(handle: contract.LockHandle): Promise<ReleaseOutcome> {
     const session = this.#slot.current;
     const shared = session?.holds.get(handle.token);
     if (session === undefined || shared === undefined) return Promise.resolve("expired");
@@ -320,7 +315,7 @@ class PostgresBackend implements Backend, Naming, WaitQueue, Fencing {
     if (!session.ended) await session.query(UNMARK, [...marker, session.token]).catch(() => undefined);
   }
 
-  issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
+  issueFencingToken(handle: contract.LockHandle): Promise<bigint | undefined> {
     return this.#session.issueFencingToken(handle);
   }
 }

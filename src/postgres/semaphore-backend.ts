@@ -1,18 +1,5 @@
 import { performance } from "node:perf_hooks";
-import type {
-  AttemptOutcome,
-  AttemptRequest,
-  Backend,
-  BackendEvents,
-  BackendFactory,
-  Capabilities,
-  ExtendOutcome,
-  Fencing,
-  Naming,
-  StoredView,
-  WaitQueue,
-} from "../core/backend.js";
-import { LockHandle } from "../core/backend.js";
+import * as contract from "../core/backend.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { POSTGRES_LOCK_LIMITS, sessionLockCapabilities } from "../sql/session-capabilities.js";
@@ -53,12 +40,12 @@ export function postgresSemaphoreBackend(
   pool: PostgresPool,
   options: ResolvedPostgresLockerOptions,
   limit: number,
-): BackendFactory {
+): contract.BackendFactory {
   return ({ events, owner }) => new PostgresSemaphoreBackend(pool, options, limit, events, owner);
 }
 
-class PostgresSemaphoreBackend implements Backend, Naming, WaitQueue, Fencing {
-  readonly can: Capabilities;
+class PostgresSemaphoreBackend implements contract.Backend, contract.Naming, contract.WaitQueue, contract.Fencing {
+  readonly can: contract.Capabilities;
   readonly watcher: MarkerWatcher;
   readonly #pool: PostgresPool;
   readonly #options: ResolvedPostgresLockerOptions;
@@ -73,7 +60,7 @@ class PostgresSemaphoreBackend implements Backend, Naming, WaitQueue, Fencing {
     pool: PostgresPool,
     options: ResolvedPostgresLockerOptions,
     limit: number,
-    events: BackendEvents,
+    events: contract.BackendEvents,
     owner: string,
   ) {
     this.#pool = pool;
@@ -116,18 +103,18 @@ class PostgresSemaphoreBackend implements Backend, Naming, WaitQueue, Fencing {
   }
 
   /** Reads the slots' holders and the waiters' markers from `pg_locks` (see `inspect.ts`). */
-  inspect(resource: string): Promise<StoredView> {
+  inspect(resource: string): Promise<contract.StoredView> {
     const { connectTimeout, operationTimeout } = this.#options;
     const settings = { pool: this.#pool, connectTimeout, operationTimeout, exclusiveWeight: this.#limit };
     return inspectSlots(settings, resource, BigInt(this.#books.key(resource).base), this.#limit);
   }
 
-  acquire(request: AttemptRequest): Promise<AttemptOutcome> {
+  acquire(request: contract.AttemptRequest): Promise<contract.AttemptOutcome> {
     const key = this.#books.key(request.resource);
     return this.#books.inTurn(key, () => this.#attempt(key, request));
   }
 
-  async #attempt(state: KeyState, request: AttemptRequest): Promise<AttemptOutcome> {
+  async #attempt(state: KeyState, request: contract.AttemptRequest): Promise<contract.AttemptOutcome> {
     this.#slot.checkRefusal();
     const { resource, duration, queueing, fencing, weight } = request;
     const { waiterId, joinOnMiss: join } = queueing;
@@ -161,7 +148,12 @@ class PostgresSemaphoreBackend implements Backend, Naming, WaitQueue, Fencing {
     if (row?.ok !== true || row.taken === null) return books.missed(state, join, waiterId, weight, sentAt);
     books.admitted(state, waiterId);
     if (session.ended) return { kind: "expired-on-arrival" };
-    const handle = new LockHandle(newToken(), resource, sentAt, sentAt + Math.min(duration, this.#options.expiry));
+    const handle = new contract.LockHandle(
+      newToken(),
+      resource,
+      sentAt,
+      sentAt + Math.min(duration, this.#options.expiry),
+    );
     books.hold(handle.token, { session, resource, slots: row.taken });
     session.holds.set(handle.token, weight < this.#limit);
     return row.token === null
@@ -170,11 +162,11 @@ class PostgresSemaphoreBackend implements Backend, Naming, WaitQueue, Fencing {
   }
 
   /** One `SELECT` confirms the session, and so every lease of the batch on it. */
-  extend(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
+  extend(handles: readonly contract.LockHandle[], duration: number): Promise<contract.ExtendOutcome[]> {
     return confirmSession(this.#slot.current, handles, duration, this.#slot.heartbeat);
   }
 
-  release(handle: LockHandle): Promise<ReleaseOutcome> {
+  release(handle: contract.LockHandle): Promise<ReleaseOutcome> {
     const session = this.#slot.current;
     const held = this.#books.release(handle.token, session);
     if (held === undefined || session === undefined) return Promise.resolve("expired");
@@ -211,7 +203,7 @@ class PostgresSemaphoreBackend implements Backend, Naming, WaitQueue, Fencing {
     });
   }
 
-  issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
+  issueFencingToken(handle: contract.LockHandle): Promise<bigint | undefined> {
     return this.#session.issueFencingToken(handle);
   }
 }

@@ -1,21 +1,6 @@
 import { performance } from "node:perf_hooks";
 import type { Lock } from "redlock";
-import type {
-  AdoptRequest,
-  AttemptOutcome,
-  AttemptRequest,
-  Backend,
-  Capabilities,
-  ExtendOutcome,
-  HandOff,
-  ListedResource,
-  Listing,
-  Naming,
-  ReleaseWatcher,
-  StoredHolder,
-  StoredView,
-} from "../core/backend.js";
-import { LockHandle } from "../core/backend.js";
+import * as contract from "../core/backend.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { ignore } from "./client/redis-connection.js";
 import { listHeld, type RedisListing } from "./list-keys.js";
@@ -38,7 +23,7 @@ export interface RedlockStoreSettings {
   /** The locker's owner: carried in every token it writes (see owner-token.ts). */
   readonly owner: string;
   /** How the locker hears releases (see redis-backend.ts). */
-  readonly watcher: ReleaseWatcher;
+  readonly watcher: contract.ReleaseWatcher;
 }
 
 /**
@@ -51,7 +36,7 @@ export interface RedlockStoreSettings {
  * holds it gets the key back (set-if-absent with our token), so the lock keeps its redundancy and
  * survives the next minority restart too.
  */
-export class RedlockStore implements Backend, Naming, HandOff, Listing {
+export class RedlockStore implements contract.Backend, contract.Naming, contract.HandOff, contract.Listing {
   /** redlock over this store's nodes, once the package is loaded (rejects when it is missing). */
   readonly #redlock: Promise<LoadedRedlock>;
   readonly #nodes: QuorumNodes;
@@ -62,8 +47,8 @@ export class RedlockStore implements Backend, Naming, HandOff, Listing {
    * No permits: counted on each node, they could exceed the limit when holders win different
    * majorities. No fencing: no one counter sees every grant.
    */
-  readonly can: Capabilities;
-  readonly watcher: ReleaseWatcher;
+  readonly can: contract.Capabilities;
+  readonly watcher: contract.ReleaseWatcher;
   readonly #prefix: string;
   /** What every token of this store starts with: its locker's owner (see owner-token.ts). */
   readonly #tokenPrefix: string;
@@ -111,7 +96,7 @@ export class RedlockStore implements Backend, Naming, HandOff, Listing {
    * SCAN steps on every node (a key held on a quorum is on at least one of them), then the quorum's
    * {@link inspect} of each lock key found.
    */
-  list(prefix: string, limit: number): Promise<ListedResource[]> {
+  list(prefix: string, limit: number): Promise<contract.ListedResource[]> {
     return listHeld(this.#listing, prefix, limit);
   }
 
@@ -130,7 +115,7 @@ export class RedlockStore implements Backend, Naming, HandOff, Listing {
    * PTTL among them). No queue (waiting is 0 here: the core adds this locker's waiters) and no
    * fencing. Fewer than a majority answering is a StoreUnavailableError.
    */
-  async inspect(resource: string): Promise<StoredView> {
+  async inspect(resource: string): Promise<contract.StoredView> {
     const answers = await Promise.allSettled(this.#nodes.runners.map((runner) => runner.run(INSPECT, [resource], [])));
     const found = new Map<string, number[]>();
     const causes: unknown[] = [];
@@ -147,7 +132,7 @@ export class RedlockStore implements Backend, Naming, HandOff, Listing {
     }
     const { quorum } = this.#nodes;
     if (this.#nodes.runners.length - causes.length < quorum) throw unavailable(resource, "inspect", causes, "quorum");
-    const holders: StoredHolder[] = [];
+    const holders: contract.StoredHolder[] = [];
     for (const [token, lefts] of found) {
       if (lefts.length < quorum) continue;
       lefts.sort((a, b) => b - a);
@@ -165,7 +150,11 @@ export class RedlockStore implements Backend, Naming, HandOff, Listing {
    * token, `expired` when the key is gone, a StoreUnavailableError when too few nodes answered.
    * Nodes that answered the key was gone get it back at the first extension (see extendMany).
    */
-  async adopt({ resource, token, duration }: AdoptRequest): Promise<LockHandle | "taken" | "expired"> {
+  async adopt({
+    resource,
+    token,
+    duration,
+  }: contract.AdoptRequest): Promise<contract.LockHandle | "taken" | "expired"> {
     const fresh = ownedToken(this.#tokenPrefix, 1);
     const start = performance.now();
     const answers = await Promise.allSettled(
@@ -183,7 +172,8 @@ export class RedlockStore implements Backend, Naming, HandOff, Listing {
       else gone += 1;
     }
     const { quorum } = this.#nodes;
-    if (swapped >= quorum && performance.now() < validUntil) return new LockHandle(fresh, resource, start, validUntil);
+    if (swapped >= quorum && performance.now() < validUntil)
+      return new contract.LockHandle(fresh, resource, start, validUntil);
     await Promise.allSettled(
       this.#nodes.runners.map((runner, node) => {
         const answer = answers[node];
@@ -197,7 +187,7 @@ export class RedlockStore implements Backend, Naming, HandOff, Listing {
   }
 
   /** One attempt on every node; success needs a majority and validity left on arrival. */
-  async acquire({ resource, duration }: AttemptRequest): Promise<AttemptOutcome> {
+  async acquire({ resource, duration }: contract.AttemptRequest): Promise<contract.AttemptOutcome> {
     const start = performance.now();
     this.#nodes.leaseAsked(duration);
     const { redlock, module } = await this.#redlock.catch((cause: unknown) => {
@@ -225,7 +215,12 @@ export class RedlockStore implements Backend, Naming, HandOff, Listing {
       return { kind: "held" };
     }
     this.#splits.ended(resource);
-    const handle = new LockHandle(lock.value, resource, start, validUntilOf(start, duration, this.#driftFactor));
+    const handle = new contract.LockHandle(
+      lock.value,
+      resource,
+      start,
+      validUntilOf(start, duration, this.#driftFactor),
+    );
     if (ranOutOnArrival(handle, this)) return { kind: "expired-on-arrival" };
     return { kind: "acquired", handle };
   }
@@ -237,8 +232,8 @@ export class RedlockStore implements Backend, Naming, HandOff, Listing {
    * not answer had), else a transient error. After a success, the lock is restored on the nodes
    * that answered that its key was gone.
    */
-  async extend(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
-    const outcomes: ExtendOutcome[] = handles.map(() => "expired");
+  async extend(handles: readonly contract.LockHandle[], duration: number): Promise<contract.ExtendOutcome[]> {
+    const outcomes: contract.ExtendOutcome[] = handles.map(() => "expired");
     const now = performance.now();
     const live = handles.filter((handle) => now < handle.validUntil);
     if (live.length === 0) return outcomes;
@@ -256,7 +251,7 @@ export class RedlockStore implements Backend, Naming, HandOff, Listing {
     );
     const causes = answers.flatMap((answer) => (answer.status === "rejected" ? [answer.reason as unknown] : []));
     const unanswered = causes.length;
-    const toRestore: LockHandle[][] = this.#nodes.runners.map(() => []);
+    const toRestore: contract.LockHandle[][] = this.#nodes.runners.map(() => []);
     let position = 0;
     handles.forEach((handle, index) => {
       if (handle !== live[position]) return;
@@ -282,7 +277,7 @@ export class RedlockStore implements Backend, Naming, HandOff, Listing {
   }
 
   /** Puts each node's lost keys back with our token where they are still absent. */
-  async #restore(perNode: readonly LockHandle[][], expiresAt: number): Promise<void> {
+  async #restore(perNode: readonly contract.LockHandle[][], expiresAt: number): Promise<void> {
     const ttl = Math.floor(expiresAt - performance.now());
     if (ttl < 1) return;
     await Promise.allSettled(
@@ -306,7 +301,7 @@ export class RedlockStore implements Backend, Naming, HandOff, Listing {
    * every node has answered or failed: `unknown` when too few answered to form a majority, else
    * `taken` when a node has another token, else `expired` (the key was gone).
    */
-  release(handle: LockHandle, ordered = false): Promise<ReleaseOutcome> {
+  release(handle: contract.LockHandle, ordered = false): Promise<ReleaseOutcome> {
     const nodes = this.#nodes.runners.length;
     const { quorum } = this.#nodes;
     let deleted = 0;

@@ -1,20 +1,5 @@
 import { performance } from "node:perf_hooks";
-import type {
-  AdoptRequest,
-  AttemptOutcome,
-  AttemptRequest,
-  Backend,
-  Capabilities,
-  ExtendOutcome,
-  Fencing,
-  HandOff,
-  ListedResource,
-  Listing,
-  Naming,
-  ReleaseWatcher,
-  StoredView,
-} from "../core/backend.js";
-import { LockHandle } from "../core/backend.js";
+import * as contract from "../core/backend.js";
 import type { ReleaseOutcome } from "../locker.js";
 import type { Command, ScanStep } from "./client/redis-connection.js";
 import { FENCING_COUNTER_TTL_MS, fencingCounterKey } from "./fencing.js";
@@ -37,7 +22,7 @@ export interface ScriptlessStoreSettings {
   /** True on a Cluster: keys of one transaction share a hash tag. */
   readonly cluster: boolean;
   /** How the locker hears releases (see redis-backend.ts). */
-  readonly watcher: ReleaseWatcher;
+  readonly watcher: contract.ReleaseWatcher;
   /** A SCAN step for the node, or each master of a Cluster (see {@link ScriptlessStore.list}). */
   readonly scanNodes: () => Promise<ScanStep[]>;
   /** How long one SCAN step may take, in ms (the locker's operation timeout). */
@@ -88,13 +73,15 @@ type Decision<T> =
  * that expired; locks only (no semaphores or read-write locks: their permits are counted by
  * scripts); and a release costs two round trips instead of one.
  */
-export class ScriptlessStore implements Backend, Naming, Fencing, HandOff, Listing {
+export class ScriptlessStore
+  implements contract.Backend, contract.Naming, contract.Fencing, contract.HandOff, contract.Listing
+{
   readonly #lanes: LaneRouter;
   readonly #settings: ScriptlessStoreSettings;
   readonly #tokenPrefix: string;
   readonly #listing: RedisListing;
-  readonly can: Capabilities = { naming: this, fencing: this, handOff: this, listing: this };
-  readonly watcher: ReleaseWatcher;
+  readonly can: contract.Capabilities = { naming: this, fencing: this, handOff: this, listing: this };
+  readonly watcher: contract.ReleaseWatcher;
   /** Handles adopt between lockers of one topology and prefix, scripted or not (same keys, same tokens). */
   readonly scope: string;
 
@@ -131,7 +118,7 @@ export class ScriptlessStore implements Backend, Naming, Fencing, HandOff, Listi
     fencingCounterKey(resource, this.#settings.cluster);
   }
 
-  async acquire({ resource, duration, fencing }: AttemptRequest): Promise<AttemptOutcome> {
+  async acquire({ resource, duration, fencing }: contract.AttemptRequest): Promise<contract.AttemptOutcome> {
     const token = ownedToken(this.#tokenPrefix, 1);
     const start = performance.now();
     let fencingToken: bigint | undefined;
@@ -148,10 +135,15 @@ export class ScriptlessStore implements Backend, Naming, Fencing, HandOff, Listi
     } catch (error) {
       // The attempt may still run when the node answers again: a compare-and-delete queued behind
       // it on the same connection undoes it, so it cannot leave a key nobody owns for a lease.
-      void this.release(new LockHandle(token, resource, 0, 0));
+      void this.release(new contract.LockHandle(token, resource, 0, 0));
       throw unavailable(resource, "acquire", [error], "single");
     }
-    const handle = new LockHandle(token, resource, start, validUntilOf(start, duration, this.#settings.driftFactor));
+    const handle = new contract.LockHandle(
+      token,
+      resource,
+      start,
+      validUntilOf(start, duration, this.#settings.driftFactor),
+    );
     if (ranOutOnArrival(handle, this)) return { kind: "expired-on-arrival" };
     return fencingToken === undefined ? { kind: "acquired", handle } : { kind: "acquired", handle, fencingToken };
   }
@@ -160,13 +152,13 @@ export class ScriptlessStore implements Backend, Naming, Fencing, HandOff, Listi
    * A fenced attempt: the key set and its counter raised in one transaction, only while the key is
    * absent. Answers the fencing token, or the outcome when the key is held.
    */
-  #acquireFenced(resource: string, token: string, duration: number): Promise<bigint | AttemptOutcome> {
+  #acquireFenced(resource: string, token: string, duration: number): Promise<bigint | contract.AttemptOutcome> {
     const counter = fencingCounterKey(resource, this.#settings.cluster);
     return this.#optimistic(
       resource,
       [resource, counter],
       [["get", resource], ["get", counter], ["time"], ["pttl", resource]],
-      ([current, last, time, left]): Decision<bigint | AttemptOutcome> => {
+      ([current, last, time, left]): Decision<bigint | contract.AttemptOutcome> => {
         if (current !== null) return { answer: { kind: "held", retryAfterMs: Math.max(1, Number(left) || 1) } };
         const fence = nextFence(time, last);
         return {
@@ -180,8 +172,8 @@ export class ScriptlessStore implements Backend, Naming, Fencing, HandOff, Listi
     );
   }
 
-  async extend(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
-    const outcomes = new Array<ExtendOutcome>(handles.length).fill("expired");
+  async extend(handles: readonly contract.LockHandle[], duration: number): Promise<contract.ExtendOutcome[]> {
+    const outcomes = new Array<contract.ExtendOutcome>(handles.length).fill("expired");
     // One transaction per hash tag on a Cluster (its keys share a slot), per batch on one node;
     // a handle whose validity ran out stays "expired": nothing is sent for it.
     const groups = slotGroups(handles, this.#settings.cluster, performance.now());
@@ -191,12 +183,12 @@ export class ScriptlessStore implements Backend, Naming, Fencing, HandOff, Listi
 
   /** Compare-and-PEXPIRE of the handles at `indexes` (keys of one slot), in one transaction. */
   async #extendGroup(
-    handles: readonly LockHandle[],
+    handles: readonly contract.LockHandle[],
     indexes: readonly number[],
     duration: number,
-    outcomes: ExtendOutcome[],
+    outcomes: contract.ExtendOutcome[],
   ): Promise<void> {
-    const keys = indexes.map((index) => (handles[index] as LockHandle).resource);
+    const keys = indexes.map((index) => (handles[index] as contract.LockHandle).resource);
     const first = keys[0] as string;
     try {
       await this.#optimistic(first, keys, [["mget", ...keys]], ([values]): Decision<void> => {
@@ -204,7 +196,7 @@ export class ScriptlessStore implements Backend, Naming, Fencing, HandOff, Listi
         const writes: Command[] = [];
         const extending: number[] = [];
         indexes.forEach((index, position) => {
-          const handle = handles[index] as LockHandle;
+          const handle = handles[index] as contract.LockHandle;
           outcomes[index] = "taken";
           if (holds(found[position], handle.token)) {
             writes.push(["pexpire", handle.resource, String(duration)]);
@@ -218,7 +210,7 @@ export class ScriptlessStore implements Backend, Naming, Fencing, HandOff, Listi
             const validUntil = validUntilOf(sentAt, duration, this.#settings.driftFactor);
             extending.forEach((index, position) => {
               if (Number(replies[position]) !== 1) return;
-              (handles[index] as LockHandle).renew(sentAt, validUntil);
+              (handles[index] as contract.LockHandle).renew(sentAt, validUntil);
               outcomes[index] = "extended";
             });
           },
@@ -234,7 +226,7 @@ export class ScriptlessStore implements Backend, Naming, Fencing, HandOff, Listi
    * Compare-and-delete, publishing the released token on the key's channel (as a scripted release
    * of a key without a grant queue: waiters of every process listen there). Never rejects.
    */
-  async release(handle: LockHandle): Promise<ReleaseOutcome> {
+  async release(handle: contract.LockHandle): Promise<ReleaseOutcome> {
     const { resource, token } = handle;
     try {
       return await this.#optimistic(
@@ -258,12 +250,12 @@ export class ScriptlessStore implements Backend, Naming, Fencing, HandOff, Listi
   }
 
   /** SCAN steps on the node (a Cluster: each master), then {@link inspect} of each lock key found. */
-  list(prefix: string, limit: number): Promise<ListedResource[]> {
+  list(prefix: string, limit: number): Promise<contract.ListedResource[]> {
     return listHeld(this.#listing, prefix, limit);
   }
 
   /** Who holds `resource` (its token's owner) and for how long: one MULTI GET PTTL EXEC. */
-  async inspect(resource: string): Promise<StoredView> {
+  async inspect(resource: string): Promise<contract.StoredView> {
     let replies: unknown[];
     try {
       replies = await this.#lanes.transaction(resource, async (transaction) => {
@@ -291,7 +283,11 @@ export class ScriptlessStore implements Backend, Naming, Fencing, HandOff, Listi
    * while the key still holds it. A failure is undone by a swap back queued behind it on the same
    * connection, so the handle stays adoptable and no key is left with a token nobody has.
    */
-  async adopt({ resource, token, duration }: AdoptRequest): Promise<LockHandle | "taken" | "expired"> {
+  async adopt({
+    resource,
+    token,
+    duration,
+  }: contract.AdoptRequest): Promise<contract.LockHandle | "taken" | "expired"> {
     const fresh = ownedToken(this.#tokenPrefix, 1);
     const start = performance.now();
     let swapped: "swapped" | "taken" | "expired";
@@ -302,7 +298,12 @@ export class ScriptlessStore implements Backend, Naming, Fencing, HandOff, Listi
       throw unavailable(resource, "adopt", [error], "single");
     }
     if (swapped !== "swapped") return swapped;
-    const handle = new LockHandle(fresh, resource, start, validUntilOf(start, duration, this.#settings.driftFactor));
+    const handle = new contract.LockHandle(
+      fresh,
+      resource,
+      start,
+      validUntilOf(start, duration, this.#settings.driftFactor),
+    );
     if (ranOutOnArrival(handle, this)) return "expired";
     return handle;
   }
@@ -322,7 +323,7 @@ export class ScriptlessStore implements Backend, Naming, Fencing, HandOff, Listi
   }
 
   /** A fencing token for `handle` while its key still holds its token: the counter raised in one transaction. */
-  async issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
+  async issueFencingToken(handle: contract.LockHandle): Promise<bigint | undefined> {
     const { resource, token } = handle;
     const counter = fencingCounterKey(resource, this.#settings.cluster);
     try {

@@ -1,23 +1,5 @@
 import { performance } from "node:perf_hooks";
-import type {
-  AdoptRequest,
-  AttemptOutcome,
-  AttemptRequest,
-  Backend,
-  Capabilities,
-  ExtendOutcome,
-  Fencing,
-  HandOff,
-  ListedResource,
-  Listing,
-  Naming,
-  Queueing,
-  Registration,
-  ReleaseWatcher,
-  StoredView,
-  WaitQueue,
-} from "../core/backend.js";
-import { LockHandle } from "../core/backend.js";
+import * as contract from "../core/backend.js";
 import { UnsupportedError } from "../errors.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { connectionOf } from "./client/connection-of.js";
@@ -58,7 +40,7 @@ export interface SingleNodeStoreSettings {
   /** The locker's owner: carried in every token it writes (see owner-token.ts). */
   readonly owner: string;
   /** How the locker hears releases (see redis-backend.ts). */
-  readonly watcher: ReleaseWatcher;
+  readonly watcher: contract.ReleaseWatcher;
 }
 
 /** What ACQUIRE_PERMITS answers for permits taken while waiters may be queued (see LockHandle.contended). */
@@ -74,7 +56,9 @@ const ACQUIRED_CONTENDED = 2;
  * With a `limit` it keeps counted locks instead (semaphores, read-write locks): a key is a set of
  * holders, each taking `weight` permits, and the queue is served strictly in arrival order.
  */
-export class SingleNodeStore implements Backend, Naming, WaitQueue, Fencing, HandOff, Listing {
+export class SingleNodeStore
+  implements contract.Backend, contract.Naming, contract.WaitQueue, contract.Fencing, contract.HandOff, contract.Listing
+{
   readonly #runner: ScriptRunner;
   readonly #cluster: boolean;
   readonly #settings: SingleNodeStoreSettings;
@@ -92,8 +76,8 @@ export class SingleNodeStore implements Backend, Naming, WaitQueue, Fencing, Han
   readonly #extension: NodeExtension;
   readonly #releases: NodeReleases;
   readonly #listing: RedisListing;
-  readonly watcher: ReleaseWatcher;
-  readonly can: Capabilities;
+  readonly watcher: contract.ReleaseWatcher;
+  readonly can: contract.Capabilities;
   /** Handles of this store adopt on the same topology (one node, or a Cluster) and prefix. */
   readonly scope: string;
 
@@ -153,7 +137,7 @@ export class SingleNodeStore implements Backend, Naming, WaitQueue, Fencing, Han
    * once per waiting call for permits). The owner and weight come from each token. Fencing
    * tokens are not kept per holder (one counter per key), so holders have none.
    */
-  async inspect(resource: string): Promise<StoredView> {
+  async inspect(resource: string): Promise<contract.StoredView> {
     const keySet = this.#keys.of(resource);
     let reply: unknown;
     try {
@@ -166,7 +150,7 @@ export class SingleNodeStore implements Backend, Naming, WaitQueue, Fencing, Han
   }
 
   /** SCAN steps on the node (a Cluster: each master), then {@link inspect} of each lock key found. */
-  list(prefix: string, limit: number): Promise<ListedResource[]> {
+  list(prefix: string, limit: number): Promise<contract.ListedResource[]> {
     return listHeld(this.#listing, prefix, limit);
   }
 
@@ -178,7 +162,12 @@ export class SingleNodeStore implements Backend, Naming, WaitQueue, Fencing, Han
    * the same connection, so the handle stays adoptable and no key is left with a token nobody has
    * (both are sent with the script's body: a flushed script cache cannot reorder them).
    */
-  async adopt({ resource, token, weight, duration }: AdoptRequest): Promise<LockHandle | "taken" | "expired"> {
+  async adopt({
+    resource,
+    token,
+    weight,
+    duration,
+  }: contract.AdoptRequest): Promise<contract.LockHandle | "taken" | "expired"> {
     const fresh = ownedToken(this.#tokenPrefix, weight);
     const start = performance.now();
     let reply: unknown;
@@ -191,12 +180,23 @@ export class SingleNodeStore implements Backend, Naming, WaitQueue, Fencing, Han
     }
     if (reply === -1) return "taken";
     if (reply !== 1) return "expired";
-    const handle = new LockHandle(fresh, resource, start, validUntilOf(start, duration, this.#settings.driftFactor));
+    const handle = new contract.LockHandle(
+      fresh,
+      resource,
+      start,
+      validUntilOf(start, duration, this.#settings.driftFactor),
+    );
     if (ranOutOnArrival(handle, this)) return "expired";
     return handle;
   }
 
-  async acquire({ resource, duration, queueing, fencing, weight }: AttemptRequest): Promise<AttemptOutcome> {
+  async acquire({
+    resource,
+    duration,
+    queueing,
+    fencing,
+    weight,
+  }: contract.AttemptRequest): Promise<contract.AttemptOutcome> {
     // The token carries the owner, and a holder of several permits its weight (see owner-token.ts).
     const token = ownedToken(this.#tokenPrefix, weight);
     // The lean attempt: a lock that would not join the queue, asks for no fencing token and claims
@@ -220,7 +220,7 @@ export class SingleNodeStore implements Backend, Naming, WaitQueue, Fencing, Han
       // queue a compare-and-delete with its token right behind it, so it cannot leave a lock that
       // nobody owns for a whole expiry. Same connection, so Redis runs it after the attempt; sent
       // with the script's body, so a flushed script cache cannot make it fail or overtake.
-      void this.release(new LockHandle(token, resource, 0, 0), true);
+      void this.release(new contract.LockHandle(token, resource, 0, 0), true);
       throw unavailable(resource, "acquire", [error], "single");
     }
     if (lean) {
@@ -231,7 +231,12 @@ export class SingleNodeStore implements Backend, Naming, WaitQueue, Fencing, Han
       if (typeof registeredMs !== "number" || registeredMs <= 0) return { kind: "held", retryAfterMs };
       return { kind: "held", retryAfterMs, registration: { token, weight, sentAt: start, serverMs: registeredMs } };
     }
-    const handle = new LockHandle(token, resource, start, validUntilOf(start, duration, this.#settings.driftFactor));
+    const handle = new contract.LockHandle(
+      token,
+      resource,
+      start,
+      validUntilOf(start, duration, this.#settings.driftFactor),
+    );
     if (reply === ACQUIRED_CONTENDED && !lean) handle.contended = true;
     if (ranOutOnArrival(handle, this)) return { kind: "expired-on-arrival" };
     return typeof reply === "string" && !lean
@@ -244,7 +249,7 @@ export class SingleNodeStore implements Backend, Naming, WaitQueue, Fencing, Han
     resource: string,
     token: string,
     duration: number,
-    queueing: Queueing,
+    queueing: contract.Queueing,
     fencing: boolean,
     now: number,
   ): Promise<unknown> {
@@ -274,11 +279,11 @@ export class SingleNodeStore implements Backend, Naming, WaitQueue, Fencing, Han
     );
   }
 
-  extend(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
+  extend(handles: readonly contract.LockHandle[], duration: number): Promise<contract.ExtendOutcome[]> {
     return this.#extension.extend(handles, duration);
   }
 
-  release(handle: LockHandle, ordered = false): Promise<ReleaseOutcome> {
+  release(handle: contract.LockHandle, ordered = false): Promise<ReleaseOutcome> {
     const now = performance.now();
     const keySet = this.#keys.of(handle.resource);
     // Permits still valid here (so not past their deadline in Redis: see validity.ts) are released
@@ -290,12 +295,12 @@ export class SingleNodeStore implements Backend, Naming, WaitQueue, Fencing, Han
     return this.#releases.byScript(handle, keySet.queued ?? keySet.plain, ordered, now);
   }
 
-  grantedHandle(resource: string, registration: Registration, grantedServerMs: number): LockHandle {
+  grantedHandle(resource: string, registration: contract.Registration, grantedServerMs: number): contract.LockHandle {
     // The registration ran no earlier than it was sent; the grant ran (grantedServerMs −
     // registration.serverMs) node milliseconds after it. Both are whole ms: 1 ms of slack.
     const grace = this.#settings.grantGrace;
     const validFrom = registration.sentAt + (grantedServerMs - registration.serverMs) - 1;
-    return new LockHandle(
+    return new contract.LockHandle(
       registration.token,
       resource,
       validFrom,
@@ -322,7 +327,7 @@ export class SingleNodeStore implements Backend, Naming, WaitQueue, Fencing, Han
     fencingCounterKey(resource, this.#cluster);
   }
 
-  async issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
+  async issueFencingToken(handle: contract.LockHandle): Promise<bigint | undefined> {
     const counter = fencingCounterKey(handle.resource, this.#cluster);
     let reply: unknown;
     try {

@@ -1,22 +1,5 @@
 import { performance } from "node:perf_hooks";
-import type {
-  AdoptRequest,
-  AttemptOutcome,
-  AttemptRequest,
-  Backend,
-  BackendFactory,
-  Capabilities,
-  ExtendOutcome,
-  Fencing,
-  HandOff,
-  ListedResource,
-  Listing,
-  Naming,
-  StoredHolder,
-  StoredView,
-  WaitQueue,
-} from "../core/backend.js";
-import { LockHandle } from "../core/backend.js";
+import * as contract from "../core/backend.js";
 import { StoreUnavailableError } from "../errors.js";
 import { DeadlineGroup } from "../internal/deadline-group.js";
 import { mapBounded } from "../internal/list-options.js";
@@ -63,12 +46,14 @@ export function tableBackend(
   dialect: TableDialect,
   options: ResolvedTableLockerOptions,
   limit: number,
-): BackendFactory {
+): contract.BackendFactory {
   return (context) => new TableBackend(dialect, options, context.owner, context.events, limit);
 }
 
-class TableBackend implements Backend, Naming, WaitQueue, Fencing, HandOff, Listing {
-  readonly can: Capabilities = {
+class TableBackend
+  implements contract.Backend, contract.Naming, contract.WaitQueue, contract.Fencing, contract.HandOff, contract.Listing
+{
+  readonly can: contract.Capabilities = {
     naming: this,
     permits: true,
     queue: this,
@@ -114,7 +99,7 @@ class TableBackend implements Backend, Naming, WaitQueue, Fencing, HandOff, List
     return this.#options.prefix + key;
   }
 
-  async acquire(request: AttemptRequest): Promise<AttemptOutcome> {
+  async acquire(request: contract.AttemptRequest): Promise<contract.AttemptOutcome> {
     const { resource: name, duration, queueing, weight } = request;
     const token = newToken();
     const terms = {
@@ -152,7 +137,7 @@ class TableBackend implements Backend, Naming, WaitQueue, Fencing, HandOff, List
       const registration = { token: answer.token, weight, sentAt, serverMs: answer.now };
       return { kind: "held", retryAfterMs: answer.retryAfterMs, registration };
     }
-    const handle = new LockHandle(answer.token, name, sentAt, boundOf(sentAt, duration));
+    const handle = new contract.LockHandle(answer.token, name, sentAt, boundOf(sentAt, duration));
     if (performance.now() >= handle.validUntil) {
       this.#track(this.release(handle));
       return { kind: "expired-on-arrival" };
@@ -161,14 +146,19 @@ class TableBackend implements Backend, Naming, WaitQueue, Fencing, HandOff, List
   }
 
   /** One statement for the batch: the rows still unexpired get `duration` ms more; the others are lost. */
-  async extend(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
+  async extend(handles: readonly contract.LockHandle[], duration: number): Promise<contract.ExtendOutcome[]> {
     const now = performance.now();
-    const outcomes: ExtendOutcome[] = handles.map((handle) => (now >= handle.validUntil ? "expired" : "taken"));
+    const outcomes: contract.ExtendOutcome[] = handles.map((handle) =>
+      now >= handle.validUntil ? "expired" : "taken",
+    );
     const tokens = handles.filter((_, index) => outcomes[index] === "taken").map((handle) => handle.token);
     if (tokens.length === 0) return outcomes;
     const sentAt = performance.now();
     try {
-      const renewed = await this.#run((handles[0] as LockHandle).resource, one({ op: "renew", tokens, ttl: duration }));
+      const renewed = await this.#run(
+        (handles[0] as contract.LockHandle).resource,
+        one({ op: "renew", tokens, ttl: duration }),
+      );
       handles.forEach((handle, index) => {
         if (outcomes[index] !== "taken" || !renewed.has(handle.token)) return;
         handle.renew(sentAt, boundOf(sentAt, duration));
@@ -182,7 +172,7 @@ class TableBackend implements Backend, Naming, WaitQueue, Fencing, HandOff, List
   }
 
   /** Deletes the lease's row (by its token); wakes this process's waiters of the key. Never rejects. */
-  async release(handle: LockHandle): Promise<ReleaseOutcome> {
+  async release(handle: contract.LockHandle): Promise<ReleaseOutcome> {
     try {
       const found = await this.#run(handle.resource, () => removePlan(handle.resource, handle.token));
       this.watcher.publish(handle.resource);
@@ -205,15 +195,15 @@ class TableBackend implements Backend, Naming, WaitQueue, Fencing, HandOff, List
   }
 
   /** A lease's fencing token: its row's id (while it holds the token). */
-  async issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
+  async issueFencingToken(handle: contract.LockHandle): Promise<bigint | undefined> {
     const { now, rows } = await this.#rows(handle.resource);
     return rows.find((row) => row.token === handle.token && row.expiresAt > now)?.id;
   }
 
   /** The key's rows, in one read: those that fit the limit hold, the others wait. */
-  async inspect(resource: string): Promise<StoredView> {
+  async inspect(resource: string): Promise<contract.StoredView> {
     const { now, rows } = await this.#rows(resource);
-    const holders: StoredHolder[] = [];
+    const holders: contract.StoredHolder[] = [];
     let used = 0;
     let waiting = 0;
     for (const row of rows) {
@@ -230,25 +220,25 @@ class TableBackend implements Backend, Naming, WaitQueue, Fencing, HandOff, List
   }
 
   /** Names with unexpired rows (one bounded read), then each one's view (a read each). */
-  async list(prefix: string, limit: number): Promise<ListedResource[]> {
+  async list(prefix: string, limit: number): Promise<contract.ListedResource[]> {
     const start = this.#options.prefix;
     const names = await this.#run(start + prefix, one({ op: "names", prefix: start + prefix, limit }));
     const views = await mapBounded(names, LIST_CONCURRENCY, (name) => this.inspect(name));
-    const listed: ListedResource[] = [];
+    const listed: contract.ListedResource[] = [];
     names.forEach((name, index) => {
-      const view = views[index] as StoredView;
+      const view = views[index] as contract.StoredView;
       if (view.holders.length > 0) listed.push({ key: name.slice(start.length), view });
     });
     return listed;
   }
 
   /** Gives the handed-off row a fresh token and this locker's owner, if it has not expired. */
-  async adopt(request: AdoptRequest): Promise<LockHandle | "taken" | "expired"> {
+  async adopt(request: contract.AdoptRequest): Promise<contract.LockHandle | "taken" | "expired"> {
     const { resource, token, duration } = request;
     const fresh = newToken();
     const sentAt = performance.now();
     const found = await this.#run(resource, () => adoptPlan(resource, token, fresh, this.#owner, duration));
-    return found === "adopted" ? new LockHandle(fresh, resource, sentAt, boundOf(sentAt, duration)) : found;
+    return found === "adopted" ? new contract.LockHandle(fresh, resource, sentAt, boundOf(sentAt, duration)) : found;
   }
 
   #rows(resource: string): Promise<KeyRows> {

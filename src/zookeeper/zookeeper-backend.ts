@@ -1,22 +1,5 @@
 import { performance } from "node:perf_hooks";
-import type {
-  AttemptOutcome,
-  AttemptRequest,
-  Backend,
-  BackendContext,
-  BackendEvents,
-  BackendFactory,
-  Capabilities,
-  ExtendOutcome,
-  Fencing,
-  ListedResource,
-  Listing,
-  Naming,
-  ReleaseWatcher,
-  StoredView,
-  WaitQueue,
-} from "../core/backend.js";
-import { LockHandle } from "../core/backend.js";
+import * as contract from "../core/backend.js";
 import { InvalidArgumentError } from "../errors.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { about, czxidOf, SessionExpiredError, unavailable, ZooKeeperCalls } from "./calls.js";
@@ -35,7 +18,7 @@ import {
   type ZooKeeperState,
 } from "./types.js";
 
-const HELD: AttemptOutcome = { kind: "held" };
+const HELD: contract.AttemptOutcome = { kind: "held" };
 /** A lease is trusted for `length × (1 − drift) − 1` ms after the command that confirmed it was sent. */
 const DRIFT_FACTOR = 0.01;
 
@@ -64,12 +47,20 @@ export function zooKeeperBackend(
   client: ZooKeeperClient,
   options: ResolvedZooKeeperLockerOptions,
   limit: number,
-): BackendFactory {
+): contract.BackendFactory {
   return (context) => new ZooKeeperBackend(client, options, context, limit);
 }
 
-class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fencing, Listing {
-  readonly can: Capabilities = {
+class ZooKeeperBackend
+  implements
+    contract.Backend,
+    contract.ReleaseWatcher,
+    contract.Naming,
+    contract.WaitQueue,
+    contract.Fencing,
+    contract.Listing
+{
+  readonly can: contract.Capabilities = {
     naming: this,
     permits: true,
     heldUntilReleased: true,
@@ -78,11 +69,11 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
     handOff: { unsupported: "a ZooKeeper lock is an ephemeral node of its holder's session" },
     listing: this,
   };
-  readonly watcher: ReleaseWatcher = this;
+  readonly watcher: contract.ReleaseWatcher = this;
   readonly #calls: ZooKeeperCalls;
   readonly #client: ZooKeeperClient;
   readonly #prefix: string;
-  readonly #events: BackendEvents;
+  readonly #events: contract.BackendEvents;
   readonly #limit: number;
   /** Held nodes, by token (their name). */
   readonly #held = new Map<string, OwnNode>();
@@ -100,7 +91,7 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
   constructor(
     client: ZooKeeperClient,
     options: ResolvedZooKeeperLockerOptions,
-    context: BackendContext,
+    context: contract.BackendContext,
     limit: number,
   ) {
     this.#client = client;
@@ -127,7 +118,7 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
     return resource.startsWith(`${this.#prefix}/`) ? keyOfNodeName(resource.slice(this.#prefix.length + 1)) : undefined;
   }
 
-  async acquire(request: AttemptRequest): Promise<AttemptOutcome> {
+  async acquire(request: contract.AttemptRequest): Promise<contract.AttemptOutcome> {
     const { resource, duration, queueing, weight } = request;
     if (this.#sessionEnded !== undefined) throw unavailable(resource, this.#sessionEnded);
     const session = this.#client.getSessionTimeout();
@@ -160,13 +151,13 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
    * is gone. On a failure, a node the attempt made (`fresh`) or found holding goes.
    */
   async #place(
-    request: AttemptRequest,
+    request: contract.AttemptRequest,
     node: OwnNode,
     name: string,
     found: string[],
     sentAt: number,
     fresh: boolean,
-  ): Promise<AttemptOutcome | undefined> {
+  ): Promise<contract.AttemptOutcome | undefined> {
     const { resource, queueing, weight } = request;
     let [children, readAt] = [found, sentAt];
     try {
@@ -201,10 +192,15 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
   }
 
   /** The outcome of a grant to `node`, confirmed by an answer to a command sent at `sentAt`. */
-  async #grant(request: AttemptRequest, node: OwnNode, name: string, sentAt: number): Promise<AttemptOutcome> {
+  async #grant(
+    request: contract.AttemptRequest,
+    node: OwnNode,
+    name: string,
+    sentAt: number,
+  ): Promise<contract.AttemptOutcome> {
     node.validUntil = boundOf(sentAt, Math.min(request.duration, this.#client.getSessionTimeout()));
     this.#held.set(name, node);
-    const handle = new LockHandle(name, node.resource, sentAt, node.validUntil);
+    const handle = new contract.LockHandle(name, node.resource, sentAt, node.validUntil);
     // A failure here: the attempt's clean-up deletes the node (see #place).
     const fencingToken = request.fencing ? await this.issueFencingToken(handle) : undefined;
     if (performance.now() >= node.validUntil || (request.fencing && fencingToken === undefined)) {
@@ -215,10 +211,10 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
   }
 
   /** One `exists` per node, sent together: each answer confirms the session and the node. */
-  async extend(handles: readonly LockHandle[], duration: number): Promise<ExtendOutcome[]> {
+  async extend(handles: readonly contract.LockHandle[], duration: number): Promise<contract.ExtendOutcome[]> {
     const sentAt = performance.now();
     const validUntil = boundOf(sentAt, Math.min(duration, this.#client.getSessionTimeout()));
-    const outcomes: ExtendOutcome[] = [];
+    const outcomes: contract.ExtendOutcome[] = [];
     const checks: Array<Promise<void>> = [];
     handles.forEach((handle, index) => {
       const node = this.#held.get(handle.token);
@@ -249,7 +245,7 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
   }
 
   /** Deletes the held node (and the key's node, if that left it empty). Never rejects. */
-  async release(handle: LockHandle): Promise<ReleaseOutcome> {
+  async release(handle: contract.LockHandle): Promise<ReleaseOutcome> {
     const node = this.#held.get(handle.token);
     if (node === undefined) return "expired";
     this.#held.delete(handle.token);
@@ -272,18 +268,18 @@ class ZooKeeperBackend implements Backend, ReleaseWatcher, Naming, WaitQueue, Fe
   }
 
   /** The holder node's czxid (read back), or undefined when the node is gone. */
-  async issueFencingToken(handle: LockHandle): Promise<bigint | undefined> {
+  async issueFencingToken(handle: contract.LockHandle): Promise<bigint | undefined> {
     const node = this.#held.get(handle.token);
     if (node === undefined) return undefined;
     const stat = await about(handle.resource, this.#calls.exists(node.path));
     return stat === null ? undefined : czxidOf(stat);
   }
 
-  inspect(resource: string): Promise<StoredView> {
+  inspect(resource: string): Promise<contract.StoredView> {
     return inspectKey(this.#calls, resource, this.#limit);
   }
 
-  list(prefix: string, limit: number): Promise<ListedResource[]> {
+  list(prefix: string, limit: number): Promise<contract.ListedResource[]> {
     return listKeys(this.#calls, this.#prefix, prefix, limit, this.#limit);
   }
 
