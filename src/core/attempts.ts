@@ -1,6 +1,6 @@
 import type { KeyStates } from "../internal/waiter.js";
 import { Acquisition } from "./acquisition.js";
-import type { AttemptOutcome, AttemptRequest, LockHandle, Queueing, Registration } from "./backend.js";
+import type { AttemptOutcome, AttemptRequest, Queueing } from "./backend.js";
 import type { AcquireCall, CoreSettings, Miss } from "./core-parts.js";
 import type { Holdings } from "./holdings.js";
 import type { Lifetime } from "./lifetime.js";
@@ -17,7 +17,7 @@ const LATE_ANSWER_RETRIES = 3;
 export class Attempts {
   readonly #settings: CoreSettings;
   readonly #store: Store;
-  readonly #keys: KeyStates<LockHandle, Registration>;
+  readonly #keys: KeyStates;
   readonly #lifetime: Lifetime;
   readonly #holdings: Holdings;
   /** This locker's id in the store's queues. */
@@ -38,7 +38,7 @@ export class Attempts {
   constructor(
     settings: CoreSettings,
     store: Store,
-    keys: KeyStates<LockHandle, Registration>,
+    keys: KeyStates,
     lifetime: Lifetime,
     holdings: Holdings,
     waiterId: string,

@@ -4,7 +4,7 @@ import type { ResolvedAcquireOptions } from "../internal/validate.js";
 import type { KeyStates } from "../internal/waiter.js";
 import type { AcquisitionOwner } from "./acquisition.js";
 import type { Attempts } from "./attempts.js";
-import type { AttemptOutcome, LockHandle, Registration } from "./backend.js";
+import type { AttemptOutcome } from "./backend.js";
 import type { Holdings } from "./holdings.js";
 import type { Lifetime } from "./lifetime.js";
 import type { Store } from "./store.js";
@@ -57,7 +57,7 @@ export interface CoreParts {
   /** The store, with its capabilities. */
   readonly store: Store;
   /** Per key: how many acquisitions are held here, and who waits here (FIFO). */
-  readonly keys: KeyStates<LockHandle, Registration>;
+  readonly keys: KeyStates;
   /** The close signal and the store operations in flight. */
   readonly lifetime: Lifetime;
   /** One attempt, and the clean-up of an abandoned one. */

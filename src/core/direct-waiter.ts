@@ -2,12 +2,9 @@ import { performance } from "node:perf_hooks";
 import { type AbortSubscription, subscribeAbort } from "../internal/abortable.js";
 import { type KeyState, type KeyStates, Waiter } from "../internal/waiter.js";
 import { Acquisition } from "./acquisition.js";
-import type { LockHandle, Registration } from "./backend.js";
+import type { LockHandle } from "./backend.js";
 import type { AcquireCall, CoreParts, Miss } from "./core-parts.js";
 import type { GrantDesk } from "./grant-desk.js";
-
-/** What one locker knows of one key (see `KeyStates`). */
-type Key = KeyState<LockHandle, Registration>;
 
 /** How many callers wait, shared with the wait loop (one `waitingCount`). */
 export interface WaitCount {
@@ -25,11 +22,11 @@ export interface WaitCount {
  * An abort or close (see {@link closeAll}) rejects it and leaves nothing behind: the next waiter here is woken, and the
  * locker's place in the store's queue is left once nobody here waits.
  */
-export class DirectWaiter<T = Acquisition> extends Waiter<LockHandle> {
+export class DirectWaiter<T = Acquisition> extends Waiter {
   readonly #parts: CoreParts;
   readonly #desk: GrantDesk;
   readonly #call: AcquireCall;
-  readonly #state: Key;
+  readonly #state: KeyState;
   readonly #count: WaitCount;
   /** What its caller is handed for the acquisition (a lock's caller: its release function). */
   readonly #deliver: (acquisition: Acquisition) => T;
@@ -49,7 +46,7 @@ export class DirectWaiter<T = Acquisition> extends Waiter<LockHandle> {
     parts: CoreParts,
     desk: GrantDesk,
     call: AcquireCall,
-    state: Key,
+    state: KeyState,
     count: WaitCount,
     deliver: (acquisition: Acquisition) => T,
   ) {
@@ -91,7 +88,7 @@ export class DirectWaiter<T = Acquisition> extends Waiter<LockHandle> {
    * The locker is closing: rejects every waiter of `keys` with `reason` (the locker's standing
    * subscription to its close calls this, so that waiters need no subscription of their own).
    */
-  static closeAll(keys: KeyStates<LockHandle, Registration>, reason: unknown): void {
+  static closeAll(keys: KeyStates, reason: unknown): void {
     for (const waiter of keys.waiters()) if (waiter instanceof DirectWaiter) waiter.#fail(reason);
   }
 

@@ -105,7 +105,7 @@ export class GrantDesk {
    * unless a fencing token is asked for (a round trip): a hand-off's waiter resumes without a
    * promise of its own in between.
    */
-  takeGrant(call: AcquireCall, waiter: Waiter<LockHandle>): Acquisition | undefined | Promise<Acquisition | undefined> {
+  takeGrant(call: AcquireCall, waiter: Waiter): Acquisition | undefined | Promise<Acquisition | undefined> {
     const handle = waiter.takeGrant();
     if (handle === undefined) return undefined;
     if (performance.now() >= handle.validUntil) {
@@ -145,7 +145,7 @@ export class GrantDesk {
    * now (locks); else back to the store at once, leaving the queue in the same step — rather than
    * block everyone for the grace.
    */
-  passOn(state: KeyState<LockHandle>, waiter: CoreWaiter, handle: LockHandle): void {
+  passOn(state: KeyState, waiter: CoreWaiter, handle: LockHandle): void {
     const next = this.#parts.counted ? undefined : state.waiters.head;
     if (next !== undefined) {
       next.grant(handle);
@@ -168,7 +168,7 @@ export class GrantDesk {
  * grants first. (A map of waiters would take an entry in and out per wait, and a map whose keys
  * keep changing rebuilds its table every few operations.)
  */
-function countedWaiterOf(state: KeyState<LockHandle> | undefined, seq: number): CountedWaiter | undefined {
+function countedWaiterOf(state: KeyState | undefined, seq: number): CountedWaiter | undefined {
   for (let waiter = state?.waiters.head; waiter !== undefined; waiter = waiter.next) {
     if (waiter instanceof CountedWaiter && waiter.seq === seq) return waiter;
   }

@@ -3,7 +3,7 @@ import type { ResolvedAcquireOptions } from "../internal/validate.js";
 import type { KeyStates } from "../internal/waiter.js";
 import type { LeaseKeeperStats, ReleaseOutcome } from "../locker.js";
 import { Acquisition, type AcquisitionOwner } from "./acquisition.js";
-import type { LockHandle, Registration } from "./backend.js";
+import type { LockHandle } from "./backend.js";
 import type { AcquireCall, CoreSettings } from "./core-parts.js";
 import { LeaseKeeper } from "./lease-keeper.js";
 import type { Lifetime } from "./lifetime.js";
@@ -16,7 +16,7 @@ import type { Store } from "./store.js";
 export class Holdings {
   readonly #settings: CoreSettings;
   readonly #store: Store;
-  readonly #keys: KeyStates<LockHandle, Registration>;
+  readonly #keys: KeyStates;
   readonly #lifetime: Lifetime;
   /** Counted locks (semaphores, read-write locks): every waiter competes on its own. */
   readonly #counted: boolean;
@@ -27,13 +27,7 @@ export class Holdings {
   readonly #hintsContention: boolean;
   readonly keeper: LeaseKeeper;
 
-  constructor(
-    settings: CoreSettings,
-    store: Store,
-    keys: KeyStates<LockHandle, Registration>,
-    lifetime: Lifetime,
-    counted: boolean,
-  ) {
+  constructor(settings: CoreSettings, store: Store, keys: KeyStates, lifetime: Lifetime, counted: boolean) {
     this.#settings = settings;
     this.#store = store;
     this.#keys = keys;

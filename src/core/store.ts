@@ -38,10 +38,10 @@ export class Store {
   readonly heldUntilReleased: boolean;
   readonly #can: Backend["can"];
 
-  readonly #keys: KeyStates<LockHandle, Registration>;
+  readonly #keys: KeyStates;
 
   /** @param keys the core's key states: a key waited for keeps its store name there. */
-  constructor(backend: Backend, keys: KeyStates<LockHandle, Registration>) {
+  constructor(backend: Backend, keys: KeyStates) {
     this.backend = backend;
     this.#keys = keys;
     this.watcher = backend.watcher;

@@ -1,11 +1,8 @@
 import type { KeyState } from "../internal/waiter.js";
 import { Waiter } from "../internal/waiter.js";
-import type { Grant, LockHandle, Queueing, Registration } from "./backend.js";
+import type { Grant, Queueing, Registration } from "./backend.js";
 import type { CoreParts } from "./core-parts.js";
 import type { Store } from "./store.js";
-
-/** What one locker knows of one key (see `KeyStates`). */
-type Key = KeyState<LockHandle, Registration>;
 
 /**
  * What the core knows of one place in a store's grant queue: its latest registration not yet
@@ -24,27 +21,27 @@ export interface QueuePlace {
  * counted lock's waiters differ. A lock's locker keeps one place per key, for the head of its
  * local FIFO ({@link LockWaiter}); a counted lock's waiter has its own ({@link CountedWaiter}).
  */
-export abstract class CoreWaiter extends Waiter<LockHandle> {
+export abstract class CoreWaiter extends Waiter {
   /** Whether its first try is the lean one (not in the store's queue; see `WaitLoop`): not by default. */
   get leanFirstTry(): boolean {
     return false;
   }
 
   /** The place in the store's queue this waiter's attempts use. */
-  abstract placeIn(state: Key): QueuePlace;
+  abstract placeIn(state: KeyState): QueuePlace;
   /** Whether its place is in a queue to keep alive (polled within `backoffMax` of its last try). */
   abstract queued(store: Store, resource: string): boolean;
   /** Whether it is first in line for its place (it may try now, as far as this locker goes). */
-  abstract isFirst(state: Key): boolean;
+  abstract isFirst(state: KeyState): boolean;
   /** The queueing of its attempts that join the store's queue (and leave it on success). */
   abstract joinQueueing(parts: CoreParts): Queueing;
   /** Leaves the key's local FIFO (and this core's books), `acquired` or not. */
-  abstract leave(parts: CoreParts, key: string, state: Key, acquired: boolean, queued: boolean): void;
+  abstract leave(parts: CoreParts, key: string, state: KeyState, acquired: boolean, queued: boolean): void;
   /**
    * Whether it leaves its place in the store's queue when it leaves without the key; `failed`: its
    * last attempt failed in flight, so it may have joined the queue unbeknown to this locker.
    */
-  abstract leavesPlace(state: Key, queued: boolean, failed: boolean): boolean;
+  abstract leavesPlace(state: KeyState, queued: boolean, failed: boolean): boolean;
 }
 
 /**
@@ -59,7 +56,7 @@ export class LockWaiter extends CoreWaiter {
   }
 
   /** The key's place, shared by its waiters here. */
-  placeIn(state: Key): QueuePlace {
+  placeIn(state: KeyState): QueuePlace {
     return state;
   }
 
@@ -69,7 +66,7 @@ export class LockWaiter extends CoreWaiter {
   }
 
   /** Only the head of the local FIFO competes. */
-  isFirst(state: Key): boolean {
+  isFirst(state: KeyState): boolean {
     return state.waiters.head === this;
   }
 
@@ -82,7 +79,7 @@ export class LockWaiter extends CoreWaiter {
    * The next waiter here is not in the cross-process queue (a holder's locker leaves it): whoever
    * leaves the head, having taken the key or not, wakes it so that it joins.
    */
-  leave(parts: CoreParts, key: string, state: Key, acquired: boolean, queued: boolean): void {
+  leave(parts: CoreParts, key: string, state: KeyState, acquired: boolean, queued: boolean): void {
     parts.keys.leave(key, state, this, !acquired || queued);
   }
 
@@ -92,7 +89,7 @@ export class LockWaiter extends CoreWaiter {
    * would otherwise stand ahead of other lockers' waiters until it expired. (Whatever a failed
    * attempt did: while others wait here, the place is theirs, and the next one's try renews it.)
    */
-  leavesPlace(state: Key, queued: boolean): boolean {
+  leavesPlace(state: KeyState, queued: boolean): boolean {
     return (queued || state.registration !== undefined) && state.waiters.size === 0;
   }
 }
@@ -127,7 +124,7 @@ export class CountedWaiter extends CoreWaiter implements QueuePlace {
   }
 
   /** Those behind it compete on their own: nobody to wake. */
-  leave(parts: CoreParts, key: string, state: Key): void {
+  leave(parts: CoreParts, key: string, state: KeyState): void {
     parts.keys.leave(key, state, this, false);
   }
 
@@ -142,7 +139,7 @@ export class CountedWaiter extends CoreWaiter implements QueuePlace {
    * waiters until its liveness ran out. Permits granted to it meanwhile go back (and on to those
    * behind it).
    */
-  leavesPlace(_state: Key, _queued: boolean, failed: boolean): boolean {
+  leavesPlace(_state: KeyState, _queued: boolean, failed: boolean): boolean {
     return failed || this.registration !== undefined;
   }
 

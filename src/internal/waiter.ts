@@ -1,4 +1,4 @@
-import type { Grant } from "../core/backend.js";
+import type { Grant, LockHandle, Registration } from "../core/backend.js";
 import { onAnyAbort } from "./abortable.js";
 import { IntrusiveList, type Linked } from "./intrusive-list.js";
 
@@ -13,12 +13,12 @@ export type WaitOutcome = "notified" | "timeout" | "postponed" | "granted";
  * One caller waiting for a key. A notification that arrives while the caller is busy (say, in the
  * middle of an attempt) is remembered, so the next `wait` returns at once: no wake-up is lost.
  */
-export class Waiter<G = unknown> implements Linked<Waiter<G>> {
+export class Waiter implements Linked<Waiter> {
   #pending = false;
-  #grant: G | undefined;
-  prev: Waiter<G> | undefined;
-  next: Waiter<G> | undefined;
-  list: IntrusiveList<Waiter<G>> | undefined;
+  #grant: LockHandle | undefined;
+  prev: Waiter | undefined;
+  next: Waiter | undefined;
+  list: IntrusiveList<Waiter> | undefined;
   #wake: ((outcome: WaitOutcome) => void) | undefined;
 
   /** Ends the current wait, or the next one if the caller is not waiting right now. */
@@ -28,7 +28,7 @@ export class Waiter<G = unknown> implements Linked<Waiter<G>> {
   }
 
   /** Hands the waiter a grant: ends the current wait, or the next one, with "granted". */
-  grant(grant: G): void {
+  grant(grant: LockHandle): void {
     this.#grant = grant;
     this.#wake?.("granted");
   }
@@ -39,7 +39,7 @@ export class Waiter<G = unknown> implements Linked<Waiter<G>> {
   }
 
   /** The grant handed over, once (see {@link grant}). */
-  takeGrant(): G | undefined {
+  takeGrant(): LockHandle | undefined {
     const grant = this.#grant;
     this.#grant = undefined;
     return grant;
@@ -97,19 +97,19 @@ export class Waiter<G = unknown> implements Linked<Waiter<G>> {
  * here, first in, first out. Only the head of the queue competes for the key, so waiters in one
  * process are served in arrival order and one release costs one retry, not a thundering herd.
  */
-export class KeyState<G = unknown, H = unknown> extends IntrusiveList<Waiter<G>> {
+export class KeyState extends IntrusiveList<Waiter> {
   /** Acquisitions of this key that the locker holds (not released, not known lost). */
   held = 0;
 
   /** Callers waiting for the key here, in arrival order: the state is its own list (one object). */
-  get waiters(): IntrusiveList<Waiter<G>> {
+  get waiters(): IntrusiveList<Waiter> {
     return this;
   }
 
   /** True while the head's attempt is in flight. */
   attempting = false;
   /** The locker's own bookkeeping of the key's cross-process hand-off (its latest registration). */
-  registration: H | undefined;
+  registration: Registration | undefined;
   /** A grant message that arrived while the head's attempt was in flight (it may be for it). */
   earlyGrant: Grant | undefined;
   /** Nothing held or waited for: kept for a later call on the key (see {@link KeyStates}). */
@@ -151,13 +151,13 @@ const FEW_KEYS = 1024;
  * pass once there are more than 1,024 of them and they outnumber the busy ones: memory stays
  * bounded by twice the busy keys (or 1,024), and the purge costs O(1) per call amortised.
  */
-export class KeyStates<G = unknown, H = unknown> {
+export class KeyStates {
   /** Per key: its state, or (no state object) how many acquisitions hold it here (0: idle). */
-  readonly #states = new Map<string, KeyState<G, H> | number>();
+  readonly #states = new Map<string, KeyState | number>();
   #idle = 0;
 
   /** The state of `key`, if it has one (something is waited for, or was recently). */
-  get(key: string): KeyState<G, H> | undefined {
+  get(key: string): KeyState | undefined {
     const entry = this.#states.get(key);
     return typeof entry === "number" ? undefined : entry;
   }
@@ -169,10 +169,10 @@ export class KeyStates<G = unknown, H = unknown> {
   }
 
   /** The state of `key`, created if needed; pair with {@link tidy} once done with it. */
-  open(key: string): KeyState<G, H> {
+  open(key: string): KeyState {
     const entry = this.#states.get(key);
     if (entry === undefined || typeof entry === "number") {
-      const state = new KeyState<G, H>();
+      const state = new KeyState();
       if (entry === 0) this.#idle -= 1;
       else if (entry !== undefined) state.held = entry;
       this.#states.set(key, state);
@@ -214,7 +214,7 @@ export class KeyStates<G = unknown, H = unknown> {
    * for the key here, its attempt or grant is pending, or it was waited for (those need the state),
    * and while the locker has few keys (a key locked again and again reuses its state).
    */
-  settle(key: string, state: KeyState<G, H>): void {
+  settle(key: string, state: KeyState): void {
     if (
       this.#states.size <= FEW_KEYS ||
       state.waiters.size !== 0 ||
@@ -232,14 +232,14 @@ export class KeyStates<G = unknown, H = unknown> {
   }
 
   /** Marks `key`'s state idle when nothing is held or waited for any more. */
-  tidy(_key: string, state: KeyState<G, H>): void {
+  tidy(_key: string, state: KeyState): void {
     if (state.idle || state.held !== 0 || state.waiters.size !== 0) return;
     state.idle = true;
     this.#idled();
   }
 
   /** An idle state is in use again: what it still knew of the hand-off is spent (its waiters left the queue). */
-  #wake(state: KeyState<G, H>): void {
+  #wake(state: KeyState): void {
     state.idle = false;
     state.registration = undefined;
     state.earlyGrant = undefined;
@@ -264,7 +264,7 @@ export class KeyStates<G = unknown, H = unknown> {
    * without having used its turn: aborted, closed, or it took the key while others queued behind
    * it), the new head is notified so that no wake-up is lost.
    */
-  leave(key: string, state: KeyState<G, H>, waiter: Waiter<G>, passOn: boolean): void {
+  leave(key: string, state: KeyState, waiter: Waiter, passOn: boolean): void {
     const wasHead = state.waiters.head === waiter;
     if (!state.waiters.remove(waiter)) return;
     if (wasHead && passOn) state.waiters.head?.notify();
@@ -287,8 +287,8 @@ export class KeyStates<G = unknown, H = unknown> {
   }
 
   /** Every waiter of every key (a snapshot: they may leave while the caller goes through it). */
-  waiters(): Waiter<G>[] {
-    const all: Waiter<G>[] = [];
+  waiters(): Waiter[] {
+    const all: Waiter[] = [];
     for (const entry of this.#states.values()) {
       if (typeof entry === "number") continue;
       for (let waiter = entry.waiters.head; waiter !== undefined; waiter = waiter.next) all.push(waiter);

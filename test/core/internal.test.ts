@@ -187,7 +187,7 @@ describe("KeyStates", () => {
     keys.settle("queued", queued);
     const registered = keys.open("registered");
     keys.hold("registered");
-    registered.registration = {};
+    registered.registration = { token: "t", weight: 1, sentAt: 0, serverMs: 0 };
     keys.settle("registered", registered);
     const free = keys.open("free");
     keys.settle("free", free);
