@@ -46,7 +46,7 @@ export interface LeaseKeeperSettings {
  */
 export class LeaseKeeper {
   readonly #settings: LeaseKeeperSettings;
-  /** One lane per lease length (today every lease of a locker has the same one). */
+  /** One lane per lease length (an acquisition may set its own `expiry`). */
   readonly #lanes = new Lanes();
   /** Batches collected but not yet sent (the in-flight limit was reached). */
   readonly #backlog: Acquisition[][] = [];

@@ -68,7 +68,7 @@ export class Lane {
 }
 
 /**
- * The lanes of a keeper, one per lease length (today every lease of a locker has the same one):
+ * The lanes of a keeper, one per lease length (the locker's `expiry`, and any an acquisition sets):
  * a lane is made when a lease of its length is added and dropped once empty.
  */
 export class Lanes extends Map<number, Lane> {
