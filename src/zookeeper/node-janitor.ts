@@ -1,29 +1,37 @@
 import { pause } from "../internal/sleep.js";
 import type { ZooKeeperCalls } from "./calls.js";
+import { KeyNodes } from "./key-nodes.js";
 import { codeOf, ErrorCode } from "./types.js";
 
 /**
  * What a ZooKeeper locker deletes, and makes sure of: a node of its own (a holder's, a waiter's, one
- * an attempt left), then the key's node if that left it empty (a busy key's node refuses: fine),
- * so that nothing stays behind but the prefix node. A delete ZooKeeper did not confirm is sent again
+ * an attempt left), and the key's node once idle (see {@link KeyNodes}: kept while the key is in
+ * use here, so that a join needs no create of it; a busy key's node refuses its delete: fine), so
+ * that nothing stays behind but the prefix node. A delete ZooKeeper did not confirm is sent again
  * with a growing delay (50 ms to 1 s) until it is, or until the locker closes (the node then lives
  * as long as the session). {@link drain} waits for everything under way.
  */
 export class NodeJanitor {
+  /** The key nodes this locker knows are there, and when each idle one goes. */
+  readonly keyNodes: KeyNodes;
   readonly #calls: ZooKeeperCalls;
   readonly #underWay = new Set<Promise<unknown>>();
   #closing = false;
 
   constructor(calls: ZooKeeperCalls) {
     this.#calls = calls;
+    this.keyNodes = new KeyNodes(calls, (operation) => this.track(operation));
   }
 
-  /** Deletes the node at `path` and then `keyNode` if it is empty; resolves once the first delete was answered (or handed to the retries). */
+  /**
+   * Deletes the node at `path`, then `keyNode` once idle (see {@link dropKeyNode}); resolves once
+   * the first delete was answered (or handed to the retries).
+   */
   async remove(path: string, keyNode: string): Promise<void> {
     const removing = this.#calls.bound(this.#calls.sendRemove(path));
     this.dropKeyNode(keyNode);
     await removing.catch((error: unknown) => {
-      if (codeOf(error) !== ErrorCode.NO_NODE) this.track(this.removeSurely(path));
+      if (codeOf(error) !== ErrorCode.NO_NODE) this.#removeSurelyThenDrop(path, keyNode);
     });
   }
 
@@ -32,9 +40,12 @@ export class NodeJanitor {
     this.track(this.remove(path, keyNode));
   }
 
-  /** Deletes a key's node if it is empty, in the background. */
+  /**
+   * This locker left the key of `keyNode`: its node is deleted, if empty, once nothing here used it
+   * for a while (at once after close). See {@link KeyNodes}.
+   */
   dropKeyNode(keyNode: string): void {
-    this.track(this.#calls.bound(this.#calls.sendRemove(keyNode)));
+    this.keyNodes.leave(keyNode);
   }
 
   /** Deletes `path`, trying again with a growing delay until ZooKeeper answers or the locker closes. */
@@ -77,17 +88,28 @@ export class NodeJanitor {
    */
   afterLateAnswer(sent: Promise<string>, keyNode: string, slot: string): void {
     sent.then(
-      (made) => this.track(this.removeSurely(made)),
+      (made) => this.#removeSurelyThenDrop(made, keyNode),
       (error: unknown) => {
-        if (codeOf(error) === ErrorCode.CONNECTION_LOSS) this.track(this.sweep(keyNode, slot));
+        if (codeOf(error) === ErrorCode.CONNECTION_LOSS) {
+          this.track(this.sweep(keyNode, slot).finally(() => this.dropKeyNode(keyNode)));
+        }
       },
     );
   }
 
-  /** Stops retrying (each delete under way ends at its next failure) and waits for everything under way. */
+  /**
+   * Stops retrying (each delete under way ends at its next failure), deletes the key nodes known
+   * here (those still in use refuse) and waits for everything under way.
+   */
   async drain(): Promise<void> {
     this.#closing = true;
+    this.keyNodes.close();
     while (this.#underWay.size > 0) await Promise.all(this.#underWay);
+  }
+
+  /** {@link removeSurely} in the background, then the key's node once idle: the node was in it. */
+  #removeSurelyThenDrop(path: string, keyNode: string): void {
+    this.track(this.removeSurely(path).finally(() => this.dropKeyNode(keyNode)));
   }
 }
 

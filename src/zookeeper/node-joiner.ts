@@ -7,13 +7,13 @@ import type { OwnNode } from "./queued-nodes.js";
 import { CreateMode, codeOf, ErrorCode } from "./types.js";
 
 const NOTHING = Buffer.alloc(0);
-/** Tries of a join whose key node a release deleted between its two creates. */
+/** Tries of a join whose key node (or prefix node) was deleted under it. */
 const JOIN_ROUNDS = 5;
 
 /** What a {@link NodeJoiner} needs. */
 export interface NodeJoinerSettings {
   readonly calls: ZooKeeperCalls;
-  /** Deletes the nodes a join cut short leaves. */
+  /** Deletes the nodes a join cut short leaves; knows which key nodes are there. */
   readonly janitor: NodeJanitor;
   /** The locker's prefix node (made, with its parents, before the first join). */
   readonly prefix: string;
@@ -41,17 +41,31 @@ export class NodeJoiner {
   }
 
   /**
-   * Creates this attempt's node behind everybody (the key's node too, should a release have
-   * deleted it) and reads the key's children after it, pipelined: ZooKeeper runs a session's
-   * requests in order.
+   * Creates this attempt's node behind everybody and reads the key's children after it, pipelined:
+   * ZooKeeper runs a session's requests in order. The key's node is created first, in the same
+   * round trip, unless this locker knows it is there (see `KeyNodes`); one deleted meanwhile (by
+   * another process, once it was empty) fails the create with NO_NODE, and the join makes it and
+   * tries again. A join that fails leaves the key (its node goes once idle).
    */
   async join(resource: string, weight: number): Promise<Joined> {
+    try {
+      return await this.#join(resource, weight);
+    } catch (error) {
+      this.#settings.janitor.dropKeyNode(resource);
+      throw error;
+    }
+  }
+
+  async #join(resource: string, weight: number): Promise<Joined> {
     const { calls, janitor, owner } = this.#settings;
+    const { keyNodes } = janitor;
     await this.#makePrefix(resource, false);
     const slot = newToken();
     for (let round = 1; ; round++) {
       const sentAt = performance.now();
-      const makingKey = calls.bound(calls.sendCreate(resource, NOTHING, CreateMode.PERSISTENT)).catch(codeOf);
+      const makingKey = keyNodes.use(resource)
+        ? undefined
+        : calls.bound(calls.sendCreate(resource, NOTHING, CreateMode.PERSISTENT)).catch(codeOf);
       const making = calls.sendCreate(
         `${resource}/${entryPrefix(slot, weight)}`,
         owner,
@@ -69,11 +83,14 @@ export class NodeJoiner {
           janitor.afterLateAnswer(making, resource, slot);
           throw unavailable(resource, error);
         }
+        // The key's node is gone: made again in the next round (and the prefix node, should the
+        // key's create have found that gone too, as when it is deleted by hand).
+        keyNodes.lost(resource);
         if (round === JOIN_ROUNDS) throw unavailable(resource, error);
-        // The prefix node is gone (deleted by hand): made again.
         if ((await makingKey) === ErrorCode.NO_NODE) await this.#makePrefix(resource, true);
         continue;
       }
+      keyNodes.found(resource);
       const node: OwnNode = { resource, path, validUntil: 0 };
       try {
         return { node, name: path.slice(resource.length + 1), children: await reading, sentAt };

@@ -69,6 +69,66 @@ describe("ZooKeeper nodes", () => {
     expect(listed.every((info) => info.holders.map((holder) => holder.owner).join() === "names-owner")).toBe(true);
     expect((await locker.list(undefined, { prefix: "a" })).map((info) => info.key)).toEqual(["a/b"]);
     await Promise.all(leases.map((lease) => lease.release()));
+    // The key nodes are kept while idle for a moment; the locker's close deletes them.
+    await locker.close();
+    expect(await childrenOf(prefix)).toEqual([]);
+  });
+
+  it("a key's node goes once idle here for a moment, and the next attempt makes it again", async () => {
+    const prefix = `/gl-idle-${process.pid}`;
+    const locker = fixture.locker({ prefix });
+    const key = uniqueKey("zk-idle");
+    for (let round = 0; round < 3; round++) await (await locker.acquire(undefined, key)).release();
+    // Nobody deleted it meanwhile: it is gone once nothing here used it for the idle delay.
+    await eventually(async () => !(await childrenOf(prefix)).includes(key), 20_000);
+    // And made again by the next attempt.
+    const lease = await locker.acquire(undefined, key);
+    expect(await childrenOf(prefix)).toContain(key);
+    await lease.release();
+    await eventually(async () => !(await childrenOf(prefix)).includes(key), 20_000);
+  });
+
+  it("a key's node deleted by another client between two uses (and its prefix node too) is made again", async () => {
+    const prefix = `/gl-gone-${process.pid}`;
+    const client = fixture.client();
+    // The creates the locker sends, and what each was answered (a ZooKeeper error code, or 0).
+    const creates: Array<[string, number]> = [];
+    const create = client.create.bind(client) as (...args: unknown[]) => void;
+    (client as { create: unknown }).create = (...args: unknown[]): void => {
+      const done = args.pop() as (error: unknown, path: string) => void;
+      create(...args, (error: unknown, path: string) => {
+        creates.push([args[0] as string, (error as { getCode?: () => number } | null)?.getCode?.() ?? 0]);
+        done(error, path);
+      });
+    };
+    const locker = new ZooKeeperLocker(client, { prefix, expiry: 3000 });
+    fixture.closables.push(locker);
+    const key = uniqueKey("zk-gone");
+    const keyNode = `${prefix}/${key}`;
+    const remove = (path: string): Promise<boolean> =>
+      call<void>((done) => raw.remove(path, (error) => done(error, undefined))).then(
+        () => true,
+        () => false,
+      );
+    // Deleted by hand right after a release (unless the locker's own idle drop came first: then again).
+    for (const alsoPrefix of [false, true]) {
+      for (let tries = 0; ; tries++) {
+        expect(tries).toBeLessThan(5);
+        await (await locker.acquire(undefined, key)).release();
+        const deleted = (await remove(keyNode)) && (!alsoPrefix || (await remove(prefix)));
+        creates.length = 0;
+        const lease = await locker.acquire(undefined, key);
+        expect(lease.lost.aborted).toBe(false);
+        await lease.release();
+        // The locker knew the key's node there: its node's create was refused (NO_NODE), and it made the key's node again.
+        const refused = creates.findIndex(([path, code]) => path.startsWith(`${keyNode}/`) && code === -101);
+        if (deleted && refused >= 0) {
+          expect(creates.slice(refused + 1).some(([path, code]) => path === keyNode && code === 0)).toBe(true);
+          break;
+        }
+      }
+    }
+    await locker.close();
     expect(await childrenOf(prefix)).toEqual([]);
   });
 
