@@ -1,5 +1,5 @@
 import type { ResolvedLockerOptions, ServerLockerOptions } from "../locker-options.js";
-import { resolveServerOptions, snapshotServerOptions } from "../locker-options.js";
+import { resolveSharedServerOptions, withDefaultPrefix } from "../lockers/shared-server-options.js";
 
 /**
  * Options of {@link EtcdLocker} (and its semaphore and read-write lockers). Every one is optional;
@@ -17,8 +17,6 @@ export interface ResolvedEtcdLockerOptions extends ResolvedLockerOptions {
   readonly prefix: string;
 }
 
-const OWN_OPTION_NAMES = ["backoff", "onLockLost"] as const satisfies ReadonlyArray<keyof EtcdLockerOptions>;
-
 /**
  * Extension commands in flight at once: keepalives of one lease are shared, so this only matters
  * for leases of several lengths (acquisitions with their own `expiry`).
@@ -26,10 +24,11 @@ const OWN_OPTION_NAMES = ["backoff", "onLockLost"] as const satisfies ReadonlyAr
 const SWEEP_CONCURRENCY = 4;
 
 /**
- * Validates `options` and fills in the defaults; each option is read exactly once. Throws
- * `InvalidArgumentError`.
+ * Validates `options` and fills in the defaults (`prefix`: `defaultPrefix` when given, else
+ * `"globallock:"`); each option is read exactly once. Throws `InvalidArgumentError`.
  */
-export function resolveEtcdOptions(options: unknown): ResolvedEtcdLockerOptions {
-  const snapshot = snapshotServerOptions(options, OWN_OPTION_NAMES);
-  return resolveServerOptions(snapshot, snapshot.prefix, SWEEP_CONCURRENCY);
+export function resolveEtcdOptions(options: unknown, defaultPrefix?: string): ResolvedEtcdLockerOptions {
+  // The locker reads the caller's bag as it is; a default prefix of its own is filled in on a copy.
+  const given = defaultPrefix === undefined ? options : withDefaultPrefix(options, defaultPrefix);
+  return resolveSharedServerOptions(given, SWEEP_CONCURRENCY);
 }

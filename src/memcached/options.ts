@@ -1,5 +1,5 @@
 import type { ResolvedLockerOptions, ServerLockerOptions } from "../locker-options.js";
-import { resolveServerOptions, snapshotServerOptions } from "../locker-options.js";
+import { resolveSharedServerOptions } from "../lockers/shared-server-options.js";
 
 /**
  * Options of {@link MemcachedLocker}: those of every locker, and `prefix`. Every one is optional;
@@ -21,8 +21,6 @@ export interface ResolvedMemcachedLockerOptions extends ResolvedLockerOptions {
   readonly prefix: string;
 }
 
-const OWN_OPTION_NAMES = ["backoff", "onLockLost"] as const satisfies ReadonlyArray<keyof MemcachedLockerOptions>;
-
 /** Extension calls in flight at once (each extends its batch one item at a time, concurrently). */
 const SWEEP_CONCURRENCY = 4;
 
@@ -31,6 +29,5 @@ const SWEEP_CONCURRENCY = 4;
  * `InvalidArgumentError`. (The prefix's characters are checked with the client's namespace.)
  */
 export function resolveMemcachedOptions(options: unknown): ResolvedMemcachedLockerOptions {
-  const snapshot = snapshotServerOptions(options, OWN_OPTION_NAMES);
-  return resolveServerOptions(snapshot, snapshot.prefix, SWEEP_CONCURRENCY);
+  return resolveSharedServerOptions(options, SWEEP_CONCURRENCY);
 }

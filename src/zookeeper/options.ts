@@ -1,7 +1,6 @@
 import { InvalidArgumentError } from "../errors.js";
-import { validateOptionsObject } from "../internal/validate.js";
 import type { ResolvedLockerOptions, ServerLockerOptions } from "../locker-options.js";
-import { resolveServerOptions, snapshotServerOptions } from "../locker-options.js";
+import { resolveSharedServerOptions, withDefaultPrefix } from "../lockers/shared-server-options.js";
 import { isRefusedUnit } from "./layout.js";
 
 /**
@@ -32,22 +31,19 @@ export interface ResolvedZooKeeperLockerOptions extends ResolvedLockerOptions {
 /** The default `prefix` of a {@link ZooKeeperLocker}. */
 export const ZOOKEEPER_PREFIX = "/globallock";
 
-const OWN_OPTION_NAMES = ["backoff", "onLockLost"] as const satisfies ReadonlyArray<keyof ZooKeeperLockerOptions>;
-
 /** Extension batches in flight at once (each is one `exists` per lease, sent together). */
 const SWEEP_CONCURRENCY = 4;
 
 /**
- * Validates `options` and fills in the defaults (`prefix`: `defaultPrefix`); each option is read
- * exactly once. Throws `InvalidArgumentError`.
+ * Validates `options` and fills in the defaults (`prefix`: `defaultPrefix`, by default the
+ * locker's {@link ZOOKEEPER_PREFIX}); each option is read exactly once. Throws
+ * `InvalidArgumentError`.
  */
-export function resolveZooKeeperOptions(options: unknown, defaultPrefix: string): ResolvedZooKeeperLockerOptions {
-  validateOptionsObject("options", options);
-  const given: ZooKeeperLockerOptions = { ...(options as ZooKeeperLockerOptions | undefined) };
-  if (given.prefix === undefined) given.prefix = defaultPrefix;
-  const snapshot = snapshotServerOptions(given, OWN_OPTION_NAMES);
-  checkPrefix(snapshot.prefix);
-  return resolveServerOptions(snapshot, snapshot.prefix, SWEEP_CONCURRENCY);
+export function resolveZooKeeperOptions(
+  options: unknown,
+  defaultPrefix = ZOOKEEPER_PREFIX,
+): ResolvedZooKeeperLockerOptions {
+  return resolveSharedServerOptions(withDefaultPrefix(options, defaultPrefix), SWEEP_CONCURRENCY, checkPrefix);
 }
 
 /** Throws an InvalidArgumentError naming `prefix` unless it is a ZooKeeper path the lockers may use. */
