@@ -1,15 +1,12 @@
-import { LockCore } from "../core/lock-core.js";
-import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkEtcd } from "../deployment/etcd.js";
 import { InvalidArgumentError } from "../errors.js";
-import { validateOptionsObject } from "../internal/validate.js";
-import { CoreLocker } from "../lockers/core-locker.js";
+import { type ClientStore, ClientStoreLocker } from "../lockers/client-store-lockers.js";
 import { etcdBackend } from "./etcd-backend.js";
 import { type EtcdLockerOptions, type ResolvedEtcdLockerOptions, resolveEtcdOptions } from "./options.js";
 import type { EtcdClient } from "./types.js";
 
 /** Checks the client argument of an etcd locker. */
-export function checkClient(client: unknown): asserts client is EtcdClient {
+function checkClient(client: unknown): void {
   const candidate = client as Partial<EtcdClient> | null | undefined;
   if (
     typeof candidate?.lease !== "function" ||
@@ -20,6 +17,15 @@ export function checkClient(client: unknown): asserts client is EtcdClient {
     throw new InvalidArgumentError("client", "an Etcd3 client of the etcd3 package", client);
   }
 }
+
+/** etcd, as its locker, semaphore and read-write locker are made from it. */
+export const ETCD_STORE: ClientStore<EtcdClient, ResolvedEtcdLockerOptions> = {
+  name: "etcd",
+  checkClient,
+  resolve: resolveEtcdOptions,
+  backend: etcdBackend,
+  checkDeployment: checkEtcd,
+};
 
 /**
  * A {@link Locker} on etcd, through an `Etcd3` client (npm `etcd3`) the caller creates, owns and
@@ -52,16 +58,12 @@ export function checkClient(client: unknown): asserts client is EtcdClient {
  *   are freed when the lease expires, at most `expiry` rounded up to seconds later; releases still
  *   work) and revokes a lease that carries none. It never closes the caller's client.
  */
-export class EtcdLocker extends CoreLocker<ResolvedEtcdLockerOptions> {
+export class EtcdLocker extends ClientStoreLocker<EtcdClient, ResolvedEtcdLockerOptions> {
   /**
    * @param client an `Etcd3` client (a namespaced one works too), created, owned and closed by the caller.
    * @param options see {@link EtcdLockerOptions}.
    */
   constructor(client: EtcdClient, options?: EtcdLockerOptions) {
-    checkClient(client);
-    validateOptionsObject("options", options);
-    const resolved = resolveEtcdOptions(options);
-    super(new LockCore(resolved, etcdBackend(client, resolved, 1)), "etcd-lock");
-    attachDeploymentCheck([this], () => checkEtcd(client));
+    super(ETCD_STORE, client, options);
   }
 }

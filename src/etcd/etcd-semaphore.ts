@@ -1,11 +1,6 @@
-import { attachDeploymentCheck } from "../deployment/check-deployment.js";
-import { checkEtcd } from "../deployment/etcd.js";
-import { InvalidArgumentError } from "../errors.js";
-import { validateOptionsObject } from "../internal/validate.js";
-import { CoreSemaphore } from "../lockers/core-semaphore.js";
-import { etcdBackend } from "./etcd-backend.js";
-import { checkClient } from "./etcd-locker.js";
-import { type EtcdLockerOptions, type ResolvedEtcdLockerOptions, resolveEtcdOptions } from "./options.js";
+import { ClientStoreSemaphore } from "../lockers/client-store-lockers.js";
+import { ETCD_STORE } from "./etcd-locker.js";
+import type { EtcdLockerOptions, ResolvedEtcdLockerOptions } from "./options.js";
 import type { EtcdClient } from "./types.js";
 
 /** Options of {@link EtcdSemaphore}: the locker's options plus the number of permits per key. */
@@ -32,27 +27,12 @@ export const ETCD_SEMAPHORE_PREFIX = "globallock:semaphore:";
  *   the waiter gives up, and freed with the lease if its process dies.
  * - `fencing: true` is an UnsupportedError unless `limit` is 1.
  */
-export class EtcdSemaphore extends CoreSemaphore<ResolvedEtcdLockerOptions> {
+export class EtcdSemaphore extends ClientStoreSemaphore<EtcdClient, ResolvedEtcdLockerOptions> {
   /**
    * @param client an `Etcd3` client, created, owned and closed by the caller.
    * @param options the locker's options (default prefix {@link ETCD_SEMAPHORE_PREFIX}) and `limit`.
    */
   constructor(client: EtcdClient, options: EtcdSemaphoreOptions) {
-    checkClient(client);
-    validateOptionsObject("options", options);
-    const { limit, ...rest } = (options ?? {}) as Partial<EtcdSemaphoreOptions>;
-    if (typeof limit !== "number" || !Number.isSafeInteger(limit) || limit < 1) {
-      throw new InvalidArgumentError("options.limit", "a safe integer >= 1 (permits per key)", limit);
-    }
-    const given: EtcdLockerOptions = { ...rest };
-    if (given.prefix === undefined) given.prefix = ETCD_SEMAPHORE_PREFIX;
-    const resolved = resolveEtcdOptions(given);
-    super(resolved, etcdBackend(client, resolved, limit), limit, "etcd-semaphore");
-    attachDeploymentCheck([this], () => checkEtcd(client));
-  }
-
-  /** @internal */
-  protected fencingRefusal(): string {
-    return `Fencing tokens need an exclusive grant; a semaphore with limit ${this.limit} shares its permits`;
+    super(ETCD_STORE, client, options, ETCD_SEMAPHORE_PREFIX);
   }
 }

@@ -1,19 +1,16 @@
-import { LockCore } from "../core/lock-core.js";
-import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkZooKeeper } from "../deployment/zookeeper.js";
 import { InvalidArgumentError } from "../errors.js";
-import { CoreLocker } from "../lockers/core-locker.js";
+import { type ClientStore, ClientStoreLocker } from "../lockers/client-store-lockers.js";
 import {
   type ResolvedZooKeeperLockerOptions,
   resolveZooKeeperOptions,
-  ZOOKEEPER_PREFIX,
   type ZooKeeperLockerOptions,
 } from "./options.js";
 import type { ZooKeeperClient } from "./types.js";
 import { zooKeeperBackend } from "./zookeeper-backend.js";
 
 /** Checks the client argument of a ZooKeeper locker. */
-export function checkClient(client: unknown): asserts client is ZooKeeperClient {
+function checkClient(client: unknown): void {
   const candidate = client as Partial<ZooKeeperClient> | null | undefined;
   const methods = ["create", "remove", "exists", "getChildren", "getData", "getSessionTimeout", "on"] as const;
   if (
@@ -24,6 +21,15 @@ export function checkClient(client: unknown): asserts client is ZooKeeperClient 
     throw new InvalidArgumentError("client", "a Client of the node-zookeeper-client package", client);
   }
 }
+
+/** ZooKeeper, as its locker, semaphore and read-write locker are made from it. */
+export const ZOOKEEPER_STORE: ClientStore<ZooKeeperClient, ResolvedZooKeeperLockerOptions> = {
+  name: "zookeeper",
+  checkClient,
+  resolve: resolveZooKeeperOptions,
+  backend: zooKeeperBackend,
+  checkDeployment: checkZooKeeper,
+};
 
 /**
  * A {@link Locker} on ZooKeeper, through a `Client` of `node-zookeeper-client` that the caller
@@ -50,15 +56,12 @@ export function checkClient(client: unknown): asserts client is ZooKeeperClient 
  *   lease runs out, as a dead holder's would, and are deleted then (the session lives on);
  *   releases still work.
  */
-export class ZooKeeperLocker extends CoreLocker<ResolvedZooKeeperLockerOptions> {
+export class ZooKeeperLocker extends ClientStoreLocker<ZooKeeperClient, ResolvedZooKeeperLockerOptions> {
   /**
    * @param client a `Client` of `node-zookeeper-client`, created, connected, owned and closed by the caller.
    * @param options see {@link ZooKeeperLockerOptions}.
    */
   constructor(client: ZooKeeperClient, options?: ZooKeeperLockerOptions) {
-    checkClient(client);
-    const resolved = resolveZooKeeperOptions(options, ZOOKEEPER_PREFIX);
-    super(new LockCore(resolved, zooKeeperBackend(client, resolved, 1)), "zookeeper-lock");
-    attachDeploymentCheck([this], () => checkZooKeeper(client));
+    super(ZOOKEEPER_STORE, client, options);
   }
 }

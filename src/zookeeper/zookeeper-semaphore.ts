@@ -1,16 +1,7 @@
-import { attachDeploymentCheck } from "../deployment/check-deployment.js";
-import { checkZooKeeper } from "../deployment/zookeeper.js";
-import { InvalidArgumentError } from "../errors.js";
-import { validateOptionsObject } from "../internal/validate.js";
-import { CoreSemaphore } from "../lockers/core-semaphore.js";
-import {
-  type ResolvedZooKeeperLockerOptions,
-  resolveZooKeeperOptions,
-  type ZooKeeperLockerOptions,
-} from "./options.js";
+import { ClientStoreSemaphore } from "../lockers/client-store-lockers.js";
+import type { ResolvedZooKeeperLockerOptions, ZooKeeperLockerOptions } from "./options.js";
 import type { ZooKeeperClient } from "./types.js";
-import { zooKeeperBackend } from "./zookeeper-backend.js";
-import { checkClient } from "./zookeeper-locker.js";
+import { ZOOKEEPER_STORE } from "./zookeeper-locker.js";
 
 /** Options of {@link ZooKeeperSemaphore}: the locker's options plus the number of permits per key. */
 export interface ZooKeeperSemaphoreOptions extends ZooKeeperLockerOptions {
@@ -36,25 +27,12 @@ export const ZOOKEEPER_SEMAPHORE_PREFIX = "/globallock-semaphores";
  *   limit-1 key), so a release wakes the waiters it can let in, not every waiter.
  * - `fencing: true` is an UnsupportedError unless `limit` is 1.
  */
-export class ZooKeeperSemaphore extends CoreSemaphore<ResolvedZooKeeperLockerOptions> {
+export class ZooKeeperSemaphore extends ClientStoreSemaphore<ZooKeeperClient, ResolvedZooKeeperLockerOptions> {
   /**
    * @param client a `Client` of `node-zookeeper-client`, created, connected, owned and closed by the caller.
    * @param options the locker's options (default prefix {@link ZOOKEEPER_SEMAPHORE_PREFIX}) and `limit`.
    */
   constructor(client: ZooKeeperClient, options: ZooKeeperSemaphoreOptions) {
-    checkClient(client);
-    validateOptionsObject("options", options);
-    const { limit, ...rest } = (options ?? {}) as Partial<ZooKeeperSemaphoreOptions>;
-    if (typeof limit !== "number" || !Number.isSafeInteger(limit) || limit < 1) {
-      throw new InvalidArgumentError("options.limit", "a safe integer >= 1 (permits per key)", limit);
-    }
-    const resolved = resolveZooKeeperOptions(rest, ZOOKEEPER_SEMAPHORE_PREFIX);
-    super(resolved, zooKeeperBackend(client, resolved, limit), limit, "zookeeper-semaphore");
-    attachDeploymentCheck([this], () => checkZooKeeper(client));
-  }
-
-  /** @internal */
-  protected fencingRefusal(): string {
-    return `Fencing tokens need an exclusive grant; a semaphore with limit ${this.limit} shares its permits`;
+    super(ZOOKEEPER_STORE, client, options, ZOOKEEPER_SEMAPHORE_PREFIX);
   }
 }
