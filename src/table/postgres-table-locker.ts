@@ -1,31 +1,13 @@
-import { LockCore } from "../core/lock-core.js";
-import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkPostgresTable } from "../deployment/table.js";
-import { CoreLocker } from "../lockers/core-locker.js";
-import { CoreSemaphore } from "../lockers/core-semaphore.js";
-import { CoreReadWriteLocker, READ_WRITE_PERMITS } from "../lockers/read-write-views.js";
 import type { PostgresPool } from "../postgres/types.js";
 import { checkPostgresPool } from "../sql/pool-checks.js";
-import { semaphoreFencingRefusal } from "../sql/semaphore-options.js";
-import type { ResolvedTableLockerOptions, TableLockerOptions } from "./options.js";
+import type { TableLockerOptions } from "./options.js";
 import { PostgresDialect } from "./postgres-dialect.js";
-import { tableBackend } from "./table-backend.js";
-import {
-  readWriteStore,
-  semaphoreParts,
-  TABLE_LOCK_PREFIX,
-  TABLE_READ_WRITE_PREFIX,
-  TABLE_SEMAPHORE_PREFIX,
-  type TableSemaphoreOptions,
-  tableKind,
-  tableParts,
-} from "./table-parts.js";
+import { poolStore, TableLocker, TableReadWriteLocker, TableSemaphore } from "./table-lockers.js";
+import type { TableSemaphoreOptions } from "./table-parts.js";
 
-/** The dialect of a `pg.Pool` (checked first: an InvalidArgumentError naming what was passed). */
-function dialectOf(pool: unknown): (table: string) => PostgresDialect {
-  checkPostgresPool(pool);
-  return (table) => new PostgresDialect(pool, table);
-}
+/** A `pg.Pool` (checked first: an InvalidArgumentError naming what was passed) as a table store. */
+const POSTGRES_TABLE = poolStore("postgres-table", checkPostgresPool, PostgresDialect, checkPostgresTable);
 
 /**
  * A {@link Locker} on a PostgreSQL lease table (Symfony's PdoStore), through a `pg.Pool` the
@@ -61,15 +43,13 @@ function dialectOf(pool: unknown): (table: string) => PostgresDialect {
  * - **Close.** `close()` rejects waiters and stops extending; held rows expire within `expiry`
  *   unless released (releases still work). It never ends the caller's pool.
  */
-export class PostgresTableLocker extends CoreLocker<ResolvedTableLockerOptions> {
+export class PostgresTableLocker extends TableLocker<PostgresPool, PostgresDialect> {
   /**
    * @param pool a `pg.Pool` (or anything with its `connect()`), created, owned and ended by the caller.
    * @param options see {@link TableLockerOptions}.
    */
   constructor(pool: PostgresPool, options?: TableLockerOptions) {
-    const { resolved, dialect } = tableParts(options, TABLE_LOCK_PREFIX, dialectOf(pool));
-    super(new LockCore(resolved, tableBackend(dialect, resolved, 1)), tableKind("postgres-table", "lock"));
-    attachDeploymentCheck([this], () => checkPostgresTable(pool));
+    super(POSTGRES_TABLE, pool, options);
   }
 }
 
@@ -80,22 +60,13 @@ export class PostgresTableLocker extends CoreLocker<ResolvedTableLockerOptions> 
  * are served in arrival order and a heavy one is never overtaken by lighter ones behind it.
  * `fencing: true` is an UnsupportedError unless `limit` is 1.
  */
-export class PostgresTableSemaphore extends CoreSemaphore<ResolvedTableLockerOptions> {
+export class PostgresTableSemaphore extends TableSemaphore<PostgresPool, PostgresDialect> {
   /**
    * @param pool a `pg.Pool`, created, owned and ended by the caller.
    * @param options the locker's options (default prefix `"globallock:semaphore:"`) and `limit`.
    */
   constructor(pool: PostgresPool, options: TableSemaphoreOptions) {
-    const makeDialect = dialectOf(pool);
-    const { limit, rest } = semaphoreParts(options);
-    const { resolved, dialect } = tableParts(rest, TABLE_SEMAPHORE_PREFIX, makeDialect);
-    super(resolved, tableBackend(dialect, resolved, limit), limit, tableKind("postgres-table", "semaphore"));
-    attachDeploymentCheck([this], () => checkPostgresTable(pool));
-  }
-
-  /** @internal */
-  protected fencingRefusal(): string {
-    return semaphoreFencingRefusal(this.limit);
+    super(POSTGRES_TABLE, pool, options);
   }
 }
 
@@ -105,14 +76,12 @@ export class PostgresTableSemaphore extends CoreSemaphore<ResolvedTableLockerOpt
  * readers queued before a writer get in together before it, readers arriving after a waiting
  * writer wait behind it. Write leases can carry fencing tokens. Closing either view closes both.
  */
-export class PostgresTableReadWriteLocker extends CoreReadWriteLocker<ResolvedTableLockerOptions> {
+export class PostgresTableReadWriteLocker extends TableReadWriteLocker<PostgresPool, PostgresDialect> {
   /**
    * @param pool a `pg.Pool`, created, owned and ended by the caller.
    * @param options see {@link TableLockerOptions} (default prefix `"globallock:rw:"`).
    */
   constructor(pool: PostgresPool, options?: TableLockerOptions) {
-    const { resolved, dialect } = tableParts(options, TABLE_READ_WRITE_PREFIX, dialectOf(pool));
-    super(resolved, tableBackend(dialect, resolved, READ_WRITE_PERMITS), readWriteStore("postgres-table"));
-    attachDeploymentCheck([this, this.read, this.write], () => checkPostgresTable(pool));
+    super(POSTGRES_TABLE, pool, options);
   }
 }

@@ -1,36 +1,25 @@
-import { LockCore } from "../core/lock-core.js";
-import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkSqlite } from "../deployment/sqlite.js";
 import { InvalidArgumentError } from "../errors.js";
-import { CoreLocker } from "../lockers/core-locker.js";
-import { CoreSemaphore } from "../lockers/core-semaphore.js";
-import { CoreReadWriteLocker, READ_WRITE_PERMITS } from "../lockers/read-write-views.js";
-import { semaphoreFencingRefusal } from "../sql/semaphore-options.js";
-import type { ResolvedTableLockerOptions, TableLockerOptions } from "./options.js";
+import type { TableLockerOptions } from "./options.js";
 import { type SqliteDatabase, SqliteDialect } from "./sqlite-dialect.js";
-import { tableBackend } from "./table-backend.js";
-import {
-  readWriteStore,
-  semaphoreParts,
-  TABLE_LOCK_PREFIX,
-  TABLE_READ_WRITE_PREFIX,
-  TABLE_SEMAPHORE_PREFIX,
-  type TableSemaphoreOptions,
-  tableKind,
-  tableParts,
-} from "./table-parts.js";
+import { TableLocker, TableReadWriteLocker, TableSemaphore, type TableStoreSpec } from "./table-lockers.js";
+import type { TableSemaphoreOptions } from "./table-parts.js";
 
-/** The dialect of a database or a path (checked first: an InvalidArgumentError naming what was passed). */
-function dialectOf(db: unknown): (table: string) => SqliteDialect {
-  const given = db as Partial<SqliteDatabase> | null | undefined;
-  if (typeof db !== "string" && (typeof given?.prepare !== "function" || typeof given.exec !== "function")) {
-    throw new InvalidArgumentError("db", "a better-sqlite3 Database or a file path", db);
-  }
-  if (db === "" || db === ":memory:") {
-    throw new InvalidArgumentError("db", "a file path (a database in memory is one connection's only)", db);
-  }
-  return (table) => new SqliteDialect(db as SqliteDatabase | string, table);
-}
+/** A database or a path (checked first: an InvalidArgumentError naming what was passed) as a table store. */
+const SQLITE: TableStoreSpec<SqliteDatabase | string, SqliteDialect> = {
+  name: "sqlite",
+  dialectOf(db) {
+    const given = db as Partial<SqliteDatabase> | null | undefined;
+    if (typeof db !== "string" && (typeof given?.prepare !== "function" || typeof given.exec !== "function")) {
+      throw new InvalidArgumentError("db", "a better-sqlite3 Database or a file path", db);
+    }
+    if (db === "" || db === ":memory:") {
+      throw new InvalidArgumentError("db", "a file path (a database in memory is one connection's only)", db);
+    }
+    return (table) => new SqliteDialect(db as SqliteDatabase | string, table);
+  },
+  check: (db, dialect) => checkSqlite(db, () => dialect.connection),
+};
 
 /**
  * A {@link Locker} on an SQLite lease table, shared by every process of this host that opens the
@@ -47,15 +36,13 @@ function dialectOf(db: unknown): (table: string) => SqliteDialect {
  * that long: open it with `{ timeout: 10 }`. The clock is this host's wall clock (`'now'` in SQL),
  * which every process on the host shares; a step of the clock moves every expiry with it.
  */
-export class SqliteLocker extends CoreLocker<ResolvedTableLockerOptions> {
+export class SqliteLocker extends TableLocker<SqliteDatabase | string, SqliteDialect> {
   /**
    * @param db a `better-sqlite3` Database (yours to close), or the path of the database file.
    * @param options see {@link TableLockerOptions}.
    */
   constructor(db: SqliteDatabase | string, options?: TableLockerOptions) {
-    const { resolved, dialect } = tableParts(options, TABLE_LOCK_PREFIX, dialectOf(db));
-    super(new LockCore(resolved, tableBackend(dialect, resolved, 1)), tableKind("sqlite", "lock"));
-    attachDeploymentCheck([this], () => checkSqlite(db, () => dialect.connection));
+    super(SQLITE, db, options);
   }
 }
 
@@ -64,22 +51,13 @@ export class SqliteLocker extends CoreLocker<ResolvedTableLockerOptions> {
  * `PostgresTableSemaphore`): at most `limit` permits of a key at once, waiters served in arrival
  * order across processes. `fencing: true` is an UnsupportedError unless `limit` is 1.
  */
-export class SqliteSemaphore extends CoreSemaphore<ResolvedTableLockerOptions> {
+export class SqliteSemaphore extends TableSemaphore<SqliteDatabase | string, SqliteDialect> {
   /**
    * @param db a `better-sqlite3` Database (yours to close), or the path of the database file.
    * @param options the locker's options (default prefix `"globallock:semaphore:"`) and `limit`.
    */
   constructor(db: SqliteDatabase | string, options: TableSemaphoreOptions) {
-    const makeDialect = dialectOf(db);
-    const { limit, rest } = semaphoreParts(options);
-    const { resolved, dialect } = tableParts(rest, TABLE_SEMAPHORE_PREFIX, makeDialect);
-    super(resolved, tableBackend(dialect, resolved, limit), limit, tableKind("sqlite", "semaphore"));
-    attachDeploymentCheck([this], () => checkSqlite(db, () => dialect.connection));
-  }
-
-  /** @internal */
-  protected fencingRefusal(): string {
-    return semaphoreFencingRefusal(this.limit);
+    super(SQLITE, db, options);
   }
 }
 
@@ -89,14 +67,12 @@ export class SqliteSemaphore extends CoreSemaphore<ResolvedTableLockerOptions> {
  * the readers that came after it. Write leases can carry fencing tokens. Closing either view
  * closes both.
  */
-export class SqliteReadWriteLocker extends CoreReadWriteLocker<ResolvedTableLockerOptions> {
+export class SqliteReadWriteLocker extends TableReadWriteLocker<SqliteDatabase | string, SqliteDialect> {
   /**
    * @param db a `better-sqlite3` Database (yours to close), or the path of the database file.
    * @param options see {@link TableLockerOptions} (default prefix `"globallock:rw:"`).
    */
   constructor(db: SqliteDatabase | string, options?: TableLockerOptions) {
-    const { resolved, dialect } = tableParts(options, TABLE_READ_WRITE_PREFIX, dialectOf(db));
-    super(resolved, tableBackend(dialect, resolved, READ_WRITE_PERMITS), readWriteStore("sqlite"));
-    attachDeploymentCheck([this, this.read, this.write], () => checkSqlite(db, () => dialect.connection));
+    super(SQLITE, db, options);
   }
 }
