@@ -1,5 +1,6 @@
 import type { ReleaseWatcher } from "../core/backend.js";
 import { withTimeout } from "../internal/sleep.js";
+import type { ClosingHost } from "../sql/watcher-host.js";
 import { lockName } from "./keys.js";
 import { checkOut, isStatementError } from "./session.js";
 import type { MySqlPool, MySqlPoolConnection } from "./types.js";
@@ -29,7 +30,7 @@ export function roomName(name: string): string {
 type Verdict = "retry" | "acquired" | "cancelled" | "no answer";
 
 /** What a {@link ProbeWatcher} needs of its backend. */
-export interface ProbeWatcherHost {
+export interface ProbeWatcherHost extends ClosingHost {
   readonly pool: MySqlPool;
   /** How long to wait for a pool connection, in ms. */
   readonly connectTimeout: number;
@@ -41,10 +42,6 @@ export interface ProbeWatcherHost {
   released(resource: string): void;
   /** Cancels the statement running on connection `id` (`KILL QUERY`); false when it could not. */
   cancel(id: number): Promise<boolean>;
-  /** True once the locker closes: no new probe starts. */
-  closing(): boolean;
-  /** The backend's own close (see `ReleaseWatcher.close`). */
-  close(): Promise<void>;
   /**
    * The `GET_LOCK` name a probe of `resource` waits for, asked again before each wait (default: the
    * key's lock name). A probe whose name changed leaves the waiting room of the old one first.

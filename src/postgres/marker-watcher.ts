@@ -1,18 +1,15 @@
 import type { ReleaseWatcher } from "../core/backend.js";
+import type { ClosingHost } from "../sql/watcher-host.js";
 import { lockId, markerOf } from "./keys.js";
 import type { Session } from "./session.js";
 import { MARK, UNMARK } from "./statements.js";
 
 /** What a {@link MarkerWatcher} needs of its backend. */
-export interface MarkerWatcherHost {
+export interface MarkerWatcherHost extends ClosingHost {
   /** The backend's live session, if any. */
   current(): Session | undefined;
   /** The live session, opened if there is none. */
   connect(resource: string): Promise<Session>;
-  /** True once the locker closes: no new marker is taken. */
-  closing(): boolean;
-  /** The backend's own close (see `ReleaseWatcher.close`). */
-  close(): Promise<void>;
   /** The first watcher of `resource` here arrived. */
   firstWatcher?(resource: string): void;
   /** The last watcher of `resource` here left. */
