@@ -1,6 +1,7 @@
 import type { MySqlPool, MySqlPoolConnection } from "../mysql/types.js";
-import { type Cancel, cancelledError, type TableDialect } from "./dialect.js";
-import type { Answers, Plan, Step } from "./plans.js";
+import type { TableDialect } from "./dialect.js";
+import type { Answers, Step } from "./plans.js";
+import { type PoolDriver, PooledDialect } from "./pooled-dialect.js";
 import { escapeLike, keyRows } from "./postgres-dialect.js";
 
 /**
@@ -8,9 +9,6 @@ import { escapeLike, keyRows } from "./postgres-dialect.js";
  * in UTC, so no time zone or daylight-saving change moves it).
  */
 const NOW = "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)";
-
-/** How often a transaction InnoDB aborted (deadlock, lock wait timeout) is run again. */
-const RETRIES = 3;
 
 /** What `query` answers for a write. */
 interface WriteResult {
@@ -26,63 +24,20 @@ interface WriteResult {
  * unexpired row first, then an expired one. The key's lock row in `<table>_keys` is locked by an
  * upsert and deleted after a release that left the key empty.
  */
-export class MySqlDialect implements TableDialect {
+export class MySqlDialect extends PooledDialect<MySqlPool, MySqlPoolConnection> implements TableDialect {
   readonly kind = "mysql";
-  readonly database: MySqlPool;
   readonly #leases: string;
   readonly #keys: string;
   readonly #table: string;
 
   constructor(pool: MySqlPool, table: string) {
-    this.database = pool;
+    super(pool, MYSQL_POOL);
     this.#table = table;
     this.#leases = `\`${table}\``;
     this.#keys = `\`${table}_keys\``;
   }
 
-  async run<T>(plan: () => Plan<T>, transactional: boolean, cancel: Cancel): Promise<T> {
-    for (let round = 1; ; round++) {
-      const connection = await this.database.getConnection();
-      // A socket error between two statements would otherwise be an unhandled 'error' event.
-      connection.connection.on("error", ignore);
-      let destroyed = false;
-      const destroy = (): void => {
-        if (destroyed) return;
-        destroyed = true;
-        connection.destroy();
-      };
-      cancel.onCancel = destroy;
-      try {
-        if (cancel.cancelled) throw cancelledError();
-        if (transactional) await connection.query("START TRANSACTION");
-        const steps = plan();
-        let next = steps.next();
-        while (!next.done) next = steps.next(await this.#step(connection, next.value));
-        if (transactional) await connection.query("COMMIT");
-        cancel.onCancel = undefined;
-        if (!destroyed) {
-          connection.connection.removeListener("error", ignore);
-          connection.release();
-        }
-        return next.value;
-      } catch (error) {
-        cancel.onCancel = undefined;
-        if (!destroyed) {
-          const usable = isStatementError(error) && (!transactional || (await rollBack(connection)));
-          if (usable) {
-            connection.connection.removeListener("error", ignore);
-            connection.release();
-          } else destroy();
-        }
-        if (round <= RETRIES && !cancel.cancelled && isRetryable(error)) continue;
-        throw error;
-      }
-    }
-  }
-
-  close(): void {}
-
-  async #step(connection: MySqlPoolConnection, step: Step): Promise<Answers[Step["op"]]> {
+  protected async step(connection: MySqlPoolConnection, step: Step): Promise<Answers[Step["op"]]> {
     const leases = this.#leases;
     const read = async (sql: string, values: unknown[]): Promise<Array<Record<string, unknown>>> =>
       (await connection.query(sql, values))[0] as Array<Record<string, unknown>>;
@@ -173,15 +128,6 @@ export class MySqlDialect implements TableDialect {
   }
 }
 
-async function rollBack(connection: MySqlPoolConnection): Promise<boolean> {
-  try {
-    await connection.query("ROLLBACK");
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** An error the server answered (it has an errno and a SQL state): the connection is fine. */
 function isStatementError(error: unknown): boolean {
   const { errno, sqlState, fatal } = error as { errno?: unknown; sqlState?: unknown; fatal?: unknown };
@@ -194,4 +140,14 @@ function isRetryable(error: unknown): boolean {
   return errno === 1213 || errno === 1205;
 }
 
-function ignore(): void {}
+/** How a plan runs on a `mysql2/promise` pool. */
+const MYSQL_POOL: PoolDriver<MySqlPool, MySqlPoolConnection> = {
+  begin: "START TRANSACTION",
+  connect: (pool) => pool.getConnection(),
+  events: (connection) => connection.connection,
+  query: (connection, sql) => connection.query(sql),
+  release: (connection) => connection.release(),
+  destroy: (connection) => connection.destroy(),
+  isStatementError,
+  isRetryable,
+};

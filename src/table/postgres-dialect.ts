@@ -1,6 +1,7 @@
 import type { PostgresPool, PostgresPoolClient } from "../postgres/types.js";
-import { type Cancel, cancelledError, type TableDialect } from "./dialect.js";
-import type { Answers, KeyRows, Plan, Step } from "./plans.js";
+import type { TableDialect } from "./dialect.js";
+import type { Answers, KeyRows, Step } from "./plans.js";
+import { type PoolDriver, PooledDialect } from "./pooled-dialect.js";
 
 /**
  * The server's clock in ms, read once per statement: `statement_timestamp()` is when the statement
@@ -8,9 +9,6 @@ import type { Answers, KeyRows, Plan, Step } from "./plans.js";
  * the key's lock reads a time after every write of the key committed before it.
  */
 const NOW = "(extract(epoch from statement_timestamp()) * 1000)::bigint";
-
-/** How often a transaction PostgreSQL aborted (deadlock, serialization failure) is run again. */
-const RETRIES = 3;
 
 /** What an answered row looks like (bigints arrive as strings, or as the caller's pool parses them). */
 type Row = Record<string, unknown>;
@@ -22,9 +20,8 @@ type Row = Record<string, unknown>;
  * (locks the row without writing it) and dropped by a release that leaves the key empty, unless an
  * attempt has it locked (`SKIP LOCKED`: a release never waits for an attempt).
  */
-export class PostgresDialect implements TableDialect {
+export class PostgresDialect extends PooledDialect<PostgresPool, PostgresPoolClient> implements TableDialect {
   readonly kind = "postgres";
-  readonly database: PostgresPool;
   readonly #sql: Readonly<Record<Step["op"], string>>;
   /** Whether the tables and the index exist (one statement), and their quoted names. */
   readonly #present =
@@ -32,7 +29,7 @@ export class PostgresDialect implements TableDialect {
   readonly #relations: readonly string[];
 
   constructor(pool: PostgresPool, table: string) {
-    this.database = pool;
+    super(pool, POSTGRES_POOL);
     const leases = `"${table}"`;
     const keys = `"${table}_keys"`;
     this.#relations = [leases, keys, `"${table}_name"`];
@@ -64,64 +61,11 @@ export class PostgresDialect implements TableDialect {
     };
   }
 
-  async run<T>(plan: () => Plan<T>, transactional: boolean, cancel: Cancel): Promise<T> {
-    for (let round = 1; ; round++) {
-      const client = await this.database.connect();
-      // A socket error between two statements would otherwise be an unhandled 'error' event. A
-      // client destroyed keeps the listener: its socket may still report one.
-      client.on("error", ignore);
-      let destroyed = false;
-      const destroy = (cause: Error): void => {
-        if (destroyed) return;
-        destroyed = true;
-        client.release(cause);
-      };
-      cancel.onCancel = () => destroy(cancelledError());
-      try {
-        if (cancel.cancelled) throw cancelledError();
-        if (transactional) await this.#query(client, "BEGIN", []);
-        const steps = plan();
-        let next = steps.next();
-        while (!next.done) next = steps.next(await this.#step(client, next.value));
-        if (transactional) await this.#query(client, "COMMIT", []);
-        cancel.onCancel = undefined;
-        if (!destroyed) {
-          client.removeListener("error", ignore);
-          client.release();
-        }
-        return next.value;
-      } catch (error) {
-        cancel.onCancel = undefined;
-        if (!destroyed) {
-          // A statement that failed leaves the connection usable; anything else ends it.
-          const usable = isStatementError(error) && (!transactional || (await this.#rollBack(client)));
-          if (usable) {
-            client.removeListener("error", ignore);
-            client.release();
-          } else destroy(error instanceof Error ? error : new Error(String(error)));
-        }
-        if (round <= RETRIES && !cancel.cancelled && isRetryable(error)) continue;
-        throw error;
-      }
-    }
-  }
-
-  close(): void {}
-
-  async #rollBack(client: PostgresPoolClient): Promise<boolean> {
-    try {
-      await this.#query(client, "ROLLBACK", []);
-      return true;
-    } catch {
-      return false;
-    }
-  }
-
   #query(client: PostgresPoolClient, text: string, values: unknown[]): Promise<Row[]> {
     return client.query({ text, values }).then((result) => result.rows as Row[]);
   }
 
-  async #step(client: PostgresPoolClient, step: Step): Promise<Answers[Step["op"]]> {
+  protected async step(client: PostgresPoolClient, step: Step): Promise<Answers[Step["op"]]> {
     const text = this.#sql[step.op];
     switch (step.op) {
       case "create":
@@ -208,4 +152,14 @@ function isCreateRace(error: unknown): boolean {
   return code === "23505" || code === "42P07";
 }
 
-function ignore(): void {}
+/** How a plan runs on a `pg.Pool`: every statement unnamed, so a transaction pooler passes it. */
+const POSTGRES_POOL: PoolDriver<PostgresPool, PostgresPoolClient> = {
+  begin: "BEGIN",
+  connect: (pool) => pool.connect(),
+  events: (client) => client,
+  query: (client, text) => client.query({ text, values: [] }),
+  release: (client) => client.release(),
+  destroy: (client, cause) => client.release(cause),
+  isStatementError,
+  isRetryable,
+};
