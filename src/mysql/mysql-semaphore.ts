@@ -1,8 +1,6 @@
-import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkMySql } from "../deployment/mysql.js";
-import { CoreSemaphore } from "../lockers/core-semaphore.js";
 import { checkMySqlPool } from "../sql/pool-checks.js";
-import { semaphoreFencingRefusal, semaphoreOptions } from "../sql/semaphore-options.js";
+import { SessionSemaphore, type SessionSemaphoreStore } from "../sql/session-semaphore.js";
 // Referenced from doc comments only.
 import type { MySqlLocker } from "./mysql-locker.js";
 import { type MySqlLockerOptions, type ResolvedMySqlLockerOptions, resolveMySqlOptions } from "./options.js";
@@ -28,6 +26,17 @@ export const MYSQL_SEMAPHORE_PREFIX = "globallock:semaphore:";
  */
 export const MAX_MYSQL_PERMITS = 500;
 
+/** How {@link MySqlSemaphore} is made (see `SessionSemaphore`). */
+const MYSQL_SEMAPHORES: SessionSemaphoreStore<MySqlPool, ResolvedMySqlLockerOptions> = {
+  kind: "mysql-semaphore",
+  most: MAX_MYSQL_PERMITS,
+  prefix: MYSQL_SEMAPHORE_PREFIX,
+  checkPool: checkMySqlPool,
+  resolve: resolveMySqlOptions,
+  backend: mySqlSemaphoreBackend,
+  check: checkMySql,
+};
+
 /**
  * A counting semaphore on MySQL (8.0 and later) or MariaDB (10.2.2 and later) user-level locks: at
  * most `limit` permits of a key are held at once, across every process using the same server. A
@@ -48,22 +57,13 @@ export const MAX_MYSQL_PERMITS = 500;
  *   the fencing table is bumped while the slot is held.
  * - `handOff`/`adopt` are unsupported (a lock belongs to its connection).
  */
-export class MySqlSemaphore extends CoreSemaphore<ResolvedMySqlLockerOptions> {
+export class MySqlSemaphore extends SessionSemaphore<MySqlPool, ResolvedMySqlLockerOptions> {
   /**
    * @param pool a `mysql2/promise` `Pool`, created, owned and ended by the caller. The semaphore
    *   checks one connection out of it, and one more per key it waits for (`watchConnections`).
    * @param options the locker's options (default prefix {@link MYSQL_SEMAPHORE_PREFIX}) and `limit`.
    */
   constructor(pool: MySqlPool, options: MySqlSemaphoreOptions) {
-    checkMySqlPool(pool);
-    const { limit, given } = semaphoreOptions<MySqlLockerOptions>(options, MAX_MYSQL_PERMITS, MYSQL_SEMAPHORE_PREFIX);
-    const resolved = resolveMySqlOptions(given);
-    super(resolved, mySqlSemaphoreBackend(pool, resolved, limit), limit, "mysql-semaphore");
-    attachDeploymentCheck([this], () => checkMySql(pool));
-  }
-
-  /** @internal */
-  protected fencingRefusal(): string {
-    return semaphoreFencingRefusal(this.limit);
+    super(pool, options, MYSQL_SEMAPHORES);
   }
 }

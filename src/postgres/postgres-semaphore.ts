@@ -1,8 +1,6 @@
-import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkPostgres } from "../deployment/postgres.js";
-import { CoreSemaphore } from "../lockers/core-semaphore.js";
 import { checkPostgresPool } from "../sql/pool-checks.js";
-import { semaphoreFencingRefusal, semaphoreOptions } from "../sql/semaphore-options.js";
+import { SessionSemaphore, type SessionSemaphoreStore } from "../sql/session-semaphore.js";
 import { type PostgresLockerOptions, type ResolvedPostgresLockerOptions, resolvePostgresOptions } from "./options.js";
 // Referenced from doc comments only.
 import type { PostgresLocker } from "./postgres-locker.js";
@@ -28,6 +26,17 @@ export const POSTGRES_SEMAPHORE_PREFIX = "globallock:semaphore:";
  */
 export const MAX_POSTGRES_PERMITS = 10_000;
 
+/** How {@link PostgresSemaphore} is made (see `SessionSemaphore`). */
+const POSTGRES_SEMAPHORES: SessionSemaphoreStore<PostgresPool, ResolvedPostgresLockerOptions> = {
+  kind: "postgres-semaphore",
+  most: MAX_POSTGRES_PERMITS,
+  prefix: POSTGRES_SEMAPHORE_PREFIX,
+  checkPool: checkPostgresPool,
+  resolve: resolvePostgresOptions,
+  backend: postgresSemaphoreBackend,
+  check: checkPostgres,
+};
+
 /**
  * A counting semaphore on PostgreSQL session advisory locks: at most `limit` permits of a key are
  * held at once, across every process using the same database. Advisory locks cannot count, so a
@@ -47,26 +56,13 @@ export const MAX_POSTGRES_PERMITS = 10_000;
  * - **Limits.** `limit` at most {@link MAX_POSTGRES_PERMITS}: each permit held is one entry of the
  *   server's shared lock table. `handOff`/`adopt` are unsupported (a lock belongs to its session).
  */
-export class PostgresSemaphore extends CoreSemaphore<ResolvedPostgresLockerOptions> {
+export class PostgresSemaphore extends SessionSemaphore<PostgresPool, ResolvedPostgresLockerOptions> {
   /**
    * @param pool a `pg.Pool`, created, owned and ended by the caller (the semaphore checks one
    *   connection out of it; `waitingRooms` does not apply).
    * @param options the locker's options (default prefix {@link POSTGRES_SEMAPHORE_PREFIX}) and `limit`.
    */
   constructor(pool: PostgresPool, options: PostgresSemaphoreOptions) {
-    checkPostgresPool(pool);
-    const { limit, given } = semaphoreOptions<PostgresLockerOptions>(
-      options,
-      MAX_POSTGRES_PERMITS,
-      POSTGRES_SEMAPHORE_PREFIX,
-    );
-    const resolved = resolvePostgresOptions(given);
-    super(resolved, postgresSemaphoreBackend(pool, resolved, limit), limit, "postgres-semaphore");
-    attachDeploymentCheck([this], () => checkPostgres(pool));
-  }
-
-  /** @internal */
-  protected fencingRefusal(): string {
-    return semaphoreFencingRefusal(this.limit);
+    super(pool, options, POSTGRES_SEMAPHORES);
   }
 }
