@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from "../errors.js";
 import { optionalBoolean } from "../internal/validate.js";
 import type { ResolvedLockerOptions, ServerLockerOptions } from "../locker-options.js";
-import { resolveBackoff, resolveOnLockLost, snapshotServerOptions } from "../locker-options.js";
+import { resolveServerOptions, snapshotServerOptions } from "../locker-options.js";
 import { sqlName } from "../sql/sql-name.js";
 
 /**
@@ -58,31 +58,18 @@ const SWEEP_CONCURRENCY = 4;
  */
 export function resolveTableOptions(options: unknown, defaultPrefix: string): ResolvedTableLockerOptions {
   const snapshot = snapshotServerOptions(options, OWN_OPTION_NAMES);
-  const { given, expiry, operationTimeout, owner } = snapshot;
-  const prefix = given.prefix === undefined ? defaultPrefix : snapshot.prefix;
+  const prefix = snapshot.given.prefix === undefined ? defaultPrefix : snapshot.prefix;
   if (Buffer.byteLength(prefix, "utf8") > MAX_PREFIX_BYTES) {
     throw new InvalidArgumentError("options.prefix", `a string of at most ${MAX_PREFIX_BYTES} UTF-8 bytes`, prefix);
   }
-  const [backoffMin, backoffMax] = resolveBackoff(given.backoff, expiry);
+  const server = resolveServerOptions(snapshot, prefix, SWEEP_CONCURRENCY);
   const table = sqlName(
     "options.table",
-    given.table,
+    snapshot.given.table,
     DEFAULT_TABLE,
     IDENTIFIER,
     "a plain SQL identifier (a letter or _, then letters, digits or _, at most 48 characters)",
   );
-  const createTable = optionalBoolean("options.createTable", given.createTable, true);
-  const onLockLost = resolveOnLockLost(given.onLockLost);
-  return {
-    expiry,
-    prefix,
-    operationTimeout,
-    owner,
-    backoffMin,
-    backoffMax,
-    onLockLost,
-    sweepConcurrency: SWEEP_CONCURRENCY,
-    table,
-    createTable,
-  };
+  const createTable = optionalBoolean("options.createTable", snapshot.given.createTable, true);
+  return { ...server, table, createTable };
 }

@@ -17,6 +17,14 @@ export interface LeaseRow {
   readonly expiresAt: number;
 }
 
+/** A row to insert, but for its expiry: the key's name (prefix and key), and the lease's token, owner and weight. */
+export interface NewRow {
+  readonly name: string;
+  readonly token: string;
+  readonly owner: string;
+  readonly weight: number;
+}
+
 /** A key's rows, oldest first (expired ones too), and the server's clock when they were read. */
 export interface KeyRows {
   readonly now: number;
@@ -32,14 +40,7 @@ export type Step =
   /** The key's rows, and the clock. */
   | { readonly op: "rows"; readonly name: string }
   /** Insert a row that expires `ttl` ms from now; answers its id. */
-  | {
-      readonly op: "insert";
-      readonly name: string;
-      readonly token: string;
-      readonly owner: string;
-      readonly weight: number;
-      readonly ttl: number;
-    }
+  | ({ readonly op: "insert"; readonly ttl: number } & NewRow)
   /** Set the rows of `tokens` that have not expired to expire `ttl` ms from now; answers the tokens set. */
   | { readonly op: "renew"; readonly tokens: readonly string[]; readonly ttl: number }
   /** Delete the rows of `tokens` that have expired; answers how many. */
@@ -89,13 +90,8 @@ export function one<S extends Step>(step: S): () => Plan<Answers[S["op"]]> {
   return () => ask(step);
 }
 
-/** One attempt to take `weight` permits of `name`, as the backend asks it. */
-export interface AttemptTerms {
-  readonly name: string;
-  /** The token of a new row. */
-  readonly token: string;
-  readonly owner: string;
-  readonly weight: number;
+/** One attempt to take `weight` permits of `name`, as the backend asks it: the row it may insert, and how. */
+export interface AttemptTerms extends NewRow {
   readonly limit: number;
   /** The lease length, in ms. */
   readonly duration: number;
