@@ -27,6 +27,37 @@ export function networkFileSystem(type: number): string | undefined {
   return NETWORK_FILE_SYSTEMS.get(type);
 }
 
+/** What a store's files on a network file system cost, in the finding's words (see {@link onNetworkFileSystem}). */
+export interface NetworkFileSystemCost {
+  /** The finding's code. */
+  readonly code: string;
+  /** The files, as the message names them (`"The lock directory /var/lock/x"`). */
+  readonly files: string;
+  /** What holds between the processes of one host only. */
+  readonly oneHost: string;
+  /** What a FUSE file system may not keep. */
+  readonly fuseMayNotKeep: string;
+  /** What to change. */
+  readonly fix: string;
+}
+
+/**
+ * The finding of a store's files on `network` (see {@link networkFileSystem}): an error, or a
+ * warning for FUSE, which may be local after all.
+ */
+export function onNetworkFileSystem(network: string, cost: NetworkFileSystemCost): Finding {
+  const fuse = network === "FUSE";
+  const across = fuse
+    ? `a FUSE file system may not keep ${cost.fuseMayNotKeep} or be local`
+    : "a network file system does not keep them across hosts";
+  return finding(
+    fuse ? "warning" : "error",
+    cost.code,
+    `${cost.files} is on ${network}: ${cost.oneHost}, and ${across}`,
+    cost.fix,
+  );
+}
+
 /**
  * The findings of a FileLocker's lock directory: on a network file system (a lock there is only
  * as good as its caching and its holders' pids, which mean nothing on another host), or readable
@@ -49,12 +80,14 @@ export async function checkFiles(directory: string): Promise<Finding[]> {
   const network = info === undefined ? undefined : networkFileSystem(info.type);
   if (network !== undefined) {
     found.push(
-      finding(
-        network === "FUSE" ? "warning" : "error",
-        "file-network-filesystem",
-        `The lock directory ${directory} is on ${network}: FileLocker's locks are for the processes of one host (an atomic rename, a holder judged alive by its pid), and ${network === "FUSE" ? "a FUSE file system may not keep rename atomic or be local" : "a network file system does not keep them across hosts"}`,
-        "Keep the lock directory on a local file system (tmpfs, ext4, xfs…); across hosts, use Redis, PostgreSQL or etcd",
-      ),
+      onNetworkFileSystem(network, {
+        code: "file-network-filesystem",
+        files: `The lock directory ${directory}`,
+        oneHost:
+          "FileLocker's locks are for the processes of one host (an atomic rename, a holder judged alive by its pid)",
+        fuseMayNotKeep: "rename atomic",
+        fix: "Keep the lock directory on a local file system (tmpfs, ext4, xfs…); across hosts, use Redis, PostgreSQL or etcd",
+      }),
     );
   }
   const mode = await stat(directory).then(

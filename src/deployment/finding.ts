@@ -20,6 +20,9 @@ export function finding(level: Finding["level"], code: string, message: string, 
   return fix === undefined ? { level, code, message } : { level, code, message, fix };
 }
 
+/** The fix of a locker whose pool reaches a server that is not the primary. */
+export const PRIMARY_FIX = "Point the locker's pool at the primary";
+
 /** Why a check could not run, as an `info` finding with `code` (the store's error's message). */
 export function unchecked(code: string, what: string, error: unknown): Finding {
   const detail = error instanceof Error ? error.message : String(error);

@@ -1,6 +1,6 @@
 import { checkOutWithin } from "../internal/pool-checkout.js";
 import type { MySqlPool, MySqlPoolConnection } from "../mysql/types.js";
-import { CHECK_TIMEOUT_MS, type Finding, finding, within } from "./finding.js";
+import { CHECK_TIMEOUT_MS, type Finding, finding, PRIMARY_FIX, within } from "./finding.js";
 
 /** Runs one read-only statement on `connection` and returns its first row. */
 async function row<R>(connection: MySqlPoolConnection, sql: string): Promise<R | undefined> {
@@ -23,6 +23,22 @@ export async function serverState(connection: MySqlPoolConnection): Promise<MySq
     "SELECT CONNECTION_ID() AS id, @@global.read_only AS readOnly",
   );
   return state === undefined ? undefined : { id: Number(state.id), readOnly: Number(state.readOnly) === 1 };
+}
+
+/**
+ * The `mysql-read-only` finding of a server in `state` (`read_only` on, as on a replica), with
+ * what that `costs` the locker; none for a writable primary.
+ */
+export function readOnlyFindings(state: MySqlServerState | undefined, costs: string): Finding[] {
+  if (state?.readOnly !== true) return [];
+  return [
+    finding(
+      "error",
+      "mysql-read-only",
+      `The server is read-only (read_only = ON, as a replica is): ${costs}`,
+      PRIMARY_FIX,
+    ),
+  ];
 }
 
 /**
@@ -65,17 +81,10 @@ export async function inspectMySql(
 export function checkMySql(pool: MySqlPool): Promise<Finding[]> {
   return inspectMySql(pool, async (checkOut) => {
     const state = await serverState(await checkOut());
-    const found: Finding[] = [];
-    if (state?.readOnly === true) {
-      found.push(
-        finding(
-          "error",
-          "mysql-read-only",
-          "The server is read-only (read_only = ON, as a replica is): its GET_LOCK locks are its own, not the primary's, and fenced locks cannot bump their counter",
-          "Point the locker's pool at the primary",
-        ),
-      );
-    }
+    const found = readOnlyFindings(
+      state,
+      "its GET_LOCK locks are its own, not the primary's, and fenced locks cannot bump their counter",
+    );
     const second = await row<{ id: unknown }>(await checkOut(), "SELECT CONNECTION_ID() AS id");
     if (state !== undefined && Number(second?.id) === state.id) {
       found.push(

@@ -1,6 +1,6 @@
 import { checkOutWithin } from "../internal/pool-checkout.js";
 import type { PostgresPool, PostgresPoolClient } from "../postgres/types.js";
-import { CHECK_TIMEOUT_MS, type Finding, finding, within } from "./finding.js";
+import { CHECK_TIMEOUT_MS, type Finding, finding, PRIMARY_FIX, within } from "./finding.js";
 
 /** Runs one read-only statement on `client` and returns its first row. */
 async function row<R>(client: PostgresPoolClient, text: string): Promise<R | undefined> {
@@ -23,6 +23,44 @@ export function serverState(client: PostgresPoolClient): Promise<PostgresServerS
     client,
     "SELECT pg_backend_pid() AS pid, pg_is_in_recovery() AS recovery, current_setting('default_transaction_read_only') AS \"readOnly\"",
   );
+}
+
+/** What a server a locker cannot write on costs it, in its findings' words (see {@link readOnlyFindings}). */
+export interface ReadOnlyCost {
+  /** What a standby in recovery costs (an error). */
+  readonly standby: string;
+  /** How bad transactions read-only by default are. */
+  readonly readOnlyLevel: Finding["level"];
+  /** What they cost. */
+  readonly readOnly: string;
+}
+
+/**
+ * The `postgres-read-only` finding of a server in `state` (a standby in recovery, or transactions
+ * read-only by default), with what that costs the locker; none for a writable primary.
+ */
+export function readOnlyFindings(state: PostgresServerState | undefined, cost: ReadOnlyCost): Finding[] {
+  if (state?.recovery === true) {
+    return [
+      finding(
+        "error",
+        "postgres-read-only",
+        `The pool connects to a standby in recovery: ${cost.standby}`,
+        PRIMARY_FIX,
+      ),
+    ];
+  }
+  if (state?.readOnly === "on") {
+    return [
+      finding(
+        cost.readOnlyLevel,
+        "postgres-read-only",
+        `Transactions are read-only by default on this connection (default_transaction_read_only = on): ${cost.readOnly}`,
+        "Connect the locker to a read-write primary, or set default_transaction_read_only = off for its user",
+      ),
+    ];
+  }
+  return [];
 }
 
 /** How a check uses a pool's connections (see {@link inspectPostgres}). */
@@ -83,26 +121,12 @@ export async function inspectPostgres(
 export function checkPostgres(pool: PostgresPool): Promise<Finding[]> {
   return inspectPostgres(pool, async ({ checkOut }) => {
     const state = await serverState(await checkOut());
-    const found: Finding[] = [];
-    if (state?.recovery === true) {
-      found.push(
-        finding(
-          "error",
-          "postgres-read-only",
-          "The pool connects to a standby in recovery: its advisory locks are its own, not the primary's, so lockers on the primary and on standbys never see each other's locks",
-          "Point the locker's pool at the primary",
-        ),
-      );
-    } else if (state?.readOnly === "on") {
-      found.push(
-        finding(
-          "warning",
-          "postgres-read-only",
-          "Transactions are read-only by default on this connection (default_transaction_read_only = on): fenced locks cannot draw their tokens from the sequence",
-          "Connect the locker to a read-write primary, or set default_transaction_read_only = off for its user",
-        ),
-      );
-    }
+    const found = readOnlyFindings(state, {
+      standby:
+        "its advisory locks are its own, not the primary's, so lockers on the primary and on standbys never see each other's locks",
+      readOnlyLevel: "warning",
+      readOnly: "fenced locks cannot draw their tokens from the sequence",
+    });
     // A second connection while the first is idle: a transaction pooler hands it the server
     // session the first just used (PgBouncer reuses the latest first).
     const second = await row<{ pid: number }>(await checkOut(), "SELECT pg_backend_pid() AS pid");

@@ -1,7 +1,7 @@
 import { access, statfs } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import type { SqliteDatabase } from "../table/sqlite-dialect.js";
-import { networkFileSystem } from "./files.js";
+import { networkFileSystem, onNetworkFileSystem } from "./files.js";
 import { type Finding, finding } from "./finding.js";
 
 /** A busy timeout above this (ms) is said: each statement may block the event loop that long. */
@@ -41,12 +41,13 @@ export async function checkSqlite(
     const network = networkFileSystem((await statfs(dirname(path))).type);
     if (network !== undefined) {
       found.push(
-        finding(
-          network === "FUSE" ? "warning" : "error",
-          "sqlite-network-filesystem",
-          `The database file ${path} is on ${network}: SQLite's locks and WAL's shared memory hold only between the processes of one host, and ${network === "FUSE" ? "a FUSE file system may not keep its locks or be local" : "a network file system does not keep them across hosts"}`,
-          "Keep the database file on a local file system (ext4, xfs, tmpfs…); across hosts, use PostgresTableLocker or MySqlTableLocker",
-        ),
+        onNetworkFileSystem(network, {
+          code: "sqlite-network-filesystem",
+          files: `The database file ${path}`,
+          oneHost: "SQLite's locks and WAL's shared memory hold only between the processes of one host",
+          fuseMayNotKeep: "its locks",
+          fix: "Keep the database file on a local file system (ext4, xfs, tmpfs…); across hosts, use PostgresTableLocker or MySqlTableLocker",
+        }),
       );
     }
     const open = connection();

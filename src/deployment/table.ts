@@ -1,11 +1,8 @@
 import type { MySqlPool } from "../mysql/types.js";
 import type { PostgresPool } from "../postgres/types.js";
 import { type Finding, finding } from "./finding.js";
-import { inspectMySql, serverState as mySqlState } from "./mysql.js";
-import { inspectPostgres, serverState as postgresState } from "./postgres.js";
-
-/** What a table locker's check says for a server that cannot be written, or is a copy. */
-const PRIMARY_FIX = "Point the locker's pool at the primary";
+import { inspectMySql, readOnlyFindings as mySqlReadOnly, serverState as mySqlState } from "./mysql.js";
+import { inspectPostgres, readOnlyFindings as postgresReadOnly, serverState as postgresState } from "./postgres.js";
 
 /**
  * The findings of a PostgreSQL table locker's pool: a server it cannot write its lease table on
@@ -17,26 +14,12 @@ export function checkPostgresTable(pool: PostgresPool): Promise<Finding[]> {
   return inspectPostgres(pool, async ({ checkOut, failed }) => {
     const client = await checkOut();
     const state = await postgresState(client);
-    const found: Finding[] = [];
-    if (state?.recovery === true) {
-      found.push(
-        finding(
-          "error",
-          "postgres-read-only",
-          "The pool connects to a standby in recovery: the lease table cannot be written there, so every attempt fails (and the standby's rows are a copy of the primary's, behind it)",
-          PRIMARY_FIX,
-        ),
-      );
-    } else if (state?.readOnly === "on") {
-      found.push(
-        finding(
-          "error",
-          "postgres-read-only",
-          "Transactions are read-only by default on this connection (default_transaction_read_only = on): every attempt writes the lease table, so every one fails",
-          "Connect the locker to a read-write primary, or set default_transaction_read_only = off for its user",
-        ),
-      );
-    }
+    const found = postgresReadOnly(state, {
+      standby:
+        "the lease table cannot be written there, so every attempt fails (and the standby's rows are a copy of the primary's, behind it)",
+      readOnlyLevel: "error",
+      readOnly: "every attempt writes the lease table, so every one fails",
+    });
     try {
       await client.query({ text: "BEGIN READ ONLY" });
       await client.query({ text: "ROLLBACK" });
@@ -67,14 +50,9 @@ export function checkPostgresTable(pool: PostgresPool): Promise<Finding[]> {
 export function checkMySqlTable(pool: MySqlPool): Promise<Finding[]> {
   return inspectMySql(pool, async (checkOut) => {
     const state = await mySqlState(await checkOut());
-    if (state?.readOnly !== true) return [];
-    return [
-      finding(
-        "error",
-        "mysql-read-only",
-        "The server is read-only (read_only = ON, as a replica is): users without SUPER cannot write the lease table, so their every attempt fails, and rows written there anyway are not the primary's: lockers on the primary never see them",
-        PRIMARY_FIX,
-      ),
-    ];
+    return mySqlReadOnly(
+      state,
+      "users without SUPER cannot write the lease table, so their every attempt fails, and rows written there anyway are not the primary's: lockers on the primary never see them",
+    );
   });
 }
