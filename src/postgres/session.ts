@@ -3,8 +3,9 @@ import { type StoreUnavailableError, UnsupportedError } from "../errors.js";
 import { DeadlineGroup } from "../internal/deadline-group.js";
 import { checkOutWithin } from "../internal/pool-checkout.js";
 import { newToken } from "../internal/token.js";
+import { FencingStore } from "../sql/fencing-store.js";
 import type { SessionEnd } from "../sql/session-slot.js";
-import { checkOutFor, FencingStore, serverUnavailable, statementFailed } from "../sql/sql-errors.js";
+import { checkOutFor, serverUnavailable, statementFailed } from "../sql/sql-errors.js";
 import { CLAIM_SETTING, poolerRefusal, sameSession } from "./pooler.js";
 import { callOf, PING, ranElsewhere, type Statement } from "./statements.js";
 import type { PostgresNotification, PostgresPool, PostgresPoolClient } from "./types.js";
@@ -343,22 +344,17 @@ export function unavailable(resource: string, error: unknown): StoreUnavailableE
  * A locker's fencing sequence: created once per locker with `CREATE SEQUENCE IF NOT EXISTS`
  * (concurrent creators are harmless), and again after a statement found it missing.
  */
-export class FencingSequence {
-  readonly #counter: FencingStore;
-
+export class FencingSequence extends FencingStore<Session> {
   constructor(name: string) {
-    this.#counter = new FencingStore("PostgreSQL", "sequence", name);
+    super("PostgreSQL", "sequence", name);
   }
 
-  /** Makes sure the sequence exists; a failure is a StoreUnavailableError. */
-  ensure(session: Session, resource: string): Promise<void> {
-    return this.#counter.ensure(resource, () =>
-      session.query(`CREATE SEQUENCE IF NOT EXISTS ${this.#counter.name}`, undefined).catch((error: unknown) => {
-        const code = (error as { code?: unknown }).code;
-        // Two sessions creating it at once: one wins, the other sees a duplicate.
-        if (code !== "23505" && code !== "42P07") throw error;
-      }),
-    );
+  protected create(session: Session): Promise<unknown> {
+    return session.query(`CREATE SEQUENCE IF NOT EXISTS ${this.name}`, undefined).catch((error: unknown) => {
+      const code = (error as { code?: unknown }).code;
+      // Two sessions creating it at once: one wins, the other sees a duplicate.
+      if (code !== "23505" && code !== "42P07") throw error;
+    });
   }
 
   /** Runs a statement of an acquisition; a failure is a StoreUnavailableError with its cause. */
@@ -374,7 +370,7 @@ export class FencingSequence {
   failed(resource: string, error: unknown): StoreUnavailableError | UnsupportedError {
     if (error instanceof UnsupportedError) return error;
     // The sequence was dropped (or never made it to disk): create it again next time.
-    if ((error as { code?: unknown }).code === "42P01") this.#counter.forget();
+    if ((error as { code?: unknown }).code === "42P01") this.forget();
     return unavailable(resource, error);
   }
 }

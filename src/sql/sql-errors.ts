@@ -3,7 +3,6 @@
  * both, with the store's name, so that a caller reads one kind of message whichever it uses.
  */
 import { StoreUnavailableError } from "../errors.js";
-import { CreateOnce } from "../internal/create-once.js";
 import { checkOutWithin } from "../internal/pool-checkout.js";
 
 /** The SQL stores, as their messages name them. */
@@ -40,42 +39,5 @@ export async function checkOutFor<Connection extends { release(): void }>(
     return await checkOutWithin(connecting, timeout, store);
   } catch (error) {
     throw serverUnavailable(store, resource, error);
-  }
-}
-
-/**
- * A locker's fencing counter in the database (PostgreSQL's sequence, MySQL's table): created on
- * the first fenced acquisition, and again after a statement found it gone.
- */
-export class FencingStore {
-  /** The counter's name, as written in SQL. */
-  readonly name: string;
-  readonly #store: SqlStore;
-  /** What the counter is, in a failure's message ("sequence", "table"). */
-  readonly #kind: string;
-  readonly #created = new CreateOnce();
-
-  constructor(store: SqlStore, kind: string, name: string) {
-    this.#store = store;
-    this.#kind = kind;
-    this.name = name;
-  }
-
-  /** Runs `create` once (again after {@link forget}); a failure is a StoreUnavailableError about `resource`. */
-  async ensure(resource: string, create: () => Promise<unknown>): Promise<void> {
-    try {
-      await this.#created.ensure(create);
-    } catch (error) {
-      throw new StoreUnavailableError(
-        resource,
-        `${this.#store} could not create the fencing ${this.#kind} ${this.name}: ${messageOf(error)}`,
-        { cause: error },
-      );
-    }
-  }
-
-  /** The counter was found gone: the next {@link ensure} creates it again. */
-  forget(): void {
-    this.#created.forget();
   }
 }
