@@ -9,10 +9,6 @@ import type { MySqlPool } from "./types.js";
 
 /** What a {@link LockConnection} needs of its backend. */
 export interface LockConnectionSettings {
-  readonly pool: MySqlPool;
-  readonly options: ResolvedMySqlLockerOptions;
-  /** The locker's owner (recorded per connection) and where losses and releases are reported. */
-  readonly context: BackendContext;
   /** True while the lock connection holds or tries `resource` here (its probe has nothing to hear). */
   heldHere(resource: string): boolean;
   /** The `GET_LOCK` name the probe of `resource` waits for (see `ProbeWatcherHost.probeName`). */
@@ -38,15 +34,22 @@ export class LockConnection {
   /** Whether the owner table was made (or found) by this locker. */
   #ownerTable: Promise<boolean> | undefined;
 
-  constructor(settings: LockConnectionSettings) {
-    const { pool, options, context } = settings;
+  /**
+   * @param pool the caller's pool.
+   * @param options the locker's options.
+   * @param context the locker's owner (recorded per connection) and where losses and releases are reported.
+   * @param settings what the backend adds (see {@link LockConnectionSettings}).
+   */
+  constructor(
+    pool: MySqlPool,
+    options: ResolvedMySqlLockerOptions,
+    context: BackendContext,
+    settings: LockConnectionSettings,
+  ) {
     this.#pool = pool;
     this.#options = options;
     this.#owner = context.owner;
-    const slot = new SessionSlot<Session>({
-      expiry: options.expiry,
-      prefixLength: options.prefix.length,
-      events: context.events,
+    const slot = new SessionSlot<Session>(options, context.events, {
       unavailable,
       open: (resource) => this.#open(resource),
       // Killed (ER_CONNECTION_KILLED), idle past wait_timeout, unconfirmed or found shared:

@@ -1,9 +1,8 @@
 import { performance } from "node:perf_hooks";
-import * as contract from "../core/backend.js";
-import { newToken } from "../internal/token.js";
+import type * as contract from "../core/backend.js";
 import type { ReleaseOutcome } from "../locker.js";
+import { SessionBackend } from "../sql/session-backend.js";
 import { MYSQL_LOCK_LIMITS, sessionLockCapabilities } from "../sql/session-capabilities.js";
-import { confirmSession } from "../sql/session-heartbeat.js";
 import type { SessionSlot } from "../sql/session-slot.js";
 import { FencingTable } from "./fencing-table.js";
 import { lockName } from "./keys.js";
@@ -33,38 +32,33 @@ export function mySqlBackend(pool: MySqlPool, options: ResolvedMySqlLockerOption
   return (context) => new MySqlBackend(pool, options, context);
 }
 
-class MySqlBackend implements contract.Backend, contract.Naming, contract.Fencing {
+class MySqlBackend
+  extends SessionBackend<Session, ResolvedMySqlLockerOptions>
+  implements contract.Backend, contract.Fencing
+{
   readonly can: contract.Capabilities = sessionLockCapabilities(this, MYSQL_LOCK_LIMITS);
   readonly watcher: ProbeWatcher;
-  readonly #options: ResolvedMySqlLockerOptions;
   readonly #fencing: FencingTable;
   /** The locker's one lock connection (see `SessionSlot`). */
-  readonly #slot: SessionSlot<Session>;
+  protected readonly slot: SessionSlot<Session>;
 
   constructor(pool: MySqlPool, options: ResolvedMySqlLockerOptions, context: contract.BackendContext) {
-    this.#options = options;
-    const connection = new LockConnection({
-      pool,
-      options,
-      context,
-      heldHere: (resource) => this.#slot.current?.resources.has(resource) === true,
+    super(options);
+    const connection = new LockConnection(pool, options, context, {
+      heldHere: (resource) => this.slot.current?.resources.has(resource) === true,
     });
-    this.#slot = connection.slot;
+    this.slot = connection.slot;
     this.watcher = connection.watcher;
     this.#fencing = new FencingTable(options.fencingTable);
   }
 
-  resourceOf(key: string): string {
-    return this.#options.prefix + key;
-  }
-
   async acquire({ resource, duration, fencing, queueing }: contract.AttemptRequest): Promise<contract.AttemptOutcome> {
-    this.#slot.checkRefusal();
+    this.slot.checkRefusal();
     // A probe of ours cancelled a moment ago may still hold the key for a round trip: a try that
     // does not wait must not miss for it (a waiter hears the probe's release).
     const stopping = queueing.joinOnMiss ? undefined : this.watcher.stopping(resource);
     if (stopping !== undefined) await stopping;
-    const session = await this.#slot.connect(resource);
+    const session = await this.slot.connect(resource);
     if (fencing) await this.#fencing.ensure(session, resource);
     // Held or tried here already: GET_LOCK is re-entrant on a connection, so no try.
     if (session.resources.has(resource)) return HELD;
@@ -89,48 +83,30 @@ class MySqlBackend implements contract.Backend, contract.Naming, contract.Fencin
     }
     this.watcher.acquiredHere(resource);
     if (session.ended) return { kind: "expired-on-arrival" };
-    const handle = new contract.LockHandle(
-      newToken(),
-      resource,
-      sentAt,
-      sentAt + Math.min(duration, this.#options.expiry),
-    );
+    const handle = this.lease(resource, sentAt, duration);
     session.holds.set(handle.token, resource);
     if (!fencing) return { kind: "acquired", handle };
-    try {
-      return { kind: "acquired", handle, fencingToken: await this.#fencing.next(session, resource, name) };
-    } catch (error) {
-      await this.release(handle);
-      throw error;
-    }
-  }
-
-  /** One `DO 1` confirms the connection, and so every lease of the batch on it. */
-  async extend(handles: readonly contract.LockHandle[], duration: number): Promise<contract.ExtendOutcome[]> {
-    return confirmSession(this.#slot.current, handles, duration, this.#slot.heartbeat);
+    return this.#fencing.fenced(session, handle, name, this);
   }
 
   release(handle: contract.LockHandle): Promise<ReleaseOutcome> {
-    const session = this.#slot.current;
+    const session = this.slot.current;
     if (session === undefined || !session.holds.has(handle.token)) return Promise.resolve("expired");
     session.holds.delete(handle.token);
     session.resources.delete(handle.resource);
     // Closed, and the last lease ran out: the connection is not confirmed any more; drop it.
-    if (this.#slot.endIfLastExpired(session, handle.validUntil)) return Promise.resolve("expired");
+    if (this.slot.endIfLastExpired(session, handle.validUntil)) return Promise.resolve("expired");
     const freed = session
       .query<Array<{ released: unknown }>>(
         `SELECT IF(${SAME_SESSION}, RELEASE_LOCK(?), NULL) AS released, ${SAME_SESSION} AS same`,
         [session.token, lockName(handle.resource), session.token],
       )
       .then(([row]) => row?.released === 1);
-    return this.#slot.released(session, freed);
+    return this.slot.released(session, freed);
   }
 
-  async issueFencingToken(handle: contract.LockHandle): Promise<bigint | undefined> {
-    const session = this.#slot.current;
-    if (session === undefined || !session.holds.has(handle.token)) return undefined;
-    await this.#fencing.ensure(session, handle.resource);
-    return this.#fencing.next(session, handle.resource, lockName(handle.resource));
+  issueFencingToken(handle: contract.LockHandle): Promise<bigint | undefined> {
+    return this.#fencing.issue(this.slot.current, handle, () => lockName(handle.resource));
   }
 
   /**
@@ -139,12 +115,12 @@ class MySqlBackend implements contract.Backend, contract.Naming, contract.Fencin
    * anyone's blocking calls, as far as the processlist shows them to this user). Reads only.
    */
   async inspect(resource: string): Promise<contract.StoredView> {
-    const session = await this.#slot.connect(resource);
+    const session = await this.slot.connect(resource);
     const name = lockName(resource);
     const waiting =
       "(SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User lock' AND LOCATE(?, INFO) > 0)";
     const withOwner = `SELECT IS_USED_LOCK(?) AS holder, ${waiting} AS waiting,
-      (SELECT owner FROM ${this.#options.ownerTable} WHERE connection_id = IS_USED_LOCK(?)) AS owner`;
+      (SELECT owner FROM ${this.options.ownerTable} WHERE connection_id = IS_USED_LOCK(?)) AS owner`;
     let row: { holder: unknown; waiting: unknown; owner?: unknown } | undefined;
     try {
       try {

@@ -1,11 +1,9 @@
 import { performance } from "node:perf_hooks";
-import * as contract from "../core/backend.js";
-import { newToken } from "../internal/token.js";
-import type { ReleaseOutcome } from "../locker.js";
-import { MYSQL_LOCK_LIMITS, sessionLockCapabilities } from "../sql/session-capabilities.js";
-import { confirmSession } from "../sql/session-heartbeat.js";
+import type * as contract from "../core/backend.js";
+import { MYSQL_LOCK_LIMITS } from "../sql/session-capabilities.js";
 import type { SessionSlot } from "../sql/session-slot.js";
-import { GATE, SlotBooks, type SlotKey } from "../sql/slot-books.js";
+import { GATE, type GateMode, type HeldSlots, type SlotKey } from "../sql/slot-books.js";
+import { SlotSemaphoreBackend } from "../sql/slot-semaphore-backend.js";
 import { FencingTable } from "./fencing-table.js";
 import { LockConnection } from "./lock-connection.js";
 import type { ResolvedMySqlLockerOptions } from "./options.js";
@@ -40,7 +38,8 @@ interface KeyState extends SlotKey {
  *   once).
  * - **Order** as PostgreSQL's semaphore: across connections the gate (the first waiter holds it
  *   while it waits; no other connection takes a slot meanwhile); within this locker, arrival order
- *   (only the first waiter here tries; `tryAcquire` does not try while any waits).
+ *   (only the first waiter here tries; `tryAcquire` does not try while any waits; see
+ *   `SlotSemaphoreBackend`).
  * - **Wake-ups** (MySQL has no NOTIFY): one probe connection per key (see `ProbeWatcher`) blocks in
  *   `GET_LOCK` on the gate while another connection holds it, and on a slot the last attempt found
  *   held while the gate is this locker's: the server grants it the moment its holder lets go, and
@@ -55,70 +54,54 @@ export function mySqlSemaphoreBackend(
   return (context) => new MySqlSemaphoreBackend(pool, options, limit, context);
 }
 
-class MySqlSemaphoreBackend implements contract.Backend, contract.Naming, contract.WaitQueue, contract.Fencing {
-  readonly can: contract.Capabilities;
+class MySqlSemaphoreBackend extends SlotSemaphoreBackend<Session, KeyState, ResolvedMySqlLockerOptions> {
   readonly watcher: ProbeWatcher;
-  readonly #options: ResolvedMySqlLockerOptions;
-  readonly #limit: number;
+  protected readonly slot: SessionSlot<Session>;
   readonly #fencing: FencingTable;
-  readonly #slot: SessionSlot<Session>;
-  /** Permits held here, their slots, and this locker's waiters and gates per key. */
-  readonly #books: SlotBooks<Session, KeyState>;
 
   constructor(pool: MySqlPool, options: ResolvedMySqlLockerOptions, limit: number, context: contract.BackendContext) {
-    this.#options = options;
-    this.#limit = limit;
+    super(options, limit, context.events, MYSQL_LOCK_LIMITS);
     this.#fencing = new FencingTable(options.fencingTable);
-    this.#books = new SlotBooks<Session, KeyState>({
-      makeKey: (resource) => ({
-        resource,
-        base: slotBase(resource),
-        gate: gateName(resource),
-        waiters: new Set(),
-        gateHolder: undefined,
-        busySlot: 0,
-        turn: undefined,
-      }),
-      events: context.events,
-      prefixLength: options.prefix.length,
-      // The key's probe then waits for another name.
-      gateMoved: (key) => this.watcher.renamed(key.resource),
-    });
-    const connection = new LockConnection({
-      pool,
-      options,
-      context,
+    const connection = new LockConnection(pool, options, context, {
       heldHere: () => false,
       probeName: (resource) => this.#probeName(resource),
       // Its slots and gates died with it; the waiters here try again on the next connection.
-      forget: (session, current) => this.#books.forget(session, current),
+      forget: (session, current) => this.books.forget(session, current),
     });
-    this.#slot = connection.slot;
+    this.slot = connection.slot;
     this.watcher = connection.watcher;
-    this.can = sessionLockCapabilities(this, MYSQL_LOCK_LIMITS, { permits: true, queue: this });
   }
 
-  resourceOf(key: string): string {
-    return this.#options.prefix + key;
+  protected keyOf(resource: string): KeyState {
+    return {
+      resource,
+      base: slotBase(resource),
+      gate: gateName(resource),
+      waiters: new Set(),
+      gateHolder: undefined,
+      busySlot: 0,
+      turn: undefined,
+    };
   }
 
-  acquire(request: contract.AttemptRequest): Promise<contract.AttemptOutcome> {
-    const key = this.#books.key(request.resource);
-    return this.#books.inTurn(key, () => this.#attempt(key, request));
+  /** The key's probe then waits for another name. */
+  protected override gateMoved(key: KeyState): void {
+    this.watcher.renamed(key.resource);
   }
 
-  async #attempt(key: KeyState, request: contract.AttemptRequest): Promise<contract.AttemptOutcome> {
-    this.#slot.checkRefusal();
+  protected async take(
+    key: KeyState,
+    request: contract.AttemptRequest,
+    gate: GateMode,
+  ): Promise<contract.AttemptOutcome> {
     const { resource, duration, queueing, fencing, weight } = request;
     const { waiterId, joinOnMiss: join } = queueing;
-    const books = this.#books;
-    const gate = books.gateMode(key, waiterId, join);
-    if (gate === undefined) return books.missed(key, join, waiterId, weight, performance.now());
+    const books = this.books;
     // A probe of ours cancelled a moment ago may still hold a slot or the gate for a round trip:
     // a try that does not wait must not miss for it (a waiter hears the probe's release).
     const stopping = join ? undefined : this.watcher.stopping(resource);
     if (stopping !== undefined) await stopping;
-    const session = await this.#slot.connect(resource);
+    const session = await this.slot.connect(resource);
     if (fencing) await this.#fencing.ensure(session, resource);
     const held = books.slotsHere(resource);
     const [sql, values] = takePermits({
@@ -126,9 +109,9 @@ class MySqlSemaphoreBackend implements contract.Backend, contract.Naming, contra
       gate: key.gate,
       gateMode: gate,
       base: key.base,
-      limit: this.#limit,
+      limit: this.limit,
       weight,
-      start: Math.floor(Math.random() * this.#limit),
+      start: Math.floor(Math.random() * this.limit),
       held: [...held].join(","),
     });
     const sentAt = performance.now();
@@ -144,7 +127,7 @@ class MySqlSemaphoreBackend implements contract.Backend, contract.Naming, contra
     }
     const ok = Number(row?.ok) === 1;
     const head = !ok && Number(row?.gate) === 1 && gate !== GATE.check;
-    if (this.#slot.current === session) books.setGate(key, head ? waiterId : undefined);
+    if (this.slot.current === session) books.setGate(key, head ? waiterId : undefined);
     this.#settle(session, resource);
     if (!ok) {
       const busy = numbers(row?.busy);
@@ -155,22 +138,12 @@ class MySqlSemaphoreBackend implements contract.Backend, contract.Naming, contra
     this.watcher.acquiredHere(resource);
     books.admitted(key, waiterId);
     if (session.ended) return { kind: "expired-on-arrival" };
-    const handle = new contract.LockHandle(
-      newToken(),
-      resource,
-      sentAt,
-      sentAt + Math.min(duration, this.#options.expiry),
-    );
+    const handle = this.lease(resource, sentAt, duration);
     books.hold(handle.token, { session, resource, slots: numbers(row?.taken) });
     this.#settle(session, resource);
     session.holds.set(handle.token, resource);
     if (!fencing) return { kind: "acquired", handle };
-    try {
-      return { kind: "acquired", handle, fencingToken: await this.#fencing.next(session, resource, key.base) };
-    } catch (error) {
-      await this.release(handle);
-      throw error;
-    }
+    return this.#fencing.fenced(session, handle, key.base, this);
   }
 
   /**
@@ -178,7 +151,7 @@ class MySqlSemaphoreBackend implements contract.Backend, contract.Naming, contra
    * first waiter needs permits), else the gate (another connection's first waiter holds it).
    */
   #probeName(resource: string): string {
-    const key = this.#books.key(resource);
+    const key = this.books.key(resource);
     return key.gateHolder === undefined ? key.gate : slotName(key.base, key.busySlot);
   }
 
@@ -187,51 +160,28 @@ class MySqlSemaphoreBackend implements contract.Backend, contract.Naming, contra
    * connection with a lock on it is never given back to the pool; see `Session.retire`).
    */
   #settle(session: Session, resource: string): void {
-    if (this.#books.busy(resource)) session.resources.add(resource);
+    if (this.books.busy(resource)) session.resources.add(resource);
     else session.resources.delete(resource);
   }
 
-  /** One `SELECT` confirms the connection, and so every lease of the batch on it. */
-  extend(handles: readonly contract.LockHandle[], duration: number): Promise<contract.ExtendOutcome[]> {
-    return confirmSession(this.#slot.current, handles, duration, this.#slot.heartbeat);
-  }
-
-  release(handle: contract.LockHandle): Promise<ReleaseOutcome> {
-    const session = this.#slot.current;
-    const held = this.#books.release(handle.token, session);
-    if (held === undefined || session === undefined) return Promise.resolve("expired");
-    session.holds.delete(handle.token);
-    if (this.#slot.endIfLastExpired(session, handle.validUntil)) return Promise.resolve("expired");
-    const [sql, values] = releasePermits(session.token, this.#books.key(held.resource).base, held.slots);
+  /** Frees the slots on the connection; the key stays on its books while the gate is held here. */
+  protected freeSlots(session: Session, held: HeldSlots<Session>): Promise<boolean> {
+    const [sql, values] = releasePermits(session.token, this.books.key(held.resource).base, held.slots);
     const freed = session
       .query<Array<{ released: unknown }>>(sql, values)
       .then(([row]) => Number(row?.released) === held.slots.length);
     // Settled before the session may retire (it keeps a connection with a lock on it).
-    const settled = freed.finally(() => this.#settle(session, held.resource));
-    return this.#slot.released(session, settled);
+    return freed.finally(() => this.#settle(session, held.resource));
   }
 
-  /**
-   * A waiter gave up: it leaves this locker's queue of the key, and gives the gate up if it held
-   * it; the next waiter here tries.
-   */
-  leaveQueue(resource: string, waiterId: string): Promise<void> {
-    const key = this.#books.key(resource);
-    return this.#books.inTurn(key, async () => {
-      if (!this.#books.left(key, waiterId)) return;
-      const session = this.#slot.current;
-      if (session === undefined) return;
-      const [sql, values] = openGate(session.token, key.gate);
-      await session.query(sql, values).catch(() => undefined);
-      this.#settle(session, resource);
-    });
+  protected async openGateOn(session: Session, key: KeyState): Promise<void> {
+    const [sql, values] = openGate(session.token, key.gate);
+    await session.query(sql, values).catch(() => undefined);
+    this.#settle(session, key.resource);
   }
 
-  async issueFencingToken(handle: contract.LockHandle): Promise<bigint | undefined> {
-    const session = this.#slot.current;
-    if (session === undefined || !session.holds.has(handle.token)) return undefined;
-    await this.#fencing.ensure(session, handle.resource);
-    return this.#fencing.next(session, handle.resource, this.#books.key(handle.resource).base);
+  issueFencingToken(handle: contract.LockHandle): Promise<bigint | undefined> {
+    return this.#fencing.issue(this.slot.current, handle, () => this.books.key(handle.resource).base);
   }
 
   /**
@@ -240,19 +190,19 @@ class MySqlSemaphoreBackend implements contract.Backend, contract.Naming, contra
    * their waiting rooms (this process's probes and anyone's, as far as the processlist shows them).
    */
   async inspect(resource: string): Promise<contract.StoredView> {
-    const session = await this.#slot.connect(resource);
-    const { base, gate } = this.#books.key(resource);
+    const session = await this.slot.connect(resource);
+    const { base, gate } = this.books.key(resource);
     type HolderRow = { holder: unknown; weight: unknown; owner?: unknown };
     let rows: HolderRow[];
     let waiting: Array<{ waiting: unknown }>;
     try {
       try {
-        const [sql, values] = slotHolders(base, this.#limit, this.#options.ownerTable);
+        const [sql, values] = slotHolders(base, this.limit, this.options.ownerTable);
         rows = await session.query<HolderRow[]>(sql, values);
       } catch (error) {
         if (!isStatementError(error)) throw error;
         // No owner table (or no right to read it): the holders' owners are unknown.
-        const [sql, values] = slotHolders(base, this.#limit);
+        const [sql, values] = slotHolders(base, this.limit);
         rows = await session.query<HolderRow[]>(sql, values);
       }
       waiting = await session.query<Array<{ waiting: unknown }>>(

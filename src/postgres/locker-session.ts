@@ -1,19 +1,13 @@
-import type { BackendEvents, LockHandle } from "../core/backend.js";
+import type { BackendContext, LockHandle } from "../core/backend.js";
 import { SessionSlot } from "../sql/session-slot.js";
 import { channelOf } from "./keys.js";
 import { MarkerWatcher } from "./marker-watcher.js";
 import type { ResolvedPostgresLockerOptions } from "./options.js";
-import { FencingSequence, openSession, type Session, unavailable } from "./session.js";
+import { FencingSequence, openSession, type Session, type SessionSettings, unavailable } from "./session.js";
 import type { PostgresPool } from "./types.js";
 
 /** What a {@link LockerSession} needs of its backend. */
 export interface LockerSessionSettings {
-  readonly pool: PostgresPool;
-  readonly options: ResolvedPostgresLockerOptions;
-  /** Where losses and missed releases are reported. */
-  readonly events: BackendEvents;
-  /** The locker's owner: its session's `application_name` (see `Session.setUp`). */
-  readonly owner: string;
   /** A release of the caller's `key` was heard on the locker's channel. */
   notified(key: string): void;
   /** `session` ended: the backend forgets what it kept of it (see `SessionSlotSettings.forget`). */
@@ -41,17 +35,30 @@ export class LockerSession {
   readonly sequence: FencingSequence;
   /** The channel the locker's releases are notified on. */
   readonly channel: string;
+  readonly #pool: PostgresPool;
+  /** How its sessions are set up (see `openSession`). */
+  readonly #setUp: SessionSettings;
   readonly #settings: LockerSessionSettings;
 
-  constructor(settings: LockerSessionSettings) {
-    const { options, events } = settings;
+  /**
+   * @param pool the caller's pool.
+   * @param options the locker's options.
+   * @param context the locker's owner and where losses and missed releases are reported.
+   * @param settings what the backend adds (see {@link LockerSessionSettings}).
+   */
+  constructor(
+    pool: PostgresPool,
+    options: ResolvedPostgresLockerOptions,
+    context: BackendContext,
+    settings: LockerSessionSettings,
+  ) {
+    this.#pool = pool;
     this.#settings = settings;
     this.channel = channelOf(options.prefix);
+    const { connectTimeout, operationTimeout, expiry } = options;
+    this.#setUp = { connectTimeout, operationTimeout, expiry, channel: this.channel, owner: context.owner };
     this.sequence = new FencingSequence(options.fencingSequence);
-    const slot = new SessionSlot<Session>({
-      expiry: options.expiry,
-      prefixLength: options.prefix.length,
-      events,
+    const slot = new SessionSlot<Session>(options, context.events, {
       unavailable,
       open: (resource) => this.#open(resource),
       // Ended by the server for idleness (57P05), unconfirmed or found shared: expired; else taken.
@@ -85,18 +92,16 @@ export class LockerSession {
       session,
       handle.resource,
       "SELECT nextval($1::regclass)::text AS token",
-      [this.#settings.options.fencingSequence],
+      [this.sequence.name],
     );
     return row === undefined ? undefined : BigInt(row.token);
   }
 
   /** A new session, checked out of the pool and set up (see `SessionSlot`). */
   #open(resource: string): Promise<Session> {
-    const { pool, options, owner } = this.#settings;
-    const { connectTimeout, operationTimeout, expiry } = options;
     return openSession(
-      pool,
-      { connectTimeout, operationTimeout, expiry, channel: this.channel, owner },
+      this.#pool,
+      this.#setUp,
       {
         notified: (key) => this.#settings.notified(key),
         ended: (ended, how, cause) => this.slot.ended(ended, how, cause),

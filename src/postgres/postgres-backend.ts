@@ -1,9 +1,8 @@
 import { performance } from "node:perf_hooks";
-import * as contract from "../core/backend.js";
-import { newToken } from "../internal/token.js";
+import type * as contract from "../core/backend.js";
 import type { ReleaseOutcome } from "../locker.js";
+import { SessionBackend } from "../sql/session-backend.js";
 import { POSTGRES_LOCK_LIMITS, sessionLockCapabilities } from "../sql/session-capabilities.js";
-import { confirmSession } from "../sql/session-heartbeat.js";
 import type { SessionSlot } from "../sql/session-slot.js";
 import { inspectKey } from "./inspect.js";
 import { lockIdText } from "./keys.js";
@@ -44,20 +43,22 @@ export function postgresBackend(
   options: ResolvedPostgresLockerOptions,
   limit?: number,
 ): contract.BackendFactory {
-  return ({ events, owner }) => new PostgresBackend(pool, options, events, owner, limit);
+  return (context) => new PostgresBackend(pool, options, context, limit);
 }
 
-class PostgresBackend implements contract.Backend, contract.Naming, contract.WaitQueue, contract.Fencing {
+class PostgresBackend
+  extends SessionBackend<Session, ResolvedPostgresLockerOptions>
+  implements contract.Backend, contract.WaitQueue, contract.Fencing
+{
   readonly can: contract.Capabilities;
   readonly watcher: MarkerWatcher;
   /** Plain locks: the places this locker takes in its keys' waiting rooms (see `WaitingRooms`). */
   readonly #rooms: WaitingRooms | undefined;
   readonly #pool: PostgresPool;
-  readonly #options: ResolvedPostgresLockerOptions;
   readonly #limit: number | undefined;
   /** The locker's one session, its watcher and its fencing sequence (see `LockerSession`). */
   readonly #session: LockerSession;
-  readonly #slot: SessionSlot<Session>;
+  protected readonly slot: SessionSlot<Session>;
   readonly #sequence: FencingSequence;
   /** Read-write mode: queued waiters holding a marker, by their id in the core. */
   readonly #queued = new Map<string, QueuedWaiter>();
@@ -65,18 +66,14 @@ class PostgresBackend implements contract.Backend, contract.Naming, contract.Wai
   constructor(
     pool: PostgresPool,
     options: ResolvedPostgresLockerOptions,
-    events: contract.BackendEvents,
-    owner: string,
+    context: contract.BackendContext,
     limit?: number,
   ) {
+    super(options);
+    const { events } = context;
     this.#pool = pool;
-    this.#options = options;
     this.#limit = limit;
-    this.#session = new LockerSession({
-      pool,
-      options,
-      events,
-      owner,
+    this.#session = new LockerSession(pool, options, context, {
       // A locker queued in the key's waiting room lets the room's head try.
       notified: (key) => {
         if (this.#rooms?.hears(options.prefix + key) !== false) events.released(key);
@@ -88,7 +85,7 @@ class PostgresBackend implements contract.Backend, contract.Naming, contract.Wai
       firstWatcher: (resource) => this.#rooms?.enter(resource),
       lastWatcherLeft: (resource) => this.#rooms?.leave(resource),
     });
-    this.#slot = this.#session.slot;
+    this.slot = this.#session.slot;
     this.watcher = this.#session.watcher;
     this.#sequence = this.#session.sequence;
     this.can = sessionLockCapabilities(this, POSTGRES_LOCK_LIMITS, { permits: limit !== undefined, queue: this });
@@ -101,22 +98,18 @@ class PostgresBackend implements contract.Backend, contract.Naming, contract.Wai
             limit: options.waitingRooms,
             wake: (resource) => events.released(resource.slice(options.prefix.length)),
             cancel: (pid) =>
-              this.#slot.current?.query("SELECT pg_cancel_backend($1)", [pid]) ??
+              this.slot.current?.query("SELECT pg_cancel_backend($1)", [pid]) ??
               Promise.reject(new Error("no session")),
-            closing: () => this.#slot.closing,
-            heldHere: (resource) => this.#slot.current?.resources.has(resource) === true,
+            closing: () => this.slot.closing,
+            heldHere: (resource) => this.slot.current?.resources.has(resource) === true,
             waitedFor: (resource) => this.watcher.isWatched(resource),
           })
         : undefined;
   }
 
-  resourceOf(key: string): string {
-    return this.#options.prefix + key;
-  }
-
   /** Reads `pg_locks` and `pg_stat_activity` on a connection of its own (see `inspect.ts`). */
   inspect(resource: string): Promise<contract.StoredView> {
-    const { connectTimeout, operationTimeout } = this.#options;
+    const { connectTimeout, operationTimeout } = this.options;
     const settings = { pool: this.#pool, connectTimeout, operationTimeout, exclusiveWeight: this.#limit ?? 1 };
     return inspectKey(settings, resource);
   }
@@ -127,16 +120,16 @@ class PostgresBackend implements contract.Backend, contract.Naming, contract.Wai
   }
 
   acquire(request: contract.AttemptRequest): Promise<contract.AttemptOutcome> {
-    const session = this.#slot.current;
+    const session = this.slot.current;
     // A live session, nothing to set up first: the try's own promise is the answer.
-    if (session === undefined || request.fencing || this.#slot.refused) return this.#acquireAfterSetUp(request);
+    if (session === undefined || request.fencing || this.slot.refused) return this.#acquireAfterSetUp(request);
     return this.#try(session, request);
   }
 
   /** {@link acquire} once the session is open and, for a fenced attempt, the sequence made. */
   async #acquireAfterSetUp(request: contract.AttemptRequest): Promise<contract.AttemptOutcome> {
-    this.#slot.checkRefusal();
-    const session = this.#slot.current ?? (await this.#slot.connect(request.resource));
+    this.slot.checkRefusal();
+    const session = this.slot.current ?? (await this.slot.connect(request.resource));
     if (request.fencing) await this.#sequence.ensure(session, request.resource);
     return this.#try(session, request);
   }
@@ -163,7 +156,7 @@ class PostgresBackend implements contract.Backend, contract.Naming, contract.Wai
     try {
       [row] = await session.query<Row>(
         fencing ? TRY_FENCED : TRY,
-        fencing ? [id, this.#options.fencingSequence, session.token] : [id, session.token],
+        fencing ? [id, this.options.fencingSequence, session.token] : [id, session.token],
         "moved",
         sentAt,
       );
@@ -209,7 +202,7 @@ class PostgresBackend implements contract.Backend, contract.Naming, contract.Wai
             join && !marked,
             marked,
             fencing,
-            fencing ? this.#options.fencingSequence : null,
+            fencing ? this.options.fencingSequence : null,
             defers,
             blocked,
             session.token,
@@ -246,12 +239,7 @@ class PostgresBackend implements contract.Backend, contract.Naming, contract.Wai
     sentAt: number,
     shared: boolean,
   ): contract.AttemptOutcome {
-    const handle = new contract.LockHandle(
-      newToken(),
-      resource,
-      sentAt,
-      sentAt + Math.min(duration, this.#options.expiry),
-    );
+    const handle = this.lease(resource, sentAt, duration);
     if (session.ended) return { kind: "expired-on-arrival" };
     session.holds.set(handle.token, shared);
     return row.token === undefined || row.token === null
@@ -266,8 +254,7 @@ class PostgresBackend implements contract.Backend, contract.Naming, contract.Wai
    */
   #waitingHere(resource: string, reader: boolean): boolean {
     for (const queued of this.#queued.values()) {
-      if (queued.resource === resource && queued.writer === reader && queued.session === this.#slot.current)
-        return true;
+      if (queued.resource === resource && queued.writer === reader && queued.session === this.slot.current) return true;
     }
     return false;
   }
@@ -284,27 +271,22 @@ class PostgresBackend implements contract.Backend, contract.Naming, contract.Wai
     else session.resources.delete(resource);
   }
 
-  /** One `SELECT 1` confirms the session, and so every lease of the batch on it. */
-  async extend(handles: readonly contract.LockHandle[], duration: number): Promise<contract.ExtendOutcome[]> {
-    return confirmSession(this.#slot.current, handles, duration, this.#slot.heartbeat);
-  }
-
   release(handle: contract.LockHandle): Promise<ReleaseOutcome> {
-    const session = this.#slot.current;
+    const session = this.slot.current;
     const shared = session?.holds.get(handle.token);
     if (session === undefined || shared === undefined) return Promise.resolve("expired");
     session.holds.delete(handle.token);
     this.#untake(session, handle.resource, shared);
     // Closed, and the last lease ran out: the session is not confirmed any more; the server frees it.
-    if (this.#slot.endIfLastExpired(session, handle.validUntil)) return Promise.resolve("expired");
-    const key = handle.resource.slice(this.#options.prefix.length);
+    if (this.slot.endIfLastExpired(session, handle.validUntil)) return Promise.resolve("expired");
+    const key = handle.resource.slice(this.options.prefix.length);
     const answer = session.query<{ released: boolean }>(shared ? RELEASE_SHARED : RELEASE, [
       lockIdText(handle.resource),
       this.#session.channel,
       key,
       session.token,
     ]);
-    return this.#slot.releasedWith(session, answer, releasedRow);
+    return this.slot.releasedWith(session, answer, releasedRow);
   }
 
   async leaveQueue(_resource: string, waiterId: string): Promise<void> {

@@ -1,11 +1,9 @@
 import { performance } from "node:perf_hooks";
-import * as contract from "../core/backend.js";
-import { newToken } from "../internal/token.js";
-import type { ReleaseOutcome } from "../locker.js";
-import { POSTGRES_LOCK_LIMITS, sessionLockCapabilities } from "../sql/session-capabilities.js";
-import { confirmSession } from "../sql/session-heartbeat.js";
+import type * as contract from "../core/backend.js";
+import { POSTGRES_LOCK_LIMITS } from "../sql/session-capabilities.js";
 import type { SessionSlot } from "../sql/session-slot.js";
-import { SlotBooks, type SlotKey } from "../sql/slot-books.js";
+import type { GateMode, HeldSlots, SlotKey } from "../sql/slot-books.js";
+import { SlotSemaphoreBackend } from "../sql/slot-semaphore-backend.js";
 import { inspectSlots } from "./inspect.js";
 import { lockId, markerOf } from "./keys.js";
 import { LockerSession } from "./locker-session.js";
@@ -32,7 +30,8 @@ interface KeyState extends SlotKey {
  * - **Order.** Across sessions, the gate: the first waiter of a key holds it while it waits, and
  *   no other session takes a slot meanwhile. Within this locker, waiters of a key are served in
  *   arrival order: only the first of them tries, and a caller that does not queue (`tryAcquire`)
- *   does not try while any is queued. When the first one gets in or leaves, the next one tries.
+ *   does not try while any is queued. When the first one gets in or leaves, the next one tries
+ *   (see `SlotSemaphoreBackend`, which both SQL semaphores share).
  * - This locker's attempts on one key run one after another, so that the slots one of them takes
  *   are known (and skipped) by the next.
  */
@@ -41,60 +40,43 @@ export function postgresSemaphoreBackend(
   options: ResolvedPostgresLockerOptions,
   limit: number,
 ): contract.BackendFactory {
-  return ({ events, owner }) => new PostgresSemaphoreBackend(pool, options, limit, events, owner);
+  return (context) => new PostgresSemaphoreBackend(pool, options, limit, context);
 }
 
-class PostgresSemaphoreBackend implements contract.Backend, contract.Naming, contract.WaitQueue, contract.Fencing {
-  readonly can: contract.Capabilities;
+class PostgresSemaphoreBackend extends SlotSemaphoreBackend<Session, KeyState, ResolvedPostgresLockerOptions> {
   readonly watcher: MarkerWatcher;
+  protected readonly slot: SessionSlot<Session>;
   readonly #pool: PostgresPool;
-  readonly #options: ResolvedPostgresLockerOptions;
-  readonly #limit: number;
   /** The locker's one session, its watcher and its fencing sequence (see `LockerSession`). */
   readonly #session: LockerSession;
-  readonly #slot: SessionSlot<Session>;
-  /** Permits held here, their slots, and this locker's waiters and gates per key. */
-  readonly #books: SlotBooks<Session, KeyState>;
 
   constructor(
     pool: PostgresPool,
     options: ResolvedPostgresLockerOptions,
     limit: number,
-    events: contract.BackendEvents,
-    owner: string,
+    context: contract.BackendContext,
   ) {
+    super(options, limit, context.events, POSTGRES_LOCK_LIMITS);
     this.#pool = pool;
-    this.#options = options;
-    this.#limit = limit;
-    this.#books = new SlotBooks<Session, KeyState>({
-      makeKey: (resource) => ({
-        resource,
-        base: slotBase(resource, limit).toString(),
-        gate: gateId(resource).toString(),
-        marker: markerOf(lockId(resource)),
-        waiters: new Set(),
-        gateHolder: undefined,
-        turn: undefined,
-      }),
-      events,
-      prefixLength: options.prefix.length,
-    });
-    this.#session = new LockerSession({
-      pool,
-      options,
-      events,
-      owner,
-      notified: (key) => events.released(key),
+    this.#session = new LockerSession(pool, options, context, {
+      notified: (key) => context.events.released(key),
       // Its slots and gates died with it; the waiters here try again on the next session.
-      forget: (session, current) => this.#books.forget(session, current),
+      forget: (session, current) => this.books.forget(session, current),
     });
-    this.#slot = this.#session.slot;
+    this.slot = this.#session.slot;
     this.watcher = this.#session.watcher;
-    this.can = sessionLockCapabilities(this, POSTGRES_LOCK_LIMITS, { permits: true, queue: this });
   }
 
-  resourceOf(key: string): string {
-    return this.#options.prefix + key;
+  protected keyOf(resource: string): KeyState {
+    return {
+      resource,
+      base: slotBase(resource, this.limit).toString(),
+      gate: gateId(resource).toString(),
+      marker: markerOf(lockId(resource)),
+      waiters: new Set(),
+      gateHolder: undefined,
+      turn: undefined,
+    };
   }
 
   /** Waiters queue here and at the gate; a release grants nothing (the waiters try). */
@@ -104,103 +86,74 @@ class PostgresSemaphoreBackend implements contract.Backend, contract.Naming, con
 
   /** Reads the slots' holders and the waiters' markers from `pg_locks` (see `inspect.ts`). */
   inspect(resource: string): Promise<contract.StoredView> {
-    const { connectTimeout, operationTimeout } = this.#options;
-    const settings = { pool: this.#pool, connectTimeout, operationTimeout, exclusiveWeight: this.#limit };
-    return inspectSlots(settings, resource, BigInt(this.#books.key(resource).base), this.#limit);
+    const { connectTimeout, operationTimeout } = this.options;
+    const settings = { pool: this.#pool, connectTimeout, operationTimeout, exclusiveWeight: this.limit };
+    return inspectSlots(settings, resource, BigInt(this.books.key(resource).base), this.limit);
   }
 
-  acquire(request: contract.AttemptRequest): Promise<contract.AttemptOutcome> {
-    const key = this.#books.key(request.resource);
-    return this.#books.inTurn(key, () => this.#attempt(key, request));
-  }
-
-  async #attempt(state: KeyState, request: contract.AttemptRequest): Promise<contract.AttemptOutcome> {
-    this.#slot.checkRefusal();
+  protected async take(
+    state: KeyState,
+    request: contract.AttemptRequest,
+    gate: GateMode,
+  ): Promise<contract.AttemptOutcome> {
     const { resource, duration, queueing, fencing, weight } = request;
     const { waiterId, joinOnMiss: join } = queueing;
-    const books = this.#books;
-    const gate = books.gateMode(state, waiterId, join);
-    if (gate === undefined) return books.missed(state, join, waiterId, weight, performance.now());
-    const session = this.#slot.current ?? (await this.#slot.connect(resource));
+    const books = this.books;
+    const session = this.slot.current ?? (await this.slot.connect(resource));
     const sequence = this.#session.sequence;
     if (fencing) await sequence.ensure(session, resource);
     const held = [...books.slotsHere(resource)];
     const [high, low] = state.marker;
-    const key = resource.slice(this.#options.prefix.length);
+    const key = resource.slice(this.options.prefix.length);
     const sentAt = performance.now();
     const [row] = await sequence.run<TakeRow>(session, resource, TAKE_PERMITS, [
       state.base,
-      this.#limit,
+      this.limit,
       weight,
-      Math.floor(Math.random() * this.#limit),
+      Math.floor(Math.random() * this.limit),
       held,
       state.gate,
       gate,
       fencing,
-      fencing ? this.#options.fencingSequence : null,
+      fencing ? this.options.fencingSequence : null,
       high,
       low,
       this.#session.channel,
       key,
       session.token,
     ]);
-    if (this.#slot.current === session) books.setGate(state, row?.head === true ? waiterId : undefined);
+    if (this.slot.current === session) books.setGate(state, row?.head === true ? waiterId : undefined);
     if (row?.ok !== true || row.taken === null) return books.missed(state, join, waiterId, weight, sentAt);
     books.admitted(state, waiterId);
     if (session.ended) return { kind: "expired-on-arrival" };
-    const handle = new contract.LockHandle(
-      newToken(),
-      resource,
-      sentAt,
-      sentAt + Math.min(duration, this.#options.expiry),
-    );
+    const handle = this.lease(resource, sentAt, duration);
     books.hold(handle.token, { session, resource, slots: row.taken });
-    session.holds.set(handle.token, weight < this.#limit);
+    session.holds.set(handle.token, weight < this.limit);
     return row.token === null
       ? { kind: "acquired", handle }
       : { kind: "acquired", handle, fencingToken: BigInt(row.token) };
   }
 
-  /** One `SELECT` confirms the session, and so every lease of the batch on it. */
-  extend(handles: readonly contract.LockHandle[], duration: number): Promise<contract.ExtendOutcome[]> {
-    return confirmSession(this.#slot.current, handles, duration, this.#slot.heartbeat);
-  }
-
-  release(handle: contract.LockHandle): Promise<ReleaseOutcome> {
-    const session = this.#slot.current;
-    const held = this.#books.release(handle.token, session);
-    if (held === undefined || session === undefined) return Promise.resolve("expired");
-    session.holds.delete(handle.token);
-    if (this.#slot.endIfLastExpired(session, handle.validUntil)) return Promise.resolve("expired");
-    const state = this.#books.key(held.resource);
-    const freed = session
+  protected freeSlots(session: Session, held: HeldSlots<Session>): Promise<boolean> {
+    const state = this.books.key(held.resource);
+    return session
       .query<{ released: boolean | null }>(RELEASE_PERMITS, [
         state.base,
         held.slots,
         ...state.marker,
         this.#session.channel,
-        held.resource.slice(this.#options.prefix.length),
+        held.resource.slice(this.options.prefix.length),
         session.token,
       ])
       .then(([row]) => row?.released === true);
-    return this.#slot.released(session, freed);
   }
 
-  /**
-   * A waiter gave up: it leaves this locker's queue of the key, and gives the gate up if it held
-   * it (waking the waiters of other sessions); the next waiter here tries.
-   */
-  leaveQueue(resource: string, waiterId: string): Promise<void> {
-    const state = this.#books.key(resource);
-    return this.#books.inTurn(state, async () => {
-      if (!this.#books.left(state, waiterId)) return;
-      const session = this.#slot.current;
-      if (session === undefined) return;
-      const key = resource.slice(this.#options.prefix.length);
-      await session
-        .query(OPEN_GATE, [state.gate, ...state.marker, this.#session.channel, key, session.token])
-        .catch(() => undefined);
-    });
+  /** Opens the gate, waking the waiters of other sessions. */
+  protected async openGateOn(session: Session, state: KeyState): Promise<void> {
+    const key = state.resource.slice(this.options.prefix.length);
+    await session
+      .query(OPEN_GATE, [state.gate, ...state.marker, this.#session.channel, key, session.token])
+      .catch(() => undefined);
   }
 
   issueFencingToken(handle: contract.LockHandle): Promise<bigint | undefined> {

@@ -22,14 +22,16 @@ export interface SlotSession extends HeartbeatSession {
   end(how: SessionEnd, cause: unknown): void;
 }
 
+/** The locker's options a {@link SessionSlot} reads. */
+export interface SessionSlotOptions {
+  /** The locker's key prefix (a lost lock's error names the caller's key, without it). */
+  readonly prefix: string;
+  /** A lease's longest validity from a statement that confirmed its session, and the idle bound, in ms. */
+  readonly expiry: number;
+}
+
 /** What a {@link SessionSlot} needs of its store. */
 export interface SessionSlotSettings<S extends SlotSession> {
-  /** The locker's `expiry`: a lease's longest validity from a confirmation, and the idle bound. */
-  readonly expiry: number;
-  /** Length of the locker's key prefix (a lost lock's error names the caller's key). */
-  readonly prefixLength: number;
-  /** Where losses and missed releases are reported. */
-  readonly events: BackendEvents;
   /** Opens and sets up a new session; its failures are the store's typed errors. */
   open(resource: string): Promise<S>;
   /** Why the leases of a session that ended `how` (with `cause`) were lost. */
@@ -54,6 +56,10 @@ export interface SessionSlotSettings<S extends SlotSession> {
  */
 export class SessionSlot<S extends SlotSession> {
   readonly #settings: SessionSlotSettings<S>;
+  /** The locker's `expiry` (see {@link SessionSlotOptions}). */
+  readonly #expiry: number;
+  /** Where losses and missed releases are reported. */
+  readonly #events: BackendEvents;
   #session: S | undefined;
   #connecting: Promise<S> | undefined;
   #closing = false;
@@ -66,14 +72,21 @@ export class SessionSlot<S extends SlotSession> {
   /** How `extendMany` confirms the session (see `confirmSession`). */
   readonly heartbeat: Heartbeat<S>;
 
-  constructor(settings: SessionSlotSettings<S>) {
+  /**
+   * @param options the locker's options.
+   * @param events where losses and missed releases are reported.
+   * @param settings what the store does (see {@link SessionSlotSettings}).
+   */
+  constructor(options: SessionSlotOptions, events: BackendEvents, settings: SessionSlotSettings<S>) {
     this.#settings = settings;
+    this.#expiry = options.expiry;
+    this.#events = events;
     this.heartbeat = {
       ping: (session) => session.ping(),
       unavailable: settings.unavailable,
       reasonOf: (session) => this.#reasons.get(session),
-      expiry: settings.expiry,
-      prefixLength: settings.prefixLength,
+      expiry: options.expiry,
+      prefixLength: options.prefix.length,
     };
   }
 
@@ -91,6 +104,11 @@ export class SessionSlot<S extends SlotSession> {
   /** True once a session was found shared: every attempt refuses (see {@link checkRefusal}). */
   get refused(): boolean {
     return this.#refusal !== undefined;
+  }
+
+  /** The error every attempt refuses with once a session was found shared (see {@link ended}). */
+  get refusal(): Error | undefined {
+    return this.#refusal;
   }
 
   /** Throws the refusal of a locker whose session was found shared (see {@link ended}). */
@@ -126,7 +144,7 @@ export class SessionSlot<S extends SlotSession> {
    * idleness under the next call; leases are confirmed by their extensions.
    */
   #keepIdleAlive(session: S): void {
-    const half = this.#settings.expiry / 2;
+    const half = this.#expiry / 2;
     this.#idle = setInterval(() => {
       if (session.holds.size === 0 && performance.now() - session.confirmedAt >= half) {
         session.ping().catch(() => undefined);
@@ -153,9 +171,9 @@ export class SessionSlot<S extends SlotSession> {
     if (how !== "retired" && session.holds.size > 0) {
       const tokens = new Set(session.holds.keys());
       // After an extension in flight on it has reported the loss (with its error) itself.
-      setImmediate(() => this.#settings.events.lost(tokens, reason, cause));
+      setImmediate(() => this.#events.lost(tokens, reason, cause));
     }
-    this.#settings.events.missed();
+    this.#events.missed();
   }
 
   /**
@@ -212,7 +230,7 @@ export class SessionSlot<S extends SlotSession> {
       await session.retire();
       return;
     }
-    setTimeout(() => session.end("unconfirmed", new LockerClosedError()), this.#settings.expiry).unref();
+    setTimeout(() => session.end("unconfirmed", new LockerClosedError()), this.#expiry).unref();
   }
 }
 
