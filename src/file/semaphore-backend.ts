@@ -1,17 +1,12 @@
 import type * as contract from "../core/backend.js";
 import { newToken } from "../internal/token.js";
-import type { ReleaseOutcome } from "../locker.js";
-import { Departures } from "./departures.js";
+import { FileBackendBase, type KeyLook } from "./backend-base.js";
 import { KeyHashes, type LockDirectory } from "./directory.js";
-import { takeable } from "./entry.js";
-import { HeldEntries } from "./held-entries.js";
-import { KeyFields } from "./key-field.js";
-import { listKeys } from "./listing.js";
+import type { Entry } from "./entry.js";
+import type { HeldEntry } from "./held-entries.js";
 import type { ResolvedFileLockerOptions } from "./options.js";
-import { storedHolder } from "./owner.js";
 import { PermitFiles, ticketEntry } from "./permits.js";
 import { SemaphoreFiles } from "./semaphore-files.js";
-import { FileReleaseWatcher } from "./watcher.js";
 
 const HELD: contract.AttemptOutcome = { kind: "held" };
 
@@ -30,7 +25,7 @@ export function semaphoreKey(key: string): string {
  * ticket in line tries (a caller without a ticket tries only while nobody queues), so a heavy
  * waiter is never overtaken by lighter ones behind it. Releases grant nothing: a release, and
  * the departure of a ticket from the queue, is an event in the lock directory, which
- * {@link FileReleaseWatcher} hears through `fs.watch`; every waiter then reads the queue, and the
+ * `FileReleaseWatcher` hears through `fs.watch`; every waiter then reads the queue, and the
  * first in line tries. A miss answers the holders' soonest deadline as its retry hint (a stopped
  * holder's permits are taken over then).
  *
@@ -47,33 +42,16 @@ export function fileSemaphoreBackend(
   return ({ events }) => new FileSemaphoreBackend(directory, options, limit, events);
 }
 
-class FileSemaphoreBackend
-  implements contract.Backend, contract.WaitQueue, contract.Fencing, contract.HandOff, contract.Listing
-{
-  readonly can: contract.Capabilities;
-  /** Handles name the lock directory: a handle adopts only in the directory it was handed off in. */
-  readonly scope: string;
-  readonly watcher: FileReleaseWatcher;
-  readonly #directory: LockDirectory;
+class FileSemaphoreBackend extends FileBackendBase {
   readonly #files: SemaphoreFiles;
   readonly #queue: PermitFiles;
   readonly #limit: number;
-  /** How long a waiter's ticket lasts unless refreshed (it is, at every attempt: backoff.max). */
-  readonly #ticketTtl: number;
-  /** Permits held here, by token. */
-  readonly #held = new HeldEntries();
-  /** Queue tickets being left, per key hash: an attempt reads the queue once they are gone. */
-  readonly #departures: Departures;
   /**
    * Per key hash, the end of the latest attempt here: this locker's attempts on a key run one after
    * another, in call order, so a caller that came later reads the queue once an earlier one that
    * missed has joined it (and two of them never race each other for the same permits).
    */
   readonly #turns = new Map<string, Promise<unknown>>();
-  /** The file name stems of keys (see {@link semaphoreKey}). */
-  readonly #hashes = new KeyHashes(semaphoreKey);
-  /** What the entries record of their key (see `key-field.ts`). */
-  readonly #keyFields: KeyFields;
 
   constructor(
     directory: LockDirectory,
@@ -82,21 +60,17 @@ class FileSemaphoreBackend
     events: contract.BackendEvents,
   ) {
     const { store } = directory;
-    this.#directory = directory;
+    super(directory, options, {
+      scope: `file-semaphore:${options.directory}`,
+      hashes: new KeyHashes(semaphoreKey),
+      permits: true,
+      places: ["sem"],
+      events,
+      onClose: () => store.close(),
+    });
     this.#limit = limit;
     this.#queue = new PermitFiles(store);
     this.#files = new SemaphoreFiles(store, this.#queue);
-    this.#departures = new Departures(store);
-    this.#ticketTtl = Math.max(options.expiry, 3 * options.backoffMax + 1000);
-    this.can = { permits: true, queue: this, fencing: this, handOff: this, listing: this };
-    this.#keyFields = new KeyFields(store);
-    this.scope = `file-semaphore:${options.directory}`;
-    this.watcher = new FileReleaseWatcher(
-      options.directory,
-      events,
-      (key) => this.#hashes.of(key),
-      () => store.close(),
-    );
   }
 
   /**
@@ -105,7 +79,7 @@ class FileSemaphoreBackend
    * registration. Taking the permits leaves the queue.
    */
   acquire(request: contract.AttemptRequest): Promise<contract.AttemptOutcome> {
-    const hash = this.#hashes.of(request.resource);
+    const hash = this.hashes.of(request.resource);
     const previous = this.#turns.get(hash);
     const attempt =
       previous === undefined ? this.#attempt(hash, request) : previous.then(() => this.#attempt(hash, request));
@@ -120,20 +94,20 @@ class FileSemaphoreBackend
   async #attempt(hash: string, request: contract.AttemptRequest): Promise<contract.AttemptOutcome> {
     const { resource, duration, queueing, fencing, weight } = request;
     const sentAt = performance.now();
-    await this.#departures.of(hash);
-    const tickets = await this.#directory.use(() => this.#queue.tickets(hash));
+    await this.departures.of(hash);
+    const tickets = await this.directory.use(() => this.#queue.tickets(hash));
     const own = tickets.find((ticket) => ticket.entry.token === queueing.grantedToken);
     let outcome: contract.AttemptOutcome = HELD;
     if (own === undefined ? tickets.length === 0 : tickets[0] === own) {
-      const keyField = this.#keyFields.of(resource, hash);
+      const keyField = this.keyFields.of(resource, hash);
       const taken = await this.#files.take(hash, newToken(), weight, this.#limit, duration, keyField);
       if (taken.taken) {
-        const held = { hash, weight, entry: taken.entry, place: this.#files };
+        const held = this.heldLease(hash, weight, taken.entry);
         outcome = fencing
-          ? await this.#held.holdFenced(resource, held, duration, this.#directory.store)
-          : { kind: "acquired", handle: this.#held.hold(resource, held, taken.startedAt, duration) };
+          ? await this.held.holdFenced(resource, held, duration, this.directory.store)
+          : { kind: "acquired", handle: this.held.hold(resource, held, taken.startedAt, duration) };
         if (outcome.kind === "acquired") {
-          if (own !== undefined) await this.#departures.track(hash, this.#files.leave(hash, own));
+          if (own !== undefined) await this.departures.track(hash, this.#files.leave(hash, own));
           return outcome;
         }
       } else if (taken.retryAfterMs !== undefined) {
@@ -141,87 +115,43 @@ class FileSemaphoreBackend
       }
     }
     if (!queueing.joinOnMiss) return outcome;
-    const ticket = await this.#queue.register(hash, true, own?.entry.token ?? newToken(), this.#ticketTtl, own);
+    const ticket = await this.#queue.register(hash, true, own?.entry.token ?? newToken(), this.ticketTtl, own);
     return { ...outcome, kind: "held", registration: { token: ticket.entry.token, weight, sentAt, serverMs: 0 } };
   }
 
-  extend(handles: readonly contract.LockHandle[], duration: number): Promise<contract.ExtendOutcome[]> {
-    return this.#held.extend(handles, duration);
+  /** Leaves the queue (see `semaphore-files.ts`). */
+  protected leaveTicket(hash: string, token: string): Promise<void> {
+    return this.#files.leaveByToken(hash, token);
   }
 
-  release(handle: contract.LockHandle): Promise<ReleaseOutcome> {
-    return this.#held.release(handle);
-  }
-
-  async leaveQueue(resource: string, _waiterId: string, grantedToken?: string): Promise<void> {
-    if (grantedToken === undefined) return;
-    const hash = this.#hashes.of(resource);
-    await this.#departures.track(hash, this.#files.leaveByToken(hash, grantedToken));
-  }
-
-  /**
-   * The live holders of `resource` (with their weights) and its live queue tickets, read without
-   * changing anything; time left as the store measures it (see `remainingMs`).
-   */
-  inspect(resource: string): Promise<contract.StoredView> {
-    return this.#view(this.#hashes.of(resource));
-  }
-
-  /** Up to `limit` held keys that start with `prefix` (see `listing.ts`): `H.sem`, each as {@link inspect} shows it. */
-  list(prefix: string, limit: number): Promise<contract.ListedResource[]> {
-    return listKeys(
-      this.#directory.store,
-      {
-        places: ["sem"],
-        mark: semaphoreKey,
-        entries: async (hash) => (await this.#files.held(hash)).map((permit) => permit.entry),
-        view: (hash) => this.#view(hash),
-      },
-      prefix,
-      limit,
-    );
-  }
-
-  /** {@link inspect} of the key whose files are named by `hash`. */
-  async #view(hash: string): Promise<contract.StoredView> {
-    const { store } = this.#directory;
-    const [permits, tickets] = await Promise.all([
+  /** The live holders (with their weights; see `semaphore-files.ts`) and the queue tickets. */
+  protected async look(hash: string): Promise<KeyLook> {
+    const { store } = this.directory;
+    const [holders, tickets] = await Promise.all([
       this.#files.held(hash),
       store.entries(this.#queue.queuePath(hash), ticketEntry),
     ]);
-    const holders = await Promise.all(permits.map(({ weight, entry }) => storedHolder(store.directory, entry, weight)));
-    return { holders, waiting: tickets.filter((ticket) => !takeable(ticket)).length };
+    return { holders, tickets };
   }
 
-  /**
-   * Takes over a handed-off lease: renames its entry (in its weight's directory) to one of this
-   * locker's, in one rename: of two adopters of one handle, the second finds it gone.
-   */
-  async adopt({
-    resource,
-    token,
-    weight,
-    duration,
-  }: contract.AdoptRequest): Promise<contract.LockHandle | "taken" | "expired"> {
-    const hash = this.#hashes.of(resource);
-    const { store } = this.#directory;
-    const dir = this.#files.weightPath(hash, weight);
-    const keyField = this.#keyFields.of(resource, hash);
-    const result = await this.#directory.use(() => store.adoptEntry(dir, token, newToken(), duration, keyField));
-    if (typeof result === "string") return result;
-    const held = { hash, weight, entry: result.entry, place: this.#files };
-    return this.#held.hold(resource, held, result.startedAt, duration);
+  /** `H.sem`: the holders' entries. */
+  protected async placeEntries(hash: string): Promise<Entry[]> {
+    return (await this.#files.held(hash)).map((permit) => permit.entry);
   }
 
-  /** Extends `handle` once for a hand-off, and forgets it here (see `HeldEntries.detach`). */
-  detach(handle: contract.LockHandle, duration: number): Promise<contract.ExtendOutcome> {
-    return this.#held.detach(handle, duration);
+  /** The directory of the lease's weight. */
+  protected entryDirectory(hash: string, weight: number): string {
+    return this.#files.weightPath(hash, weight);
+  }
+
+  protected heldLease(hash: string, weight: number, entry: Entry): HeldEntry {
+    return { hash, weight, entry, place: this.#files };
   }
 
   /** A fencing token for a holder of every permit (a semaphore of limit 1: the core allows no other). */
   async issueFencingToken(handle: contract.LockHandle): Promise<bigint | undefined> {
-    const held = this.#held.get(handle.token);
+    const held = this.held.get(handle.token);
     if (held === undefined || held.weight < this.#limit) return undefined;
-    return this.#directory.store.nextFencingToken(held.hash);
+    return this.directory.store.nextFencingToken(held.hash);
   }
 }
