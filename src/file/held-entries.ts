@@ -92,20 +92,19 @@ export class HeldEntries {
   }
 
   async #extend(handle: LockHandle, duration: number): Promise<ExtendOutcome> {
-    const held = this.#held.get(handle.token);
-    if (held === undefined) return "taken";
-    if (performance.now() >= handle.validUntil) return "expired";
+    const held = this.#movable(handle);
+    if (typeof held === "string") return held;
     const startedAt = performance.now();
     let next: Entry | undefined;
     try {
       held.extending = held.place.extend(held.hash, held, duration);
       next = await held.extending;
     } catch (error) {
-      return error instanceof Error ? error : new Error(String(error));
+      return asError(error);
     } finally {
       held.extending = undefined;
     }
-    if (next === undefined) return performance.now() >= handle.validUntil ? "expired" : "taken";
+    if (next === undefined) return lost(handle);
     // Ours until the new deadline. (After a loss declared meanwhile, a release still finds the entry.)
     held.entry = next;
     handle.renew(startedAt, startedAt + duration);
@@ -117,21 +116,28 @@ export class HeldEntries {
    * off may exit before it is adopted, and must not be judged dead for it), and forgets it here.
    */
   async detach(handle: LockHandle, duration: number): Promise<ExtendOutcome> {
-    const held = this.#held.get(handle.token);
-    if (held === undefined) return "taken";
-    if (performance.now() >= handle.validUntil) return "expired";
+    const held = this.#movable(handle);
+    if (typeof held === "string") return held;
     const startedAt = performance.now();
+    // An extension in flight moves the entry: detach the name it leaves. (This wait never rejects.)
+    await held.extending?.catch(() => undefined);
     let next: Entry | undefined;
     try {
-      await held.extending?.catch(() => undefined);
       next = await held.place.detach(held.hash, held, duration);
     } catch (error) {
-      return error instanceof Error ? error : new Error(String(error));
+      return asError(error);
     }
-    if (next === undefined) return performance.now() >= handle.validUntil ? "expired" : "taken";
+    if (next === undefined) return lost(handle);
     this.#held.delete(handle.token);
     handle.renew(startedAt, startedAt + duration);
     return "extended";
+  }
+
+  /** The lease of `handle`, to move: `"taken"` when it is not held here, `"expired"` past its deadline. */
+  #movable(handle: LockHandle): HeldEntry | "taken" | "expired" {
+    const held = this.#held.get(handle.token);
+    if (held === undefined) return "taken";
+    return performance.now() >= handle.validUntil ? "expired" : held;
   }
 
   /** Removes `handle`'s entry (see `Backend.release`); never rejects. */
@@ -149,6 +155,16 @@ export class HeldEntries {
     // came first, has recorded it by then). None in flight: nothing to wait for.
     return held.extending === undefined ? remove() : held.extending.then(remove, remove);
   }
+}
+
+/** What a move of `handle`'s entry that found it gone answers: `"expired"` past its deadline, else `"taken"`. */
+function lost(handle: LockHandle): "taken" | "expired" {
+  return performance.now() >= handle.validUntil ? "expired" : "taken";
+}
+
+/** A failed move's outcome: `error` as an Error. */
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
 }
 
 /** What a release that did not finish within {@link RELEASE_TIMEOUT_MS} rejects with. */
