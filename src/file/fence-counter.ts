@@ -4,7 +4,7 @@
  * that read `n` while it was current, so the counter only rises, even when a holder that lost its
  * lock meanwhile writes late.
  */
-import { readdir, rename, unlink, writeFile } from "node:fs/promises";
+import { rename, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { codeOf } from "./fs-errors.js";
 import type { FileStore } from "./store.js";
@@ -39,11 +39,8 @@ export async function drawFencingToken(store: FileStore, hash: string): Promise<
 
 /** The values in the counter directory `dir` (created when missing: none yet). */
 async function fenceValues(store: FileStore, dir: string): Promise<bigint[]> {
-  let names: string[];
-  try {
-    names = await readdir(dir);
-  } catch (error) {
-    if (codeOf(error) !== "ENOENT") throw store.unavailable("read a fencing counter in", error);
+  const names = await store.names(dir, "read a fencing counter in");
+  if (names === undefined) {
     await store.call("create a fencing counter in", () => store.makeDirectory(dir, 0o700).catch(ignoreExists));
     return [];
   }

@@ -98,10 +98,7 @@ export class PermitFiles {
   tickets(hash: string): Promise<Ticket[]> {
     return this.#store.run(false, async () => {
       const dir = this.#path(hash, "q");
-      const names = await readdir(dir).catch((error: unknown) => {
-        if (codeOf(error) === "ENOENT") return [] as string[];
-        throw this.#store.unavailable("read a queue in", error);
-      });
+      const names = (await this.#store.names(dir, "read a queue in")) ?? [];
       const live: Ticket[] = [];
       for (const name of names) {
         const match = TICKET.exec(name);
@@ -205,13 +202,8 @@ export class PermitFiles {
     return this.#store.run(false, async () => {
       const dir = this.#path(hash, "rd");
       for (let round = 0; round < ROUNDS; round++) {
-        let names: string[];
-        try {
-          names = await readdir(dir);
-        } catch (error) {
-          if (codeOf(error) === "ENOENT") return true;
-          throw this.#store.unavailable("read the readers in", error);
-        }
+        const names = await this.#store.names(dir, "read the readers in");
+        if (names === undefined) return true;
         let changed = false;
         for (const name of names) {
           const entry = parseEntry(name);

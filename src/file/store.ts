@@ -370,6 +370,19 @@ export class FileStore {
   }
 
   /**
+   * The names in `dir`, or `undefined` when it does not exist; another failure is a
+   * StoreUnavailableError saying what could not be done (`what`, as {@link unavailable} takes it).
+   */
+  async names(dir: string, what: string): Promise<string[] | undefined> {
+    try {
+      return await readdir(dir);
+    } catch (error) {
+      if (codeOf(error) === "ENOENT") return undefined;
+      throw this.unavailable(what, error);
+    }
+  }
+
+  /**
    * Every entry of `dir` (a lock, the readers or the queue of a read-write key, with `parse`
    * reading a name), stale or not, changing nothing; none when `dir` is absent.
    */
