@@ -1,16 +1,5 @@
-import {
-  type ClusterNodes,
-  type Command,
-  ignore,
-  NextReady,
-  type RedisConnection,
-  type ScanStep,
-  type ScriptArgument,
-  type SubscriberConnection,
-  type SubscriberEvents,
-  scriptArguments,
-  type TransactionConnection,
-} from "./redis-connection.js";
+import type * as api from "./redis-connection.js";
+import { ignore, NextReady, reportReconnections, scriptArguments } from "./redis-connection.js";
 
 /** An ioredis command as {@link IoRedisLike.sendCommand} takes it (ioredis's `Command`). */
 interface IoRedisCommand {
@@ -41,8 +30,8 @@ export interface IoRedisLike {
   /** A pipeline of the client's own ioredis (where {@link directCommands} finds `Command`). */
   pipeline?(): { sendCommand: unknown; ping(): unknown };
   /** Keys and arguments go as two arrays: ioredis flattens a command's arguments one level. */
-  evalsha(sha: string, numkeys: number, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown>;
-  eval(source: string, numkeys: number, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown>;
+  evalsha(sha: string, numkeys: number, keys: readonly string[], args: readonly api.ScriptArgument[]): Promise<unknown>;
+  eval(source: string, numkeys: number, keys: readonly string[], args: readonly api.ScriptArgument[]): Promise<unknown>;
   set(key: string, value: string, px: "PX", ttlMs: number, nx: "NX"): Promise<unknown>;
   zrem(key: string, ...members: string[]): Promise<unknown>;
   script(subcommand: "LOAD", source: string): Promise<unknown>;
@@ -62,18 +51,18 @@ export interface IoRedisLike {
 }
 
 /**
- * An ioredis `Redis` or `Cluster` as a {@link RedisConnection}: the calls the lockers always made
+ * An ioredis `Redis` or `Cluster` as a {@link api.RedisConnection}: the calls the lockers always made
  * (`evalsha`/`eval` with `numkeys`, `script("LOAD")`, `duplicate()` for pub/sub), unchanged.
  * ioredis already answers in the shapes the stores expect.
  */
-export class IoRedisConnection implements RedisConnection {
+export class IoRedisConnection implements api.RedisConnection {
   readonly isCluster: boolean;
   readonly client: object;
   readonly #client: IoRedisLike;
   /** Makes commands whose arguments this adapter lays out itself (see {@link directCommands}). */
   readonly #Command: IoRedisCommandClass | undefined;
 
-  readonly clusterNodes: ClusterNodes | undefined;
+  readonly clusterNodes: api.ClusterNodes | undefined;
 
   constructor(client: IoRedisLike) {
     this.#client = client;
@@ -90,12 +79,12 @@ export class IoRedisConnection implements RedisConnection {
 
   // Without direct commands, the arrays are passed as they are, not spread into the call: ioredis
   // flattens them into the command's arguments anyway.
-  evalsha(sha: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
+  evalsha(sha: string, keys: readonly string[], args: readonly api.ScriptArgument[]): Promise<unknown> {
     if (this.#Command === undefined) return this.#client.evalsha(sha, keys.length, keys, args);
     return this.#sendDirect("evalsha", scriptArguments(sha, keys, args));
   }
 
-  eval(source: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
+  eval(source: string, keys: readonly string[], args: readonly api.ScriptArgument[]): Promise<unknown> {
     if (this.#Command === undefined) return this.#client.eval(source, keys.length, keys, args);
     return this.#sendDirect("eval", scriptArguments(source, keys, args));
   }
@@ -121,7 +110,7 @@ export class IoRedisConnection implements RedisConnection {
     return this.#client.script("LOAD", source);
   }
 
-  async scanNodes(): Promise<ScanStep[]> {
+  async scanNodes(): Promise<api.ScanStep[]> {
     if (this.clusterNodes !== undefined) await this.clusterNodes.ready();
     const nodes = this.isCluster ? (this.#client.nodes?.("master") ?? []) : [this.#client];
     return nodes.map(
@@ -129,16 +118,12 @@ export class IoRedisConnection implements RedisConnection {
     );
   }
 
-  duplicateForPubSub(events: SubscriberEvents): SubscriberConnection {
+  duplicateForPubSub(events: api.SubscriberEvents): api.SubscriberConnection {
     const subscriber = this.#client.duplicate();
     // Connection errors surface as lost wake-ups (covered by polling), never as crashes.
     subscriber.on("error", ignore);
     subscriber.on("message", (channel: string, message: string) => events.onMessage(channel, message));
-    let connectedBefore = false;
-    subscriber.on("ready", () => {
-      if (connectedBefore) events.onReconnect();
-      connectedBefore = true;
-    });
+    reportReconnections(subscriber, events);
     return {
       subscribe: async (channel) => {
         await subscriber.subscribe(channel);
@@ -150,14 +135,14 @@ export class IoRedisConnection implements RedisConnection {
     };
   }
 
-  openTransactions(): TransactionConnection {
+  openTransactions(): api.TransactionConnection {
     if (this.isCluster) throw new TypeError("A Cluster's transactions go to each node's own connection");
     return new IoRedisTransactions(this.#client);
   }
 }
 
-/** An ioredis `Cluster`'s masters, for transactions (see ClusterNodes). */
-class IoRedisClusterNodes implements ClusterNodes {
+/** An ioredis `Cluster`'s masters, for transactions (see api.ClusterNodes). */
+class IoRedisClusterNodes implements api.ClusterNodes {
   readonly #cluster: IoRedisLike;
   readonly #ready = new NextReady();
 
@@ -173,7 +158,7 @@ class IoRedisClusterNodes implements ClusterNodes {
     return this.#cluster.slots?.[slot]?.[0];
   }
 
-  openTransactions(address: string): TransactionConnection {
+  openTransactions(address: string): api.TransactionConnection {
     const nodes = this.#cluster.nodes?.("all") ?? [];
     const node = nodes.find((candidate) => addressOf(candidate) === address);
     if (node === undefined) throw new Error(`the Cluster client knows no node at ${address}`);
@@ -194,7 +179,7 @@ function addressOf(node: IoRedisLike): string {
  * auto-pipelining (commands go in call order, each as sent). A transaction whose connection closed
  * after its WATCH is not sent: {@link exec} answers `null`, as for a watched key that changed.
  */
-class IoRedisTransactions implements TransactionConnection {
+class IoRedisTransactions implements api.TransactionConnection {
   readonly #client: IoRedisLike;
   /** Connections closed so far: a WATCH belongs to the connection it was sent on. */
   #closes = 0;
@@ -228,7 +213,7 @@ class IoRedisTransactions implements TransactionConnection {
     return status === "ready" ? undefined : status;
   }
 
-  send(command: Command): Promise<unknown> {
+  send(command: api.Command): Promise<unknown> {
     return this.#call(command[0] as string, command.slice(1));
   }
 
@@ -240,14 +225,14 @@ class IoRedisTransactions implements TransactionConnection {
     return (this.#client as Required<Pick<IoRedisLike, "sendCommand">>).sendCommand(command);
   }
 
-  watchAndRead(keys: readonly string[], reads: readonly Command[]): Promise<unknown[]> {
+  watchAndRead(keys: readonly string[], reads: readonly api.Command[]): Promise<unknown[]> {
     this.#watchedOn = this.#closes;
     const sent = [this.#call("watch", keys as string[])];
     for (const read of reads) sent.push(this.send(read));
     return Promise.all(sent).then((replies) => replies.slice(1));
   }
 
-  exec(writes: readonly Command[]): Promise<unknown[] | null> {
+  exec(writes: readonly api.Command[]): Promise<unknown[] | null> {
     const watchedOn = this.#watchedOn;
     this.#watchedOn = undefined;
     if (watchedOn !== undefined && watchedOn !== this.#closes) return Promise.resolve(null);

@@ -1,16 +1,5 @@
-import {
-  type ClusterNodes,
-  type Command,
-  ignore,
-  NextReady,
-  type RedisConnection,
-  type ScanStep,
-  type ScriptArgument,
-  type SubscriberConnection,
-  type SubscriberEvents,
-  scriptArguments,
-  type TransactionConnection,
-} from "./redis-connection.js";
+import type * as api from "./redis-connection.js";
+import { ignore, NextReady, reportReconnections, scriptArguments } from "./redis-connection.js";
 
 /** A node-redis pub/sub message listener. */
 type Listener = (message: string, channel: string) => void;
@@ -72,18 +61,18 @@ export interface NodeRedisClusterLike extends NodeRedisCommon {
 const COMMAND_OPTIONS = Object.freeze({ typeMapping: Object.freeze({}) });
 
 /**
- * A node-redis client or cluster (v5 and later) as a {@link RedisConnection}. Scripts go through
+ * A node-redis client or cluster (v5 and later) as a {@link api.RedisConnection}. Scripts go through
  * `sendCommand` (a cluster routes them by their first key); replies keep node-redis's default
  * types. Pub/sub runs on a duplicate of the caller's client, connected here and closed by
- * {@link SubscriberConnection.close}.
+ * {@link api.SubscriberConnection.close}.
  */
-export class NodeRedisConnection implements RedisConnection {
+export class NodeRedisConnection implements api.RedisConnection {
   readonly isCluster: boolean;
   readonly client: object;
   readonly #client: NodeRedisClientLike | undefined;
   readonly #cluster: NodeRedisClusterLike | undefined;
 
-  readonly clusterNodes: ClusterNodes | undefined;
+  readonly clusterNodes: api.ClusterNodes | undefined;
 
   constructor(
     client: { kind: "client"; client: NodeRedisClientLike } | { kind: "cluster"; client: NodeRedisClusterLike },
@@ -99,11 +88,11 @@ export class NodeRedisConnection implements RedisConnection {
     return unavailableReasonOf(this.#client ?? (this.#cluster as NodeRedisClusterLike));
   }
 
-  evalsha(sha: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
+  evalsha(sha: string, keys: readonly string[], args: readonly api.ScriptArgument[]): Promise<unknown> {
     return this.#send(keys[0], scriptArguments(sha, keys, args, "EVALSHA"));
   }
 
-  eval(source: string, keys: readonly string[], args: readonly ScriptArgument[]): Promise<unknown> {
+  eval(source: string, keys: readonly string[], args: readonly api.ScriptArgument[]): Promise<unknown> {
     return this.#send(keys[0], scriptArguments(source, keys, args, "EVAL"));
   }
 
@@ -119,7 +108,7 @@ export class NodeRedisConnection implements RedisConnection {
     return this.#send(undefined, ["SCRIPT", "LOAD", source]);
   }
 
-  duplicateForPubSub(events: SubscriberEvents): SubscriberConnection {
+  duplicateForPubSub(events: api.SubscriberEvents): api.SubscriberConnection {
     const client = this.#client;
     const cluster = this.#cluster as NodeRedisClusterLike;
     // Made asynchronously: a client that throws here costs wake-ups (polling covers them), never a lock.
@@ -127,8 +116,8 @@ export class NodeRedisConnection implements RedisConnection {
     return new NodeRedisSubscriber(duplicate, events);
   }
 
-  async scanNodes(): Promise<ScanStep[]> {
-    const scan = (client: NodeRedisClientLike): ScanStep => {
+  async scanNodes(): Promise<api.ScanStep[]> {
+    const scan = (client: NodeRedisClientLike): api.ScanStep => {
       return (cursor, match, count) =>
         client.sendCommand(["SCAN", cursor, "MATCH", match, "COUNT", String(count)], COMMAND_OPTIONS);
     };
@@ -140,7 +129,7 @@ export class NodeRedisConnection implements RedisConnection {
     return clients.map(scan);
   }
 
-  openTransactions(): TransactionConnection {
+  openTransactions(): api.TransactionConnection {
     if (this.#client === undefined) throw new TypeError("A Cluster's transactions go to each node's own connection");
     const client = this.#client;
     return new NodeRedisTransactions(async () => client.duplicate());
@@ -152,8 +141,8 @@ export class NodeRedisConnection implements RedisConnection {
   }
 }
 
-/** A node-redis cluster's masters, for transactions (see ClusterNodes); connected by the caller. */
-class NodeRedisClusterNodes implements ClusterNodes {
+/** A node-redis cluster's masters, for transactions (see api.ClusterNodes); connected by the caller. */
+class NodeRedisClusterNodes implements api.ClusterNodes {
   readonly #cluster: NodeRedisClusterLike;
 
   constructor(cluster: NodeRedisClusterLike) {
@@ -168,7 +157,7 @@ class NodeRedisClusterNodes implements ClusterNodes {
     return this.#cluster.slots?.[slot]?.master?.address;
   }
 
-  openTransactions(address: string): TransactionConnection {
+  openTransactions(address: string): api.TransactionConnection {
     const cluster = this.#cluster;
     const master = cluster.masters.find((candidate) => candidate.address === address);
     if (master === undefined) throw new Error(`the node-redis cluster knows no master at ${address}`);
@@ -243,20 +232,14 @@ class OwnConnection {
  * after the first as a reconnection (node-redis renews the subscriptions before it reports
  * `ready`).
  */
-class NodeRedisSubscriber implements SubscriberConnection {
+class NodeRedisSubscriber implements api.SubscriberConnection {
   readonly #connection: OwnConnection;
   readonly #listener: Listener;
 
   /** @param duplicate makes the connection (not yet connected). */
-  constructor(duplicate: () => Promise<NodeRedisClientLike>, events: SubscriberEvents) {
+  constructor(duplicate: () => Promise<NodeRedisClientLike>, events: api.SubscriberEvents) {
     this.#listener = (message, channel) => events.onMessage(channel, message);
-    this.#connection = new OwnConnection(duplicate, (connection) => {
-      let readyBefore = false;
-      connection.on("ready", () => {
-        if (readyBefore) events.onReconnect();
-        readyBefore = true;
-      });
-    });
+    this.#connection = new OwnConnection(duplicate, (connection) => reportReconnections(connection, events));
   }
 
   async subscribe(channel: string): Promise<void> {
@@ -283,7 +266,7 @@ function isWatchError(error: unknown): boolean {
  * itself fails an EXEC whose WATCH was sent before a reconnection (a `WatchError`, answered as
  * `null` here), and writes a transaction's MULTI, commands and EXEC together.
  */
-export class NodeRedisTransactions implements TransactionConnection {
+export class NodeRedisTransactions implements api.TransactionConnection {
   readonly #connection: OwnConnection;
   /** The client with node-redis's default reply types (see COMMAND_OPTIONS), for transactions. */
   #typed: NodeRedisClientLike | undefined;
@@ -310,17 +293,17 @@ export class NodeRedisTransactions implements TransactionConnection {
     return client === undefined ? "connecting" : unavailableReasonOf(client);
   }
 
-  send(command: Command): Promise<unknown> {
+  send(command: api.Command): Promise<unknown> {
     return (this.#connection.client as NodeRedisClientLike).sendCommand(command as string[], COMMAND_OPTIONS);
   }
 
-  watchAndRead(keys: readonly string[], reads: readonly Command[]): Promise<unknown[]> {
+  watchAndRead(keys: readonly string[], reads: readonly api.Command[]): Promise<unknown[]> {
     const sent = [(this.#connection.client as NodeRedisClientLike).watch(keys as string[])];
     for (const read of reads) sent.push(this.send(read));
     return Promise.all(sent).then((replies) => replies.slice(1));
   }
 
-  exec(writes: readonly Command[]): Promise<unknown[] | null> {
+  exec(writes: readonly api.Command[]): Promise<unknown[] | null> {
     const multi = (this.#typed as NodeRedisClientLike).multi();
     for (const write of writes) multi.addCommand(write as string[]);
     return multi.exec().catch((error: unknown) => {

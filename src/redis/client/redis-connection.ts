@@ -167,6 +167,19 @@ export function scriptArguments(
 /** A client that reports `ready` (ioredis and node-redis both do). */
 interface ReadyEmitter {
   once(event: "ready", listener: () => void): unknown;
+  on(event: "ready", listener: () => void): unknown;
+}
+
+/**
+ * Reports every `ready` of the pub/sub connection `subscriber` after its first to `events` as a
+ * reconnection: its subscriptions were renewed, and messages sent meanwhile were missed.
+ */
+export function reportReconnections(subscriber: ReadyEmitter, events: SubscriberEvents): void {
+  let readyBefore = false;
+  subscriber.on("ready", () => {
+    if (readyBefore) events.onReconnect();
+    readyBefore = true;
+  });
 }
 
 /** The next `ready` of a connection: one listener and one promise for every caller until it fires. */
