@@ -9,6 +9,7 @@ import { WAITERS_MARK } from "./scripts.js";
 import { slotGroups } from "./slot-groups.js";
 import { unavailable } from "./store-errors.js";
 import { lockView } from "./stored-views.js";
+import { adoptBySwap, type SwapOutcome } from "./swap-adoption.js";
 import type { LaneRouter } from "./transaction-lane.js";
 import { ranOutOnArrival, validUntilOf } from "./validity.js";
 
@@ -283,43 +284,20 @@ export class ScriptlessStore
    * while the key still holds it. A failure is undone by a swap back queued behind it on the same
    * connection, so the handle stays adoptable and no key is left with a token nobody has.
    */
-  async adopt({
-    resource,
-    token,
-    duration,
-  }: contract.AdoptRequest): Promise<contract.LockHandle | "taken" | "expired"> {
-    const fresh = ownedToken(this.#tokenPrefix, 1);
-    const start = performance.now();
-    let swapped: "swapped" | "taken" | "expired";
-    try {
-      swapped = await this.#swap(resource, token, fresh, duration);
-    } catch (error) {
-      this.#swap(resource, fresh, token, duration).catch(() => undefined);
-      throw unavailable(resource, "adopt", [error], "single");
-    }
-    if (swapped !== "swapped") return swapped;
-    const handle = new contract.LockHandle(
-      fresh,
-      resource,
-      start,
-      validUntilOf(start, duration, this.#settings.driftFactor),
+  async adopt(request: contract.AdoptRequest): Promise<contract.LockHandle | "taken" | "expired"> {
+    const { resource, duration } = request;
+    return adoptBySwap(request, ownedToken(this.#tokenPrefix, 1), this.#settings.driftFactor, this, (from, to) =>
+      this.#swap(resource, from, to, duration),
     );
-    if (ranOutOnArrival(handle, this)) return "expired";
-    return handle;
   }
 
   /** Where `resource` holds `from` (marked or not), puts `to` there (keeping the mark) for `duration` ms. */
-  #swap(resource: string, from: string, to: string, duration: number): Promise<"swapped" | "taken" | "expired"> {
-    return this.#optimistic(
-      resource,
-      [resource],
-      [["get", resource]],
-      ([current]): Decision<"swapped" | "taken" | "expired"> => {
-        if (!holds(current, from)) return { answer: current === null ? "expired" : "taken" };
-        const mark = (current as string).endsWith(WAITERS_MARK) ? WAITERS_MARK : "";
-        return { writes: [["set", resource, to + mark, "PX", String(duration)]], done: () => "swapped" };
-      },
-    );
+  #swap(resource: string, from: string, to: string, duration: number): Promise<SwapOutcome> {
+    return this.#optimistic(resource, [resource], [["get", resource]], ([current]): Decision<SwapOutcome> => {
+      if (!holds(current, from)) return { answer: current === null ? "expired" : "taken" };
+      const mark = (current as string).endsWith(WAITERS_MARK) ? WAITERS_MARK : "";
+      return { writes: [["set", resource, to + mark, "PX", String(duration)]], done: () => "swapped" };
+    });
   }
 
   /** A fencing token for `handle` while its key still holds its token: the counter raised in one transaction. */

@@ -14,6 +14,7 @@ import { ScriptRunner } from "./script-runner.js";
 import { LOCK_SCRIPTS, PERMIT_SCRIPTS, type ScriptSet } from "./script-sets.js";
 import { unavailable } from "./store-errors.js";
 import { lockView, permitView } from "./stored-views.js";
+import { adoptBySwap } from "./swap-adoption.js";
 import type { RedisClient } from "./types.js";
 import { ranOutOnArrival, validUntilOf } from "./validity.js";
 
@@ -162,32 +163,13 @@ export class SingleNodeStore
    * the same connection, so the handle stays adoptable and no key is left with a token nobody has
    * (both are sent with the script's body: a flushed script cache cannot reorder them).
    */
-  async adopt({
-    resource,
-    token,
-    weight,
-    duration,
-  }: contract.AdoptRequest): Promise<contract.LockHandle | "taken" | "expired"> {
-    const fresh = ownedToken(this.#tokenPrefix, weight);
-    const start = performance.now();
-    let reply: unknown;
-    try {
-      reply = await this.#runner.run(this.#scripts.adopt, [resource], [token, fresh, duration], true);
-    } catch (error) {
-      if (error instanceof UnsupportedError) throw error; // refused: nothing was swapped
-      this.#runner.run(this.#scripts.adopt, [resource], [fresh, token, duration], true).catch(() => undefined);
-      throw unavailable(resource, "adopt", [error], "single");
-    }
-    if (reply === -1) return "taken";
-    if (reply !== 1) return "expired";
-    const handle = new contract.LockHandle(
-      fresh,
-      resource,
-      start,
-      validUntilOf(start, duration, this.#settings.driftFactor),
-    );
-    if (ranOutOnArrival(handle, this)) return "expired";
-    return handle;
+  async adopt(request: contract.AdoptRequest): Promise<contract.LockHandle | "taken" | "expired"> {
+    const { resource, duration } = request;
+    const fresh = ownedToken(this.#tokenPrefix, request.weight);
+    return adoptBySwap(request, fresh, this.#settings.driftFactor, this, async (from, to) => {
+      const reply = await this.#runner.run(this.#scripts.adopt, [resource], [from, to, duration], true);
+      return reply === 1 ? "swapped" : reply === -1 ? "taken" : "expired";
+    });
   }
 
   async acquire({
