@@ -26,8 +26,8 @@ const DRIFT_FACTOR = 0.01;
  * The backend of the ZooKeeper lockers (see `ZooKeeperLocker` for the whole picture): Curator's
  * recipes on the node layout of `layout.ts`.
  *
- * - An attempt creates its ephemeral sequential node (and the key's node, in case it is gone) and
- *   reads the key's children, pipelined: one round trip. The node holds when the weights of the
+ * - An attempt creates its ephemeral sequential node (first the key's node, unless this locker
+ *   knows it is there: see `KeyNodes`) and reads the key's children, pipelined: one round trip. The node holds when the weights of the
  *   nodes ahead of it plus its own fit the limit (1 for a lock), so waiters are served in arrival
  *   order across processes. A miss that joins the queue keeps its node as its registration and
  *   watches only the nodes ahead that keep it out (see `standingOf`); one that does not join
@@ -37,9 +37,10 @@ const DRIFT_FACTOR = 0.01;
  * - A lease lives as long as the session: extending it is one `exists` per node (sent together),
  *   which confirms both; a node gone is "taken"; the session's expiry loses every lease at once.
  * - Fencing tokens are the holder node's czxid.
- * - A release deletes the node, then the key's node if that left it empty (a busy key's delete
- *   fails harmlessly), so nothing stays behind but the prefix node — except the key nodes of locks
- *   whose session expired (ZooKeeper deleted their nodes; the next release of the key deletes it).
+ * - A release deletes the node; the key's node goes once the key was idle here for 2 s, or when the
+ *   locker closes (a busy key's delete fails harmlessly), so nothing stays behind but the prefix
+ *   node — except the key nodes of locks whose session expired (the next locker to leave the key
+ *   deletes it).
  *
  * @param limit permits per key: 1 for a lock.
  */
@@ -223,7 +224,7 @@ class ZooKeeperBackend
       const checking = this.#calls.exists(node.path).then(
         (stat) => {
           if (stat === null) {
-            // Deleted by hand: the key's node goes too if that left it empty.
+            // Deleted by hand: the key's node goes too, once idle.
             this.#held.delete(handle.token);
             this.#janitor.dropKeyNode(node.resource);
             outcomes[index] = "taken";
@@ -244,7 +245,7 @@ class ZooKeeperBackend
     return outcomes;
   }
 
-  /** Deletes the held node (and the key's node, if that left it empty). Never rejects. */
+  /** Deletes the held node (the key's node goes once idle: see `KeyNodes`). Never rejects. */
   async release(handle: contract.LockHandle): Promise<ReleaseOutcome> {
     const node = this.#held.get(handle.token);
     if (node === undefined) return "expired";

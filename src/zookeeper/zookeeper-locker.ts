@@ -36,8 +36,8 @@ export const ZOOKEEPER_STORE: ClientStore<ZooKeeperClient, ResolvedZooKeeperLock
  * creates, connects, owns and closes (the locker never closes it): Curator's lock recipe.
  *
  * - **Nodes.** A key is a persistent node `<prefix>/<key>` (the key as a readable node name: "%",
- *   "/" and the characters ZooKeeper refuses are escaped), made on demand and deleted by the
- *   release that leaves it empty. Every holder and every queued waiter is an ephemeral sequential
+ *   "/" and the characters ZooKeeper refuses are escaped), made on demand, kept while the key is
+ *   in use here, and deleted once idle for 2 s or when the locker closes. Every holder and every queued waiter is an ephemeral sequential
  *   node under it, its data the locker's `owner`. The lowest node holds; a waiter watches only the
  *   node just before its own (no herd), and is woken by its delete. `lock` creates its node and
  *   reads the key's children in one round trip (uncontended, that is all); a `tryLock` that
