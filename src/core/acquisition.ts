@@ -45,8 +45,8 @@ let holdLimits: WeakMap<Acquisition, number> | undefined;
 let grantTimes: WeakMap<Acquisition, number> | undefined;
 
 /**
- * Who releases an {@link Acquisition} (its engine), on behalf of which public locker (one object
- * per locker: a read-write locker's two views share an engine, not an owner).
+ * Who releases an {@link Acquisition} (its core), on behalf of which public locker (one object
+ * per locker: a read-write locker's two views share a core, not an owner).
  */
 export interface AcquisitionOwner extends DiagnosticSource {
   /**

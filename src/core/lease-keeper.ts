@@ -21,7 +21,7 @@ export interface LeaseKeeperSettings {
   readonly onLockLost: ((error: LockLostError) => void) | undefined;
   /** Called when an acquisition stops being held because its lock was lost. */
   readonly onLost: (acquisition: Acquisition) => void;
-  /** Registers an in-flight Redis operation so that `close()` can wait for it. */
+  /** Registers an in-flight store operation so that `close()` can wait for it. */
   readonly track: <T>(operation: Promise<T>) => Promise<T>;
 }
 
@@ -277,7 +277,7 @@ export class LeaseKeeper {
    * batches: extending a little early is always safe and lets leases acquired close together
    * share a command. A lease already past its deadline (a blocked event loop) is lost, not
    * extended. Each full batch is sent as soon as it is collected (within the in-flight limit), so
-   * Redis works on the first while the rest of a large round is being collected.
+   * the store works on the first while the rest of a large round is being collected.
    */
   #collectDue(lane: Lane, now: number, plannedAt: number): void {
     const horizon = now + lane.duration / 16;

@@ -21,25 +21,25 @@ import type {
 } from "../locker.js";
 
 /**
- * A {@link Locker} over a {@link LockCore}: what every Redis locker shares. A subclass says how
- * a call's options become a request to the engine (its weight, and whether fencing is allowed).
+ * A {@link Locker} over a {@link LockCore}: what every store's locker shares. A subclass says how
+ * a call's options become a request to the core (its weight, and whether fencing is allowed).
  *
  * Every call is traced on the `globallock:acquire` channel while anyone listens (see
  * `diagnostics.ts`); otherwise it runs as it would without diagnostics.
  */
 export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends TracedLocker implements Locker {
-  readonly #engine: LockCore<O>;
+  readonly #core: LockCore<O>;
   /** Owns this locker's acquisitions; names it in diagnostics messages. */
   readonly #owner: AcquisitionOwner;
 
   /**
-   * @param engine the engine (shared by the two views of a read-write locker).
+   * @param core the core (shared by the two views of a read-write locker).
    * @param kind what diagnostics messages call this locker.
    */
-  protected constructor(engine: LockCore<O>, kind: LockerKind) {
+  protected constructor(core: LockCore<O>, kind: LockerKind) {
     super(kind);
-    this.#engine = engine;
-    this.#owner = engine.ownerFor(this, kind);
+    this.#core = core;
+    this.#owner = core.ownerFor(this, kind);
   }
 
   /**
@@ -49,8 +49,8 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
   protected readonly defaultRequest: ResolvedAcquireOptions = DEFAULT_ACQUIRE_OPTIONS;
 
   /**
-   * Validates `options` (already resolved by the engine) for this locker and returns the request
-   * sent to the engine: checks `weight` against the limit and refuses unsupported fencing. By
+   * Validates `options` (already resolved by the core) for this locker and returns the request
+   * sent to the core: checks `weight` against the limit and refuses unsupported fencing. By
    * default a lock's: a weight of 1, fencing as the store allows.
    * @internal
    */
@@ -78,7 +78,7 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
 
   /** The resolved options (defaults filled in). */
   get options(): Readonly<Omit<O, "onLockLost">> {
-    return this.#engine.options;
+    return this.#core.options;
   }
 
   /**
@@ -86,7 +86,7 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
    * view of a read-write locker, both views' leases.
    */
   get heldCount(): number {
-    return this.#engine.heldCount;
+    return this.#core.heldCount;
   }
 
   /**
@@ -95,7 +95,7 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
    * For a view of a read-write locker, both views' waiters.
    */
   get waitingCount(): number {
-    return this.#engine.waitingCount;
+    return this.#core.waitingCount;
   }
 
   /**
@@ -104,21 +104,21 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
    * (`minHeadroomMs`), and the latest its timer fired (`maxLatenessMs`).
    */
   get leaseStats(): LeaseKeeperStats {
-    return this.#engine.leaseStats;
+    return this.#core.leaseStats;
   }
 
   /** {@inheritDoc Locker.adopt} */
   async adopt(signal: AbortSignal | undefined, handle: string, options?: AdoptOptions): Promise<Lease> {
     const content = decodeHandOff(handle);
     if (this.unready) await this.ready([signal, content.key, undefined, undefined]);
-    return this.#engine.adopt(signal, content, options, this.#owner, this.diagnostics.kind);
+    return this.#core.adopt(signal, content, options, this.#owner, this.diagnostics.kind);
   }
 
   /** {@inheritDoc Locker.inspect} */
   async inspect(signal: AbortSignal | undefined, key: string): Promise<LockInfo> {
     if (this.unready) await this.ready([signal, key, undefined, undefined]);
-    this.#engine.checkCall(signal, key);
-    const view = await this.#engine.inspect(signal, key);
+    this.#core.checkCall(signal, key);
+    const view = await this.#core.inspect(signal, key);
     const holders = view.holders.map((holder) => this.describeHolder(holder));
     return { key, holders, waiting: view.waiting };
   }
@@ -126,8 +126,8 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
   /** {@inheritDoc Locker.list} */
   async list(signal: AbortSignal | undefined, options?: ListOptions): Promise<LockInfo[]> {
     const { prefix, limit } = resolveListOptions(signal, options);
-    this.#engine.checkList(signal);
-    const listed = await this.#engine.list(signal, prefix, limit);
+    this.#core.checkList(signal);
+    const listed = await this.#core.list(signal, prefix, limit);
     const infos = listed.map(({ key, view }) => ({
       key,
       holders: view.holders.map((holder) => this.describeHolder(holder)),
@@ -152,7 +152,7 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
    * still work (and still free the key while its token matches).
    */
   override close(): Promise<void> {
-    return this.#engine.close();
+    return this.#core.close();
   }
 
   // The calls themselves (see TracedLocker); `probe` is the diagnostics message while traced.
@@ -165,8 +165,8 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
   protected override lockCall(signal: LockCall[0], key: LockCall[1], probe: LockCall[2]): Promise<ReleaseFunc> {
     if (this.unready) return this.#lockWhenReady(signal, key, probe);
     try {
-      this.#engine.checkCall(signal, key);
-      const obtained = this.#engine.obtainRelease({
+      this.#core.checkCall(signal, key);
+      const obtained = this.#core.obtainRelease({
         signal,
         key,
         request: this.defaultRequest,
@@ -182,9 +182,9 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
   /** {@link lockCall} once the store is {@link ready}. */
   async #lockWhenReady(signal: LockCall[0], key: LockCall[1], probe: LockCall[2]): Promise<ReleaseFunc> {
     await this.ready([signal, key, undefined, probe]);
-    this.#engine.checkCall(signal, key);
+    this.#core.checkCall(signal, key);
     const call = { signal, key, request: this.defaultRequest, owner: this.#owner, probe };
-    return this.#engine.obtainRelease(call);
+    return this.#core.obtainRelease(call);
   }
 
   /** @internal */
@@ -194,9 +194,9 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
     probe: LockCall[2],
   ): Promise<[acquired: boolean, release: ReleaseFunc]> {
     if (this.unready) await this.ready([signal, key, undefined, probe]);
-    this.#engine.checkCall(signal, key);
+    this.#core.checkCall(signal, key);
     const call = { signal, key, request: this.defaultRequest, owner: this.#owner, probe };
-    const acquisition = await this.#engine.tryObtain(call);
+    const acquisition = await this.#core.tryObtain(call);
     return acquisition === undefined ? [false, noopRelease()] : [true, acquisition.releaser.release];
   }
 
@@ -205,8 +205,8 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
     if (this.unready) await this.ready(call);
     const [signal, key, , probe] = call;
     const request = this.#prepare(call);
-    const acquisition = await this.#engine.obtain({ signal, key, request, owner: this.#owner, probe });
-    return this.#engine.leaseOf(acquisition, request.weight);
+    const acquisition = await this.#core.obtain({ signal, key, request, owner: this.#owner, probe });
+    return this.#core.leaseOf(acquisition, request.weight);
   }
 
   /** @internal */
@@ -214,8 +214,8 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
     if (this.unready) await this.ready(call);
     const [signal, key, , probe] = call;
     const request = this.#prepare(call);
-    const acquisition = await this.#engine.tryObtain({ signal, key, request, owner: this.#owner, probe });
-    return acquisition === undefined ? undefined : this.#engine.leaseOf(acquisition, request.weight);
+    const acquisition = await this.#core.tryObtain({ signal, key, request, owner: this.#owner, probe });
+    return acquisition === undefined ? undefined : this.#core.leaseOf(acquisition, request.weight);
   }
 
   /**
@@ -224,11 +224,11 @@ export abstract class CoreLocker<O extends CoreSettings = CoreSettings> extends 
    */
   #prepare(call: AcquireCall): ResolvedAcquireOptions {
     const [signal, key, options, probe] = call;
-    const resolved = this.#engine.resolveRequest(options);
+    const resolved = this.#core.resolveRequest(options);
     const request = this.request(resolved);
     if (probe !== undefined) probe.weight = resolved.weight;
-    this.#engine.checkCall(signal, key);
-    if (request.fencing) this.#engine.checkFencing(key);
+    this.#core.checkCall(signal, key);
+    if (request.fencing) this.#core.checkFencing(key);
     return request;
   }
 }

@@ -35,12 +35,12 @@ export class ReadWriteView<O extends CoreSettings> extends CoreLocker<O> {
   readonly #store: ReadWriteStore;
 
   /**
-   * @param engine the engine both views share.
+   * @param core the core both views share.
    * @param store the store's name, permits and checks.
    * @param writer true for the writers' view.
    */
-  constructor(engine: LockCore<O>, store: ReadWriteStore, writer: boolean) {
-    super(engine, `${store.name}-${writer ? "write" : "read"}`);
+  constructor(core: LockCore<O>, store: ReadWriteStore, writer: boolean) {
+    super(core, `${store.name}-${writer ? "write" : "read"}`);
     this.#writer = writer;
     this.#store = store;
     this.defaultRequest = writer ? { ...DEFAULT_ACQUIRE_OPTIONS, weight: store.permits } : DEFAULT_ACQUIRE_OPTIONS;
@@ -77,7 +77,7 @@ export abstract class CoreReadWriteLocker<O extends CoreSettings = CoreSettings>
   readonly read: Locker;
   /** Exclusive (write) leases: one at a time, and no reader meanwhile. */
   readonly write: Locker;
-  readonly #engine: LockCore<O>;
+  readonly #core: LockCore<O>;
 
   /**
    * @param settings the resolved options (the core's settings and what the store adds).
@@ -85,9 +85,9 @@ export abstract class CoreReadWriteLocker<O extends CoreSettings = CoreSettings>
    * @param store the store's name, permits and checks.
    */
   protected constructor(settings: O, makeBackend: BackendFactory, store: ReadWriteStore) {
-    this.#engine = new LockCore(settings, makeBackend, store.permits);
-    this.read = new ReadWriteView(this.#engine, store, false);
-    this.write = new ReadWriteView(this.#engine, store, true);
+    this.#core = new LockCore(settings, makeBackend, store.permits);
+    this.read = new ReadWriteView(this.#core, store, false);
+    this.write = new ReadWriteView(this.#core, store, true);
   }
 
   /**
@@ -95,21 +95,21 @@ export abstract class CoreReadWriteLocker<O extends CoreSettings = CoreSettings>
    * @internal
    */
   protected get settings(): Readonly<Omit<O, "onLockLost">> {
-    return this.#engine.options;
+    return this.#core.options;
   }
 
   /** Number of leases held now, read and write (not keys). */
   get heldCount(): number {
-    return this.#engine.heldCount;
+    return this.#core.heldCount;
   }
 
   /** Number of callers (readers and writers) waiting in `lock` or `acquire`, over all keys. */
   get waitingCount(): number {
-    return this.#engine.waitingCount;
+    return this.#core.waitingCount;
   }
 
   /** Closes both views: see `Locker.close`. Idempotent. */
   close(): Promise<void> {
-    return this.#engine.close();
+    return this.#core.close();
   }
 }

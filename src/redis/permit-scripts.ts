@@ -7,7 +7,7 @@ import { COUNT_LIVE, nextFence, PARSE_REGISTRATION, PUBLISH_GRANT } from "./scri
  * Lua scripts of counted locks: semaphores and read-write locks (a reader takes one permit of a
  * huge limit, a writer takes all of them). They mirror the lock scripts of scripts.ts — same KEYS
  * and ARGV, plus the limit (the attempt packs its ARGV tighter: see ACQUIRE_PERMITS) — so one
- * store and one locker engine run both.
+ * store and one locker core run both.
  *
  * A key's holders are a sorted set: member = the holder's token, with ".<weight>" appended when it
  * takes more than one permit; score = its deadline in server ms. Entries expire on their own: a
