@@ -1,10 +1,9 @@
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkFiles } from "../deployment/files.js";
-import { InvalidArgumentError } from "../errors.js";
-import { validateOptionsObject } from "../internal/validate.js";
 // Referenced from doc comments only.
 import type { Locker } from "../locker.js";
 import { CoreSemaphore } from "../lockers/core-semaphore.js";
+import { splitSemaphoreOptions } from "../lockers/semaphore-options.js";
 import { LockDirectory } from "./directory.js";
 // Referenced from doc comments only.
 import type { FileLocker } from "./file-locker.js";
@@ -49,11 +48,7 @@ export class FileSemaphore extends CoreSemaphore<ResolvedFileLockerOptions> {
 
   /** @param options see {@link FileLockerOptions}, plus `limit`. */
   constructor(options: FileSemaphoreOptions) {
-    validateOptionsObject("options", options);
-    const { limit, ...rest } = (options ?? {}) as Partial<FileSemaphoreOptions>;
-    if (typeof limit !== "number" || !Number.isSafeInteger(limit) || limit < 1) {
-      throw new InvalidArgumentError("options.limit", "a safe integer >= 1 (permits per key)", limit);
-    }
+    const { limit, rest } = splitSemaphoreOptions(options);
     const resolved = resolveFileOptions(rest);
     const directory = new LockDirectory(resolved);
     super(resolved, fileSemaphoreBackend(directory, resolved, limit), limit, "file-semaphore");

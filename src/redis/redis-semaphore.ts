@@ -1,8 +1,7 @@
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import { checkRedis } from "../deployment/redis.js";
-import { InvalidArgumentError } from "../errors.js";
-import { validateOptionsObject } from "../internal/validate.js";
 import { CoreSemaphore } from "../lockers/core-semaphore.js";
+import { splitSemaphoreOptions } from "../lockers/semaphore-options.js";
 import type { RedisLockerOptions, ResolvedRedisLockerOptions } from "./options.js";
 import { refuseQuorum, refuseScriptless, resolveClients, resolveOptions, withDefaultPrefix } from "./options.js";
 import { redisBackend } from "./redis-backend.js";
@@ -46,11 +45,7 @@ export class RedisSemaphore extends CoreSemaphore<ResolvedRedisLockerOptions> {
    */
   constructor(clients: RedisClient | RedisClient[], options: RedisSemaphoreOptions) {
     const list = resolveClients(clients);
-    validateOptionsObject("options", options);
-    const { limit, ...rest } = (options ?? {}) as Partial<RedisSemaphoreOptions>;
-    if (typeof limit !== "number" || !Number.isSafeInteger(limit) || limit < 1) {
-      throw new InvalidArgumentError("options.limit", "a safe integer >= 1 (permits per key)", limit);
-    }
+    const { limit, rest } = splitSemaphoreOptions(options);
     refuseQuorum(
       list,
       "RedisSemaphore",

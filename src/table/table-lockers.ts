@@ -4,13 +4,13 @@ import type { Finding } from "../deployment/finding.js";
 import { CoreLocker } from "../lockers/core-locker.js";
 import { CoreSemaphore } from "../lockers/core-semaphore.js";
 import { CoreReadWriteLocker, READ_WRITE_PERMITS } from "../lockers/read-write-views.js";
+import { splitSemaphoreOptions } from "../lockers/semaphore-options.js";
 import { semaphoreFencingRefusal } from "../sql/semaphore-options.js";
 import type { TableDialect } from "./dialect.js";
 import type { ResolvedTableLockerOptions, TableLockerOptions } from "./options.js";
 import { tableBackend } from "./table-backend.js";
 import {
   readWriteStore,
-  semaphoreParts,
   TABLE_LOCK_PREFIX,
   TABLE_READ_WRITE_PREFIX,
   TABLE_SEMAPHORE_PREFIX,
@@ -91,7 +91,7 @@ export abstract class TableSemaphore<
    */
   protected constructor(store: TableStoreSpec<Database, Dialect>, database: Database, options: TableSemaphoreOptions) {
     const makeDialect = store.dialectOf(database);
-    const { limit, rest } = semaphoreParts(options);
+    const { limit, rest } = splitSemaphoreOptions(options);
     const { resolved, dialect } = tableParts(rest, TABLE_SEMAPHORE_PREFIX, makeDialect);
     super(resolved, tableBackend(dialect, resolved, limit), limit, tableKind(store.name, "semaphore"));
     attachDeploymentCheck([this], () => store.check(database, dialect));

@@ -1,5 +1,4 @@
 import type { LockerKind } from "../diagnostics.js";
-import { InvalidArgumentError } from "../errors.js";
 import { validateOptionsObject } from "../internal/validate.js";
 import type { ReadWriteStore } from "../lockers/read-write-views.js";
 import { READ_WRITE_PERMITS } from "../lockers/read-write-views.js";
@@ -40,16 +39,6 @@ export function tableParts<Dialect extends TableDialect>(
   validateOptionsObject("options", options);
   const resolved = resolveTableOptions(options, defaultPrefix);
   return { resolved, dialect: dialectOf(resolved.table) };
-}
-
-/** A table semaphore's options: its `limit` (validated) and the rest, a locker's options. */
-export function semaphoreParts(options: unknown): { readonly limit: number; readonly rest: TableLockerOptions } {
-  validateOptionsObject("options", options);
-  const { limit, ...rest } = (options ?? {}) as Partial<TableSemaphoreOptions>;
-  if (typeof limit !== "number" || !Number.isSafeInteger(limit) || limit < 1) {
-    throw new InvalidArgumentError("options.limit", "a safe integer >= 1 (permits per key)", limit);
-  }
-  return { limit, rest };
 }
 
 /** The table lockers of a database, as diagnostics messages name them. */
