@@ -28,6 +28,7 @@
 import { mkdir, readdir, rename, rmdir } from "node:fs/promises";
 import { join } from "node:path";
 import { newToken } from "../internal/token.js";
+import { totalWeight } from "../internal/total-weight.js";
 import { type Entry, entryOf, parseEntry, remainingMs, takeable } from "./entry.js";
 import { moveEntry, removeStale } from "./entry-moves.js";
 import { codeOf, isGone } from "./fs-errors.js";
@@ -52,13 +53,6 @@ const ROUNDS = 4;
 const WEIGHT = /^[1-9]\d{0,15}$/;
 
 const ignore = (): undefined => undefined;
-
-/** The permits in use among `permits`. */
-function used(permits: readonly Permit[]): number {
-  let sum = 0;
-  for (const permit of permits) sum += permit.weight;
-  return sum;
-}
 
 /** The retry hint of a miss: just past the soonest holder's deadline (a stopped holder's lapses then). */
 function soonest(permits: readonly Permit[]): number | undefined {
@@ -110,7 +104,7 @@ export class SemaphoreFiles implements EntryPlace {
     return this.#store.run(false, async () => {
       const before = await this.#live(hash);
       if (before === undefined) return { taken: false, retryAfterMs: undefined };
-      if (used(before) + weight > limit) return { taken: false, retryAfterMs: soonest(before) };
+      if (totalWeight(before) + weight > limit) return { taken: false, retryAfterMs: soonest(before) };
       const dir = this.weightPath(hash, weight);
       const startedAt = performance.now();
       const entry = entryOf(token, expiry, Date.now(), this.#store.ownerField.field, undefined, false, keyField);
@@ -123,7 +117,7 @@ export class SemaphoreFiles implements EntryPlace {
         throw error;
       }
       const mine = after?.some((permit) => permit.entry.name === entry.name) === true;
-      if (after !== undefined && mine && used(after) <= limit) return { taken: true, entry, startedAt };
+      if (after !== undefined && mine && totalWeight(after) <= limit) return { taken: true, entry, startedAt };
       // Stepped back: the move out of the holders' directory wakes whoever it kept waiting.
       if (mine || after === undefined) await this.#vacate(hash, dir, entry);
       return { taken: false, retryAfterMs: after === undefined ? undefined : soonest(after) };

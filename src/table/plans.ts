@@ -7,6 +7,8 @@
  * run it again from the start after a deadlock or a busy database.
  */
 
+import { totalWeight } from "../internal/total-weight.js";
+
 /** A lease row as an attempt reads it: server clock, milliseconds since the epoch. */
 export interface LeaseRow {
   /** Its place in the key's queue, and a write lease's fencing token (rows are numbered as made). */
@@ -148,7 +150,7 @@ export function* attemptPlan(terms: AttemptTerms): Plan<AttemptAnswer> {
     }
     break;
   }
-  const fits = weightOf(live.filter((row) => row.token !== terms.claim)) + weight <= limit;
+  const fits = totalWeight(live.filter((row) => row.token !== terms.claim)) + weight <= limit;
   if (!fits && !terms.join) return { kind: "held", retryAfterMs: soonest(live, now) };
   const { token, owner } = terms;
   const ttl = fits ? terms.duration : terms.liveness;
@@ -172,19 +174,12 @@ export function* claimPlan(terms: AttemptTerms, claim: string): Plan<AttemptAnsw
   if (mine === undefined || mine.expiresAt <= now) return undefined;
   const ahead = rows.slice(0, index);
   const live = ahead.filter((row) => row.expiresAt > now);
-  const holds = weightOf(ahead) + mine.weight <= terms.limit;
-  if (!holds && weightOf(live) + mine.weight <= terms.limit) return undefined;
+  const holds = totalWeight(ahead) + mine.weight <= terms.limit;
+  if (!holds && totalWeight(live) + mine.weight <= terms.limit) return undefined;
   const ttl = holds ? terms.duration : terms.liveness;
   if ((yield* ask({ op: "renew", tokens: [claim], ttl })).size === 0) return undefined;
   if (holds) return { kind: "acquired", token: claim, id: mine.id };
   return { kind: "queued", token: claim, now, retryAfterMs: soonest(live, now) };
-}
-
-/** The permits `rows` take. */
-function weightOf(rows: readonly LeaseRow[]): number {
-  let sum = 0;
-  for (const row of rows) sum += row.weight;
-  return sum;
 }
 
 /** Ms until the first of `rows` expires (at least 1): when an attempt may find more room. */

@@ -8,6 +8,8 @@
  * it stands; the holder's owner is the node's data.
  */
 
+import { totalWeight } from "../internal/total-weight.js";
+
 /** A child of a key's node, as its name tells. */
 export interface Entry {
   /** The node's name (a holder's token). */
@@ -97,9 +99,7 @@ export function standingOf(queue: readonly Entry[], name: string, limit: number)
   if (index < 0) return "gone";
   const ahead = queue.slice(0, index);
   const room = limit - (queue[index] as Entry).weight;
-  let used = 0;
-  for (const entry of ahead) used += entry.weight;
-  if (used <= room) return "holds";
+  if (totalWeight(ahead) <= room) return "holds";
   const blockers: Entry[] = [];
   let blocking = 0;
   for (const entry of ahead.reverse().sort((a, b) => b.weight - a.weight)) {
