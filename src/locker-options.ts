@@ -183,10 +183,10 @@ export function resolveServerOptions(
   prefix: string,
   sweepConcurrency: number,
 ): ResolvedServerOptions {
-  const { given, expiry, operationTimeout, owner } = snapshot;
-  const [backoffMin, backoffMax] = resolveBackoff(given.backoff, expiry);
+  const { given, ...server } = snapshot;
+  const [backoffMin, backoffMax] = resolveBackoff(given.backoff, server.expiry);
   const onLockLost = resolveOnLockLost(given.onLockLost);
-  return { expiry, prefix, operationTimeout, owner, backoffMin, backoffMax, onLockLost, sweepConcurrency };
+  return { ...server, prefix, backoffMin, backoffMax, onLockLost, sweepConcurrency };
 }
 
 /** `prefix`: a string, by default `"globallock:"`. */
@@ -259,19 +259,15 @@ export function snapshotPooledOptions<const K extends string>(
   options: unknown,
   names: readonly K[],
 ): PooledOptionsSnapshot<K> {
-  const snapshot = snapshotServerOptions(options, ["connectTimeout", "backoff", ...names, "onLockLost"]);
-  const { given, expiry, prefix, operationTimeout, owner } = snapshot;
+  const { given, ...server } = snapshotServerOptions(options, ["connectTimeout", "backoff", ...names, "onLockLost"]);
   const connectTimeout = given.connectTimeout === undefined ? 5000 : given.connectTimeout;
   validateTimerDelay("options.connectTimeout", connectTimeout);
-  const [backoffMin, backoffMax] = resolveBackoff(given.backoff, expiry);
+  const [backoffMin, backoffMax] = resolveBackoff(given.backoff, server.expiry);
   const onLockLost = resolveOnLockLost(given.onLockLost);
   return {
     given,
     resolved: {
-      expiry,
-      prefix,
-      operationTimeout,
-      owner,
+      ...server,
       connectTimeout: connectTimeout as number,
       backoffMin,
       backoffMax,

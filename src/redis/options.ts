@@ -56,22 +56,19 @@ const OWN_OPTION_NAMES = [
  * exactly once; unknown names and `null` values are rejected. Throws {@link InvalidArgumentError}.
  */
 export function resolveOptions(options: RedisLockerOptions | undefined): ResolvedRedisLockerOptions {
-  const { given, expiry, prefix, operationTimeout, owner } = snapshotServerOptions(options, OWN_OPTION_NAMES);
+  const { given, ...server } = snapshotServerOptions(options, OWN_OPTION_NAMES);
   const driftFactor = given.driftFactor === undefined ? 0.01 : given.driftFactor;
   if (typeof driftFactor !== "number" || !(driftFactor >= 0 && driftFactor < 0.5)) {
     throw new InvalidArgumentError("options.driftFactor", "a number in [0, 0.5)", driftFactor);
   }
-  const [backoffMin, backoffMax] = resolveBackoff(given.backoff, expiry);
+  const [backoffMin, backoffMax] = resolveBackoff(given.backoff, server.expiry);
   const sweepConcurrency = given.sweepConcurrency === undefined ? 256 : given.sweepConcurrency;
   validatePositiveInteger("options.sweepConcurrency", sweepConcurrency);
   const onLockLost = resolveOnLockLost(given.onLockLost);
   const scripts = given.scripts === undefined ? true : given.scripts;
   if (typeof scripts !== "boolean") throw new InvalidArgumentError("options.scripts", "a boolean", scripts);
   return {
-    expiry,
-    prefix,
-    operationTimeout,
-    owner,
+    ...server,
     driftFactor,
     backoffMin,
     backoffMax,
