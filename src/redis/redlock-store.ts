@@ -12,7 +12,7 @@ import { SplitVotes } from "./split-votes.js";
 import { unavailable } from "./store-errors.js";
 import { timeLeft } from "./stored-views.js";
 import type { RedisClient } from "./types.js";
-import { ranOutOnArrival, validUntilOf } from "./validity.js";
+import { leaseHandle, ranOutOnArrival, validUntilOf } from "./validity.js";
 
 /** Settings of {@link RedlockStore}. */
 export interface RedlockStoreSettings {
@@ -215,12 +215,7 @@ export class RedlockStore implements contract.Backend, contract.Naming, contract
       return { kind: "held" };
     }
     this.#splits.ended(resource);
-    const handle = new contract.LockHandle(
-      lock.value,
-      resource,
-      start,
-      validUntilOf(start, duration, this.#driftFactor),
-    );
+    const handle = leaseHandle(lock.value, resource, start, duration, this.#driftFactor);
     if (ranOutOnArrival(handle, this)) return { kind: "expired-on-arrival" };
     return { kind: "acquired", handle };
   }

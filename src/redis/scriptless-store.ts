@@ -11,7 +11,7 @@ import { unavailable } from "./store-errors.js";
 import { lockView } from "./stored-views.js";
 import { adoptBySwap, type SwapOutcome } from "./swap-adoption.js";
 import type { LaneRouter } from "./transaction-lane.js";
-import { ranOutOnArrival, validUntilOf } from "./validity.js";
+import { leaseHandle, ranOutOnArrival, validUntilOf } from "./validity.js";
 
 /** Settings of {@link ScriptlessStore}. */
 export interface ScriptlessStoreSettings {
@@ -139,12 +139,7 @@ export class ScriptlessStore
       void this.release(new contract.LockHandle(token, resource, 0, 0));
       throw unavailable(resource, "acquire", [error], "single");
     }
-    const handle = new contract.LockHandle(
-      token,
-      resource,
-      start,
-      validUntilOf(start, duration, this.#settings.driftFactor),
-    );
+    const handle = leaseHandle(token, resource, start, duration, this.#settings.driftFactor);
     if (ranOutOnArrival(handle, this)) return { kind: "expired-on-arrival" };
     return fencingToken === undefined ? { kind: "acquired", handle } : { kind: "acquired", handle, fencingToken };
   }

@@ -16,7 +16,7 @@ import { unavailable } from "./store-errors.js";
 import { lockView, permitView } from "./stored-views.js";
 import { adoptBySwap } from "./swap-adoption.js";
 import type { RedisClient } from "./types.js";
-import { ranOutOnArrival, validUntilOf } from "./validity.js";
+import { leaseHandle, ranOutOnArrival, validUntilOf } from "./validity.js";
 
 /** Settings of {@link SingleNodeStore}. */
 export interface SingleNodeStoreSettings {
@@ -213,12 +213,7 @@ export class SingleNodeStore
       if (typeof registeredMs !== "number" || registeredMs <= 0) return { kind: "held", retryAfterMs };
       return { kind: "held", retryAfterMs, registration: { token, weight, sentAt: start, serverMs: registeredMs } };
     }
-    const handle = new contract.LockHandle(
-      token,
-      resource,
-      start,
-      validUntilOf(start, duration, this.#settings.driftFactor),
-    );
+    const handle = leaseHandle(token, resource, start, duration, this.#settings.driftFactor);
     if (reply === ACQUIRED_CONTENDED && !lean) handle.contended = true;
     if (ranOutOnArrival(handle, this)) return { kind: "expired-on-arrival" };
     return typeof reply === "string" && !lean

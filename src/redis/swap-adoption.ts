@@ -1,8 +1,8 @@
 import { performance } from "node:perf_hooks";
-import * as contract from "../core/backend.js";
+import type * as contract from "../core/backend.js";
 import { UnsupportedError } from "../errors.js";
 import { unavailable } from "./store-errors.js";
-import { ranOutOnArrival, validUntilOf } from "./validity.js";
+import { leaseHandle, ranOutOnArrival } from "./validity.js";
 
 /** What a swap of a key's token answers: done, or why not (another token holds the key; the key is gone). */
 export type SwapOutcome = "swapped" | "taken" | "expired";
@@ -34,6 +34,6 @@ export async function adoptBySwap(
     throw unavailable(resource, "adopt", [error], "single");
   }
   if (swapped !== "swapped") return swapped;
-  const handle = new contract.LockHandle(fresh, resource, start, validUntilOf(start, duration, driftFactor));
+  const handle = leaseHandle(fresh, resource, start, duration, driftFactor);
   return ranOutOnArrival(handle, store) ? "expired" : handle;
 }

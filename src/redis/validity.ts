@@ -1,5 +1,5 @@
 import { performance } from "node:perf_hooks";
-import type { LockHandle } from "../core/backend.js";
+import { LockHandle } from "../core/backend.js";
 
 /*
  * How long a Redis lease is trusted here: its TTL less the clock drift a node may have against
@@ -16,6 +16,20 @@ function driftOf(driftFactor: number, duration: number): number {
 /** The local time until which a lease of `duration` ms set by a command sent at `sentAt` holds. */
 export function validUntilOf(sentAt: number, duration: number, driftFactor: number): number {
   return sentAt + duration - driftOf(driftFactor, duration);
+}
+
+/**
+ * The handle of a lease of `duration` ms on `resource` under `token`, set by a command sent at
+ * `sentAt`: valid until {@link validUntilOf} says.
+ */
+export function leaseHandle(
+  token: string,
+  resource: string,
+  sentAt: number,
+  duration: number,
+  driftFactor: number,
+): LockHandle {
+  return new LockHandle(token, resource, sentAt, validUntilOf(sentAt, duration, driftFactor));
 }
 
 /**
