@@ -7,7 +7,7 @@ import { checkDeployment } from "../deployment/check-deployment.js";
 import type { Finding } from "../deployment/finding.js";
 import type { DoctorCommand } from "./invocation.js";
 import type { Reporter } from "./reporter.js";
-import { withStore } from "./store-command.js";
+import { type Stdout, withStore } from "./store-command.js";
 
 /** The exit status for `found`: 2 with an error, 1 with a warning, else 0. */
 export function doctorExitCode(found: readonly Finding[]): number {
@@ -22,11 +22,7 @@ function describe(item: Finding): string {
 }
 
 /** Prints the findings on stdout; resolves to the exit status. */
-export function doctorCommand(
-  cmd: DoctorCommand,
-  reporter: Reporter,
-  stdout: { write(text: string): unknown },
-): Promise<number> {
+export function doctorCommand(cmd: DoctorCommand, reporter: Reporter, stdout: Stdout): Promise<number> {
   return withStore(cmd.store, "", reporter, async (store) => {
     const found = await checkDeployment(store.locker);
     if (cmd.json) stdout.write(`${JSON.stringify({ store: store.label, findings: found })}\n`);

@@ -9,17 +9,13 @@ import type { LockInfo } from "../locker.js";
 import { lockInfoJson } from "./holders.js";
 import type { ListCommand } from "./invocation.js";
 import type { Reporter } from "./reporter.js";
-import { withStore } from "./store-command.js";
+import { type Stdout, withStore } from "./store-command.js";
 
 /** Column widths: key, holder, mode, time left, waiting (with a space between: 79 columns). */
 const WIDTHS = [31, 20, 9, 8, 7] as const;
 
 /** Prints the held keys on stdout; resolves to the exit status (0, or the error's). */
-export function listCommand(
-  cmd: ListCommand,
-  reporter: Reporter,
-  stdout: { write(text: string): unknown },
-): Promise<number> {
+export function listCommand(cmd: ListCommand, reporter: Reporter, stdout: Stdout): Promise<number> {
   return withStore(cmd.store, "", reporter, async (store) => {
     const options = cmd.limit === undefined ? { prefix: cmd.prefix } : { prefix: cmd.prefix, limit: cmd.limit };
     const infos = await store.locker.list(undefined, options);

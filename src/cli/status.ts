@@ -7,14 +7,10 @@ import { EXIT } from "./exit-codes.js";
 import { describeHolder, lockInfoJson } from "./holders.js";
 import type { StatusCommand } from "./invocation.js";
 import type { Reporter } from "./reporter.js";
-import { withStore } from "./store-command.js";
+import { type Stdout, withStore } from "./store-command.js";
 
 /** Prints the key's state on stdout (one JSON object with `--json`); resolves to the exit status. */
-export function statusCommand(
-  cmd: StatusCommand,
-  reporter: Reporter,
-  stdout: { write(text: string): unknown },
-): Promise<number> {
+export function statusCommand(cmd: StatusCommand, reporter: Reporter, stdout: Stdout): Promise<number> {
   return withStore(cmd.store, cmd.key, reporter, async (store) => {
     const info = await store.locker.inspect(undefined, cmd.key);
     const held = info.holders.length > 0;

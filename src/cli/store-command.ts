@@ -3,6 +3,11 @@ import type { Reporter } from "./reporter.js";
 import { failure } from "./run.js";
 import { type OpenStore, openStore } from "./store.js";
 
+/** Where `status`, `list` and `doctor` print their answer (stdout; a stand-in in tests). */
+export interface Stdout {
+  write(text: string): unknown;
+}
+
 /**
  * What `status`, `list` and `doctor` do around their own work: open the chosen store (its
  * exclusive locker, no locker options), run `use` on it and close it again. A failure (the store
