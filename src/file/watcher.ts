@@ -1,5 +1,6 @@
 import { type FSWatcher, watch } from "node:fs";
 import type { BackendEvents, ReleaseWatcher } from "../core/backend.js";
+import { getOrInsert } from "../internal/get-or-insert.js";
 
 /**
  * Wake-ups for waiters of a lock directory: one `fs.watch` of the directory per locker, open only
@@ -32,12 +33,7 @@ export class DirectoryWatcher {
    * returns, unless it could not be opened.
    */
   subscribe(name: string, wake: (name: string | undefined) => void): () => void {
-    let set = this.#subscribers.get(name);
-    if (set === undefined) {
-      set = new Set();
-      this.#subscribers.set(name, set);
-    }
-    set.add(wake);
+    getOrInsert(this.#subscribers, name, () => new Set()).add(wake);
     this.#count += 1;
     this.#open();
     let subscribed = true;

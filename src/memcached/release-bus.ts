@@ -1,4 +1,5 @@
 import type { BackendEvents, ReleaseWatcher } from "../core/backend.js";
+import { getOrInsert } from "../internal/get-or-insert.js";
 import type { KeyNames } from "./layout.js";
 import type { MemcachedClient } from "./types.js";
 
@@ -64,17 +65,8 @@ export class MemcachedReleaseWatcher implements ReleaseWatcher {
       return;
     }
     this.#subscriptions.set(resource, { count: 1, key: this.#names.keyOf(resource) ?? this.#hashed.get(resource) });
-    let byItem = listeners.get(this.#deployment);
-    if (byItem === undefined) {
-      byItem = new Map();
-      listeners.set(this.#deployment, byItem);
-    }
-    let watchers = byItem.get(resource);
-    if (watchers === undefined) {
-      watchers = new Set();
-      byItem.set(resource, watchers);
-    }
-    watchers.add(this);
+    const byItem = getOrInsert(listeners, this.#deployment, () => new Map());
+    getOrInsert(byItem, resource, () => new Set()).add(this);
   }
 
   unwatch(resource: string): void {

@@ -1,4 +1,5 @@
 import type { AttemptOutcome, BackendEvents } from "../core/backend.js";
+import { getOrInsert } from "../internal/get-or-insert.js";
 
 /**
  * How an attempt treats its key's gate (a parameter of the semaphores' take statements): its
@@ -150,11 +151,7 @@ export class SlotBooks<S, K extends SlotKey> {
 
   /** Records the permits `held` took, with `token`. */
   hold(token: string, held: HeldSlots<S>): void {
-    let slots = this.#slots.get(held.resource);
-    if (slots === undefined) {
-      slots = new Set();
-      this.#slots.set(held.resource, slots);
-    }
+    const slots = getOrInsert(this.#slots, held.resource, () => new Set());
     for (const slot of held.slots) slots.add(slot);
     this.#held.set(token, held);
   }

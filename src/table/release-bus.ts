@@ -1,4 +1,5 @@
 import type { BackendEvents, ReleaseWatcher } from "../core/backend.js";
+import { getOrInsert } from "../internal/get-or-insert.js";
 
 /**
  * The table lockers of this process, by database (a pool, or an SQLite file) and then by table:
@@ -37,16 +38,8 @@ export class TableWatcher implements ReleaseWatcher {
     this.#prefix = prefix;
     this.#events = events;
     this.#onClose = onClose;
-    let tables = buses.get(database);
-    if (tables === undefined) {
-      tables = new Map();
-      buses.set(database, tables);
-    }
-    let lockers = tables.get(table);
-    if (lockers === undefined) {
-      lockers = new Set();
-      tables.set(table, lockers);
-    }
+    const tables = getOrInsert(buses, database, () => new Map());
+    const lockers = getOrInsert(tables, table, () => new Set());
     lockers.add(this);
     this.#lockers = lockers;
   }

@@ -1,4 +1,5 @@
 import { InvalidArgumentError, LockLostError, type LockLostReason, StoreUnavailableError } from "../errors.js";
+import { getOrInsert } from "../internal/get-or-insert.js";
 import { noopRelease, Releasable } from "../internal/release-func.js";
 import { validateKey } from "../internal/validate.js";
 import type {
@@ -151,12 +152,7 @@ export class FaultyLocker implements Locker {
 
   #wrap(inner: Lease): FaultyLease {
     const lease = new FaultyLease(inner, this.#takeReleaseFault, (ended) => this.#forget(ended));
-    let leases = this.#held.get(lease.key);
-    if (leases === undefined) {
-      leases = new Set();
-      this.#held.set(lease.key, leases);
-    }
-    leases.add(lease);
+    getOrInsert(this.#held, lease.key, () => new Set()).add(lease);
     this.#failExtensions();
     return lease;
   }
