@@ -1,3 +1,4 @@
+import { BackgroundWork } from "../internal/background-work.js";
 import { DeadlineGroup } from "../internal/deadline-group.js";
 import { unavailable } from "./etcd-errors.js";
 import { isLeaseGone, timedOut } from "./leases.js";
@@ -17,7 +18,7 @@ export class EtcdCommands {
   readonly #timeoutMs: number;
   readonly #deadlines: DeadlineGroup;
   /** Background deletions in flight. */
-  readonly #background = new Set<Promise<unknown>>();
+  readonly #background = new BackgroundWork();
   #closing = false;
 
   constructor(client: EtcdClient, timeoutMs: number) {
@@ -107,14 +108,13 @@ export class EtcdCommands {
 
   /** Keeps `operation` until it settles (its failure ignored): {@link close} waits for it. */
   track(operation: Promise<unknown>): void {
-    const tracked = operation.catch(() => undefined).finally(() => this.#background.delete(tracked));
-    this.#background.add(tracked);
+    this.#background.track(operation);
   }
 
   /** Stops retrying and waits for every background operation (those they start included). */
   async close(): Promise<void> {
     this.#closing = true;
-    while (this.#background.size > 0) await Promise.all(this.#background);
+    await this.#background.drained();
   }
 
   /** gRPC's own deadline, a little past ours: the call ends on etcd's side too. */

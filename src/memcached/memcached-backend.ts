@@ -1,5 +1,6 @@
 import { performance } from "node:perf_hooks";
 import * as contract from "../core/backend.js";
+import { BackgroundWork } from "../internal/background-work.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { MemcachedCommands, unavailable } from "./commands.js";
@@ -66,7 +67,7 @@ class MemcachedBackend implements contract.Backend, contract.Naming, contract.Ha
   readonly #options: ResolvedMemcachedLockerOptions;
   readonly #owner: string;
   /** Deletions of locks nobody holds (late or refused grants); close waits for them. */
-  readonly #cleanUps = new Set<Promise<unknown>>();
+  readonly #cleanUps = new BackgroundWork();
 
   constructor(
     client: MemcachedClient,
@@ -81,7 +82,7 @@ class MemcachedBackend implements contract.Backend, contract.Naming, contract.Ha
     this.#commands = new MemcachedCommands(client, options.operationTimeout);
     this.#guard = new RestartGuard(this.#commands, names);
     this.scope = `memcached:${client.namespace ?? ""}${options.prefix}`;
-    this.watcher = new MemcachedReleaseWatcher(client, names, events, () => this.#drain());
+    this.watcher = new MemcachedReleaseWatcher(client, names, events, () => this.#cleanUps.drained());
   }
 
   resourceOf(key: string): string {
@@ -122,7 +123,7 @@ class MemcachedBackend implements contract.Backend, contract.Naming, contract.Ha
     }
     const handle = new contract.LockHandle(token, resource, sentAt, validUntilOf(sentAt, duration));
     if (performance.now() >= handle.validUntil) {
-      this.#track(this.release(handle));
+      this.#cleanUps.track(this.release(handle));
       return { kind: "expired-on-arrival" };
     }
     return { kind: "acquired", handle };
@@ -233,16 +234,6 @@ class MemcachedBackend implements contract.Backend, contract.Naming, contract.Ha
 
   /** Deletes the lock `token` of `resource` in the background, if its item still holds it. */
   #deleteLater(resource: string, token: string): void {
-    this.#track(this.#swap(resource, token, (cas) => this.#commands.cas(resource, "", cas, -1)));
-  }
-
-  #track(operation: Promise<unknown>): void {
-    const tracked = operation.catch(() => undefined).finally(() => this.#cleanUps.delete(tracked));
-    this.#cleanUps.add(tracked);
-  }
-
-  /** Waits for the background deletions (each bounded by the operation timeout). */
-  async #drain(): Promise<void> {
-    while (this.#cleanUps.size > 0) await Promise.all(this.#cleanUps);
+    this.#cleanUps.track(this.#swap(resource, token, (cas) => this.#commands.cas(resource, "", cas, -1)));
   }
 }

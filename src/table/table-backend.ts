@@ -1,6 +1,7 @@
 import { performance } from "node:perf_hooks";
 import * as contract from "../core/backend.js";
 import { StoreUnavailableError } from "../errors.js";
+import { BackgroundWork } from "../internal/background-work.js";
 import { DeadlineGroup } from "../internal/deadline-group.js";
 import { mapBounded } from "../internal/list-options.js";
 import { newToken } from "../internal/token.js";
@@ -75,7 +76,7 @@ class TableBackend
   #ready: boolean;
   #creating: Promise<void> | undefined;
   /** Deletes of rows an attempt may have left when its answer came too late (close waits for them). */
-  readonly #cleanUps = new Set<Promise<unknown>>();
+  readonly #cleanUps = new BackgroundWork();
 
   constructor(
     dialect: TableDialect,
@@ -139,7 +140,7 @@ class TableBackend
     }
     const handle = new contract.LockHandle(answer.token, name, sentAt, boundOf(sentAt, duration));
     if (performance.now() >= handle.validUntil) {
-      this.#track(this.release(handle));
+      this.#cleanUps.track(this.release(handle));
       return { kind: "expired-on-arrival" };
     }
     return request.fencing ? { kind: "acquired", handle, fencingToken: answer.id } : { kind: "acquired", handle };
@@ -263,7 +264,7 @@ class TableBackend
       if (orphan !== undefined) {
         const removeOrphan = (): Promise<unknown> =>
           this.#dialect.run(one({ op: "remove", name, token: orphan }), false, new Cancel());
-        this.#track(running.then(removeOrphan, removeOrphan));
+        this.#cleanUps.track(running.then(removeOrphan, removeOrphan));
       }
       throw unavailable(this.#dialect.kind, name, error);
     }
@@ -287,13 +288,8 @@ class TableBackend
     return this.#creating;
   }
 
-  #track(operation: Promise<unknown>): void {
-    const tracked = operation.catch(() => undefined).finally(() => this.#cleanUps.delete(tracked));
-    this.#cleanUps.add(tracked);
-  }
-
   async #close(): Promise<void> {
-    while (this.#cleanUps.size > 0) await Promise.all(this.#cleanUps);
+    await this.#cleanUps.drained();
     this.#dialect.close();
   }
 }

@@ -1,3 +1,4 @@
+import { BackgroundWork } from "../internal/background-work.js";
 import { pause } from "../internal/sleep.js";
 import type { ZooKeeperCalls } from "./calls.js";
 import { KeyNodes } from "./key-nodes.js";
@@ -15,7 +16,7 @@ export class NodeJanitor {
   /** The key nodes this locker knows are there, and when each idle one goes. */
   readonly keyNodes: KeyNodes;
   readonly #calls: ZooKeeperCalls;
-  readonly #underWay = new Set<Promise<unknown>>();
+  readonly #underWay = new BackgroundWork();
   #closing = false;
 
   constructor(calls: ZooKeeperCalls) {
@@ -75,8 +76,7 @@ export class NodeJanitor {
 
   /** Keeps `operation` (bounded: every call in it is) under way until it settles (its failure is ignored). */
   track(operation: Promise<unknown>): void {
-    const tracked = operation.catch(ignore).finally(() => this.#underWay.delete(tracked));
-    this.#underWay.add(tracked);
+    this.#underWay.track(operation);
   }
 
   /**
@@ -104,7 +104,7 @@ export class NodeJanitor {
   async drain(): Promise<void> {
     this.#closing = true;
     this.keyNodes.close();
-    while (this.#underWay.size > 0) await Promise.all(this.#underWay);
+    await this.#underWay.drained();
   }
 
   /** {@link removeSurely} in the background, then the key's node once idle: the node was in it. */
@@ -112,5 +112,3 @@ export class NodeJanitor {
     this.track(this.removeSurely(path).finally(() => this.dropKeyNode(keyNode)));
   }
 }
-
-function ignore(): void {}
