@@ -3,7 +3,7 @@
  * options and its key (see `invocation.ts`). Every mistake is a {@link UsageError} that names the
  * bad value (the values' own checks are in `option-values.ts`, the help text in `usage.ts`).
  */
-import { parseArgs } from "node:util";
+import { type ParseArgsConfig, parseArgs } from "node:util";
 import type { Invocation } from "./invocation.js";
 import {
   exitCodeOf,
@@ -98,9 +98,7 @@ function endOfOptions(argv: readonly string[], takesValue: { long: Set<string>; 
  */
 function parseRun(argv: readonly string[], env: NodeJS.ProcessEnv): Invocation {
   const end = endOfOptions(argv, RUN_VALUED);
-  const { values } = guard(() =>
-    parseArgs({ args: argv.slice(0, end), options: RUN_OPTIONS, allowPositionals: false, strict: true }),
-  );
+  const { values } = parsed(argv.slice(0, end), RUN_OPTIONS, false);
   if (values.help) return { command: "help", topic: "run" };
   let rest = argv.slice(end);
   let key = values.key;
@@ -176,9 +174,7 @@ function parseRun(argv: readonly string[], env: NodeJS.ProcessEnv): Invocation {
 
 /** `status [options] KEY`, or `status --key KEY [options]`. */
 function parseStatus(argv: readonly string[], env: NodeJS.ProcessEnv): Invocation {
-  const { values, positionals } = guard(() =>
-    parseArgs({ args: [...argv], options: STORE_OPTIONS, allowPositionals: true, strict: true }),
-  );
+  const { values, positionals } = parsed([...argv], STORE_OPTIONS, true);
   if (values.help) return { command: "help", topic: "status" };
   const [key, extra] = values.key === undefined ? positionals : [values.key, ...positionals];
   if (extra !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(extra)}`);
@@ -187,9 +183,7 @@ function parseStatus(argv: readonly string[], env: NodeJS.ProcessEnv): Invocatio
 
 /** `doctor [store options] [--json]`. */
 function parseDoctor(argv: readonly string[], env: NodeJS.ProcessEnv): Invocation {
-  const { values, positionals } = guard(() =>
-    parseArgs({ args: [...argv], options: STORE_OPTIONS, allowPositionals: true, strict: true }),
-  );
+  const { values, positionals } = parsed([...argv], STORE_OPTIONS, true);
   if (values.help) return { command: "help", topic: "doctor" };
   if (values.key !== undefined) throw new UsageError("doctor checks the store, not a key: drop --key");
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
@@ -204,9 +198,7 @@ const LIST_OPTIONS = {
 
 /** `list [store options] [--prefix P] [--limit N] [--json]`. */
 function parseList(argv: readonly string[], env: NodeJS.ProcessEnv): Invocation {
-  const { values, positionals } = guard(() =>
-    parseArgs({ args: [...argv], options: LIST_OPTIONS, allowPositionals: true, strict: true }),
-  );
+  const { values, positionals } = parsed([...argv], LIST_OPTIONS, true);
   if (values.help) return { command: "help", topic: "list" };
   if (values.key !== undefined) throw new UsageError("list shows every key: drop --key (--prefix narrows it)");
   if (positionals.length > 0) {
@@ -222,10 +214,14 @@ function parseList(argv: readonly string[], env: NodeJS.ProcessEnv): Invocation 
   };
 }
 
-/** Runs a `parseArgs` call; its errors (unknown option, missing value…) become usage errors. */
-function guard<T>(parse: () => T): T {
+/** `args` parsed (strictly) for `options`; parseArgs's errors (unknown option, missing value…) become usage errors. */
+function parsed<const O extends NonNullable<ParseArgsConfig["options"]>>(
+  args: string[],
+  options: O,
+  allowPositionals: boolean,
+) {
   try {
-    return parse();
+    return parseArgs({ args, options, allowPositionals, strict: true });
   } catch (error) {
     throw new UsageError((error as Error).message.replace(/\. To specify a positional.*$/s, ""));
   }
