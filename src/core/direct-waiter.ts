@@ -6,11 +6,6 @@ import type { LockHandle } from "./backend.js";
 import type { AcquireCall, CoreParts, Miss } from "./core-parts.js";
 import type { GrantDesk } from "./grant-desk.js";
 
-/** How many callers wait, shared with the wait loop (one `waitingCount`). */
-export interface WaitCount {
-  waiting: number;
-}
-
 /**
  * A lock's caller waiting for a key of a store in this process (memory), without the wait loop.
  *
@@ -27,7 +22,8 @@ export class DirectWaiter<T = Acquisition> extends Waiter {
   readonly #desk: GrantDesk;
   readonly #call: AcquireCall;
   readonly #state: KeyState;
-  readonly #count: WaitCount;
+  /** How many callers wait, shared with the wait loop (one `waitingCount`). */
+  readonly #count: { waiting: number };
   /** What its caller is handed for the acquisition (a lock's caller: its release function). */
   readonly #deliver: (acquisition: Acquisition) => T;
   /** Set once it has its acquisition (or its error): it left the FIFO then. */
@@ -47,7 +43,7 @@ export class DirectWaiter<T = Acquisition> extends Waiter {
     desk: GrantDesk,
     call: AcquireCall,
     state: KeyState,
-    count: WaitCount,
+    count: { waiting: number },
     deliver: (acquisition: Acquisition) => T,
   ) {
     super();
@@ -69,7 +65,7 @@ export class DirectWaiter<T = Acquisition> extends Waiter {
     parts: CoreParts,
     desk: GrantDesk,
     call: AcquireCall,
-    count: WaitCount,
+    count: { waiting: number },
     deliver: (acquisition: Acquisition) => T,
   ): Promise<T> | T {
     const state = parts.keys.open(call.key);

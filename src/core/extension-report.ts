@@ -4,14 +4,6 @@ import { publishExtend } from "../internal/diagnostics.js";
 import type { Acquisition, AcquisitionOwner } from "./acquisition.js";
 import type { ExtendOutcome } from "./backend.js";
 
-/** One extension message's worth of leases: same locker, same outcome (and same error). */
-interface ExtensionGroup {
-  readonly owner: AcquisitionOwner;
-  readonly outcome: ExtendMessageOutcome;
-  readonly error: Error | undefined;
-  readonly keys: string[];
-}
-
 /**
  * Publishes what one extension command found: one message per locker, outcome and error, in the
  * batch's order (deadline first). Leases released while the command was in flight are left out.
@@ -22,7 +14,9 @@ export function reportExtension(
   lagMs: number,
   elapsedMs: number,
 ): void {
-  const groups: ExtensionGroup[] = [];
+  // One extension message's worth of leases each: same locker, same outcome (and same error).
+  const groups: { owner: AcquisitionOwner; outcome: ExtendMessageOutcome; error: Error | undefined; keys: string[] }[] =
+    [];
   batch.forEach((acquisition, index) => {
     if (acquisition.state !== "held") return;
     const found = outcomes[index];

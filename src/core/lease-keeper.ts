@@ -1,11 +1,11 @@
 import { performance } from "node:perf_hooks";
 import { LockLostError, type LockLostReason } from "../errors.js";
 import { extendChannel, publishLost } from "../internal/diagnostics.js";
+import { InFlight } from "../internal/in-flight.js";
 import type { LeaseKeeperStats } from "../locker.js";
 import type { Acquisition } from "./acquisition.js";
 import { type ExtendOutcome, MAX_EXTEND_BATCH } from "./backend.js";
 import { reportExtension } from "./extension-report.js";
-import { InFlight } from "./in-flight.js";
 import { type Lane, Lanes } from "./lease-lanes.js";
 import { MAX_TIMER_DELAY_MS } from "./limits.js";
 import type { Store } from "./store.js";

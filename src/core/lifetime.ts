@@ -1,7 +1,7 @@
 import { setMaxListeners } from "node:events";
 import { LockerClosedError } from "../errors.js";
 import { CloseGate } from "../internal/abortable.js";
-import { InFlight } from "./in-flight.js";
+import { InFlight } from "../internal/in-flight.js";
 
 /**
  * What lives until a locker closes: the close signal every waiter listens to, the gate that cuts

@@ -3,7 +3,7 @@ import { abortable } from "../internal/abortable.js";
 import { Backoff } from "../internal/backoff.js";
 import { Acquisition } from "./acquisition.js";
 import type { AcquireCall, CoreParts, Miss } from "./core-parts.js";
-import { DirectWaiter, type WaitCount } from "./direct-waiter.js";
+import { DirectWaiter } from "./direct-waiter.js";
 import { GrantDesk } from "./grant-desk.js";
 import { type CoreWaiter, CountedWaiter, LockWaiter } from "./waiters.js";
 
@@ -28,7 +28,7 @@ export class WaitLoop {
   /** The grants a backend's grant queue makes to this core's waiters. */
   readonly grants: GrantDesk;
   /** Callers whose first attempt failed (or who queued behind others), still waiting. */
-  readonly #count: WaitCount = { waiting: 0 };
+  readonly #count = { waiting: 0 };
   #waiterSeq = 0;
 
   constructor(parts: CoreParts) {
