@@ -4,7 +4,7 @@ import type { ResolvedAcquireOptions } from "../internal/validate.js";
 import type { KeyStates } from "../internal/waiter.js";
 import type { AcquisitionOwner } from "./acquisition.js";
 import type { Attempts } from "./attempts.js";
-import type { AttemptOutcome } from "./backend.js";
+import type { AttemptOutcome } from "../backend.js";
 import type { Holdings } from "./holdings.js";
 import type { Lifetime } from "./lifetime.js";
 import type { Store } from "./store.js";

@@ -2,7 +2,7 @@ import { performance } from "node:perf_hooks";
 import { type AbortSubscription, subscribeAbort } from "../internal/abortable.js";
 import { type KeyState, type KeyStates, Waiter } from "../internal/waiter.js";
 import { Acquisition } from "./acquisition.js";
-import type { LockHandle } from "./backend.js";
+import type { LockHandle } from "../backend.js";
 import type { AcquireCall, CoreParts, Miss } from "./core-parts.js";
 import type { GrantDesk } from "./grant-desk.js";
 

@@ -15,7 +15,7 @@ import { KeyStates } from "../internal/waiter.js";
 import type { AcquireOptions, AdoptOptions, Lease, LeaseKeeperStats, Locker, ReleaseFunc } from "../locker.js";
 import { Acquisition, type AcquisitionOwner, AcquisitionTerms } from "./acquisition.js";
 import { Attempts } from "./attempts.js";
-import type { BackendFactory, ListedResource, StoredView } from "./backend.js";
+import type { BackendFactory, ListedResource, StoredView } from "../backend.js";
 import type { AcquireCall, CoreParts, CoreSettings } from "./core-parts.js";
 import { DirectWaiter } from "./direct-waiter.js";
 import type { HandOffContent } from "./hand-off-handle.js";

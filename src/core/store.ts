@@ -15,7 +15,7 @@ import type {
   ReleaseWatcher,
   StoredView,
   Unsupported,
-} from "./backend.js";
+} from "../backend.js";
 
 /** Why a store that says nothing about a capability lacks it. */
 const NO_HAND_OFF = "this store cannot hand a lease to another process";

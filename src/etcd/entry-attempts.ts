@@ -1,5 +1,5 @@
 import { performance } from "node:perf_hooks";
-import type { AttemptRequest, Registration } from "../core/backend.js";
+import type { AttemptRequest, Registration } from "../backend.js";
 import type { EtcdCommands } from "./etcd-commands.js";
 import { directoryOf, entryKey, entryValue, freshToken, type KeyDirectory } from "./layout.js";
 import type { LeaseRecord } from "./leases.js";

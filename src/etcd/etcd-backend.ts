@@ -1,5 +1,5 @@
 import { performance } from "node:perf_hooks";
-import * as contract from "../core/backend.js";
+import * as contract from "../backend.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { EntryAttempts, type Granted } from "./entry-attempts.js";
 import { EtcdCommands } from "./etcd-commands.js";

@@ -1,5 +1,5 @@
 import { performance } from "node:perf_hooks";
-import type { ListedResource, StoredHolder, StoredView } from "../core/backend.js";
+import type { ListedResource, StoredHolder, StoredView } from "../backend.js";
 import { mapBounded } from "../internal/list-options.js";
 import type { EtcdCommands } from "./etcd-commands.js";
 import { directoryOf, type Entry, keyOfEntry, parseEntry } from "./layout.js";

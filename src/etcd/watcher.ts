@@ -1,4 +1,4 @@
-import type { BackendEvents, ReleaseWatcher } from "../core/backend.js";
+import type { BackendEvents, ReleaseWatcher } from "../backend.js";
 import { withTimeout } from "../internal/sleep.js";
 import type { EtcdClient, EtcdWatcher } from "./types.js";
 

@@ -1,4 +1,4 @@
-import type * as contract from "../core/backend.js";
+import type * as contract from "../backend.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { Departures } from "./departures.js";

@@ -1,4 +1,4 @@
-import type * as contract from "../core/backend.js";
+import type * as contract from "../backend.js";
 import { pause } from "../internal/sleep.js";
 import { newToken } from "../internal/token.js";
 import { FileBackendBase, type KeyLook } from "./backend-base.js";

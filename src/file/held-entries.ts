@@ -1,5 +1,5 @@
-import type { AttemptOutcome, ExtendOutcome } from "../core/backend.js";
-import { LockHandle } from "../core/backend.js";
+import type { AttemptOutcome, ExtendOutcome } from "../backend.js";
+import { LockHandle } from "../backend.js";
 import { DeadlineGroup } from "../internal/deadline-group.js";
 import { toUnknown } from "../internal/release-func.js";
 import type { ReleaseOutcome } from "../locker.js";

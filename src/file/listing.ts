@@ -1,12 +1,12 @@
 /**
- * `list` on the file store (see `Listing` in `core/backend.ts`): the lock directory read as a
+ * `list` on the file store (see `Listing` in `backend.ts`): the lock directory read as a
  * stream, a batch of names at a time (`opendir`: never the whole listing in memory, and nothing
  * held or locked while it reads), each key's files found by their names (`H.lock`, `H.rd`,
  * `H.sem`), the key read back from a live entry (see `key-field.ts`), then the key's view as
  * `inspect` reads it.
  */
 import { opendir } from "node:fs/promises";
-import type { ListedResource, StoredView } from "../core/backend.js";
+import type { ListedResource, StoredView } from "../backend.js";
 import { StoreUnavailableError } from "../errors.js";
 import { type Entry, takeable } from "./entry.js";
 import { isGone } from "./fs-errors.js";

@@ -10,7 +10,7 @@
 import { createHash } from "node:crypto";
 import { readFile, rename, unlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { StoredHolder } from "../core/backend.js";
+import type { StoredHolder } from "../backend.js";
 import { newToken } from "../internal/token.js";
 import { type Entry, MAX_OWNER_FIELD, remainingMs } from "./entry.js";
 

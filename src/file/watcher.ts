@@ -1,5 +1,5 @@
 import { type FSWatcher, watch } from "node:fs";
-import type { BackendEvents, ReleaseWatcher } from "../core/backend.js";
+import type { BackendEvents, ReleaseWatcher } from "../backend.js";
 import { getOrInsert } from "../internal/get-or-insert.js";
 
 /**

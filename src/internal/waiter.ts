@@ -1,4 +1,4 @@
-import type { Grant, LockHandle, Registration } from "../core/backend.js";
+import type { Grant, LockHandle, Registration } from "../backend.js";
 import { onAnyAbort } from "./abortable.js";
 import { IntrusiveList, type Linked } from "./intrusive-list.js";
 

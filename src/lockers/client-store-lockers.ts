@@ -1,4 +1,4 @@
-import type { BackendFactory } from "../core/backend.js";
+import type { BackendFactory } from "../backend.js";
 import { type CoreSettings, LockCore } from "../core/lock-core.js";
 import { attachDeploymentCheck } from "../deployment/check-deployment.js";
 import type { Finding } from "../deployment/finding.js";

@@ -1,4 +1,4 @@
-import type { BackendFactory, StoredHolder } from "../core/backend.js";
+import type { BackendFactory, StoredHolder } from "../backend.js";
 import { type CoreSettings, LockCore } from "../core/lock-core.js";
 import type { LockerStore } from "../diagnostics.js";
 import { UnsupportedError } from "../errors.js";

@@ -1,4 +1,4 @@
-import type { BackendEvents, ReleaseWatcher } from "../core/backend.js";
+import type { BackendEvents, ReleaseWatcher } from "../backend.js";
 import { getOrInsert } from "../internal/get-or-insert.js";
 import type { KeyNames } from "./layout.js";
 import type { MemcachedClient } from "./types.js";

@@ -1,5 +1,5 @@
 import { performance } from "node:perf_hooks";
-import * as contract from "../core/backend.js";
+import * as contract from "../backend.js";
 import type { CoreSettings } from "../core/lock-core.js";
 import { InvalidArgumentError } from "../errors.js";
 import { IntrusiveList, type Linked } from "../internal/intrusive-list.js";

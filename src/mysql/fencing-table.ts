@@ -1,4 +1,4 @@
-import type { AttemptOutcome, LockHandle } from "../core/backend.js";
+import type { AttemptOutcome, LockHandle } from "../backend.js";
 import { FencingStore } from "../sql/fencing-store.js";
 import { type Session, unavailable } from "./session.js";
 

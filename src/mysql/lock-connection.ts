@@ -1,4 +1,4 @@
-import type { BackendContext } from "../core/backend.js";
+import type { BackendContext } from "../backend.js";
 import { UnsupportedError } from "../errors.js";
 import { SessionSlot } from "../sql/session-slot.js";
 import { checkOutFor } from "../sql/sql-errors.js";

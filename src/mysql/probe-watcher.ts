@@ -1,4 +1,4 @@
-import type { ReleaseWatcher } from "../core/backend.js";
+import type { ReleaseWatcher } from "../backend.js";
 import { withTimeout } from "../internal/sleep.js";
 import type { ClosingHost } from "../sql/watcher-host.js";
 import { lockName } from "./keys.js";

@@ -15,7 +15,7 @@
  *   its session ends (a locker's lease is its own, local, bound on that session being alive).
  * - **Fencing tokens** are not kept per holder (one sequence per locker draws them), so none is shown.
  */
-import type { StoredHolder, StoredView } from "../core/backend.js";
+import type { StoredHolder, StoredView } from "../backend.js";
 import { withTimeout } from "../internal/sleep.js";
 import { checkOutFor } from "../sql/sql-errors.js";
 import { lockId, markerOf } from "./keys.js";

@@ -1,4 +1,4 @@
-import type { BackendContext, LockHandle } from "../core/backend.js";
+import type { BackendContext, LockHandle } from "../backend.js";
 import { SessionSlot } from "../sql/session-slot.js";
 import { channelOf } from "./keys.js";
 import { MarkerWatcher } from "./marker-watcher.js";

@@ -1,4 +1,4 @@
-import type { ReleaseWatcher } from "../core/backend.js";
+import type { ReleaseWatcher } from "../backend.js";
 import type { ClosingHost } from "../sql/watcher-host.js";
 import { lockId, markerOf } from "./keys.js";
 import type { Session } from "./session.js";

@@ -1,5 +1,5 @@
 import { performance } from "node:perf_hooks";
-import type * as contract from "../core/backend.js";
+import type * as contract from "../backend.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { SessionBackend } from "../sql/session-backend.js";
 import { POSTGRES_LOCK_LIMITS, sessionLockCapabilities } from "../sql/session-capabilities.js";

@@ -1,5 +1,5 @@
 import { performance } from "node:perf_hooks";
-import type * as contract from "../core/backend.js";
+import type * as contract from "../backend.js";
 import { POSTGRES_LOCK_LIMITS } from "../sql/session-capabilities.js";
 import type { SessionSlot } from "../sql/session-slot.js";
 import type { GateMode, HeldSlots, SlotKey } from "../sql/slot-books.js";

@@ -1,4 +1,4 @@
-import type { ListedResource, StoredView } from "../core/backend.js";
+import type { ListedResource, StoredView } from "../backend.js";
 import { mapBounded } from "../internal/list-options.js";
 import type { ScanStep } from "./client/redis-connection.js";
 import { companionKey } from "./keys.js";

@@ -1,5 +1,5 @@
 import { performance } from "node:perf_hooks";
-import type { ExtendOutcome, LockHandle } from "../core/backend.js";
+import type { ExtendOutcome, LockHandle } from "../backend.js";
 import type { Script, ScriptRunner } from "./script-runner.js";
 import { EXTEND_MANY_PACKED } from "./scripts.js";
 import { slotGroups } from "./slot-groups.js";

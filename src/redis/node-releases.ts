@@ -1,4 +1,4 @@
-import type { LockHandle } from "../core/backend.js";
+import type { LockHandle } from "../backend.js";
 import { toUnknown } from "../internal/release-func.js";
 import type { ReleaseOutcome } from "../locker.js";
 import type { ScriptArgument } from "./client/redis-connection.js";

@@ -1,4 +1,4 @@
-import type { Queueing } from "../core/backend.js";
+import type { Queueing } from "../backend.js";
 import type { ScriptArgument } from "./client/redis-connection.js";
 import { defineScript } from "./script-runner.js";
 import { COUNT_LIVE, nextFence, PARSE_REGISTRATION, PUBLISH_GRANT } from "./scripts.js";

@@ -1,4 +1,4 @@
-import type { BackendFactory } from "../core/backend.js";
+import type { BackendFactory } from "../backend.js";
 import { connectionOf } from "./client/connection-of.js";
 import type { RedisConnection } from "./client/redis-connection.js";
 import { ClusterLanes } from "./cluster-lanes.js";

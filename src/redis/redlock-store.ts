@@ -1,6 +1,6 @@
 import { performance } from "node:perf_hooks";
 import type { Lock } from "redlock";
-import * as contract from "../core/backend.js";
+import * as contract from "../backend.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { ignore } from "./client/redis-connection.js";
 import { listHeld, type RedisListing } from "./list-keys.js";

@@ -1,4 +1,4 @@
-import type { BackendEvents, Grant, ReleaseWatcher } from "../core/backend.js";
+import type { BackendEvents, Grant, ReleaseWatcher } from "../backend.js";
 import { ReleaseNotifier } from "./release-notifier.js";
 import type { RedisClient } from "./types.js";
 

@@ -1,5 +1,5 @@
 import { performance } from "node:perf_hooks";
-import * as contract from "../core/backend.js";
+import * as contract from "../backend.js";
 import type { ReleaseOutcome } from "../locker.js";
 import type { Command, ScanStep } from "./client/redis-connection.js";
 import { FENCING_COUNTER_TTL_MS, fencingCounterKey } from "./fencing.js";

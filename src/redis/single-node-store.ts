@@ -1,5 +1,5 @@
 import { performance } from "node:perf_hooks";
-import * as contract from "../core/backend.js";
+import * as contract from "../backend.js";
 import { UnsupportedError } from "../errors.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { connectionOf } from "./client/connection-of.js";

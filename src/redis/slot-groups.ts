@@ -1,4 +1,4 @@
-import type { LockHandle } from "../core/backend.js";
+import type { LockHandle } from "../backend.js";
 import { hashTagOf } from "./keys.js";
 
 /**

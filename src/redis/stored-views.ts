@@ -1,4 +1,4 @@
-import type { StoredHolder, StoredView } from "../core/backend.js";
+import type { StoredHolder, StoredView } from "../backend.js";
 import { ownerOfToken, weightOfToken } from "./owner-token.js";
 
 /*

@@ -1,5 +1,5 @@
 import { performance } from "node:perf_hooks";
-import type * as contract from "../core/backend.js";
+import type * as contract from "../backend.js";
 import { UnsupportedError } from "../errors.js";
 import { unavailable } from "./store-errors.js";
 import { leaseHandle, ranOutOnArrival } from "./validity.js";

@@ -1,5 +1,5 @@
 import { performance } from "node:perf_hooks";
-import { LockHandle } from "../core/backend.js";
+import { LockHandle } from "../backend.js";
 
 /*
  * How long a Redis lease is trusted here: its TTL less the clock drift a node may have against

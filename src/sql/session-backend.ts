@@ -1,4 +1,4 @@
-import * as contract from "../core/backend.js";
+import * as contract from "../backend.js";
 import { newToken } from "../internal/token.js";
 import { confirmSession } from "./session-heartbeat.js";
 import type { SessionSlot, SessionSlotOptions, SlotSession } from "./session-slot.js";

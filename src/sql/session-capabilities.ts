@@ -1,4 +1,4 @@
-import type { Capabilities, Fencing, Naming, WaitQueue } from "../core/backend.js";
+import type { Capabilities, Fencing, Naming, WaitQueue } from "../backend.js";
 
 /** Why a session-lock store lacks two capabilities, in its own words (see {@link sessionLockCapabilities}). */
 export interface SessionLockLimits {

@@ -1,5 +1,5 @@
 import { performance } from "node:perf_hooks";
-import type { ExtendOutcome, LockHandle } from "../core/backend.js";
+import type { ExtendOutcome, LockHandle } from "../backend.js";
 import { LockLostError } from "../errors.js";
 
 /** A store's session (connection) that holds locks until it ends (PostgreSQL, MySQL). */

@@ -1,5 +1,5 @@
 import { performance } from "node:perf_hooks";
-import type { BackendEvents } from "../core/backend.js";
+import type { BackendEvents } from "../backend.js";
 import { LockerClosedError } from "../errors.js";
 import type { ReleaseOutcome } from "../locker.js";
 import type { Heartbeat, HeartbeatSession } from "./session-heartbeat.js";

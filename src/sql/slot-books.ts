@@ -1,4 +1,4 @@
-import type { AttemptOutcome, BackendEvents } from "../core/backend.js";
+import type { AttemptOutcome, BackendEvents } from "../backend.js";
 import { getOrInsert } from "../internal/get-or-insert.js";
 
 /**

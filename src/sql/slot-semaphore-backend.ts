@@ -1,5 +1,5 @@
 import { performance } from "node:perf_hooks";
-import type * as contract from "../core/backend.js";
+import type * as contract from "../backend.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { SessionBackend } from "./session-backend.js";
 import { type SessionLockLimits, sessionLockCapabilities } from "./session-capabilities.js";

@@ -1,5 +1,5 @@
 import { performance } from "node:perf_hooks";
-import * as contract from "../core/backend.js";
+import * as contract from "../backend.js";
 import { StoreUnavailableError } from "../errors.js";
 import { BackgroundWork } from "../internal/background-work.js";
 import { DeadlineGroup } from "../internal/deadline-group.js";

@@ -1,4 +1,4 @@
-import type { ListedResource, StoredHolder, StoredView } from "../core/backend.js";
+import type { ListedResource, StoredHolder, StoredView } from "../backend.js";
 import { czxidOf, unavailable, type ZooKeeperCalls } from "./calls.js";
 import { holdersOf, keyOfNodeName, nodeNameOf, queueOf } from "./layout.js";
 

@@ -1,5 +1,5 @@
 import { performance } from "node:perf_hooks";
-import * as contract from "../core/backend.js";
+import * as contract from "../backend.js";
 import { InvalidArgumentError } from "../errors.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { about, czxidOf, SessionExpiredError, unavailable, ZooKeeperCalls } from "./calls.js";

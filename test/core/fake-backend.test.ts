@@ -4,7 +4,7 @@
  * stopped working cannot make the core's tests pass for the wrong reason.
  */
 import { describe, expect, it } from "vitest";
-import type { AttemptRequest, LockHandle } from "../../src/core/backend.js";
+import type { AttemptRequest, LockHandle } from "../../src/backend.js";
 import { FakeBackend } from "./fake-backend.js";
 
 /** An attempt on `resource` as the core would ask for it. */

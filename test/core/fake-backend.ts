@@ -24,7 +24,7 @@ import {
   MAX_EXTEND_BATCH,
   type Naming,
   type StoredView,
-} from "../../src/core/backend.js";
+} from "../../src/backend.js";
 import type { ReleaseOutcome } from "../../src/locker.js";
 import { FakeWatcher } from "./fake-watcher.js";
 import { Gate } from "./gate.js";

@@ -1,4 +1,4 @@
-import type { ReleaseWatcher } from "../../src/core/backend.js";
+import type { ReleaseWatcher } from "../../src/backend.js";
 
 /**
  * The fake store's release watcher: subscriptions are confirmed at once and counted per resource,

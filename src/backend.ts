@@ -1,4 +1,4 @@
-import type { ReleaseOutcome } from "../locker.js";
+import type { ReleaseOutcome } from "./locker.js";
 
 /** A lock held in a store: its token, resource, and local validity window (monotonic ms). */
 export class LockHandle {
