@@ -1,10 +1,18 @@
 import { performance } from "node:perf_hooks";
+import type { LockHandle } from "../backend.js";
 import { type AbortSubscription, subscribeAbort } from "../internal/abortable.js";
 import { type KeyState, type KeyStates, Waiter } from "../internal/waiter.js";
 import { Acquisition } from "./acquisition.js";
-import type { LockHandle } from "../backend.js";
 import type { AcquireCall, CoreParts, Miss } from "./core-parts.js";
 import type { GrantDesk } from "./grant-desk.js";
+
+/** What the direct waiters of one core share (made once, by its wait loop). */
+export interface DirectWaitShared {
+  readonly parts: CoreParts;
+  readonly desk: GrantDesk;
+  /** How many callers wait, shared with the wait loop (one `waitingCount`). */
+  readonly count: { waiting: number };
+}
 
 /**
  * A lock's caller waiting for a key of a store in this process (memory), without the wait loop.
@@ -18,12 +26,9 @@ import type { GrantDesk } from "./grant-desk.js";
  * locker's place in the store's queue is left once nobody here waits.
  */
 export class DirectWaiter<T = Acquisition> extends Waiter {
-  readonly #parts: CoreParts;
-  readonly #desk: GrantDesk;
+  readonly #shared: DirectWaitShared;
   readonly #call: AcquireCall;
   readonly #state: KeyState;
-  /** How many callers wait, shared with the wait loop (one `waitingCount`). */
-  readonly #count: { waiting: number };
   /** What its caller is handed for the acquisition (a lock's caller: its release function). */
   readonly #deliver: (acquisition: Acquisition) => T;
   /** Set once it has its acquisition (or its error): it left the FIFO then. */
@@ -39,38 +44,33 @@ export class DirectWaiter<T = Acquisition> extends Waiter {
   #again = false;
 
   private constructor(
-    parts: CoreParts,
-    desk: GrantDesk,
+    shared: DirectWaitShared,
     call: AcquireCall,
     state: KeyState,
-    count: { waiting: number },
     deliver: (acquisition: Acquisition) => T,
   ) {
     super();
-    this.#parts = parts;
-    this.#desk = desk;
+    this.#shared = shared;
     this.#call = call;
     this.#state = state;
-    this.#count = count;
     this.#deliver = deliver;
   }
 
   /**
    * Waits for `call`'s key: joins its FIFO, tries at once when first, and returns what `deliver`
-   * makes of the acquisition when that try took the key, else a promise of it (counted in `count`
+   * makes of the acquisition when that try took the key, else a promise of it (counted in `shared.count`
    * while it waits). The promise resolves with `deliver`'s value itself: a lock's caller, handed
    * its release function, resumes one reaction after the grant, not two.
    */
   static obtain<T>(
-    parts: CoreParts,
-    desk: GrantDesk,
+    shared: DirectWaitShared,
     call: AcquireCall,
-    count: { waiting: number },
     deliver: (acquisition: Acquisition) => T,
   ): Promise<T> | T {
+    const { parts } = shared;
     const state = parts.keys.open(call.key);
     state.resource ??= parts.store.resourceOf(call.key);
-    const waiter = new DirectWaiter(parts, desk, call, state, count, deliver);
+    const waiter = new DirectWaiter(shared, call, state, deliver);
     state.waiters.push(waiter);
     if (state.waiters.head === waiter) waiter.#try();
     if (waiter.#settled) {
@@ -90,7 +90,7 @@ export class DirectWaiter<T = Acquisition> extends Waiter {
 
   /** Counts it as waiting and listens for an abort of its signal until it settles. */
   #wait(): Promise<T> {
-    this.#count.waiting += 1;
+    this.#shared.count.waiting += 1;
     const promise = new Promise<T>((resolve, reject) => {
       this.#resolve = resolve;
       this.#reject = reject;
@@ -105,7 +105,7 @@ export class DirectWaiter<T = Acquisition> extends Waiter {
    * once the locker is closing, which rejects every waiter).
    */
   override notify(): void {
-    if (this.#settled || this.#state.waiters.head !== this || this.#parts.lifetime.closing.aborted) return;
+    if (this.#settled || this.#state.waiters.head !== this || this.#shared.parts.lifetime.closing.aborted) return;
     if (this.#trying) this.#again = true;
     else this.#try();
   }
@@ -115,10 +115,10 @@ export class DirectWaiter<T = Acquisition> extends Waiter {
 
   /** The store's queue granted the key to this locker's place, which this head holds: take it. */
   override grant(handle: LockHandle): void {
-    const { store, holdings } = this.#parts;
+    const { store, holdings } = this.#shared.parts;
     // A lease held until released (most) cannot have run out: no clock to read.
     if (handle.validUntil !== Number.POSITIVE_INFINITY && performance.now() >= handle.validUntil) {
-      void this.#parts.lifetime.track(store.release(handle, true));
+      void this.#shared.parts.lifetime.track(store.release(handle, true));
       this.notify();
       return;
     }
@@ -138,7 +138,7 @@ export class DirectWaiter<T = Acquisition> extends Waiter {
 
   /** One attempt, answered at once; it joins the store's queue (under the locker's place) on a miss. */
   #try(): void {
-    const parts = this.#parts;
+    const parts = this.#shared.parts;
     const state = this.#state;
     do {
       this.#again = false;
@@ -169,7 +169,7 @@ export class DirectWaiter<T = Acquisition> extends Waiter {
       }
       if (outcome.kind === "held" && outcome.registration !== undefined) state.registration = outcome.registration;
       // A grant reported during the attempt: for this registration (taken now) or an older one.
-      this.#desk.settleEarlyGrant(this.#call.key, state);
+      this.#shared.desk.settleEarlyGrant(this.#call.key, state);
     } while (this.#again && !this.#settled);
   }
 
@@ -193,10 +193,10 @@ export class DirectWaiter<T = Acquisition> extends Waiter {
    */
   #settle(acquired: boolean): void {
     this.#settled = true;
-    const parts = this.#parts;
+    const parts = this.#shared.parts;
     const state = this.#state;
     const { key } = this.#call;
-    if (this.#resolve !== undefined) this.#count.waiting -= 1;
+    if (this.#resolve !== undefined) this.#shared.count.waiting -= 1;
     this.#onSignal?.cancel();
     parts.keys.leave(key, state, this, true);
     if (!acquired && state.waiters.size === 0) {
@@ -211,6 +211,6 @@ export class DirectWaiter<T = Acquisition> extends Waiter {
     }
     // A grant reported during an attempt that then failed: the next waiter here takes it (with
     // nobody left, it goes back).
-    this.#desk.settleEarlyGrant(key, state);
+    this.#shared.desk.settleEarlyGrant(key, state);
   }
 }

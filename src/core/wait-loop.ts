@@ -3,7 +3,7 @@ import { abortable } from "../internal/abortable.js";
 import { Backoff } from "../internal/backoff.js";
 import { Acquisition } from "./acquisition.js";
 import type { AcquireCall, CoreParts, Miss } from "./core-parts.js";
-import { DirectWaiter } from "./direct-waiter.js";
+import { DirectWaiter, type DirectWaitShared } from "./direct-waiter.js";
 import { GrantDesk } from "./grant-desk.js";
 import { type CoreWaiter, CountedWaiter, LockWaiter } from "./waiters.js";
 
@@ -29,11 +29,14 @@ export class WaitLoop {
   readonly grants: GrantDesk;
   /** Callers whose first attempt failed (or who queued behind others), still waiting. */
   readonly #count = { waiting: 0 };
+  /** What this core's direct waiters share (a store in this process: see {@link DirectWaiter}). */
+  readonly #direct: DirectWaitShared;
   #waiterSeq = 0;
 
   constructor(parts: CoreParts) {
     this.grants = new GrantDesk(parts);
     this.#parts = parts;
+    this.#direct = { parts, desk: this.grants, count: this.#count };
   }
 
   /** Number of calls waiting: queued behind others, or after a failed attempt. */
@@ -47,7 +50,7 @@ export class WaitLoop {
    * at once when the first try takes the key.
    */
   obtainNow<T>(call: AcquireCall, deliver: (acquisition: Acquisition) => T): Promise<T> | T {
-    return DirectWaiter.obtain(this.#parts, this.grants, call, this.#count, deliver);
+    return DirectWaiter.obtain(this.#direct, call, deliver);
   }
 
   /**
