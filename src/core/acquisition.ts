@@ -1,8 +1,8 @@
+import type { LockHandle } from "../backend.js";
 import type { DiagnosticSource } from "../internal/diagnostics.js";
 import type { Chained } from "../internal/intrusive-list.js";
 import { ReleaseRunner } from "../internal/release-func.js";
 import type { ReleaseFunc, ReleaseOutcome } from "../locker.js";
-import type { LockHandle } from "../backend.js";
 
 /**
  * Lifecycle of one acquisition: held until released, lost on the way, or handed off to another

@@ -1,6 +1,6 @@
+import type { AttemptOutcome, AttemptRequest, Queueing } from "../backend.js";
 import type { KeyStates } from "../internal/waiter.js";
 import { Acquisition } from "./acquisition.js";
-import type { AttemptOutcome, AttemptRequest, Queueing } from "../backend.js";
 import type { AcquireCall, CoreSettings, Miss } from "./core-parts.js";
 import type { Holdings } from "./holdings.js";
 import type { Lifetime } from "./lifetime.js";

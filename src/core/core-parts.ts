@@ -1,10 +1,10 @@
+import type { AttemptOutcome } from "../backend.js";
 import type { LockLostError } from "../errors.js";
 import type { AcquireProbe } from "../internal/diagnostics.js";
 import type { ResolvedAcquireOptions } from "../internal/validate.js";
 import type { KeyStates } from "../internal/waiter.js";
 import type { AcquisitionOwner } from "./acquisition.js";
 import type { Attempts } from "./attempts.js";
-import type { AttemptOutcome } from "../backend.js";
 import type { Holdings } from "./holdings.js";
 import type { Lifetime } from "./lifetime.js";
 import type { Store } from "./store.js";

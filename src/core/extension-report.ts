@@ -1,8 +1,8 @@
+import type { ExtendOutcome } from "../backend.js";
 import type { ExtendOutcome as ExtendMessageOutcome } from "../diagnostics.js";
 import { LockLostError } from "../errors.js";
 import { publishExtend } from "../internal/diagnostics.js";
 import type { Acquisition, AcquisitionOwner } from "./acquisition.js";
-import type { ExtendOutcome } from "../backend.js";
 
 /**
  * Publishes what one extension command found: one message per locker, outcome and error, in the

@@ -1,7 +1,7 @@
 import { performance } from "node:perf_hooks";
+import { type Grant, LockHandle } from "../backend.js";
 import type { KeyState, Waiter } from "../internal/waiter.js";
 import type { Acquisition } from "./acquisition.js";
-import { type Grant, LockHandle } from "../backend.js";
 import type { AcquireCall, CoreParts } from "./core-parts.js";
 import { type CoreWaiter, CountedWaiter, type QueuePlace } from "./waiters.js";
 

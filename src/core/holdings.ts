@@ -1,9 +1,9 @@
+import type { LockHandle } from "../backend.js";
 import { grantTime, publishRelease } from "../internal/diagnostics.js";
 import type { ResolvedAcquireOptions } from "../internal/validate.js";
 import type { KeyStates } from "../internal/waiter.js";
 import type { LeaseKeeperStats, ReleaseOutcome } from "../locker.js";
 import { Acquisition, type AcquisitionOwner } from "./acquisition.js";
-import type { LockHandle } from "../backend.js";
 import type { AcquireCall, CoreSettings } from "./core-parts.js";
 import { LeaseKeeper } from "./lease-keeper.js";
 import type { Lifetime } from "./lifetime.js";

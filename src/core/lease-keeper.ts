@@ -1,10 +1,10 @@
 import { performance } from "node:perf_hooks";
+import { type ExtendOutcome, MAX_EXTEND_BATCH } from "../backend.js";
 import { LockLostError, type LockLostReason } from "../errors.js";
 import { extendChannel, publishLost } from "../internal/diagnostics.js";
 import { InFlight } from "../internal/in-flight.js";
 import type { LeaseKeeperStats } from "../locker.js";
 import type { Acquisition } from "./acquisition.js";
-import { type ExtendOutcome, MAX_EXTEND_BATCH } from "../backend.js";
 import { reportExtension } from "./extension-report.js";
 import { type Lane, Lanes } from "./lease-lanes.js";
 import { MAX_TIMER_DELAY_MS } from "./limits.js";

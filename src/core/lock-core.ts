@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
+import type { BackendFactory, ListedResource, StoredView } from "../backend.js";
 import type { LockerKind } from "../diagnostics.js";
 import { UnsupportedError } from "../errors.js";
 import { subscribeAbort } from "../internal/abortable.js";
@@ -15,7 +16,6 @@ import { KeyStates } from "../internal/waiter.js";
 import type { AcquireOptions, AdoptOptions, Lease, LeaseKeeperStats, Locker, ReleaseFunc } from "../locker.js";
 import { Acquisition, type AcquisitionOwner, AcquisitionTerms } from "./acquisition.js";
 import { Attempts } from "./attempts.js";
-import type { BackendFactory, ListedResource, StoredView } from "../backend.js";
 import type { AcquireCall, CoreParts, CoreSettings } from "./core-parts.js";
 import { DirectWaiter } from "./direct-waiter.js";
 import type { HandOffContent } from "./hand-off-handle.js";

@@ -1,6 +1,3 @@
-import { UnsupportedError } from "../errors.js";
-import type { KeyStates } from "../internal/waiter.js";
-import type { ReleaseOutcome } from "../locker.js";
 import type {
   AdoptRequest,
   AttemptOutcome,
@@ -16,6 +13,9 @@ import type {
   StoredView,
   Unsupported,
 } from "../backend.js";
+import { UnsupportedError } from "../errors.js";
+import type { KeyStates } from "../internal/waiter.js";
+import type { ReleaseOutcome } from "../locker.js";
 
 /** Why a store that says nothing about a capability lacks it. */
 const NO_HAND_OFF = "this store cannot hand a lease to another process";

@@ -1,6 +1,6 @@
+import type { Grant, Queueing, Registration } from "../backend.js";
 import type { KeyState } from "../internal/waiter.js";
 import { Waiter } from "../internal/waiter.js";
-import type { Grant, Queueing, Registration } from "../backend.js";
 import type { CoreParts } from "./core-parts.js";
 import type { Store } from "./store.js";
 

@@ -1,5 +1,5 @@
-import type { AcquisitionOwner } from "../core/acquisition.js";
 import type { StoredHolder } from "../backend.js";
+import type { AcquisitionOwner } from "../core/acquisition.js";
 import { decodeHandOff } from "../core/hand-off-handle.js";
 import type { CoreSettings, LockCore } from "../core/lock-core.js";
 import type { LockerKind } from "../diagnostics.js";
