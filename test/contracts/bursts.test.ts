@@ -136,14 +136,21 @@ function burstSuite(
     // With a short lease a winner's lease can run out while this process still works through the
     // burst's answers (a pause longer than the lease, which no lease survives); a later call may
     // then take the free key. Never two at once: at most one winner still holds its lease.
+    // The shortest lease (200 ms) is shorter than the stalls of a loaded machine: there the store
+    // can be genuinely out of reach (a server not scheduled within the 50 ms timeout; PostgreSQL
+    // ending a session left idle for a lease), so its row accepts StoreUnavailableErrors, and
+    // nothing else; the rows above keep "no error" for a busy process and a healthy store.
     for (const expiry of shortestExpiry ? [2000, 200] : [2000]) {
       const operationTimeout = (expiry === 200 ? shortOperationTimeout : undefined) ?? Math.min(2000, expiry / 4);
-      it(`the same burst with expiry ${expiry} (a ${operationTimeout} ms command timeout): a winner, never two at once, no error`, async () => {
+      const errorsAllowed = expiry === 200;
+      it(`the same burst with expiry ${expiry} (a ${operationTimeout} ms command timeout): a winner, never two at once, ${errorsAllowed ? "no error but the store's" : "no error"}`, async () => {
         const lockers = Array.from({ length: 10 }, () => lockerFor({ expiry, operationTimeout }));
         const { winners, refused, errors } = await burst(lockers, uniqueKey("burst-short"), calls);
-        expect(errors.map(String)).toEqual([]);
-        expect(winners.length).toBeGreaterThanOrEqual(splitVotes ? 0 : 1);
-        expect(winners.length + refused).toBe(calls);
+        if (errorsAllowed) {
+          expect(errors.filter((error) => !(error instanceof StoreUnavailableError)).map(String)).toEqual([]);
+        } else expect(errors.map(String)).toEqual([]);
+        expect(winners.length).toBeGreaterThanOrEqual(splitVotes || errors.length > 0 ? 0 : 1);
+        expect(winners.length + refused + errors.length).toBe(calls);
         const holding = winners.filter((lease) => {
           try {
             lease.assertHeld();
