@@ -11,6 +11,7 @@ const PROCESS_OBSERVERS = [
   "test/core/abort-hub.test.ts",
   "test/diagnostics/diagnostics.test.ts",
   "test/diagnostics/diagnostics-stores.test.ts",
+  "test/diagnostics/otel-metrics.test.ts",
   "test/core/internal.test.ts",
   "test/memory/memory-locker.test.ts",
   "test/memory/memory-primitives.test.ts",

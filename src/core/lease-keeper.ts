@@ -337,11 +337,16 @@ export class LeaseKeeper {
     while (this.#inFlight.count < this.#settings.sweepConcurrency && !this.#stopped) {
       const batch = this.#backlog.shift();
       if (batch === undefined) return;
-      // Leases released (or lost) since the batch was collected are dropped, in place.
+      // Leases released (or lost) since the batch was collected are dropped, in place; so are
+      // leases whose validity ran out meanwhile (the batch waited for a free slot, or the sweep
+      // that collected it ran long): they are lost now, not extended.
+      const now = performance.now();
       let live = 0;
       for (let index = 0; index < batch.length; index++) {
         const acquisition = batch[index] as Acquisition;
-        if (acquisition.state === "held") batch[live++] = acquisition;
+        if (acquisition.state !== "held") continue;
+        if (acquisition.validUntil <= now) this.markLost(acquisition, "expired");
+        else batch[live++] = acquisition;
       }
       batch.length = live;
       if (live > 0) void this.#extend(batch, this.#plannedAt?.get(batch));

@@ -134,8 +134,8 @@ describe("examples/otel-metrics.mjs", () => {
     expect(holds("redis-lock", "unknown")?.count).toBe(1);
     expect(holds("redis-lock", "unknown")?.min).toBeGreaterThanOrEqual(900);
 
-    // Counted for this test's RedisLocker only: in the shared test process, a lease of another
-    // file's locker may be found lost while this test runs.
+    // Counted for this test's RedisLocker only (the file runs in a process of its own: see
+    // vitest.config.ts; the memory locker's leases are never lost).
     const lost = (reason: string): number | undefined =>
       pointOf<number>(exporter, "globallock.lost", { "globallock.kind": "redis-lock", "globallock.reason": reason });
     expect(lost("taken")).toBe(1);
