@@ -16,7 +16,7 @@ import { unavailable } from "./store-errors.js";
 import { lockView, permitView } from "./stored-views.js";
 import { adoptBySwap } from "./swap-adoption.js";
 import type { RedisClient } from "./types.js";
-import { leaseHandle, ranOutOnArrival, validUntilOf } from "./validity.js";
+import { leaseHandle, ranOutOnArrival } from "./validity.js";
 
 /** Settings of {@link SingleNodeStore}. */
 export interface SingleNodeStoreSettings {
@@ -275,14 +275,9 @@ export class SingleNodeStore
   grantedHandle(resource: string, registration: contract.Registration, grantedServerMs: number): contract.LockHandle {
     // The registration ran no earlier than it was sent; the grant ran (grantedServerMs −
     // registration.serverMs) node milliseconds after it. Both are whole ms: 1 ms of slack.
-    const grace = this.#settings.grantGrace;
+    const { grantGrace, driftFactor } = this.#settings;
     const validFrom = registration.sentAt + (grantedServerMs - registration.serverMs) - 1;
-    return new contract.LockHandle(
-      registration.token,
-      resource,
-      validFrom,
-      validUntilOf(validFrom, grace, this.#settings.driftFactor),
-    );
+    return leaseHandle(registration.token, resource, validFrom, grantGrace, driftFactor);
   }
 
   async leaveQueue(resource: string, waiterId: string, grantedToken = ""): Promise<void> {
