@@ -155,7 +155,7 @@ export class LeaseKeeper {
     this.#backlog.length = 0;
     this.#lanes.stopExtending();
     this.#rearm();
-    if (this.#inFlight.count > 0) await this.#inFlight.drained();
+    await this.#inFlight.drained();
   }
 
   /**

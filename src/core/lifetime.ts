@@ -42,7 +42,7 @@ export class Lifetime {
   }
 
   /** Resolves once no store operation is in flight. */
-  async drained(): Promise<void> {
-    if (this.inFlight.count > 0) await this.inFlight.drained();
+  drained(): Promise<void> {
+    return this.inFlight.drained();
   }
 }

@@ -1,5 +1,5 @@
-import { BackgroundWork } from "../internal/background-work.js";
 import { DeadlineGroup } from "../internal/deadline-group.js";
+import { InFlight } from "../internal/in-flight.js";
 import { unavailable } from "./etcd-errors.js";
 import { isLeaseGone, timedOut } from "./leases.js";
 import type { EtcdClient, EtcdRangeRequest, EtcdRangeResponse, EtcdTxnRequest, EtcdTxnResponse } from "./types.js";
@@ -18,7 +18,7 @@ export class EtcdCommands {
   readonly #timeoutMs: number;
   readonly #deadlines: DeadlineGroup;
   /** Background deletions in flight. */
-  readonly #background = new BackgroundWork();
+  readonly #background = new InFlight();
   #closing = false;
 
   constructor(client: EtcdClient, timeoutMs: number) {

@@ -1,11 +1,14 @@
 /**
  * Counts operations in flight, so that a close (or a stop) can wait until the last one has
- * settled. A count, not a set of promises: tracking an operation allocates nothing.
+ * settled; an operation's failure is left to whoever awaits it (tracking it handles it, so an
+ * operation nobody awaits fails quietly). A count, not a set of promises: tracking an operation
+ * allocates nothing.
  */
 export class InFlight {
   #count = 0;
-  /** Resolves the wait of {@link drained} once the count is back to zero. */
-  #drained: (() => void) | undefined;
+  /** What {@link drained} answers while operations are in flight (made on first wait). */
+  #drained: Promise<void> | undefined;
+  #resolveDrained: (() => void) | undefined;
 
   /** Number of operations in flight. */
   get count(): number {
@@ -32,16 +35,23 @@ export class InFlight {
     this.#settled();
   }
 
-  /** Resolves once no operation is in flight (call it while {@link count} is above zero). */
+  /** Resolves once no operation is in flight, operations counted while it waits included. */
   drained(): Promise<void> {
-    return new Promise<void>((resolve) => {
-      this.#drained = resolve;
+    if (this.#count === 0) return Promise.resolve();
+    this.#drained ??= new Promise<void>((resolve) => {
+      this.#resolveDrained = resolve;
     });
+    return this.#drained;
   }
 
   /** Counts an operation as settled (one function for all of them). */
   readonly #settled = (): void => {
     this.#count -= 1;
-    if (this.#count === 0) this.#drained?.();
+    if (this.#count === 0 && this.#resolveDrained !== undefined) {
+      const resolve = this.#resolveDrained;
+      this.#drained = undefined;
+      this.#resolveDrained = undefined;
+      resolve();
+    }
   };
 }

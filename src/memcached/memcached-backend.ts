@@ -1,6 +1,6 @@
 import { performance } from "node:perf_hooks";
 import * as contract from "../backend.js";
-import { BackgroundWork } from "../internal/background-work.js";
+import { InFlight } from "../internal/in-flight.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
 import { MemcachedCommands, unavailable } from "./commands.js";
@@ -67,7 +67,7 @@ class MemcachedBackend implements contract.Backend, contract.Naming, contract.Ha
   readonly #options: ResolvedMemcachedLockerOptions;
   readonly #owner: string;
   /** Deletions of locks nobody holds (late or refused grants); close waits for them. */
-  readonly #cleanUps = new BackgroundWork();
+  readonly #cleanUps = new InFlight();
 
   constructor(
     client: MemcachedClient,

@@ -1,8 +1,8 @@
 import { performance } from "node:perf_hooks";
 import * as contract from "../backend.js";
 import { StoreUnavailableError } from "../errors.js";
-import { BackgroundWork } from "../internal/background-work.js";
 import { DeadlineGroup } from "../internal/deadline-group.js";
+import { InFlight } from "../internal/in-flight.js";
 import { mapBounded } from "../internal/list-options.js";
 import { newToken } from "../internal/token.js";
 import type { ReleaseOutcome } from "../locker.js";
@@ -76,7 +76,7 @@ class TableBackend
   #ready: boolean;
   #creating: Promise<void> | undefined;
   /** Deletes of rows an attempt may have left when its answer came too late (close waits for them). */
-  readonly #cleanUps = new BackgroundWork();
+  readonly #cleanUps = new InFlight();
 
   constructor(
     dialect: TableDialect,

@@ -1,4 +1,4 @@
-import { BackgroundWork } from "../internal/background-work.js";
+import { InFlight } from "../internal/in-flight.js";
 import { pause } from "../internal/sleep.js";
 import type { ZooKeeperCalls } from "./calls.js";
 import { KeyNodes } from "./key-nodes.js";
@@ -16,7 +16,7 @@ export class NodeJanitor {
   /** The key nodes this locker knows are there, and when each idle one goes. */
   readonly keyNodes: KeyNodes;
   readonly #calls: ZooKeeperCalls;
-  readonly #underWay = new BackgroundWork();
+  readonly #underWay = new InFlight();
   #closing = false;
 
   constructor(calls: ZooKeeperCalls) {
